@@ -1,0 +1,116 @@
+/* cnnb/abi.h — the versioned plugin ABI: status codes, plugin kinds, the descriptor
+ * every plugin exports, and the rules that keep old plugins loading in new hosts.
+ *
+ * Rules (see DESIGN.md "The ABI"):
+ *  - one exported symbol per .so: CNNB_PLUGIN_ENTRY_SYMBOL;
+ *  - the descriptor and every vtable start with their own size and only grow by
+ *    appending; the host reads a field only when it lies inside both sizes;
+ *  - a major version change means an incompatible layout: the host refuses the plugin;
+ *    a newer minor from a plugin means it may fill fields this host does not know,
+ *    which the host ignores (it reads only what fits in its own struct sizes). */
+#ifndef CNNB_ABI_H
+#define CNNB_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CNNB_ABI_MAJOR 1
+#define CNNB_ABI_MINOR 0
+
+#define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
+
+#if defined(__GNUC__)
+#define CNNB_EXPORT __attribute__((visibility("default")))
+#define CNNB_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define CNNB_EXPORT
+#define CNNB_PRINTF(fmt, args)
+#endif
+
+typedef enum cnnb_status {
+  CNNB_OK = 0,
+  CNNB_EINVAL = 1,      /* bad argument, flag or graph */
+  CNNB_ENOMEM = 2,      /* allocation failed */
+  CNNB_EUNSUPPORTED = 3,/* valid request this plugin cannot do (precision, op) */
+  CNNB_EIO = 4,         /* file or device I/O */
+  CNNB_EDATA = 5,       /* corrupt input data */
+  CNNB_ECOMM = 6,       /* communication with another rank failed */
+  CNNB_EINTERNAL = 7,   /* a bug: an invariant did not hold */
+  CNNB_ENOTFOUND = 8    /* a name that nothing offers */
+} cnnb_status;
+
+typedef enum cnnb_plugin_kind {
+  CNNB_KIND_MODEL = 1,
+  CNNB_KIND_DEVICE = 2,
+  CNNB_KIND_STRATEGY = 3,
+  CNNB_KIND_DATASOURCE = 4
+} cnnb_plugin_kind;
+
+/* What the host tells a plugin when it loads it. Read fields only inside struct_size. */
+typedef struct cnnb_host {
+  uint32_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  uint32_t reserved;
+  const char *host_version; /* "0.1.0" */
+} cnnb_host;
+
+typedef struct cnnb_ctx cnnb_ctx;           /* host services: errors, logging, flags */
+typedef struct cnnb_flag_registry cnnb_flag_registry;
+
+/* The descriptor. The first seven fields never move. */
+typedef struct cnnb_plugin {
+  uint32_t abi_major;       /* CNNB_ABI_MAJOR the plugin was built against */
+  uint32_t abi_minor;       /* CNNB_ABI_MINOR the plugin was built against */
+  uint32_t struct_size;     /* sizeof(cnnb_plugin) as the plugin saw it */
+  uint32_t kind;            /* cnnb_plugin_kind */
+  const char *name;         /* the plugin's own name, e.g. "resnet" */
+  const char *version;      /* the plugin's version, e.g. "1.0.0" */
+  const char *description;  /* one line */
+  /* ABI 1.0 */
+  const char *const *offers;/* NULL-terminated names users pick it by; NULL means {name} */
+  const void *vtable;       /* cnnb_model_vtable / cnnb_device_vtable / ... by kind */
+  /* Optional: declare the plugin's own flags (shown under its name in --help). */
+  cnnb_status (*register_flags)(cnnb_flag_registry *registry);
+  /* Optional: capabilities by string id ("cnnb.cuda.stream/1"); NULL when absent. */
+  const void *(*get_extension)(const char *id);
+} cnnb_plugin;
+
+typedef const cnnb_plugin *(*cnnb_plugin_entry_fn)(const cnnb_host *host);
+
+/* A plugin defines its entry with this macro so the symbol is exported and typed. */
+#define CNNB_PLUGIN_ENTRY \
+  CNNB_EXPORT const cnnb_plugin *cnnb_plugin_entry(const cnnb_host *host); \
+  CNNB_EXPORT const cnnb_plugin *cnnb_plugin_entry(const cnnb_host *host)
+
+/* Helper for plugins to fill the fixed head of the descriptor. */
+#define CNNB_PLUGIN_HEAD(kind_, name_, version_, description_) \
+  .abi_major = CNNB_ABI_MAJOR, .abi_minor = CNNB_ABI_MINOR, \
+  .struct_size = (uint32_t)sizeof(cnnb_plugin), .kind = (kind_), .name = (name_), \
+  .version = (version_), .description = (description_)
+
+#if defined(__x86_64__) || defined(__aarch64__)
+_Static_assert(offsetof(cnnb_plugin, abi_major) == 0, "ABI: descriptor head moved");
+_Static_assert(offsetof(cnnb_plugin, struct_size) == 8, "ABI: descriptor head moved");
+_Static_assert(offsetof(cnnb_plugin, kind) == 12, "ABI: descriptor head moved");
+_Static_assert(offsetof(cnnb_plugin, name) == 16, "ABI: descriptor head moved");
+_Static_assert(offsetof(cnnb_plugin, description) == 32, "ABI: descriptor head moved");
+_Static_assert(offsetof(cnnb_plugin, offers) == 40, "ABI: 1.0 layout moved");
+_Static_assert(offsetof(cnnb_plugin, get_extension) == 64, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_plugin) == 72, "ABI: grow cnnb_plugin only by appending");
+_Static_assert(sizeof(cnnb_host) == 24, "ABI: grow cnnb_host only by appending");
+#endif
+
+/* Returns the plugin kind's lowercase name ("model"), or "unknown". */
+CNNB_EXPORT const char *cnnb_kind_name(uint32_t kind);
+/* Returns a short name for a status ("invalid argument"). */
+CNNB_EXPORT const char *cnnb_status_name(cnnb_status status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* cnnb/cnnb.h — the whole SDK: include this to write any kind of plugin. */
+#ifndef CNNB_CNNB_H
+#define CNNB_CNNB_H
+#include "abi.h"
+#include "ctx.h"
+#include "graph.h"
+#include "optimizer.h"
+#include "model.h"
+#include "device.h"
+#include "strategy.h"
+#include "datasource.h"
+#endif
