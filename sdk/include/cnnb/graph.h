@@ -48,10 +48,14 @@ typedef enum cnnb_op {
   CNNB_OP_COUNT_ = 16
 } cnnb_op;
 
+/* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
+ * tf_cnn_benchmarks' conv() and mpool()), so a zeroed desc field never hides an
+ * explicit choice of either. */
 typedef enum cnnb_padding {
-  CNNB_PAD_SAME = 0,     /* TF SAME: output ceil(in / stride), extra padding at bottom/right */
+  CNNB_PAD_DEFAULT = 0,  /* conv: SAME; pools: VALID */
   CNNB_PAD_VALID = 1,
-  CNNB_PAD_EXPLICIT = 2  /* pad_top/bottom/left/right as given */
+  CNNB_PAD_EXPLICIT = 2, /* pad_top/bottom/left/right as given */
+  CNNB_PAD_SAME = 3      /* TF SAME: output ceil(in / stride), extra padding at bottom/right */
 } cnnb_padding;
 
 typedef enum cnnb_init_kind {
@@ -78,7 +82,7 @@ typedef struct cnnb_conv2d_desc {
   int32_t filters;                /* required */
   int32_t kernel_h, kernel_w;     /* required */
   int32_t stride_h, stride_w;     /* 1 */
-  uint32_t padding;               /* CNNB_PAD_SAME */
+  uint32_t padding;               /* CNNB_PAD_DEFAULT: SAME */
   int32_t pad_top, pad_bottom, pad_left, pad_right; /* CNNB_PAD_EXPLICIT only */
   int32_t dilation_h, dilation_w; /* 1 */
   int32_t groups;                 /* 1; groups == in channels == filters is depthwise */
@@ -98,7 +102,7 @@ typedef struct cnnb_pool_desc {
   uint32_t struct_size;
   int32_t kernel_h, kernel_w;     /* required */
   int32_t stride_h, stride_w;     /* kernel size */
-  uint32_t padding;               /* CNNB_PAD_VALID */
+  uint32_t padding;               /* CNNB_PAD_DEFAULT: VALID */
   int32_t pad_top, pad_bottom, pad_left, pad_right;
 } cnnb_pool_desc;
 
