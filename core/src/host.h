@@ -1,0 +1,81 @@
+/* host.h — the host side of the SDK's services, for core code and tests only (never
+ * installed): creating contexts for plugins and the flag table they read.
+ *
+ * One cnnb_flags holds every flag: the core's (declared by flags_core.c, grouped by
+ * theme) and each plugin's (declared through its register_flags, grouped under the
+ * plugin's name). Parsing happens once, after every plugin declared its flags. */
+#ifndef CNNB_HOST_H
+#define CNNB_HOST_H
+
+#include <stdio.h>
+#include <cnnb/cnnb.h>
+
+typedef struct cnnb_flags cnnb_flags;
+
+cnnb_flags *cnnb_flags_create(void);
+void cnnb_flags_destroy(cnnb_flags *flags);
+
+/* A registry that declares flags under `group` ("Model and data", or a plugin name). */
+cnnb_flag_registry *cnnb_flags_registry(cnnb_flags *flags, const char *group);
+/* Declares the core's own flags (tf_cnn_benchmarks' names), grouped by theme. */
+cnnb_status cnnb_flags_declare_core(cnnb_flags *flags);
+
+/* Parses argv[1..argc). `--flag=value`, `--flag value`, `--bool` and `--nobool`.
+ * On an unknown flag or a bad value: returns CNNB_EINVAL with a message in err naming
+ * the flag (and "did you mean --x?" when a declared name is close). */
+cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size);
+/* Sets one flag from its command-line spelling, as parsing would. */
+cnnb_status cnnb_flags_set(cnnb_flags *flags, const char *name, const char *value, char *err,
+                           size_t err_size);
+/* --help: every group, its flags, type, default and help text. */
+void cnnb_flags_print_help(const cnnb_flags *flags, FILE *out);
+
+/* The same getters plugins use through a ctx, for core code. */
+int64_t cnnb_flags_int(const cnnb_flags *flags, const char *name);
+double cnnb_flags_float(const cnnb_flags *flags, const char *name);
+bool cnnb_flags_bool(const cnnb_flags *flags, const char *name);
+const char *cnnb_flags_string(const cnnb_flags *flags, const char *name);
+bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
+
+/* A context for one component: `component` prefixes its log lines ("cpu: ..."), and
+ * flag getters read `flags` (may be NULL in tests: getters then return defaults of 0). */
+cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags);
+void cnnb_ctx_destroy(cnnb_ctx *ctx);
+/* Log lines below this level are dropped (default CNNB_LOG_INFO). */
+void cnnb_log_set_level(cnnb_log_level level);
+
+/* Edit distance, for "did you mean" everywhere (flags, plugin names). */
+int cnnb_edit_distance(const char *a, const char *b);
+
+/* ---- flags: kinds of declaration beyond cnnb_flag_declare (host side) ----------- */
+
+/* A registry for one of the core's own themed groups ("General", "Devices"). --help
+ * prints theme groups first, in the order first asked for, then every plugin group
+ * (from cnnb_flags_registry) under "Plugin <name>". */
+cnnb_flag_registry *cnnb_flags_theme_registry(cnnb_flags *flags, const char *theme);
+/* A string flag whose value must be one of `allowed` (NULL-terminated list, copied);
+ * any other value is refused when parsed, with a message listing the allowed ones. */
+cnnb_status cnnb_flags_declare_choice(cnnb_flag_registry *registry, const char *name,
+                                      const char *default_value, const char *const *allowed,
+                                      const char *help);
+/* A string flag that may be given several times: the values are kept in order, joined
+ * by `separator` (--plugin=a.so --plugin=b.so reads "a.so:b.so"); the default is "". */
+cnnb_status cnnb_flags_declare_repeated(cnnb_flag_registry *registry, const char *name,
+                                        char separator, const char *help);
+/* A second name for a declared flag (--tf_random_seed for --seed), so tf_cnn_benchmarks
+ * command lines keep working; shown in --help beside the flag. */
+cnnb_status cnnb_flags_alias(cnnb_flags *flags, const char *alias, const char *name);
+/* Why the last declaration on these flags was refused ("" when none). The refusal is
+ * also logged, so a loader that only checks the status still shows it. */
+const char *cnnb_flags_error(const cnnb_flags *flags);
+
+/* ---- logging without a ctx (core code) ----------------------------------------- */
+
+/* As cnnb_log, with `component` as the prefix ("cnnbench"). */
+void cnnb_log_component(const char *component, cnnb_log_level level, const char *fmt, ...)
+    CNNB_PRINTF(3, 4);
+cnnb_log_level cnnb_log_get_level(void);
+/* "error" | "warn" | "info" | "debug" (as --log_level spells them); false otherwise. */
+bool cnnb_log_level_parse(const char *name, cnnb_log_level *level);
+
+#endif
