@@ -1,0 +1,168 @@
+/* flags_core.c — the core's own flags, named and defaulted as tf_cnn_benchmarks names and
+ * defaults them (scripts/tf_cnn_benchmarks/benchmark_cnn.py) wherever the meaning is the
+ * same, so its command lines carry over. Where tf_cnn_benchmarks uses None for "not
+ * given", we use a zero default plus cnnb_flags_is_set(); deliberate departures say so
+ * in their help text. Grouped by theme for --help. */
+#include <stddef.h>
+
+#include "host.h"
+
+typedef struct core_flag {
+  const char *name;
+  cnnb_flag_type type;
+  const char *default_value;
+  const char *const *choices; /* string flags restricted to these values */
+  const char *help;
+} core_flag;
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
+static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
+
+static const core_flag general[] = {
+    {"help", CNNB_FLAG_BOOL, "false", NULL, "Print this help, including every plugin's flags, and exit."},
+    {"version", CNNB_FLAG_BOOL, "false", NULL, "Print the cnnbench version and plugin ABI, and exit."},
+    {"list_plugins", CNNB_FLAG_BOOL, "false", NULL,
+     "List every plugin found (kind, names offered, version, ABI, file) and, for rejected "
+     "ones, why; then exit."},
+    {"model_info", CNNB_FLAG_BOOL, "false", NULL,
+     "Print the model's layers, output shapes and parameter counts, and exit."},
+    {"log_level", CNNB_FLAG_STRING, "info", log_levels,
+     "Least severe log lines shown on stderr."},
+};
+
+static const core_flag model_and_data[] = {
+    {"model", CNNB_FLAG_STRING, "trivial", NULL,
+     "Name of the model to run (any name a model plugin offers; see --list_plugins)."},
+    {"batch_size", CNNB_FLAG_INT, "0", NULL,
+     "Batch size per compute device; 0 uses the model's default."},
+    {"num_batches", CNNB_FLAG_INT, "100", NULL,
+     "Number of batches to run, excluding warmup. At most one of --num_batches and "
+     "--num_epochs may be given."},
+    {"num_warmup_batches", CNNB_FLAG_INT, "-1", NULL,
+     "Number of batches to run before timing; -1 picks 10, as tf_cnn_benchmarks does."},
+    {"display_every", CNNB_FLAG_INT, "10", NULL,
+     "Number of local steps after which progress is printed out."},
+    {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Number of epochs to run, excluding warmup; 0 means use --num_batches."},
+    {"data_name", CNNB_FLAG_STRING, "", NULL,
+     "Name of dataset: imagenet or cifar10. If empty, imagenet, or guessed from --data_dir."},
+    {"data_dir", CNNB_FLAG_STRING, "", NULL,
+     "Path to the dataset (TFRecord shards or JPEG folders). If empty, synthetic data is used."},
+    {"datasource", CNNB_FLAG_STRING, "", NULL,
+     "Datasource plugin to read batches with; empty picks synthetic without --data_dir "
+     "and imagenet with it."},
+    {"num_classes", CNNB_FLAG_INT, "0", NULL,
+     "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks)."},
+    {"image_size", CNNB_FLAG_INT, "0", NULL,
+     "Input image height and width; 0 uses the model's default."},
+    {"forward_only", CNNB_FLAG_BOOL, "false", NULL,
+     "Benchmark inference only: forward pass and loss, no backward pass or update."},
+    {"eval", CNNB_FLAG_BOOL, "false", NULL,
+     "Evaluate (forward pass with top-1/top-5 accuracy) instead of training."},
+    {"print_training_accuracy", CNNB_FLAG_BOOL, "false", NULL,
+     "Calculate and print top-1 and top-5 training accuracy with each step line."},
+    {"seed", CNNB_FLAG_INT, "1234", NULL,
+     "Random seed for weights and synthetic data (tf_cnn_benchmarks' --tf_random_seed, "
+     "which also works)."},
+};
+
+static const core_flag devices[] = {
+    {"device", CNNB_FLAG_STRING, "cpu", NULL,
+     "Device plugin to compute on: cpu or cuda (tf_cnn_benchmarks defaults to gpu; we "
+     "default to what every machine has)."},
+    {"num_gpus", CNNB_FLAG_INT, "1", NULL,
+     "Number of devices to run on (replicas in this process), whatever their kind."},
+    {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
+     "Threads for intra-op parallelism; 0 lets the device choose."},
+    {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
+     "Threads for inter-op parallelism; 0 lets the system choose."},
+    {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
+     "Logical data layout of the input; devices pick their own physical layout."},
+    {"precision", CNNB_FLAG_STRING, "fp32", precisions,
+     "Compute precision of activations and gradients; master weights stay fp32."},
+    {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
+    {"fp16_loss_scale", CNNB_FLAG_FLOAT, "0", NULL,
+     "With fp16, multiply the loss by this before backward and divide gradients by it; "
+     "0 uses the model's default (128)."},
+    {"fp16_enable_auto_loss_scale", CNNB_FLAG_BOOL, "false", NULL,
+     "With fp16, adjust the loss scale automatically during training."},
+    {"fp16_inc_loss_scale_every_n", CNNB_FLAG_INT, "1000", NULL,
+     "With automatic loss scaling, increase the loss scale every n steps."},
+};
+
+static const core_flag distribution[] = {
+    {"variable_update", CNNB_FLAG_STRING, "independent", NULL,
+     "Strategy plugin for variables and gradients: independent, parameter_server, "
+     "replicated, horovod, ... (tf_cnn_benchmarks defaults to parameter_server; we default "
+     "to independent, which works on any number of devices)."},
+    {"all_reduce_spec", CNNB_FLAG_STRING, "", NULL,
+     "All-reduce algorithm for replicated strategies, e.g. nccl, xring, pscpu; empty lets "
+     "the strategy choose."},
+    {"gradient_bucket_mb", CNNB_FLAG_FLOAT, "25", NULL,
+     "Gradients are grouped into buckets of about this many MiB, each reduced as soon as "
+     "backward finishes it."},
+};
+
+static const core_flag optimization[] = {
+    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers, "Optimizer to use."},
+    {"init_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
+     "Initial learning rate for training; when not given, the model's default."},
+    {"piecewise_learning_rate_schedule", CNNB_FLAG_STRING, "", NULL,
+     "A piecewise learning rate schedule over epochs, LR0;E1;LR1;...;En;LRn: the rate is "
+     "LRi while E(i-1) <= epoch < Ei. No other learning rate flag may be given with it."},
+    {"num_epochs_per_decay", CNNB_FLAG_FLOAT, "0", NULL,
+     "Epochs after which the learning rate decays (staircase); 0: no decay."},
+    {"learning_rate_decay_factor", CNNB_FLAG_FLOAT, "0", NULL,
+     "Learning rate decay factor, applied every --num_epochs_per_decay epochs; 0: no decay."},
+    {"minimum_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
+     "The learning rate never decays below this value."},
+    {"num_learning_rate_warmup_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Increase the learning rate linearly to its initial value over these first epochs."},
+    {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum for training (Nesterov, as tf_cnn_benchmarks)."},
+    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp."},
+    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp."},
+    {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp."},
+    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer."},
+    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer."},
+    {"adam_epsilon", CNNB_FLAG_FLOAT, "1e-8", NULL, "Epsilon term for the Adam optimizer."},
+    {"weight_decay", CNNB_FLAG_FLOAT, "0.00004", NULL, "Weight decay (L2) factor for training."},
+    {"gradient_clip", CNNB_FLAG_FLOAT, "0", NULL,
+     "Gradient clipping magnitude; 0 disables clipping."},
+};
+
+static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const core_flag *list,
+                                 size_t count) {
+  cnnb_flag_registry *r = cnnb_flags_theme_registry(flags, theme);
+  if (!r) return CNNB_ENOMEM;
+  for (size_t i = 0; i < count; i++) {
+    const core_flag *f = &list[i];
+    cnnb_status st = f->choices
+        ? cnnb_flags_declare_choice(r, f->name, f->default_value, f->choices, f->help)
+        : cnnb_flag_declare(r, f->name, f->type, f->default_value, f->help);
+    if (st != CNNB_OK) return st;
+  }
+  return CNNB_OK;
+}
+
+#define DECLARE(theme, list) declare_theme(flags, theme, list, sizeof list / sizeof list[0])
+
+cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
+  if (!flags) return CNNB_EINVAL;
+  cnnb_status st = DECLARE("General", general);
+  if (st == CNNB_OK) {
+    /* --plugin is repeatable: every value is kept, in order, joined with ':' like
+     * CNNB_PLUGIN_PATH (so cnnb_flags_string(flags, "plugin") reads "a.so:b.so"). */
+    st = cnnb_flags_declare_repeated(cnnb_flags_theme_registry(flags, "General"), "plugin", ':',
+                                     "Load the plugin in FILE as well as those found on the "
+                                     "plugin path; repeat the flag for several files. "
+                                     "Values are joined with ':'.");
+  }
+  if (st == CNNB_OK) st = DECLARE("Model and data", model_and_data);
+  if (st == CNNB_OK) st = DECLARE("Devices", devices);
+  if (st == CNNB_OK) st = DECLARE("Distribution", distribution);
+  if (st == CNNB_OK) st = DECLARE("Optimization", optimization);
+  if (st == CNNB_OK) st = cnnb_flags_alias(flags, "tf_random_seed", "seed");
+  return st;
+}
