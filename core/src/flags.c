@@ -344,7 +344,7 @@ static const cnnb_flag_entry *lookup(const cnnb_flags *flags, const char *name,
     return NULL;
   }
   if (f->type != type) {
-    cnnb_log_component(component, CNNB_LOG_ERROR, "flag --%s is a %s flag, read as %s",
+    cnnb_log_component(component, CNNB_LOG_ERROR, "flag --%s is of type %s, read as %s",
                        f->name, cnnb_flag_type_name(f->type), cnnb_flag_type_name(type));
     return NULL;
   }

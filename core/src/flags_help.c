@@ -30,8 +30,8 @@ static void print_wrapped(FILE *out, const char *text) {
 
 static void print_flag(FILE *out, const cnnb_flags *flags, size_t index) {
   const cnnb_flag_entry *f = &flags->v[index];
-  fprintf(out, "  --%s", f->name);
-  if (f->type == CNNB_FLAG_BOOL) fprintf(out, ", --no%s", f->name);
+  /* absl's spelling for a bool that also takes --noname. */
+  fprintf(out, "  --%s%s", f->type == CNNB_FLAG_BOOL ? "[no]" : "", f->name);
   for (size_t a = 0; a < flags->naliases; a++)
     if (flags->aliases[a].target == index) fprintf(out, ", --%s", flags->aliases[a].alias);
   fputs("  (", out);
