@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "flags_internal.h"
 
 int cnnb_edit_distance(const char *a, const char *b) {
   if (!a) a = "";
@@ -35,4 +35,23 @@ int cnnb_edit_distance(const char *a, const char *b) {
   free(prev);
   free(cur);
   return d;
+}
+
+/* One rule for every suggestion: short names allow two edits, long ones a third. */
+bool cnnb_flags_close_enough(const char *typed, int distance) {
+  int len = (int)strlen(typed);
+  int limit = len / 3 > 2 ? len / 3 : 2;
+  return distance <= limit;
+}
+
+const char *cnnb_closest_name(const char *typed, const char *const *names, size_t count) {
+  if (!typed || !names) return NULL;
+  const char *best = NULL;
+  int best_d = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!names[i]) continue;
+    int d = cnnb_edit_distance(typed, names[i]);
+    if (!best || d < best_d) best = names[i], best_d = d;
+  }
+  return best && cnnb_flags_close_enough(typed, best_d) ? best : NULL;
 }

@@ -8,12 +8,6 @@
 
 #include "flags_internal.h"
 
-bool cnnb_flags_close_enough(const char *typed, int distance) {
-  int len = (int)strlen(typed);
-  int limit = len / 3 > 2 ? len / 3 : 2;
-  return distance <= limit;
-}
-
 const char *cnnb_flags_suggest(const cnnb_flags *flags, const char *name, bool *negated) {
   const char *best = NULL;
   int best_d = 0;

@@ -46,6 +46,10 @@ void cnnb_log_set_level(cnnb_log_level level);
 
 /* Edit distance, for "did you mean" everywhere (flags, plugin names). */
 int cnnb_edit_distance(const char *a, const char *b);
+/* The name in names[0..count) closest to `typed`, if close enough to suggest: edit
+ * distance <= max(2, strlen(typed) / 3), the rule --flag suggestions use; else NULL.
+ * Ties go to the earlier name. */
+const char *cnnb_closest_name(const char *typed, const char *const *names, size_t count);
 
 /* ---- flags: kinds of declaration beyond cnnb_flag_declare (host side) ----------- */
 

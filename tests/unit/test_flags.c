@@ -303,6 +303,11 @@ START_TEST(edit_distance_known_values) {
   ck_assert_int_eq(cnnb_edit_distance("batchsize", "batch_size"), 1);
   ck_assert_int_eq(cnnb_edit_distance("resnet50", "resnet101"), 2);
   ck_assert_int_eq(cnnb_edit_distance(NULL, "ab"), 2);
+  static const char *const models[] = {"alexnet", "resnet50", "resnet101", "inception3"};
+  ck_assert_str_eq(cnnb_closest_name("resnet5", models, 4), "resnet50");
+  ck_assert_str_eq(cnnb_closest_name("inceptionv3", models, 4), "inception3");
+  ck_assert_ptr_null(cnnb_closest_name("vgg16", models, 4));
+  ck_assert_ptr_null(cnnb_closest_name("x", models, 0));
 }
 END_TEST
 
