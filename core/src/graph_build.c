@@ -39,7 +39,7 @@ static const char *padding_name(uint32_t padding) {
 static bool window_dim(int32_t in, int32_t eff_k, int32_t stride, uint32_t padding,
                        int32_t *before, int32_t *after, int32_t *out) {
   if (padding == CNNB_PAD_SAME) {
-    *out = (in + stride - 1) / stride;
+    *out = (int32_t)(((int64_t)in + stride - 1) / stride);
     int64_t total = (int64_t)(*out - 1) * stride + eff_k - in;
     if (total < 0) total = 0;
     *before = (int32_t)(total / 2);
@@ -84,7 +84,12 @@ static bool resolve_window(const cnnb_node_start *s, const cnnb_shape in, int32_
       return false;
     }
   }
-  int32_t ekh = (kh - 1) * dh + 1, ekw = (kw - 1) * dw + 1;
+  int64_t ekh64 = (int64_t)(kh - 1) * dh + 1, ekw64 = (int64_t)(kw - 1) * dw + 1;
+  if (ekh64 > INT32_MAX || ekw64 > INT32_MAX) {
+    cnnb_graph_reject(s, CNNB_EINVAL, "%s %dx%d dilated %dx%d is too large", kind, kh, kw, dh, dw);
+    return false;
+  }
+  int32_t ekh = (int32_t)ekh64, ekw = (int32_t)ekw64;
   int32_t oh = 0, ow = 0;
   bool fits_h = window_dim(in.h, ekh, sh, padding, &top, &bottom, &oh);
   bool fits_w = window_dim(in.w, ekw, sw, padding, &left, &right, &ow);
