@@ -43,11 +43,12 @@ static cnnb_status synthetic_create(cnnb_ctx *ctx, const char *name,
   s->images = malloc(s->image_count * sizeof *s->images);
   s->labels = malloc((size_t)cfg->batch_size * sizeof *s->labels);
   if (!s->images || !s->labels) {
+    size_t count = s->image_count;
     free(s->images);
     free(s->labels);
     free(s);
     return cnnb_error(ctx, CNNB_ENOMEM, "synthetic: out of memory for a batch of %zu floats",
-                      s->image_count);
+                      count);
   }
   uint64_t state = cfg->seed * 1000003ull + (uint64_t)cfg->rank;
   for (size_t i = 0; i < s->image_count; i++) s->images[i] = 2.0f * uniform01(&state) - 1.0f;
