@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# --model_info prints the per-layer table and machine-readable totals, without training
+# and without needing a device plugin.
+set -euo pipefail
+: "${CNNBENCH:?}"
+check() { # check <model> <params>
+  local out; out=$("$CNNBENCH" --model="$1" --model_info --device=none_needed)
+  grep -qx "Trainable parameters: $2" <<<"$out" || { echo "FAIL: $1: want $2 params"; echo "$out" | tail -3; exit 1; }
+  grep -qP '^Forward GFLOPs per image: \d+\.\d{3}$' <<<"$out" || { echo "FAIL: $1: no GFLOPs line"; exit 1; }
+  grep -qP '^Activation memory per image \(training\): \d+\.\d MiB$' <<<"$out" || { echo "FAIL: $1: no memory line"; exit 1; }
+}
+check alexnet 61842345
+check vgg16 138361641
+check resnet50 25559081
+check inception3 23819401
+out=$("$CNNBENCH" --model=resnet50 --model_info --num_classes=10)
+grep -qx "Trainable parameters: $((25559081 - 2048 * 991 - 991))" <<<"$out" || { echo "FAIL: --num_classes=10"; exit 1; }
+echo PASS
