@@ -1,0 +1,237 @@
+/* cpu_device.h — what the cpu device's files share: the device, the per-graph layout
+ * plan, the per-node state every op embeds, and small oneDNN helpers.
+ *
+ * Layouts: every tensor of a graph gets one oneDNN memory descriptor (the "plan"),
+ * decided once per graph, in node order, from its producer's preference (a convolution's
+ * output may be blocked, nChw16c; a dense layer's is plain). Its gradient uses the same
+ * descriptor, so backward never guesses. A consumer that needs another layout converts
+ * through a cpu_xform (counted: the report of reorders says where time goes).
+ *
+ * Parameters are never blocked: the arenas hold plain fp32 (kernel OIHW, dense
+ * [units, K]); a kernel's preferred weight layout or bf16 copy is made each step by a
+ * cpu_xform into a buffer owned by the node.
+ *
+ * Threading: calls on one device come from one thread at a time (device.h), so the
+ * scratchpad and counters need no lock. */
+#ifndef CNNB_CPU_DEVICE_H
+#define CNNB_CPU_DEVICE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <cnnb/cnnb.h>
+
+typedef struct cpu_device cpu_device;
+typedef struct cpu_plan cpu_plan;
+typedef struct cpu_node cpu_node;
+
+struct cpu_plan {
+  cpu_plan *next;
+  const cnnb_graph *g;
+  uint64_t fingerprint;      /* ops and shapes: a graph freed and another at the same address differ */
+  int32_t num_nodes;
+  dnnl_memory_desc_t *md;    /* per tensor: the layout of its activation and its gradient */
+  struct cpu_host_io *io;    /* per tensor, made on first tensor_from/to_host */
+};
+
+struct cpu_device {
+  cnnb_ctx *ctx;
+  cnnb_device_config cfg;
+  int32_t threads;
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  dnnl_data_type_t act_dt;   /* activations and compute: f32 or bf16 */
+  dnnl_primitive_attr_t attr;/* user scratchpad: one buffer for every primitive */
+  void *scratch;
+  size_t scratch_bytes;
+  dnnl_memory_t scratch_mem;
+  cpu_plan *plans;
+  uint64_t reorders_planned; /* per-step layout conversions prepared (weights and activations) */
+  uint64_t reorders_run;     /* conversions executed since create */
+  char description[256];
+};
+
+typedef struct cpu_node_ops {
+  cnnb_status (*forward)(cpu_device *d, cpu_node *n, const cnnb_node_io *io);
+  cnnb_status (*backward)(cpu_device *d, cpu_node *n, const cnnb_node_io *io);
+  void (*release)(cpu_device *d, cpu_node *n);
+} cpu_node_ops;
+
+/* The head of every op's state (each op's struct embeds it first). */
+struct cpu_node {
+  const cpu_node_ops *ops;
+  const cnnb_graph *g;
+  const cnnb_node *node;
+  cpu_plan *plan;
+  int32_t index;
+};
+
+/* A layout conversion src_md -> dst_md; prim NULL when the two are the same. */
+typedef struct cpu_xform {
+  dnnl_primitive_t prim;
+  dnnl_memory_t src, dst;
+  size_t bytes;              /* of dst */
+} cpu_xform;
+
+/* Host <-> device conversion of one tensor (logical NCHW fp32, or int32 labels). */
+typedef struct cpu_host_io {
+  int ready;
+  cpu_xform to_device, to_host;
+} cpu_host_io;
+
+/* ---- errors and primitives (util.c) --------------------------------------------- */
+
+/* CNNB_OK, or an error naming the node and what failed with oneDNN's status. */
+cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what);
+#define CPU_TRY(st, d, call, node, what) \
+  do { \
+    if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \
+  } while (0)
+
+/* A primitive descriptor with the device's attributes (user scratchpad), recording the
+ * scratchpad it needs. `attr` NULL uses the device's own. */
+cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                          const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                          const cnnb_node *node, const char *what);
+/* Like cpu_pd_create, but returns 0 without recording an error when oneDNN refuses. */
+int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
+cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
+                            const cnnb_node *node, const char *what);
+/* Grows the shared scratchpad to cover `pd`'s (prepare time, never per step). */
+cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, const cnnb_node *node);
+/* Runs `prim` with `args` (the scratchpad is added here) and waits for it. */
+cnnb_status cpu_exec(cpu_device *d, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
+                     const cnnb_node *node, const char *what);
+const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index);
+
+/* A memory object without data; point it at a buffer with cpu_bind before each use. */
+cnnb_status cpu_mem(cpu_device *d, dnnl_memory_t *mem, const dnnl_memory_desc_t *md,
+                    const cnnb_node *node);
+static inline void cpu_bind(dnnl_memory_t mem, const void *ptr) {
+  dnnl_memory_set_data_handle(mem, (void *)ptr);
+}
+
+/* Memory descriptors: plain NCHW of a shape, and any plain tag. */
+dnnl_memory_desc_t cpu_md_nchw(cnnb_shape s, dnnl_data_type_t dt);
+dnnl_memory_desc_t cpu_md_tag(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt,
+                              dnnl_format_tag_t tag);
+dnnl_memory_desc_t cpu_md_any(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt);
+static inline int cpu_md_same(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b) {
+  return dnnl_memory_desc_equal(a, b) != 0;
+}
+/* "nchw", "nChw16c", "blocked" ... for debug logs. */
+const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size);
+
+/* Zeroed, 64-byte aligned; NULL on failure (size 0 gives a valid small block). */
+void *cpu_alloc(size_t bytes);
+void cpu_free(void *p);
+
+cnnb_status cpu_xform_init(cpu_device *d, cpu_xform *x, const dnnl_memory_desc_t *src,
+                           const dnnl_memory_desc_t *dst, const cnnb_node *node, const char *what);
+/* dst = src converted; a plain copy when no conversion is needed (nothing if src == dst). */
+cnnb_status cpu_xform_run(cpu_device *d, cpu_xform *x, const void *src, void *dst,
+                          const cnnb_node *node);
+void cpu_xform_fini(cpu_xform *x);
+static inline int cpu_xform_needed(const cpu_xform *x) { return x->prim != NULL; }
+
+/* Prepared weights: the arena's plain fp32 kernel converted into the kernel's preferred
+ * layout and type (or used in place when they agree), and the way back for gradients. */
+typedef struct cpu_weights {
+  cpu_xform to_compute;   /* arena plain f32 -> compute md */
+  void *compute_buf;      /* NULL when the arena is used in place */
+  cpu_xform to_arena;     /* diff in the bwd-weights md (f32) -> arena plain f32 */
+  void *diff_buf;         /* NULL when written into the gradient arena directly */
+} cpu_weights;
+cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
+                                 const dnnl_memory_desc_t *compute, const cnnb_node *node);
+cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
+                                 const dnnl_memory_desc_t *diff, const cnnb_node *node);
+/* The buffer to give the kernel as weights this step (converting when needed). */
+cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena,
+                                const void **out, const cnnb_node *node);
+void cpu_weights_fini(cpu_weights *w);
+
+/* bf16 <-> f32, round to nearest even (NaN stays NaN). */
+static inline float cpu_bf16_to_f32(uint16_t v) {
+  uint32_t u = (uint32_t)v << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline uint16_t cpu_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* The parameter (or stat) `which` of node n, in its arena at `base`. */
+static inline float *cpu_param_ptr(const cnnb_graph *g, float *base, int32_t index) {
+  return base + cnnb_graph_param(g, index)->offset;
+}
+
+/* Sets the compute threads on the calling thread (the OMP runtime keeps it per thread). */
+void cpu_threads_apply(const cpu_device *d);
+/* 1 when the OpenMP runtime's thread setter was found (else OMP_NUM_THREADS rules). */
+int cpu_threads_runtime_ok(void);
+
+/* ---- plan (plan.c) --------------------------------------------------------------- */
+
+cnnb_status cpu_plan_get(cpu_device *d, const cnnb_graph *g, cpu_plan **out);
+void cpu_plans_free(cpu_device *d);
+cnnb_status cpu_tensor_from_host(cpu_device *d, cpu_plan *p, cnnb_tensor t, void *buffer,
+                                 const void *host);
+cnnb_status cpu_tensor_to_host(cpu_device *d, cpu_plan *p, cnnb_tensor t, const void *buffer,
+                               void *host);
+
+/* ---- ops: the layout of a node's output, and its prepared state ------------------- */
+
+/* Fills n->ops and the head; each op's prepare calls this first. */
+void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cpu_plan *p,
+                   int32_t index);
+
+cnnb_status cpu_layout_conv(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                            dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_pool(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                            dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
+                              int32_t index, dnnl_memory_desc_t *out);
+
+typedef cnnb_status (*cpu_prepare_fn)(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                      int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_source(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                               cpu_node **out); /* input, labels: nothing to do */
+cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out);
+cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                   int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_pool(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out);
+cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                            cpu_node **out);
+cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                              cpu_node **out);
+cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out);
+cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                            cpu_node **out);
+cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                cpu_node **out);
+cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                               cpu_node **out);
+cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                     int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                cpu_node **out);
+
+/* dst += src elementwise over a buffer of `md` (f32 or bf16). */
+void cpu_accumulate_buffer(const dnnl_memory_desc_t *md, void *dst, const void *src);
+
+/* The optimizer step and the finiteness check (update.c). */
+cnnb_status cpu_update(cpu_device *d, const cnnb_update *u);
+cnnb_status cpu_all_finite(cpu_device *d, const float *grads, int64_t count, int32_t *finite);
+
+#endif

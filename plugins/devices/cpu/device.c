@@ -1,0 +1,347 @@
+/* device.c — the `cpu` device plugin: its descriptor and vtable, creation (engine,
+ * stream, threads, precision), memory, tensor sizes and host conversions, and the
+ * dispatch of prepare / forward / backward to the op families (ops_*.c).
+ *
+ * Device memory is host memory (64-byte aligned so oneDNN's vector loads are aligned);
+ * every kernel runs synchronously on the device's oneDNN stream, so synchronize() has
+ * nothing left to wait for. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include "cpu_device.h"
+
+static const char *precision_name(uint32_t p) {
+  return p == CNNB_PRECISION_FP32 ? "fp32" : p == CNNB_PRECISION_BF16 ? "bf16"
+                                         : p == CNNB_PRECISION_FP16 ? "fp16" : "unknown";
+}
+
+static int isa_has(dnnl_cpu_isa_t have, dnnl_cpu_isa_t want) {
+  return ((unsigned)have & (unsigned)want) == (unsigned)want;
+}
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+  if (isa_has(isa, dnnl_cpu_isa_avx512_core_amx)) return "avx512_core_amx";
+  if (isa_has(isa, dnnl_cpu_isa_avx512_core_bf16)) return "avx512_core_bf16";
+  if (isa_has(isa, dnnl_cpu_isa_avx512_core_vnni)) return "avx512_core_vnni";
+  if (isa_has(isa, dnnl_cpu_isa_avx512_core)) return "avx512_core";
+  if (isa_has(isa, dnnl_cpu_isa_avx2)) return "avx2";
+  if (isa_has(isa, dnnl_cpu_isa_avx)) return "avx";
+  if (isa_has(isa, dnnl_cpu_isa_sse41)) return "sse4.1";
+  return "baseline";
+}
+
+/* "AMD EPYC 9654 96-Core Processor" from /proc/cpuinfo, or "unknown CPU". */
+static void cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *colon = strchr(line, ':');
+    if (!colon) continue;
+    colon++;
+    while (*colon == ' ' || *colon == '\t') colon++;
+    snprintf(buf, size, "%s", colon);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    break;
+  }
+  fclose(f);
+}
+
+static void device_destroy(void *device);
+
+static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_device_config *cfg,
+                                 void **out) {
+  *out = NULL;
+  if (!cfg) return cnnb_error(ctx, CNNB_EINVAL, "cpu: no device configuration");
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  uint32_t precision = cfg->precision ? cfg->precision : CNNB_PRECISION_FP32;
+  int bf16_ok = isa_has(isa, dnnl_cpu_isa_avx512_core_bf16);
+  const char *can = bf16_ok ? "fp32, bf16" : "fp32";
+  if (precision == CNNB_PRECISION_FP16)
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      "cpu: fp16 is not supported on this CPU device; it supports %s", can);
+  if (precision == CNNB_PRECISION_BF16 && !bf16_ok)
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      "cpu: bf16 needs avx512_bf16 (oneDNN ISA avx512_core_bf16), this CPU "
+                      "offers %s; it supports fp32",
+                      isa_name(isa));
+  if (precision != CNNB_PRECISION_FP32 && precision != CNNB_PRECISION_BF16)
+    return cnnb_error(ctx, CNNB_EINVAL, "cpu: unknown precision %u; it supports %s", precision, can);
+  if (cfg->device_index != 0)
+    return cnnb_error(ctx, CNNB_EINVAL, "cpu: device index %d: the cpu device has only index 0",
+                      cfg->device_index);
+  if (cfg->num_threads < 0)
+    return cnnb_error(ctx, CNNB_EINVAL, "cpu: %d threads", cfg->num_threads);
+
+  cpu_device *d = calloc(1, sizeof *d);
+  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cpu: out of memory");
+  d->ctx = ctx;
+  memset(&d->cfg, 0, sizeof d->cfg);
+  memcpy(&d->cfg, cfg, cfg->struct_size < sizeof d->cfg ? cfg->struct_size : sizeof d->cfg);
+  d->cfg.precision = precision;
+  d->act_dt = precision == CNNB_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+  d->threads = cfg->num_threads > 0 ? cfg->num_threads : (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+  if (d->threads < 1) d->threads = 1;
+  if (!cpu_threads_runtime_ok())
+    cnnb_log(ctx, CNNB_LOG_WARN, "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
+  cpu_threads_apply(d);
+
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_engine_create(&d->engine, dnnl_cpu, 0), NULL, "engine");
+  CPU_TRY(st, d, dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags), NULL,
+          "stream");
+  CPU_TRY(st, d, dnnl_primitive_attr_create(&d->attr), NULL, "attributes");
+  CPU_TRY(st, d, dnnl_primitive_attr_set_scratchpad_mode(d->attr, dnnl_scratchpad_mode_user),
+          NULL, "scratchpad mode");
+  {
+    /* A minimal scratchpad memory, so every primitive has one to be given. */
+    dnnl_dim_t one = 64;
+    dnnl_memory_desc_t md = cpu_md_tag(1, &one, dnnl_u8, dnnl_a);
+    d->scratch = cpu_alloc(64);
+    if (!d->scratch) {
+      st = cnnb_error(ctx, CNNB_ENOMEM, "cpu: scratchpad");
+      goto done;
+    }
+    d->scratch_bytes = 64;
+    CPU_TRY(st, d, dnnl_memory_create(&d->scratch_mem, &md, d->engine, d->scratch), NULL,
+            "scratchpad memory");
+  }
+  {
+    char model[160];
+    cpu_model(model, sizeof model);
+    const dnnl_version_t *v = dnnl_version();
+    const char *runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP"
+                          : v->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
+                          : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
+                                                                : "other runtime";
+    snprintf(d->description, sizeof d->description, "CPU: %s (%d threads, oneDNN %d.%d.%d %s, %s, %s)",
+             model, d->threads, v->major, v->minor, v->patch, runtime, isa_name(isa),
+             precision_name(precision));
+  }
+  cnnb_log(ctx, CNNB_LOG_DEBUG, "created %s device: %s", name ? name : "cpu", d->description);
+  *out = d;
+  return CNNB_OK;
+done:
+  device_destroy(d);
+  return st;
+}
+
+static void device_destroy(void *device) {
+  cpu_device *d = device;
+  if (!d) return;
+  if (d->reorders_planned)
+    cnnb_log(d->ctx, CNNB_LOG_DEBUG, "%llu layout conversions prepared, %llu run",
+             (unsigned long long)d->reorders_planned, (unsigned long long)d->reorders_run);
+  cpu_plans_free(d);
+  if (d->scratch_mem) dnnl_memory_destroy(d->scratch_mem);
+  cpu_free(d->scratch);
+  if (d->attr) dnnl_primitive_attr_destroy(d->attr);
+  if (d->stream) dnnl_stream_destroy(d->stream);
+  if (d->engine) dnnl_engine_destroy(d->engine);
+  free(d);
+}
+
+static const char *device_describe(void *device) { return ((cpu_device *)device)->description; }
+
+static cnnb_status device_alloc(void *device, size_t bytes, void **ptr) {
+  cpu_device *d = device;
+  *ptr = cpu_alloc(bytes);
+  if (!*ptr) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: cannot allocate %zu bytes", bytes);
+  return CNNB_OK;
+}
+
+static void device_free(void *device, void *ptr) { cpu_free(ptr); }
+
+static cnnb_status device_copy(void *device, void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src) memmove(dst, src, bytes);
+  return CNNB_OK;
+}
+
+static cnnb_status device_fill_zero(void *device, void *ptr, size_t bytes) {
+  if (bytes) memset(ptr, 0, bytes);
+  return CNNB_OK;
+}
+
+static cnnb_status device_synchronize(void *device) {
+  cpu_device *d = device;
+  return cpu_check(d, dnnl_stream_wait(d->stream), NULL, "stream wait");
+}
+
+static cnnb_status device_tensor_bytes(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                       size_t *bytes) {
+  cpu_device *d = device;
+  cpu_plan *p;
+  cnnb_status st = cpu_plan_get(d, g, &p);
+  if (st) return st;
+  if (t < 0 || t >= p->num_nodes)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: tensor %d is not in the graph (%d nodes)", t,
+                      p->num_nodes);
+  *bytes = dnnl_memory_desc_get_size(&p->md[t]);
+  return CNNB_OK;
+}
+
+static cnnb_status device_tensor_from_host(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                           void *buffer, const void *host) {
+  cpu_device *d = device;
+  cpu_plan *p;
+  cnnb_status st = cpu_plan_get(d, g, &p);
+  if (st) return st;
+  cpu_threads_apply(d);
+  return cpu_tensor_from_host(d, p, t, buffer, host);
+}
+
+static cnnb_status device_tensor_to_host(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                         const void *buffer, void *host) {
+  cpu_device *d = device;
+  cpu_plan *p;
+  cnnb_status st = cpu_plan_get(d, g, &p);
+  if (st) return st;
+  cpu_threads_apply(d);
+  return cpu_tensor_to_host(d, p, t, buffer, host);
+}
+
+static cpu_prepare_fn prepare_for(uint32_t op) {
+  switch (op) {
+  case CNNB_OP_INPUT:
+  case CNNB_OP_LABELS: return cpu_prepare_source;
+  case CNNB_OP_CONV2D: return cpu_prepare_conv;
+  case CNNB_OP_BATCH_NORM: return cpu_prepare_batch_norm;
+  case CNNB_OP_RELU: return cpu_prepare_relu;
+  case CNNB_OP_MAX_POOL:
+  case CNNB_OP_AVG_POOL:
+  case CNNB_OP_GLOBAL_AVG_POOL: return cpu_prepare_pool;
+  case CNNB_OP_LRN: return cpu_prepare_lrn;
+  case CNNB_OP_DENSE: return cpu_prepare_dense;
+  case CNNB_OP_DROPOUT: return cpu_prepare_dropout;
+  case CNNB_OP_CONCAT: return cpu_prepare_concat;
+  case CNNB_OP_ADD: return cpu_prepare_add;
+  case CNNB_OP_RESHAPE: return cpu_prepare_reshape;
+  case CNNB_OP_SOFTMAX_XENT: return cpu_prepare_softmax_xent;
+  default: return NULL;
+  }
+}
+
+static cnnb_status device_prepare(void *device, const cnnb_graph *g, int32_t index,
+                                  void **node_state) {
+  cpu_device *d = device;
+  *node_state = NULL;
+  cpu_plan *p;
+  cnnb_status st = cpu_plan_get(d, g, &p);
+  if (st) return st;
+  if (index < 0 || index >= p->num_nodes)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: node %d is not in the graph (%d nodes)", index,
+                      p->num_nodes);
+  const cnnb_node *node = cnnb_graph_node(g, index);
+  cpu_prepare_fn fn = prepare_for(node->op);
+  if (!fn)
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: node '%s': op %u is not supported",
+                      node->name, node->op);
+  cpu_threads_apply(d);
+  cpu_node *n = NULL;
+  st = fn(d, g, p, index, &n);
+  if (st) return st;
+  *node_state = n;
+  return CNNB_OK;
+}
+
+static void device_release(void *device, void *node_state) {
+  cpu_node *n = node_state;
+  if (n) n->ops->release(device, n);
+}
+
+static cnnb_status device_forward(void *device, void *node_state, const cnnb_node_io *io) {
+  cpu_device *d = device;
+  cpu_node *n = node_state;
+  if (!n || !io) return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: forward without node state or io");
+  if (io->num_inputs != n->node->num_inputs)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: node '%s' has %d inputs, io gives %d",
+                      n->node->name, n->node->num_inputs, io->num_inputs);
+  cpu_threads_apply(d);
+  return n->ops->forward(d, n, io);
+}
+
+static cnnb_status device_backward(void *device, void *node_state, const cnnb_node_io *io) {
+  cpu_device *d = device;
+  cpu_node *n = node_state;
+  if (!n || !io) return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: backward without node state or io");
+  if (!d->cfg.training)
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cpu: node '%s': backward on a device created for inference (forward_only)",
+                      n->node->name);
+  if (io->num_inputs != n->node->num_inputs)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: node '%s' has %d inputs, io gives %d",
+                      n->node->name, n->node->num_inputs, io->num_inputs);
+  cpu_threads_apply(d);
+  return n->ops->backward(d, n, io);
+}
+
+static cnnb_status device_accumulate(void *device, const cnnb_graph *g, cnnb_tensor t, void *dst,
+                                     const void *src) {
+  cpu_device *d = device;
+  cpu_plan *p;
+  cnnb_status st = cpu_plan_get(d, g, &p);
+  if (st) return st;
+  if (t < 0 || t >= p->num_nodes)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: accumulate: tensor %d is not in the graph", t);
+  cpu_threads_apply(d);
+  cpu_accumulate_buffer(&p->md[t], dst, src);
+  return CNNB_OK;
+}
+
+static cnnb_status device_update(void *device, const cnnb_update *update) {
+  cpu_device *d = device;
+  cpu_threads_apply(d);
+  return cpu_update(d, update);
+}
+
+static cnnb_status device_all_finite(void *device, const float *grads, int64_t count,
+                                     int32_t *finite) {
+  cpu_device *d = device;
+  cpu_threads_apply(d);
+  return cpu_all_finite(d, grads, count, finite);
+}
+
+static const cnnb_device_vtable vtable = {
+    .struct_size = sizeof(cnnb_device_vtable),
+    .create = device_create,
+    .destroy = device_destroy,
+    .describe = device_describe,
+    .alloc = device_alloc,
+    .free = device_free,
+    .copy_to_device = device_copy,
+    .copy_to_host = device_copy,
+    .fill_zero = device_fill_zero,
+    .synchronize = device_synchronize,
+    .tensor_bytes = device_tensor_bytes,
+    .tensor_from_host = device_tensor_from_host,
+    .tensor_to_host = device_tensor_to_host,
+    .prepare = device_prepare,
+    .release = device_release,
+    .forward = device_forward,
+    .backward = device_backward,
+    .accumulate = device_accumulate,
+    .update = device_update,
+    .all_finite = device_all_finite,
+};
+
+static const char *const offers[] = {"cpu", NULL};
+
+static const cnnb_plugin plugin = {
+    CNNB_PLUGIN_HEAD(CNNB_KIND_DEVICE, "cpu", "0.1.0",
+                     "CPU device on oneDNN: every graph op forward and backward, fp32 and bf16"),
+    .offers = offers,
+    .vtable = &vtable,
+};
+
+/* The host checks the ABI version in the descriptor; nothing here depends on `host`. */
+CNNB_PLUGIN_ENTRY {
+  (void)host;
+  return &plugin;
+}

@@ -1,0 +1,345 @@
+/* ops_conv.c — 2-D convolution on oneDNN: forward (optional bias, optional fused ReLU),
+ * backward data and backward weights; strides, explicit pads (the graph resolved SAME
+ * and VALID), dilation (oneDNN counts the gaps: d - 1) and groups (depthwise included).
+ *
+ * Layouts: oneDNN picks the input, weight and output layouts it runs fastest with
+ * (format "any"). The output's choice becomes the tensor's layout in the plan; an input
+ * in another layout is converted once per step and the copy kept for backward-weights;
+ * weights are converted from the arena's plain OIHW fp32 (GOIHW for groups: the same
+ * bytes) each step, and weight gradients converted back into it. */
+#include <stdlib.h>
+
+#include "cpu_device.h"
+
+typedef struct conv_node {
+  cpu_node base;
+  int has_bias, fused_relu;
+  cpu_xform src_in;        /* the input's layout -> the kernel's */
+  void *src_buf;           /* converted input, kept for backward-weights */
+  cpu_weights w;           /* forward (and backward-data when its layout agrees) */
+  cpu_weights wd;          /* backward-data weights in their own layout */
+  int wd_own;
+  cpu_xform diff_src_out;  /* backward-data's input-gradient layout -> the input's */
+  void *diff_src_buf;
+  void *relu_grad;         /* dy masked by the fused ReLU */
+  dnnl_primitive_t fwd, bwd_data, bwd_weights, relu_bwd;
+  dnnl_memory_t f_src, f_wei, f_bias, f_dst;
+  dnnl_memory_t w_src, w_diff_wei, w_diff_bias, w_diff_dst;
+  dnnl_memory_t d_diff_src, d_wei, d_diff_dst;
+  dnnl_memory_t r_dst, r_diff_dst, r_diff_src;
+} conv_node;
+
+typedef struct conv_geometry {
+  dnnl_dims_t strides, dilates, pad_l, pad_r;
+  dnnl_dim_t wei_dims[5];
+  int wei_ndims;
+  dnnl_dim_t bias_dims[1];
+} conv_geometry;
+
+static cnnb_status geometry(cpu_device *d, const cnnb_graph *g, int32_t index, conv_geometry *c) {
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  cnnb_shape in = cnnb_graph_node(g, n->inputs[0])->shape;
+  int32_t groups = n->attr.window.groups > 0 ? n->attr.window.groups : 1;
+  int32_t o = n->shape.c;
+  if (in.c % groups || o % groups)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s': %d groups do not divide %d in / %d out channels",
+                      n->name, groups, in.c, o);
+  memset(c, 0, sizeof *c);
+  c->strides[0] = n->attr.window.stride_h;
+  c->strides[1] = n->attr.window.stride_w;
+  c->dilates[0] = (n->attr.window.dilation_h > 0 ? n->attr.window.dilation_h : 1) - 1;
+  c->dilates[1] = (n->attr.window.dilation_w > 0 ? n->attr.window.dilation_w : 1) - 1;
+  c->pad_l[0] = n->attr.window.pad_top;
+  c->pad_l[1] = n->attr.window.pad_left;
+  c->pad_r[0] = n->attr.window.pad_bottom;
+  c->pad_r[1] = n->attr.window.pad_right;
+  dnnl_dim_t kh = n->attr.window.kernel_h, kw = n->attr.window.kernel_w;
+  if (groups == 1) {
+    c->wei_ndims = 4;
+    dnnl_dim_t dims[4] = {o, in.c, kh, kw};
+    memcpy(c->wei_dims, dims, sizeof dims);
+  } else {
+    c->wei_ndims = 5;
+    dnnl_dim_t dims[5] = {groups, o / groups, in.c / groups, kh, kw};
+    memcpy(c->wei_dims, dims, sizeof dims);
+  }
+  c->bias_dims[0] = o;
+  if (n->num_params < 1)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s' has no kernel parameter", n->name);
+  int64_t want = (int64_t)o * (in.c / groups) * kh * kw;
+  if (cnnb_graph_param(g, n->params[0])->count != want)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s': kernel has %lld elements, expected %lld",
+                      n->name, (long long)cnnb_graph_param(g, n->params[0])->count, (long long)want);
+  return CNNB_OK;
+}
+
+/* Attributes for the forward: the device's (user scratchpad), plus a ReLU post-op. */
+static cnnb_status forward_attr(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr) {
+  *attr = NULL;
+  if (!n->fused_relu) return CNNB_OK;
+  dnnl_post_ops_t po = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_primitive_attr_clone(attr, d->attr), n, "attributes");
+  CPU_TRY(st, d, dnnl_post_ops_create(&po), n, "post-ops");
+  CPU_TRY(st, d, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f), n, "relu post-op");
+  CPU_TRY(st, d, dnnl_primitive_attr_set_post_ops(*attr, po), n, "post-ops");
+done:
+  if (po) dnnl_post_ops_destroy(po);
+  if (st && *attr) {
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+  }
+  return st;
+}
+
+/* The forward primitive descriptor with dst `dst` (format any in the plan, the plan's
+ * layout in prepare). */
+static cnnb_status forward_pd(cpu_device *d, const cnnb_graph *g, const conv_geometry *c,
+                              int32_t index, const dnnl_memory_desc_t *dst,
+                              dnnl_primitive_desc_t *pd) {
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  cnnb_shape in = cnnb_graph_node(g, n->inputs[0])->shape;
+  dnnl_dim_t src_dims[4] = {in.n, in.c, in.h, in.w};
+  dnnl_memory_desc_t src_md = cpu_md_any(4, src_dims, d->act_dt);
+  dnnl_memory_desc_t wei_md = cpu_md_any(c->wei_ndims, c->wei_dims, d->act_dt);
+  dnnl_memory_desc_t bias_md = cpu_md_tag(1, c->bias_dims, dnnl_f32, dnnl_a);
+  int has_bias = n->num_params > 1;
+  dnnl_convolution_desc_t desc;
+  dnnl_primitive_attr_t attr = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_dilated_convolution_forward_desc_init(
+                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
+                     dnnl_convolution_direct, &src_md, &wei_md, has_bias ? &bias_md : NULL, dst,
+                     c->strides, c->dilates, c->pad_l, c->pad_r),
+          n, "conv2d forward descriptor");
+  if ((st = forward_attr(d, n, &attr))) goto done;
+  st = cpu_pd_create(d, pd, &desc, attr, NULL, n, "conv2d forward");
+done:
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  return st;
+}
+
+cnnb_status cpu_layout_conv(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                            dnnl_memory_desc_t *out) {
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  conv_geometry c;
+  cnnb_status st = geometry(d, g, index, &c);
+  if (st) return st;
+  dnnl_dim_t dst_dims[4] = {n->shape.n, n->shape.c, n->shape.h, n->shape.w};
+  dnnl_memory_desc_t dst_any = cpu_md_any(4, dst_dims, d->act_dt);
+  dnnl_primitive_desc_t pd;
+  if ((st = forward_pd(d, g, &c, index, &dst_any, &pd))) return st;
+  *out = *cpu_pd_md(pd, dnnl_query_dst_md, 0);
+  dnnl_primitive_desc_destroy(pd);
+  return CNNB_OK;
+}
+
+static cnnb_status conv_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  conv_node *s = (conv_node *)n;
+  const cnnb_node *node = n->node;
+  cnnb_status st;
+  const void *src = io->inputs[0];
+  if (cpu_xform_needed(&s->src_in)) {
+    if ((st = cpu_xform_run(d, &s->src_in, src, s->src_buf, node))) return st;
+    src = s->src_buf;
+  }
+  const void *wei;
+  if ((st = cpu_weights_prepare(d, &s->w, cpu_param_ptr(n->g, io->params, node->params[0]), &wei,
+                                node)))
+    return st;
+  cpu_bind(s->f_src, src);
+  cpu_bind(s->f_wei, wei);
+  cpu_bind(s->f_dst, io->output);
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->f_src}, {DNNL_ARG_WEIGHTS, s->f_wei},
+                             {DNNL_ARG_DST, s->f_dst}, {DNNL_ARG_BIAS, s->f_bias}};
+  if (s->has_bias) cpu_bind(s->f_bias, cpu_param_ptr(n->g, io->params, node->params[1]));
+  return cpu_exec(d, s->fwd, s->has_bias ? 4 : 3, args, node, "conv2d forward");
+}
+
+static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  conv_node *s = (conv_node *)n;
+  const cnnb_node *node = n->node;
+  cnnb_status st;
+  const void *dy = io->output_grad;
+  if (s->fused_relu) {
+    cpu_bind(s->r_dst, io->output);
+    cpu_bind(s->r_diff_dst, io->output_grad);
+    cpu_bind(s->r_diff_src, s->relu_grad);
+    dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_DST, s->r_dst}, {DNNL_ARG_DIFF_DST, s->r_diff_dst},
+                                {DNNL_ARG_DIFF_SRC, s->r_diff_src}};
+    if ((st = cpu_exec(d, s->relu_bwd, 3, rargs, node, "conv2d fused relu backward"))) return st;
+    dy = s->relu_grad;
+  }
+
+  float *dw = cpu_param_ptr(n->g, io->grads, node->params[0]);
+  cpu_bind(s->w_src, cpu_xform_needed(&s->src_in) ? s->src_buf : io->inputs[0]);
+  cpu_bind(s->w_diff_dst, dy);
+  cpu_bind(s->w_diff_wei, s->w.diff_buf ? s->w.diff_buf : (void *)dw);
+  dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src}, {DNNL_ARG_DIFF_DST, s->w_diff_dst},
+                              {DNNL_ARG_DIFF_WEIGHTS, s->w_diff_wei},
+                              {DNNL_ARG_DIFF_BIAS, s->w_diff_bias}};
+  if (s->has_bias) cpu_bind(s->w_diff_bias, cpu_param_ptr(n->g, io->grads, node->params[1]));
+  if ((st = cpu_exec(d, s->bwd_weights, s->has_bias ? 4 : 3, wargs, node,
+                     "conv2d backward weights")))
+    return st;
+  if (s->w.diff_buf && (st = cpu_xform_run(d, &s->w.to_arena, s->w.diff_buf, dw, node))) return st;
+
+  if (!io->input_grads[0]) return CNNB_OK;
+  const float *arena_w = cpu_param_ptr(n->g, io->params, node->params[0]);
+  const void *wei;
+  if (s->wd_own) {
+    if ((st = cpu_weights_prepare(d, &s->wd, arena_w, &wei, node))) return st;
+  } else {
+    wei = s->w.compute_buf ? s->w.compute_buf : (const void *)arena_w; /* converted in forward */
+  }
+  void *diff_src = cpu_xform_needed(&s->diff_src_out) ? s->diff_src_buf : io->input_grads[0];
+  cpu_bind(s->d_diff_src, diff_src);
+  cpu_bind(s->d_wei, wei);
+  cpu_bind(s->d_diff_dst, dy);
+  dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_SRC, s->d_diff_src}, {DNNL_ARG_WEIGHTS, s->d_wei},
+                              {DNNL_ARG_DIFF_DST, s->d_diff_dst}};
+  if ((st = cpu_exec(d, s->bwd_data, 3, dargs, node, "conv2d backward data"))) return st;
+  if (cpu_xform_needed(&s->diff_src_out))
+    return cpu_xform_run(d, &s->diff_src_out, s->diff_src_buf, io->input_grads[0], node);
+  return CNNB_OK;
+}
+
+static void conv_release(cpu_device *d, cpu_node *n) {
+  conv_node *s = (conv_node *)n;
+  dnnl_primitive_t prims[] = {s->fwd, s->bwd_data, s->bwd_weights, s->relu_bwd};
+  for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
+    if (prims[i]) dnnl_primitive_destroy(prims[i]);
+  dnnl_memory_t mems[] = {s->f_src, s->f_wei, s->f_bias, s->f_dst, s->w_src, s->w_diff_wei,
+                          s->w_diff_bias, s->w_diff_dst, s->d_diff_src, s->d_wei, s->d_diff_dst,
+                          s->r_dst, s->r_diff_dst, s->r_diff_src};
+  for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
+    if (mems[i]) dnnl_memory_destroy(mems[i]);
+  cpu_xform_fini(&s->src_in);
+  cpu_xform_fini(&s->diff_src_out);
+  cpu_weights_fini(&s->w);
+  cpu_weights_fini(&s->wd);
+  cpu_free(s->src_buf);
+  cpu_free(s->diff_src_buf);
+  cpu_free(s->relu_grad);
+  free(s);
+}
+
+static const cpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release};
+
+/* The fused ReLU's backward (dy * (y > 0)) as a oneDNN eltwise on the output layout. */
+static cnnb_status prepare_relu_backward(cpu_device *d, conv_node *s, const dnnl_memory_desc_t *md) {
+  const cnnb_node *node = s->base.node;
+  dnnl_eltwise_desc_t desc;
+  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
+                                                dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
+          node, "fused relu descriptor");
+  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "fused relu"))) goto done;
+  CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md, md,
+                                                 0.f, 0.f),
+          node, "fused relu backward descriptor");
+  if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "fused relu backward"))) goto done;
+  if ((st = cpu_prim_create(d, &s->relu_bwd, bpd, node, "fused relu backward"))) goto done;
+  if ((st = cpu_mem(d, &s->r_dst, md, node)) || (st = cpu_mem(d, &s->r_diff_dst, md, node)) ||
+      (st = cpu_mem(d, &s->r_diff_src, md, node)))
+    goto done;
+  if (!(s->relu_grad = cpu_alloc(dnnl_memory_desc_get_size(md))))
+    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': relu gradient buffer", node->name);
+done:
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  if (bpd) dnnl_primitive_desc_destroy(bpd);
+  return st;
+}
+
+cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out) {
+  conv_node *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  cpu_node_init(&s->base, &conv_ops, g, p, index);
+  const cnnb_node *node = s->base.node;
+  cnnb_tensor in = node->inputs[0];
+  const dnnl_memory_desc_t *dst_md = &p->md[index];
+  dnnl_primitive_desc_t fpd = NULL, wpd = NULL, dpd = NULL;
+  conv_geometry c;
+  cnnb_status st = geometry(d, g, index, &c);
+  if (st) goto done;
+  s->has_bias = node->num_params > 1;
+  s->fused_relu = node->fused_relu != 0;
+  dnnl_memory_desc_t wei_plain = cpu_md_tag(c.wei_ndims, c.wei_dims, dnnl_f32,
+                                            c.wei_ndims == 4 ? dnnl_oihw : dnnl_goihw);
+  dnnl_memory_desc_t bias_md = cpu_md_tag(1, c.bias_dims, dnnl_f32, dnnl_a);
+
+  if ((st = forward_pd(d, g, &c, index, dst_md, &fpd))) goto done;
+  if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "conv2d forward"))) goto done;
+  dnnl_memory_desc_t src_md = *cpu_pd_md(fpd, dnnl_query_src_md, 0);
+  dnnl_memory_desc_t wei_md = *cpu_pd_md(fpd, dnnl_query_weights_md, 0);
+  if ((st = cpu_xform_init(d, &s->src_in, &p->md[in], &src_md, node, "conv2d input")))
+    goto done;
+  if (cpu_xform_needed(&s->src_in) && !(s->src_buf = cpu_alloc(dnnl_memory_desc_get_size(&src_md)))) {
+    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': input buffer", node->name);
+    goto done;
+  }
+  if ((st = cpu_weights_init_fwd(d, &s->w, &wei_plain, &wei_md, node))) goto done;
+  if ((st = cpu_mem(d, &s->f_src, &src_md, node)) || (st = cpu_mem(d, &s->f_wei, &wei_md, node)) ||
+      (st = cpu_mem(d, &s->f_bias, &bias_md, node)) || (st = cpu_mem(d, &s->f_dst, dst_md, node)))
+    goto done;
+
+  if (d->cfg.training) {
+    dnnl_convolution_desc_t desc;
+    dnnl_memory_desc_t dwei_any = cpu_md_any(c.wei_ndims, c.wei_dims, dnnl_f32);
+    CPU_TRY(st, d, dnnl_dilated_convolution_backward_weights_desc_init(
+                       &desc, dnnl_convolution_direct, &src_md, &dwei_any,
+                       s->has_bias ? &bias_md : NULL, dst_md, c.strides, c.dilates, c.pad_l, c.pad_r),
+            node, "conv2d backward weights descriptor");
+    if ((st = cpu_pd_create(d, &wpd, &desc, NULL, fpd, node, "conv2d backward weights"))) goto done;
+    if ((st = cpu_prim_create(d, &s->bwd_weights, wpd, node, "conv2d backward weights"))) goto done;
+    dnnl_memory_desc_t dwei_md = *cpu_pd_md(wpd, dnnl_query_diff_weights_md, 0);
+    if ((st = cpu_weights_init_bwd(d, &s->w, &wei_plain, &dwei_md, node))) goto done;
+    if ((st = cpu_mem(d, &s->w_src, &src_md, node)) ||
+        (st = cpu_mem(d, &s->w_diff_wei, &dwei_md, node)) ||
+        (st = cpu_mem(d, &s->w_diff_bias, &bias_md, node)) ||
+        (st = cpu_mem(d, &s->w_diff_dst, dst_md, node)))
+      goto done;
+
+    cnnb_shape is = cnnb_graph_node(g, in)->shape;
+    dnnl_dim_t src_dims[4] = {is.n, is.c, is.h, is.w};
+    dnnl_memory_desc_t dsrc_any = cpu_md_any(4, src_dims, d->act_dt);
+    dnnl_memory_desc_t wei_any = cpu_md_any(c.wei_ndims, c.wei_dims, d->act_dt);
+    CPU_TRY(st, d, dnnl_dilated_convolution_backward_data_desc_init(
+                       &desc, dnnl_convolution_direct, &dsrc_any, &wei_any, dst_md, c.strides,
+                       c.dilates, c.pad_l, c.pad_r),
+            node, "conv2d backward data descriptor");
+    if ((st = cpu_pd_create(d, &dpd, &desc, NULL, fpd, node, "conv2d backward data"))) goto done;
+    if ((st = cpu_prim_create(d, &s->bwd_data, dpd, node, "conv2d backward data"))) goto done;
+    dnnl_memory_desc_t dsrc_md = *cpu_pd_md(dpd, dnnl_query_diff_src_md, 0);
+    dnnl_memory_desc_t dwei_data_md = *cpu_pd_md(dpd, dnnl_query_weights_md, 0);
+    if (!cpu_md_same(&dwei_data_md, &wei_md)) {
+      s->wd_own = 1;
+      if ((st = cpu_weights_init_fwd(d, &s->wd, &wei_plain, &dwei_data_md, node))) goto done;
+    }
+    if ((st = cpu_xform_init(d, &s->diff_src_out, &dsrc_md, &p->md[in], node,
+                             "conv2d input gradient")))
+      goto done;
+    if (cpu_xform_needed(&s->diff_src_out) &&
+        !(s->diff_src_buf = cpu_alloc(dnnl_memory_desc_get_size(&dsrc_md)))) {
+      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': gradient buffer", node->name);
+      goto done;
+    }
+    if ((st = cpu_mem(d, &s->d_diff_src, &dsrc_md, node)) ||
+        (st = cpu_mem(d, &s->d_wei, &dwei_data_md, node)) ||
+        (st = cpu_mem(d, &s->d_diff_dst, dst_md, node)))
+      goto done;
+    if (s->fused_relu && (st = prepare_relu_backward(d, s, dst_md))) goto done;
+  }
+done:
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  if (wpd) dnnl_primitive_desc_destroy(wpd);
+  if (dpd) dnnl_primitive_desc_destroy(dpd);
+  if (st) {
+    conv_release(d, &s->base);
+    return st;
+  }
+  *out = &s->base;
+  return CNNB_OK;
+}

@@ -1,0 +1,273 @@
+/* ops_eltwise.c — elementwise ops: relu (oneDNN eltwise, backward from its output so an
+ * in-place relu still differentiates right), add (oneDNN binary; its gradient passes
+ * unchanged to both inputs) and dropout (plain C over the buffer), plus the gradient
+ * accumulation the executor asks for where a tensor feeds several consumers.
+ *
+ * Dropout's mask is a pure function of (seed, step, node, element), so backward
+ * recomputes it instead of keeping it, and a run is reproducible. Elements are taken in
+ * the buffer's physical order; a blocked layout's padding is zero and stays zero. */
+#include <stdlib.h>
+
+#include "cpu_device.h"
+
+/* ---- relu ---------------------------------------------------------------------- */
+
+typedef struct relu_node {
+  cpu_node base;
+  dnnl_primitive_t fwd, bwd;
+  dnnl_memory_t src, dst, diff_dst, diff_src;
+} relu_node;
+
+static cnnb_status relu_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  relu_node *s = (relu_node *)n;
+  cpu_bind(s->src, io->inputs[0]);
+  cpu_bind(s->dst, io->output);
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}};
+  return cpu_exec(d, s->fwd, 2, args, n->node, "relu forward");
+}
+
+static cnnb_status relu_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  relu_node *s = (relu_node *)n;
+  if (!io->input_grads[0]) return CNNB_OK;
+  cpu_bind(s->dst, io->output);
+  cpu_bind(s->diff_dst, io->output_grad);
+  cpu_bind(s->diff_src, io->input_grads[0]);
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_DST, s->dst}, {DNNL_ARG_DIFF_DST, s->diff_dst},
+                             {DNNL_ARG_DIFF_SRC, s->diff_src}};
+  return cpu_exec(d, s->bwd, 3, args, n->node, "relu backward");
+}
+
+static void relu_release(cpu_device *d, cpu_node *n) {
+  relu_node *s = (relu_node *)n;
+  if (s->fwd) dnnl_primitive_destroy(s->fwd);
+  if (s->bwd) dnnl_primitive_destroy(s->bwd);
+  dnnl_memory_t mems[] = {s->src, s->dst, s->diff_dst, s->diff_src};
+  for (size_t i = 0; i < 4; i++)
+    if (mems[i]) dnnl_memory_destroy(mems[i]);
+  free(s);
+}
+
+static const cpu_node_ops relu_ops = {relu_forward, relu_backward, relu_release};
+
+cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out) {
+  relu_node *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  cpu_node_init(&s->base, &relu_ops, g, p, index);
+  const cnnb_node *node = s->base.node;
+  const dnnl_memory_desc_t *md = &p->md[index];
+  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+  dnnl_eltwise_desc_t desc;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(
+                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
+                     dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
+          node, "relu forward descriptor");
+  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "relu forward"))) goto done;
+  if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "relu forward"))) goto done;
+  if ((st = cpu_mem(d, &s->src, md, node)) || (st = cpu_mem(d, &s->dst, md, node))) goto done;
+  if (d->cfg.training) {
+    CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md, md,
+                                                   0.f, 0.f),
+            node, "relu backward descriptor");
+    if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "relu backward"))) goto done;
+    if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "relu backward"))) goto done;
+    if ((st = cpu_mem(d, &s->diff_dst, md, node)) || (st = cpu_mem(d, &s->diff_src, md, node)))
+      goto done;
+  }
+done:
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  if (bpd) dnnl_primitive_desc_destroy(bpd);
+  if (st) {
+    relu_release(d, &s->base);
+    return st;
+  }
+  *out = &s->base;
+  return CNNB_OK;
+}
+
+/* ---- add --------------------------------------------------------------------------- */
+
+typedef struct add_node {
+  cpu_node base;
+  dnnl_primitive_t fwd;
+  dnnl_memory_t src0, src1, dst;
+  cpu_xform to_input[2]; /* output gradient -> each input's gradient layout */
+} add_node;
+
+static cnnb_status add_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  add_node *s = (add_node *)n;
+  cpu_bind(s->src0, io->inputs[0]);
+  cpu_bind(s->src1, io->inputs[1]);
+  cpu_bind(s->dst, io->output);
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC_0, s->src0}, {DNNL_ARG_SRC_1, s->src1},
+                             {DNNL_ARG_DST, s->dst}};
+  return cpu_exec(d, s->fwd, 3, args, n->node, "add forward");
+}
+
+static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  add_node *s = (add_node *)n;
+  cnnb_status st;
+  for (int i = 0; i < 2; i++)
+    if (io->input_grads[i] &&
+        (st = cpu_xform_run(d, &s->to_input[i], io->output_grad, io->input_grads[i], n->node)))
+      return st;
+  /* add(x, x) handed one buffer for both: d/dx is twice the output gradient. */
+  if (io->input_grads[0] && io->input_grads[0] == io->input_grads[1])
+    cpu_accumulate_buffer(&n->plan->md[n->node->inputs[0]], io->input_grads[0], io->input_grads[0]);
+  return CNNB_OK;
+}
+
+static void add_release(cpu_device *d, cpu_node *n) {
+  add_node *s = (add_node *)n;
+  if (s->fwd) dnnl_primitive_destroy(s->fwd);
+  dnnl_memory_t mems[] = {s->src0, s->src1, s->dst};
+  for (size_t i = 0; i < 3; i++)
+    if (mems[i]) dnnl_memory_destroy(mems[i]);
+  cpu_xform_fini(&s->to_input[0]);
+  cpu_xform_fini(&s->to_input[1]);
+  free(s);
+}
+
+static const cpu_node_ops add_ops = {add_forward, add_backward, add_release};
+
+cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                            cpu_node **out) {
+  add_node *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  cpu_node_init(&s->base, &add_ops, g, p, index);
+  const cnnb_node *node = s->base.node;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_binary_desc_t desc;
+  cnnb_status st;
+  if (node->num_inputs != 2) {
+    st = cnnb_error(d->ctx, CNNB_EINVAL, "cpu: add '%s' has %d inputs, not 2", node->name,
+                    node->num_inputs);
+    goto done;
+  }
+  const dnnl_memory_desc_t *a = &p->md[node->inputs[0]], *b = &p->md[node->inputs[1]];
+  const dnnl_memory_desc_t *o = &p->md[index];
+  CPU_TRY(st, d, dnnl_binary_desc_init(&desc, dnnl_binary_add, a, b, o), node, "add descriptor");
+  if ((st = cpu_pd_create(d, &pd, &desc, NULL, NULL, node, "add"))) goto done;
+  if ((st = cpu_prim_create(d, &s->fwd, pd, node, "add"))) goto done;
+  if ((st = cpu_mem(d, &s->src0, a, node)) || (st = cpu_mem(d, &s->src1, b, node)) ||
+      (st = cpu_mem(d, &s->dst, o, node)))
+    goto done;
+  if (d->cfg.training) {
+    if ((st = cpu_xform_init(d, &s->to_input[0], o, a, node, "add gradient")) ||
+        (st = cpu_xform_init(d, &s->to_input[1], o, b, node, "add gradient")))
+      goto done;
+  }
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (st) {
+    add_release(d, &s->base);
+    return st;
+  }
+  *out = &s->base;
+  return CNNB_OK;
+}
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+typedef struct dropout_node {
+  cpu_node base;
+  float keep;
+  int64_t count;       /* elements of the buffer, padding included */
+  int bf16;
+} dropout_node;
+
+/* A well-mixed 64-bit function of four words (splitmix64's finaliser, chained). */
+static uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static uint64_t mask_key(uint32_t seed, uint64_t step, int32_t node) {
+  return mix(mix(mix((uint64_t)seed + 0x9E3779B97F4A7C15ull) ^ step) ^ (uint64_t)(uint32_t)node);
+}
+
+/* 1 when element i is kept: uniform in [0, 1) below keep_prob. */
+static inline int kept(uint64_t key, int64_t i, float keep) {
+  uint64_t h = mix(key + (uint64_t)i * 0x9E3779B97F4A7C15ull);
+  return (float)((double)(h >> 40) * (1.0 / 16777216.0)) < keep;
+}
+
+static void apply_mask(const dropout_node *s, uint64_t key, const void *in, void *out) {
+  float scale = 1.0f / s->keep;
+  if (s->bf16) {
+    const uint16_t *x = in;
+    uint16_t *y = out;
+    for (int64_t i = 0; i < s->count; i++)
+      y[i] = kept(key, i, s->keep) ? cpu_f32_to_bf16(cpu_bf16_to_f32(x[i]) * scale) : 0;
+  } else {
+    const float *x = in;
+    float *y = out;
+    for (int64_t i = 0; i < s->count; i++) y[i] = kept(key, i, s->keep) ? x[i] * scale : 0.0f;
+  }
+}
+
+static cnnb_status dropout_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  dropout_node *s = (dropout_node *)n;
+  size_t bytes = (size_t)s->count * (s->bf16 ? 2 : 4);
+  if (!d->cfg.training || s->keep >= 1.0f) {
+    if (io->output != io->inputs[0]) memcpy(io->output, io->inputs[0], bytes);
+    return CNNB_OK;
+  }
+  apply_mask(s, mask_key(d->cfg.seed, io->step, n->index), io->inputs[0], io->output);
+  return CNNB_OK;
+}
+
+static cnnb_status dropout_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  dropout_node *s = (dropout_node *)n;
+  if (!io->input_grads[0]) return CNNB_OK;
+  if (s->keep >= 1.0f) {
+    if (io->input_grads[0] != io->output_grad)
+      memcpy(io->input_grads[0], io->output_grad, (size_t)s->count * (s->bf16 ? 2 : 4));
+    return CNNB_OK;
+  }
+  apply_mask(s, mask_key(d->cfg.seed, io->step, n->index), io->output_grad, io->input_grads[0]);
+  return CNNB_OK;
+}
+
+static void dropout_release(cpu_device *d, cpu_node *n) { free(n); }
+
+static const cpu_node_ops dropout_ops = {dropout_forward, dropout_backward, dropout_release};
+
+cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                cpu_node **out) {
+  const cnnb_node *node = cnnb_graph_node(g, index);
+  float keep = node->attr.dropout.keep_prob;
+  if (!(keep > 0.0f && keep <= 1.0f))
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: dropout '%s': keep_prob %g is not in (0, 1]",
+                      node->name, (double)keep);
+  const dnnl_memory_desc_t *md = &p->md[index];
+  if (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16)
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: dropout '%s': data type %d", node->name,
+                      (int)md->data_type);
+  dropout_node *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  cpu_node_init(&s->base, &dropout_ops, g, p, index);
+  s->keep = keep;
+  s->bf16 = md->data_type == dnnl_bf16;
+  s->count = (int64_t)(dnnl_memory_desc_get_size(md) / (s->bf16 ? 2 : 4));
+  *out = &s->base;
+  return CNNB_OK;
+}
+
+/* ---- gradient accumulation ------------------------------------------------------------ */
+
+void cpu_accumulate_buffer(const dnnl_memory_desc_t *md, void *dst, const void *src) {
+  size_t bytes = dnnl_memory_desc_get_size(md);
+  if (md->data_type == dnnl_bf16) {
+    uint16_t *y = dst;
+    const uint16_t *x = src;
+    for (size_t i = 0; i < bytes / 2; i++)
+      y[i] = cpu_f32_to_bf16(cpu_bf16_to_f32(y[i]) + cpu_bf16_to_f32(x[i]));
+  } else {
+    float *y = dst;
+    const float *x = src;
+    for (size_t i = 0; i < bytes / 4; i++) y[i] += x[i];
+  }
+}

@@ -1,0 +1,311 @@
+/* util.c — the cpu device's small oneDNN helpers: errors that name the node, primitive
+ * creation with the shared user scratchpad, execution, memory descriptors, layout
+ * conversions (cpu_xform) and prepared weights (cpu_weights).
+ *
+ * Every primitive runs with a user-provided scratchpad: one buffer for the whole device,
+ * grown at prepare time to the largest need, so a step allocates nothing. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "cpu_device.h"
+
+cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what) {
+  if (s == dnnl_success) return CNNB_OK;
+  cnnb_status st = s == dnnl_unimplemented ? CNNB_EUNSUPPORTED
+                   : s == dnnl_out_of_memory ? CNNB_ENOMEM
+                                              : CNNB_EINTERNAL;
+  if (node)
+    return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s", "node",
+                      node->name ? node->name : "?", node->shape.n, node->shape.c,
+                      node->shape.h, node->shape.w, what, dnnl_status2str(s));
+  return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s", what, dnnl_status2str(s));
+}
+
+const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index) {
+  return dnnl_primitive_desc_query_md(pd, what, index);
+}
+
+cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, const cnnb_node *node) {
+  const dnnl_memory_desc_t *md = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t need = md ? dnnl_memory_desc_get_size(md) : 0;
+  if (need <= d->scratch_bytes && d->scratch_mem) return CNNB_OK;
+  if (need < d->scratch_bytes) need = d->scratch_bytes;
+  void *buf = cpu_alloc(need);
+  if (!buf) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: scratchpad of %zu bytes", need);
+  dnnl_dim_t dims[1] = {(dnnl_dim_t)(need ? need : 1)};
+  dnnl_memory_desc_t smd = cpu_md_tag(1, dims, dnnl_u8, dnnl_a);
+  dnnl_memory_t mem = NULL;
+  cnnb_status st = cpu_check(d, dnnl_memory_create(&mem, &smd, d->engine, buf), node,
+                             "scratchpad memory");
+  if (st) {
+    cpu_free(buf);
+    return st;
+  }
+  if (d->scratch_mem) dnnl_memory_destroy(d->scratch_mem);
+  cpu_free(d->scratch);
+  d->scratch = buf;
+  d->scratch_bytes = need;
+  d->scratch_mem = mem;
+  return CNNB_OK;
+}
+
+int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint) {
+  *pd = NULL;
+  if (dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint) !=
+      dnnl_success) {
+    *pd = NULL;
+    return 0;
+  }
+  if (cpu_scratch_reserve(d, *pd, NULL) != CNNB_OK) {
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                          const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                          const cnnb_node *node, const char *what) {
+  *pd = NULL;
+  cnnb_status st = cpu_check(d, dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr,
+                                                           d->engine, hint),
+                             node, what);
+  if (st) {
+    *pd = NULL;
+    return st;
+  }
+  st = cpu_scratch_reserve(d, *pd, node);
+  if (st) {
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+  }
+  return st;
+}
+
+cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
+                            const cnnb_node *node, const char *what) {
+  *prim = NULL;
+  cnnb_status st = cpu_check(d, dnnl_primitive_create(prim, pd), node, what);
+  if (st) *prim = NULL;
+  return st;
+}
+
+cnnb_status cpu_exec(cpu_device *d, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
+                     const cnnb_node *node, const char *what) {
+  dnnl_exec_arg_t all[40];
+  if (nargs > 39) return cnnb_error(d->ctx, CNNB_EINTERNAL, "cpu: %s: %d arguments", what, nargs);
+  memcpy(all, args, (size_t)nargs * sizeof *args);
+  all[nargs].arg = DNNL_ARG_SCRATCHPAD;
+  all[nargs].memory = d->scratch_mem;
+  cnnb_status st =
+      cpu_check(d, dnnl_primitive_execute(prim, d->stream, nargs + 1, all), node, what);
+  if (st) return st;
+  return cpu_check(d, dnnl_stream_wait(d->stream), node, what);
+}
+
+cnnb_status cpu_mem(cpu_device *d, dnnl_memory_t *mem, const dnnl_memory_desc_t *md,
+                    const cnnb_node *node) {
+  *mem = NULL;
+  cnnb_status st = cpu_check(d, dnnl_memory_create(mem, md, d->engine, DNNL_MEMORY_NONE), node,
+                             "memory object");
+  if (st) *mem = NULL;
+  return st;
+}
+
+dnnl_memory_desc_t cpu_md_tag(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt,
+                              dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t md;
+  memset(&md, 0, sizeof md);
+  dnnl_dims_t full = {0}; /* oneDNN reads a whole dnnl_dims_t */
+  for (int i = 0; i < ndims && i < DNNL_MAX_NDIMS; i++) full[i] = dims[i];
+  dnnl_memory_desc_init_by_tag(&md, ndims, full, dt, tag);
+  return md;
+}
+
+dnnl_memory_desc_t cpu_md_any(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt) {
+  return cpu_md_tag(ndims, dims, dt, dnnl_format_tag_any);
+}
+
+dnnl_memory_desc_t cpu_md_nchw(cnnb_shape s, dnnl_data_type_t dt) {
+  dnnl_dim_t dims[4] = {s.n, s.c, s.h, s.w};
+  return cpu_md_tag(4, dims, dt, dnnl_nchw);
+}
+
+const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size) {
+  if (md->format_kind != dnnl_blocked) {
+    snprintf(buf, size, "%s", dnnl_fmt_kind2str(md->format_kind));
+    return buf;
+  }
+  /* Outer dimensions by decreasing stride (letters a, b, ...), then inner blocks:
+   * "abcd" is plain nchw, "aBcd16b" is nChw16c. */
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  int order[DNNL_MAX_NDIMS], blocked[DNNL_MAX_NDIMS] = {0};
+  for (int i = 0; i < md->ndims; i++) order[i] = i;
+  for (int i = 0; i < md->ndims; i++)
+    for (int j = i + 1; j < md->ndims; j++)
+      if (b->strides[order[j]] > b->strides[order[i]]) {
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  for (int k = 0; k < b->inner_nblks; k++) blocked[b->inner_idxs[k]] = 1;
+  size_t n = 0;
+  for (int i = 0; i < md->ndims && n + 1 < size; i++)
+    buf[n++] = (char)((blocked[order[i]] ? 'A' : 'a') + order[i]);
+  for (int k = 0; k < b->inner_nblks && n + 8 < size; k++)
+    n += (size_t)snprintf(buf + n, size - n, "%d%c", (int)b->inner_blks[k], 'a' + (int)b->inner_idxs[k]);
+  buf[n < size ? n : size - 1] = '\0';
+  return buf;
+}
+
+void *cpu_alloc(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void *p = aligned_alloc(64, rounded);
+  if (p) memset(p, 0, rounded);
+  return p;
+}
+
+void cpu_free(void *p) { free(p); }
+
+cnnb_status cpu_xform_init(cpu_device *d, cpu_xform *x, const dnnl_memory_desc_t *src,
+                           const dnnl_memory_desc_t *dst, const cnnb_node *node, const char *what) {
+  memset(x, 0, sizeof *x);
+  x->bytes = dnnl_memory_desc_get_size(dst);
+  if (cpu_md_same(src, dst)) return CNNB_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_reorder_primitive_desc_create(&pd, src, d->engine, dst, d->engine, d->attr),
+          node, what);
+  if ((st = cpu_scratch_reserve(d, pd, node))) goto done;
+  if ((st = cpu_prim_create(d, &x->prim, pd, node, what))) goto done;
+  if ((st = cpu_mem(d, &x->src, src, node))) goto done;
+  if ((st = cpu_mem(d, &x->dst, dst, node))) goto done;
+  d->reorders_planned++;
+  {
+    char a[64], b[64];
+    cnnb_log(d->ctx, CNNB_LOG_DEBUG, "reorder %s: %s %s -> %s %s (%s)",
+             node && node->name ? node->name : "-", cpu_md_name(src, a, sizeof a),
+             dnnl_dt2str(src->data_type), cpu_md_name(dst, b, sizeof b),
+             dnnl_dt2str(dst->data_type), what);
+  }
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (st) cpu_xform_fini(x);
+  return st;
+}
+
+cnnb_status cpu_xform_run(cpu_device *d, cpu_xform *x, const void *src, void *dst,
+                          const cnnb_node *node) {
+  if (!x->prim) {
+    if (src != dst) memcpy(dst, src, x->bytes);
+    return CNNB_OK;
+  }
+  cpu_bind(x->src, src);
+  cpu_bind(x->dst, dst);
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, x->src}, {DNNL_ARG_TO, x->dst}};
+  d->reorders_run++;
+  return cpu_exec(d, x->prim, 2, args, node, "reorder");
+}
+
+void cpu_xform_fini(cpu_xform *x) {
+  if (x->prim) dnnl_primitive_destroy(x->prim);
+  if (x->src) dnnl_memory_destroy(x->src);
+  if (x->dst) dnnl_memory_destroy(x->dst);
+  memset(x, 0, sizeof *x);
+}
+
+cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
+                                 const dnnl_memory_desc_t *compute, const cnnb_node *node) {
+  cnnb_status st = cpu_xform_init(d, &w->to_compute, plain, compute, node, "weights to kernel layout");
+  if (st) return st;
+  if (cpu_xform_needed(&w->to_compute)) {
+    w->compute_buf = cpu_alloc(dnnl_memory_desc_get_size(compute));
+    if (!w->compute_buf)
+      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weights buffer", node->name);
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
+                                 const dnnl_memory_desc_t *diff, const cnnb_node *node) {
+  cnnb_status st = cpu_xform_init(d, &w->to_arena, diff, plain, node, "weight gradients to arena");
+  if (st) return st;
+  if (cpu_xform_needed(&w->to_arena)) {
+    w->diff_buf = cpu_alloc(dnnl_memory_desc_get_size(diff));
+    if (!w->diff_buf)
+      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weight gradient buffer", node->name);
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena,
+                                const void **out, const cnnb_node *node) {
+  if (!cpu_xform_needed(&w->to_compute)) {
+    *out = arena;
+    return CNNB_OK;
+  }
+  *out = w->compute_buf;
+  return cpu_xform_run(d, &w->to_compute, arena, w->compute_buf, node);
+}
+
+void cpu_weights_fini(cpu_weights *w) {
+  cpu_xform_fini(&w->to_compute);
+  cpu_xform_fini(&w->to_arena);
+  cpu_free(w->compute_buf);
+  cpu_free(w->diff_buf);
+  memset(w, 0, sizeof *w);
+}
+
+/* oneDNN's Debian build runs on GNU OpenMP. The plugin reaches libgomp's thread-count
+ * setter through the copy libdnnl already loaded (RTLD_NOLOAD) instead of linking an
+ * OpenMP runtime itself: with clang that would be LLVM's libomp, a second runtime in the
+ * same process. Without it, OMP_NUM_THREADS still applies. */
+typedef void (*set_threads_fn)(int);
+typedef int (*get_threads_fn)(void);
+
+static void omp_functions(set_threads_fn *set, get_threads_fn *get) {
+  static int looked;
+  static set_threads_fn set_fn;
+  static get_threads_fn get_fn;
+  if (!looked) {
+    looked = 1;
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h) {
+      set_fn = (set_threads_fn)(uintptr_t)dlsym(h, "omp_set_num_threads");
+      get_fn = (get_threads_fn)(uintptr_t)dlsym(h, "omp_get_max_threads");
+    }
+  }
+  *set = set_fn;
+  *get = get_fn;
+}
+
+int cpu_threads_runtime_ok(void) {
+  set_threads_fn set;
+  get_threads_fn get;
+  omp_functions(&set, &get);
+  return set && get;
+}
+
+void cpu_threads_apply(const cpu_device *d) {
+  set_threads_fn set;
+  get_threads_fn get;
+  omp_functions(&set, &get);
+  if (set && get && d->threads > 0 && get() != d->threads) set(d->threads);
+}
+
+void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cpu_plan *p,
+                   int32_t index) {
+  n->ops = ops;
+  n->g = g;
+  n->node = cnnb_graph_node(g, index);
+  n->plan = p;
+  n->index = index;
+}
