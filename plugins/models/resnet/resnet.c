@@ -1,0 +1,149 @@
+/* resnet.c — tf_cnn_benchmarks' ResNets (resnet_model.py):
+ *  - ImageNet (224x224, lr 0.128 at batch 256 with its own schedule): resnet50, 101,
+ *    152 in v1 (stride on the block's first 1x1), resnet50_v1.5 (stride on the 3x3),
+ *    and v2 (pre-activation); bottleneck blocks, stem conv 7x7/2 with tf_cnn_benchmarks'
+ *    explicit pad-then-VALID ("SAME_RESNET"), max pool 3x3/2 SAME;
+ *  - CIFAR-10 (32x32, batch 128, lr 0.1 with its own schedule): resnet20/32/44/56/110
+ *    and their _v2, two-3x3 residual blocks with the parameter-free "plan A" shortcut.
+ * Convolutions feed batch norm with decay 0.9, epsilon 1e-5 and a learned scale
+ * (batch_norm_config); the pre-activation and final batch norms of v2 call batch_norm()
+ * bare and so take its defaults (decay 0.999, epsilon 0.001, offset only), as in the
+ * source. Block code is in resnet_blocks.c. */
+#include "resnet.h"
+
+#include <string.h>
+
+static const convnet_model models[] = {
+    {"resnet50", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v1 (stride on the first 1x1)"},
+    {"resnet50_v1.5", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v1.5 (stride on the 3x3)"},
+    {"resnet50_v2", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v2 (pre-activation)"},
+    {"resnet101", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-101 v1"},
+    {"resnet101_v2", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-101 v2 (pre-activation)"},
+    {"resnet152", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-152 v1"},
+    {"resnet152_v2", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-152 v2 (pre-activation)"},
+    {"resnet20", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-20 for CIFAR-10"},
+    {"resnet20_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-20 v2 for CIFAR-10"},
+    {"resnet32", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-32 for CIFAR-10"},
+    {"resnet32_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-32 v2 for CIFAR-10"},
+    {"resnet44", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-44 for CIFAR-10"},
+    {"resnet44_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-44 v2 for CIFAR-10"},
+    {"resnet56", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-56 for CIFAR-10"},
+    {"resnet56_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-56 v2 for CIFAR-10"},
+    {"resnet110", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-110 for CIFAR-10"},
+    {"resnet110_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-110 v2 for CIFAR-10"},
+};
+enum { NUM_MODELS = sizeof models / sizeof models[0] };
+
+/* Blocks per stage (layer_counts), by row of `models`. */
+static const int32_t layer_counts[NUM_MODELS][4] = {
+    {3, 4, 6, 3},  {3, 4, 6, 3}, {3, 4, 6, 3}, {3, 4, 23, 3}, {3, 4, 23, 3},
+    {3, 8, 36, 3}, {3, 8, 36, 3},
+    {3, 3, 3},     {3, 3, 3},    {5, 5, 5},    {5, 5, 5},     {7, 7, 7},
+    {7, 7, 7},     {9, 9, 9},    {9, 9, 9},    {18, 18, 18},  {18, 18, 18}};
+
+/* The model's version from its name, as ResnetModel.__init__ reads it. */
+static int version_of(const char *name) {
+  if (strstr(name, "v2")) return RESNET_V2;
+  if (strstr(name, "v1.5")) return RESNET_V1_5;
+  return RESNET_V1;
+}
+
+static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                            cnnb_model_info *info) {
+  return convnet_describe(ctx, "resnet", models, NUM_MODELS, name, dataset, info);
+}
+
+static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x, const int32_t counts[4], int version) {
+  static const int32_t depth[4] = {256, 512, 1024, 2048};
+  cn->use_batch_norm = 1;
+  cn->bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
+                                         .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
+  x = convnet_conv(cn, x, 64, 7, 7,
+                   CONVNET_OPTS(.stride = 2, .mode = CONVNET_SAME_RESNET, .batch_norm = 1));
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME); /* [N, 64, 56, 56] */
+  for (int stage = 0; stage < 4; stage++)
+    for (int i = 0; i < counts[stage]; i++)
+      x = resnet_bottleneck_block(cn, x, depth[stage], depth[stage] / 4,
+                                  stage > 0 && i == 0 ? 2 : 1, version);
+  if (version == RESNET_V2) x = convnet_relu(cn, convnet_batch_norm(cn, x, NULL));
+  return convnet_spatial_mean(cn, x); /* [N, 2048, 1, 1] */
+}
+
+static cnnb_tensor cifar10(convnet *cn, cnnb_tensor x, const int32_t counts[3], int version) {
+  static const int32_t depth[3] = {16, 32, 64};
+  cn->use_batch_norm = 1;
+  cn->bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
+                                         .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
+  /* v1's stem has no ReLU (activation=None); v2's has one. */
+  x = convnet_conv(cn, x, 16, 3, 3,
+                   CONVNET_OPTS(.batch_norm = 1, .linear = version != RESNET_V2));
+  for (int stage = 0; stage < 3; stage++)
+    for (int i = 0; i < counts[stage]; i++)
+      x = resnet_residual_block(cn, x, depth[stage], stage > 0 && i == 0 ? 2 : 1, version);
+  if (version == RESNET_V2) x = convnet_relu(cn, convnet_batch_norm(cn, x, NULL));
+  return convnet_spatial_mean(cn, x); /* [N, 64, 1, 1] */
+}
+
+static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_graph *g) {
+  cnnb_status st;
+  const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
+  if (!m) return st;
+  const int32_t *counts = layer_counts[m - models];
+  convnet cn;
+  convnet_init(&cn, g);
+  cnnb_tensor x = cnnb_graph_input(g);
+  x = dataset == CNNB_DATASET_CIFAR10 ? cifar10(&cn, x, counts, version_of(name))
+                                      : imagenet(&cn, x, counts, version_of(name));
+  return convnet_finish(&cn, ctx, name, x);
+}
+
+/* ResnetModel.get_learning_rate: 0.128 scaled by batch / 256, linear warm-up over 5
+ * epochs, then piecewise constant dropping 10x at epochs 30, 60, 80 and 90 (of
+ * ImageNet's 1281167 images, a constant in the source).
+ * ResnetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0002 with boundaries at
+ * epochs 82, 123 and 300 of 50000 images, not scaled by batch size. */
+static float learning_rate(const char *name, int64_t global_step, int32_t global_batch_size,
+                           int64_t examples_per_epoch) {
+  (void)examples_per_epoch; /* the source hard-codes each dataset's epoch */
+  if (global_batch_size <= 0) global_batch_size = 1;
+  const convnet_model *m = convnet_find(models, NUM_MODELS, name, CNNB_DATASET_IMAGENET);
+  if (m) {
+    double rescaled = (double)m->default_learning_rate * global_batch_size / 256.0;
+    double batches_per_epoch = 1281167.0 / global_batch_size;
+    static const double epochs[4] = {30, 60, 80, 90};
+    int64_t boundaries[4];
+    float values[5];
+    double v = rescaled;
+    for (int i = 0; i < 4; i++) boundaries[i] = (int64_t)(batches_per_epoch * epochs[i]);
+    for (int i = 0; i < 5; i++, v *= 0.1) values[i] = (float)v;
+    int64_t warmup_steps = (int64_t)(batches_per_epoch * 5);
+    if (global_step < warmup_steps)
+      return (float)(rescaled * (double)global_step / (double)warmup_steps);
+    return convnet_piecewise(global_step, 4, boundaries, values);
+  }
+  int64_t batches_per_epoch = 50000 / global_batch_size;
+  const int64_t boundaries[3] = {batches_per_epoch * 82, batches_per_epoch * 123,
+                                 batches_per_epoch * 300};
+  static const float values[4] = {0.1f, 0.01f, 0.001f, 0.0002f};
+  return convnet_piecewise(global_step, 3, boundaries, values);
+}
+
+static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable),
+                                         .describe = describe,
+                                         .build = build,
+                                         .learning_rate = learning_rate};
+
+static const char *const offers[] = {
+    "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152",
+    "resnet152_v2", "resnet20", "resnet20_v2", "resnet32", "resnet32_v2", "resnet44",
+    "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", NULL};
+
+static const cnnb_plugin plugin = {
+    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "resnet", "1.0.0",
+                     "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10"),
+    .offers = offers, .vtable = &vtable};
+
+CNNB_PLUGIN_ENTRY {
+  (void)host;
+  return &plugin;
+}

@@ -1,0 +1,92 @@
+/* resnet_blocks.c — the ResNet blocks of tf_cnn_benchmarks' resnet_model.py
+ * (bottleneck_block_v1, _v1_5, _v2 and residual_block), one function per block kind.
+ * Every convolution here is bias=None; use_batch_norm as each call in the source. */
+#include "resnet.h"
+
+/* bottleneck_block_v1 and _v1_5: post-activation, ReLU after the sum. */
+static cnnb_tensor bottleneck_v1(convnet *cn, cnnb_tensor x, int32_t depth, int32_t bneck,
+                                 int32_t stride, int v1_5) {
+  int32_t in_size = convnet_channels(cn, x);
+  convnet_push_scope(cn, v1_5 ? "resnet_v1.5" : "resnet_v1");
+  cnnb_tensor shortcut;
+  if (depth == in_size)
+    shortcut = stride == 1 ? x : convnet_apool(cn, x, 1, 1, stride, CONVNET_VALID);
+  else
+    shortcut = convnet_conv(cn, x, depth, 1, 1,
+                            CONVNET_OPTS(.stride = stride, .linear = 1, .batch_norm = 1,
+                                         .no_bias = 1));
+  cnnb_tensor y = convnet_conv(cn, x, bneck, 1, 1,
+                               CONVNET_OPTS(.stride = v1_5 ? 1 : stride, .batch_norm = 1,
+                                            .no_bias = 1));
+  y = convnet_conv(cn, y, bneck, 3, 3,
+                   CONVNET_OPTS(.stride = v1_5 ? stride : 1, .mode = CONVNET_SAME_RESNET,
+                                .batch_norm = 1, .no_bias = 1));
+  y = convnet_conv(cn, y, depth, 1, 1, CONVNET_OPTS(.linear = 1, .batch_norm = 1, .no_bias = 1));
+  y = convnet_relu(cn, convnet_add(cn, shortcut, y));
+  convnet_pop_scope(cn);
+  return y;
+}
+
+/* bottleneck_block_v2: batch norm (batch_norm()'s defaults) and ReLU before the block,
+ * no batch norm after its last convolution nor on the projection, no ReLU after the sum. */
+static cnnb_tensor bottleneck_v2(convnet *cn, cnnb_tensor x, int32_t depth, int32_t bneck,
+                                 int32_t stride) {
+  int32_t in_size = convnet_channels(cn, x);
+  cnnb_tensor preact = convnet_relu(cn, convnet_batch_norm(cn, x, NULL));
+  convnet_push_scope(cn, "resnet_v2");
+  cnnb_tensor shortcut;
+  if (depth == in_size)
+    shortcut = stride == 1 ? x : convnet_apool(cn, x, 1, 1, stride, CONVNET_VALID);
+  else
+    shortcut = convnet_conv(cn, preact, depth, 1, 1,
+                            CONVNET_OPTS(.stride = stride, .linear = 1, .batch_norm = -1,
+                                         .no_bias = 1));
+  cnnb_tensor y = convnet_conv(cn, preact, bneck, 1, 1,
+                               CONVNET_OPTS(.stride = stride, .batch_norm = 1, .no_bias = 1));
+  y = convnet_conv(cn, y, bneck, 3, 3,
+                   CONVNET_OPTS(.mode = CONVNET_SAME_RESNET, .batch_norm = 1, .no_bias = 1));
+  y = convnet_conv(cn, y, depth, 1, 1, CONVNET_OPTS(.linear = 1, .batch_norm = -1, .no_bias = 1));
+  y = convnet_add(cn, shortcut, y);
+  convnet_pop_scope(cn);
+  return y;
+}
+
+cnnb_tensor resnet_bottleneck_block(convnet *cn, cnnb_tensor x, int32_t depth,
+                                    int32_t depth_bottleneck, int32_t stride, int version) {
+  if (version == RESNET_V2) return bottleneck_v2(cn, x, depth, depth_bottleneck, stride);
+  return bottleneck_v1(cn, x, depth, depth_bottleneck, stride, version == RESNET_V1_5);
+}
+
+/* residual_block. When the depth grows, the source's shortcut is a strided 1x1 average
+ * pool zero-padded by (depth - in_size) / 2 channels on each side (tf.pad). The graph
+ * IR has no pad op, so the sum is built in three channel ranges instead: the last
+ * convolution becomes three convolutions of pad, in_size and pad filters (same input,
+ * same init, per-channel batch norm), the middle one is added to the shortcut, and the
+ * three are concatenated. Same function, same parameter count, same FLOPs. */
+cnnb_tensor resnet_residual_block(convnet *cn, cnnb_tensor x, int32_t depth, int32_t stride,
+                                  int version) {
+  int v2 = version == RESNET_V2;
+  int32_t in_size = convnet_channels(cn, x);
+  cnnb_tensor shortcut = x;
+  int32_t pad = 0;
+  if (in_size != depth) {
+    shortcut = convnet_apool(cn, x, 1, 1, stride, CONVNET_VALID);
+    pad = (depth - in_size) / 2;
+  }
+  cnnb_tensor res = v2 ? convnet_relu(cn, convnet_batch_norm(cn, x, NULL)) : x;
+  cnnb_tensor y = convnet_conv(cn, res, depth, 3, 3,
+                               CONVNET_OPTS(.stride = stride, .batch_norm = 1, .no_bias = 1));
+  const convnet_conv_opts *last =
+      CONVNET_OPTS(.linear = 1, .batch_norm = v2 ? -1 : 1, .no_bias = 1);
+  cnnb_tensor out;
+  if (pad > 0 && depth - in_size - pad > 0) {
+    cnnb_tensor parts[3];
+    parts[0] = convnet_conv(cn, y, pad, 3, 3, last);
+    parts[1] = convnet_add(cn, shortcut, convnet_conv(cn, y, in_size, 3, 3, last));
+    parts[2] = convnet_conv(cn, y, depth - in_size - pad, 3, 3, last);
+    out = convnet_concat(cn, 3, parts);
+  } else {
+    out = convnet_add(cn, shortcut, convnet_conv(cn, y, depth, 3, 3, last));
+  }
+  return v2 ? out : convnet_relu(cn, out);
+}
