@@ -86,10 +86,11 @@ static cnnb_status run_step(cnnb_run *run, int64_t step) {
   cnnb_status st;
   for (int32_t i = 0; i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    st = run->datasource->next_batch(r->datasource, r->images, r->labels);
+    const float *images;
+    st = cnnb_prefetch_next(r->input, &images, &r->labels);
     if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
     float scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : 1.0f;
-    st = cnnb_executor_step(r->executor, r->images, r->labels, scale, (uint64_t)step);
+    st = cnnb_executor_step(r->executor, images, r->labels, scale, (uint64_t)step);
     if (st != CNNB_OK) return st;
   }
   if (run->bucket_status != CNNB_OK) return run->bucket_status;

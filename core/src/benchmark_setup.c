@@ -12,6 +12,9 @@
 
 #define IMAGENET_TRAIN_EXAMPLES 1281167
 #define CIFAR10_TRAIN_EXAMPLES 50000
+/* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
+ * memory small (each is a full batch of fp32 images). */
+#define INPUT_PREFETCH_DEPTH 2
 
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what) {
   const char *message = from ? cnnb_error_message(from) : "";
@@ -253,10 +256,9 @@ static cnnb_status setup_replica(cnnb_run *run, int32_t index) {
   if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "--datasource");
 
   size_t pixels = (size_t)run->batch_size * 3 * run->image_size * run->image_size;
-  r->images = malloc(pixels * sizeof *r->images);
-  r->labels = malloc((size_t)run->batch_size * sizeof *r->labels);
-  if (!r->images || !r->labels)
-    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory for a batch of %zu floats", pixels);
+  st = cnnb_prefetch_create(run->datasource, r->datasource, r->datasource_ctx, pixels,
+                            run->batch_size, INPUT_PREFETCH_DEPTH, &r->input);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "input pipeline");
 
   run->params[index] = cnnb_executor_params(r->executor);
   run->grads[index] = cnnb_executor_grads(r->executor);
@@ -302,14 +304,13 @@ void cnnb_run_teardown(cnnb_run *run) {
   if (run->strategy_state) run->strategy->destroy(run->strategy_state);
   for (int32_t i = 0; run->replicas && i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
+    cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
     if (r->datasource) run->datasource->destroy(r->datasource);
     cnnb_trainer_destroy(r->trainer);
     cnnb_executor_destroy(r->executor);
     if (r->device) run->device->destroy(r->device);
     cnnb_ctx_destroy(r->device_ctx);
     cnnb_ctx_destroy(r->datasource_ctx);
-    free(r->images);
-    free(r->labels);
   }
   free(run->replicas);
   free(run->params);

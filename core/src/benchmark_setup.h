@@ -6,6 +6,7 @@
 #include "executor.h"
 #include "host.h"
 #include "loader.h"
+#include "prefetch.h"
 #include "trainer.h"
 
 /* One replica: a device instance, the executor running the graph on it, its optimizer
@@ -17,8 +18,8 @@ typedef struct cnnb_replica {
   cnnb_trainer *trainer;
   cnnb_ctx *datasource_ctx;
   void *datasource;
-  float *images;   /* host [N, C, H, W] */
-  int32_t *labels; /* host [N] */
+  cnnb_prefetch *input;   /* reads batches ahead on its own thread */
+  const int32_t *labels;  /* of the batch in use (for accuracy) */
 } cnnb_replica;
 
 typedef struct cnnb_run {

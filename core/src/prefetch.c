@@ -1,0 +1,133 @@
+/* prefetch.c — a bounded producer/consumer queue of batches filled by one thread.
+ *
+ * Slots form a ring of depth + 1: the producer fills up to `depth` ahead while the
+ * consumer holds one (the batch the model is using). The consumer gives its slot back on
+ * its next call, so no batch is copied. */
+#define _POSIX_C_SOURCE 200809L /* pthread */
+#include "prefetch.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+typedef struct slot {
+  float *images;
+  int32_t *labels;
+} slot;
+
+struct cnnb_prefetch {
+  const cnnb_datasource_vtable *vt;
+  void *datasource;
+  cnnb_ctx *ctx;
+  int32_t num_slots;
+  slot *slots;
+  pthread_t thread;
+  bool thread_started;
+
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int32_t head;          /* next slot the consumer takes */
+  int32_t filled;        /* slots ready for the consumer */
+  bool holding;          /* the consumer holds slots[head - 1] */
+  bool stop;
+  cnnb_status failure;   /* the producer's error, after the batches before it */
+};
+
+static void *produce(void *arg) {
+  cnnb_prefetch *p = arg;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    /* Free slots: all but those filled and the one the consumer holds. */
+    while (!p->stop && p->filled + (p->holding ? 1 : 0) >= p->num_slots)
+      pthread_cond_wait(&p->changed, &p->lock);
+    if (p->stop) break;
+    int32_t index = (p->head + p->filled) % p->num_slots;
+    pthread_mutex_unlock(&p->lock);
+    cnnb_status st = p->vt->next_batch(p->datasource, p->slots[index].images,
+                                       p->slots[index].labels);
+    pthread_mutex_lock(&p->lock);
+    if (st != CNNB_OK) {
+      p->failure = st;
+      pthread_cond_broadcast(&p->changed);
+      break;
+    }
+    p->filled++;
+    pthread_cond_broadcast(&p->changed);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
+                                 cnnb_ctx *ctx, size_t image_floats, int32_t batch,
+                                 int32_t depth, cnnb_prefetch **out) {
+  *out = NULL;
+  if (depth < 1) depth = 1;
+  cnnb_prefetch *p = calloc(1, sizeof *p);
+  if (!p) return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory");
+  p->vt = vt;
+  p->datasource = datasource;
+  p->ctx = ctx;
+  p->num_slots = depth + 1;
+  p->slots = calloc((size_t)p->num_slots, sizeof *p->slots);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->changed, NULL);
+  bool ok = p->slots != NULL;
+  for (int32_t i = 0; ok && i < p->num_slots; i++) {
+    p->slots[i].images = malloc(image_floats * sizeof(float));
+    p->slots[i].labels = malloc((size_t)batch * sizeof(int32_t));
+    ok = p->slots[i].images && p->slots[i].labels;
+  }
+  if (!ok) {
+    cnnb_prefetch_destroy(p);
+    return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory for %d batches of %zu floats",
+                      depth + 1, image_floats);
+  }
+  if (pthread_create(&p->thread, NULL, produce, p) != 0) {
+    cnnb_prefetch_destroy(p);
+    return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: cannot start its thread");
+  }
+  p->thread_started = true;
+  *out = p;
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int32_t **labels) {
+  pthread_mutex_lock(&p->lock);
+  if (p->holding) { /* give back the batch the model has finished with */
+    p->holding = false;
+    pthread_cond_broadcast(&p->changed);
+  }
+  while (p->filled == 0 && p->failure == CNNB_OK) pthread_cond_wait(&p->changed, &p->lock);
+  cnnb_status st = CNNB_OK;
+  if (p->filled == 0) {
+    st = p->failure;
+  } else {
+    *images = p->slots[p->head].images;
+    *labels = p->slots[p->head].labels;
+    p->head = (p->head + 1) % p->num_slots;
+    p->filled--;
+    p->holding = true;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return st;
+}
+
+void cnnb_prefetch_destroy(cnnb_prefetch *p) {
+  if (!p) return;
+  if (p->thread_started) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+  }
+  for (int32_t i = 0; p->slots && i < p->num_slots; i++) {
+    free(p->slots[i].images);
+    free(p->slots[i].labels);
+  }
+  free(p->slots);
+  pthread_cond_destroy(&p->changed);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}

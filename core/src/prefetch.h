@@ -1,0 +1,24 @@
+/* prefetch.h — the input pipeline: a thread per datasource instance that reads batches
+ * ahead of the model into a bounded queue, so decoding and augmentation overlap compute
+ * (DESIGN.md "Data flow of one step"). Host-internal. */
+#ifndef CNNB_PREFETCH_H
+#define CNNB_PREFETCH_H
+
+#include <cnnb/datasource.h>
+
+typedef struct cnnb_prefetch cnnb_prefetch;
+
+/* Starts a thread calling vt->next_batch(datasource, ...) into `depth` batches of
+ * `image_floats` floats and `batch` labels. `ctx` is the datasource's (its message is
+ * read when a batch fails). */
+cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
+                                 cnnb_ctx *ctx, size_t image_floats, int32_t batch,
+                                 int32_t depth, cnnb_prefetch **out);
+/* The next batch, waiting for it if the thread is behind. The pointers stay valid until
+ * the next call. A datasource failure is returned here (once the batches read before it
+ * are used), with its message in `ctx`. */
+cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int32_t **labels);
+/* Stops the thread (after the batch it is reading) and frees the queue. NULL is fine. */
+void cnnb_prefetch_destroy(cnnb_prefetch *p);
+
+#endif

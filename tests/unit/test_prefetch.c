@@ -1,0 +1,92 @@
+/* test_prefetch — the input pipeline's queue: batches arrive in the datasource's order,
+ * none is lost or repeated, a datasource failure surfaces after the batches read before
+ * it, and destroying a pipeline whose thread is waiting does not hang. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "host.h"
+#include "prefetch.h"
+
+typedef struct counting_source {
+  int32_t next;     /* value of the next batch */
+  int32_t fail_at;  /* batch index that fails; -1 never */
+} counting_source;
+
+static cnnb_status counting_next(void *ds, float *images, int32_t *labels) {
+  counting_source *s = ds;
+  if (s->next == s->fail_at) return CNNB_EDATA;
+  images[0] = (float)s->next;
+  labels[0] = s->next;
+  s->next++;
+  return CNNB_OK;
+}
+
+static const cnnb_datasource_vtable counting_vtable = {
+    .struct_size = sizeof(cnnb_datasource_vtable),
+    .next_batch = counting_next,
+};
+
+START_TEST(batches_arrive_in_order) {
+  counting_source source = {.next = 0, .fail_at = -1};
+  cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+  cnnb_prefetch *p;
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 4, 1, 2, &p), CNNB_OK);
+  for (int32_t i = 0; i < 100; i++) {
+    const float *images;
+    const int32_t *labels;
+    ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+    ck_assert_int_eq(labels[0], i);
+    ck_assert_float_eq(images[0], (float)i);
+  }
+  cnnb_prefetch_destroy(p);
+  /* The thread read at most `depth` batches beyond the 100 used. */
+  ck_assert_int_le(source.next, 100 + 2 + 1);
+  cnnb_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(failure_after_good_batches) {
+  counting_source source = {.next = 0, .fail_at = 3};
+  cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+  cnnb_prefetch *p;
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 1, 1, 4, &p), CNNB_OK);
+  const float *images;
+  const int32_t *labels;
+  for (int32_t i = 0; i < 3; i++) {
+    ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+    ck_assert_int_eq(labels[0], i);
+  }
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
+  cnnb_prefetch_destroy(p);
+  cnnb_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(destroy_while_full) {
+  counting_source source = {.next = 0, .fail_at = -1};
+  cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+  cnnb_prefetch *p;
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 1, 1, 1, &p), CNNB_OK);
+  const float *images;
+  const int32_t *labels;
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+  cnnb_prefetch_destroy(p); /* the thread waits for a free slot: it must be woken */
+  ck_assert_int_le(source.next, 3);
+  cnnb_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("prefetch");
+  TCase *tc = tcase_create("queue");
+  tcase_add_test(tc, batches_arrive_in_order);
+  tcase_add_test(tc, failure_after_good_batches);
+  tcase_add_test(tc, destroy_while_full);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
