@@ -1,0 +1,539 @@
+/* executor.c — one replica's step on one device (executor.h): arenas, prepared nodes,
+ * forward, backward with gradient accumulation, and bucket announcements. The node I/O
+ * records are filled once at creation: the arenas never move, so a step only walks the
+ * nodes and calls the device. */
+#define _POSIX_C_SOURCE 200809L
+#include "executor.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph_internal.h"
+#include "init.h"
+
+typedef struct bucket {
+  int64_t offset, count; /* elements of the gradient arena */
+  int32_t ready_after;   /* announce after the backward of this node; INT_MAX: at once */
+} bucket;
+
+struct cnnb_executor {
+  cnnb_ctx *ctx, *device_ctx;
+  const cnnb_device_vtable *dv;
+  void *device;
+  const cnnb_graph *g;
+  cnnb_executor_config cfg;
+  cnnb_plan *plan;
+  int32_t n;
+  void **state;            /* [n] device node states */
+  cnnb_node_io *io;        /* [n] */
+  void **inputs;           /* [slots] activation of each input */
+  void **input_grads;      /* [slots] where backward writes d loss / d input, or NULL */
+  float *params, *grads, *stats;
+  int64_t param_count, stat_count;
+  unsigned char *arena;
+  bucket *buckets;
+  int32_t num_buckets;
+  cnnb_tensor input, labels, logits, loss;
+  float *host_logits;      /* [N * classes] for accuracy */
+  bool have_labels;        /* the last step computed the loss */
+  bool stepped;
+  double *fwd_time, *bwd_time;
+};
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+static cnnb_status vdevice_error(cnnb_executor *ex, cnnb_status status, const char *fmt,
+                                 va_list ap) {
+  char where[512];
+  vsnprintf(where, sizeof where, fmt, ap);
+  cnnb_ctx *dctx = ex->device_ctx ? ex->device_ctx : ex->ctx;
+  const char *dmsg = cnnb_error_message(dctx);
+  char *copy = strdup(dmsg && *dmsg ? dmsg : cnnb_status_name(status));
+  cnnb_clear_error(dctx);
+  status = cnnb_error(ex->ctx, status, "%s: %s", where, copy ? copy : "(out of memory)");
+  free(copy);
+  return status;
+}
+
+cnnb_status cnnb_executor_device_error(cnnb_executor *ex, cnnb_status status, const char *fmt,
+                                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  status = vdevice_error(ex, status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+static cnnb_status node_error(cnnb_executor *ex, cnnb_status st, const char *what, int32_t i) {
+  const cnnb_node *node = cnnb_graph_node(ex->g, i);
+  return cnnb_executor_device_error(ex, st, "%s of node '%s' (%s)", what, node->name,
+                                    cnnb_op_name(node->op));
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+static cnnb_status plan_bytes(void *user, const cnnb_graph *g, cnnb_tensor t, size_t *bytes) {
+  cnnb_executor *ex = user;
+  return ex->dv->tensor_bytes(ex->device, g, t, bytes);
+}
+
+static cnnb_status alloc_arena(cnnb_executor *ex, size_t bytes, const char *what, void **ptr) {
+  *ptr = NULL;
+  if (bytes == 0)
+    return CNNB_OK;
+  cnnb_status st = ex->dv->alloc(ex->device, bytes, ptr);
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(ex, st, "allocating the %s arena (%zu bytes)", what,
+                                      bytes);
+  st = ex->dv->fill_zero(ex->device, *ptr, bytes);
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(ex, st, "zeroing the %s arena", what);
+  return CNNB_OK;
+}
+
+/* Buckets of ~bucket_bytes from the end of the arena back to 0, cut between params. */
+static cnnb_status make_buckets(cnnb_executor *ex) {
+  const cnnb_graph *g = ex->g;
+  int32_t np = cnnb_graph_num_params(g);
+  if (!ex->cfg.training || ex->param_count == 0)
+    return CNNB_OK;
+  ex->buckets = calloc((size_t)np + 1, sizeof *ex->buckets);
+  if (!ex->buckets)
+    return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory for buckets");
+  /* Params are appended to the arena as the graph is built, so index order is offset
+   * order; walking indices backwards walks the arena from its end. */
+  int64_t limit = ex->cfg.bucket_bytes / (int64_t)sizeof(float);
+  if (limit < 1)
+    limit = 1;
+  int64_t end = ex->param_count, start = end;
+  int32_t ready = INT_MAX;
+  bool open = false;
+  for (int32_t i = np - 1; i >= 0; --i) {
+    const cnnb_param *p = cnnb_graph_param(g, i);
+    if (p->is_stat || p->count == 0)
+      continue;
+    open = true;
+    start = p->offset;
+    if (ex->plan->has_backward[p->node] && p->node < ready)
+      ready = p->node;
+    if (end - start >= limit) {
+      ex->buckets[ex->num_buckets++] = (bucket){start, end - start, ready};
+      end = start;
+      ready = INT_MAX;
+      open = false;
+    }
+  }
+  if (open || end > 0) {
+    if (!open && ex->num_buckets > 0) {
+      /* Elements below the first param (none today) join the last bucket. */
+      bucket *b = &ex->buckets[ex->num_buckets - 1];
+      b->count += b->offset;
+      b->offset = 0;
+    } else {
+      ex->buckets[ex->num_buckets++] = (bucket){0, end, ready};
+    }
+  }
+  return CNNB_OK;
+}
+
+static cnnb_status wire_nodes(cnnb_executor *ex) {
+  const cnnb_plan *p = ex->plan;
+  int32_t slots = p->slot_base[ex->n];
+  ex->state = calloc((size_t)ex->n, sizeof *ex->state);
+  ex->io = calloc((size_t)ex->n, sizeof *ex->io);
+  ex->inputs = calloc((size_t)(slots ? slots : 1), sizeof *ex->inputs);
+  ex->input_grads = calloc((size_t)(slots ? slots : 1), sizeof *ex->input_grads);
+  if (!ex->state || !ex->io || !ex->inputs || !ex->input_grads)
+    return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  for (int32_t i = 0; i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    int32_t base = p->slot_base[i];
+    for (int32_t k = 0; k < node->num_inputs; ++k) {
+      ex->inputs[base + k] = ex->arena + p->buffers[p->activation[node->inputs[k]]].offset;
+      int32_t gb = p->input_grad[base + k];
+      ex->input_grads[base + k] = gb >= 0 ? ex->arena + p->buffers[gb].offset : NULL;
+    }
+    ex->io[i] = (cnnb_node_io){
+        .struct_size = (uint32_t)sizeof(cnnb_node_io),
+        .num_inputs = node->num_inputs,
+        .inputs = ex->inputs + base,
+        .output = ex->arena + p->buffers[p->activation[i]].offset,
+        .input_grads = ex->input_grads + base,
+        .output_grad = p->gradient[i] >= 0 ? ex->arena + p->buffers[p->gradient[i]].offset
+                                           : NULL,
+        .params = ex->params,
+        .grads = ex->grads,
+        .stats = ex->stats,
+        .loss_scale = 1.0f,
+    };
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, void *device,
+                                 const cnnb_graph *g, const cnnb_executor_config *cfg,
+                                 cnnb_executor **out) {
+  *out = NULL;
+  if (!dv || !device || !g || !cfg)
+    return cnnb_error(ctx, CNNB_EINVAL, "executor: missing device, graph or config");
+  cnnb_executor *ex = calloc(1, sizeof *ex);
+  if (!ex)
+    return cnnb_error(ctx, CNNB_ENOMEM, "executor: out of memory");
+  ex->ctx = ctx;
+  ex->device_ctx = cfg->device_ctx;
+  ex->dv = dv;
+  ex->device = device;
+  ex->g = g;
+  ex->cfg = *cfg;
+  if (ex->cfg.bucket_bytes <= 0)
+    ex->cfg.bucket_bytes = CNNB_DEFAULT_BUCKET_BYTES;
+  ex->n = cnnb_graph_num_nodes(g);
+  ex->input = cnnb_graph_input((cnnb_graph *)g); /* a read: the input node always exists */
+  ex->labels = cnnb_graph_labels(g);
+  ex->logits = cnnb_graph_logits(g);
+  ex->loss = cnnb_graph_loss(g);
+  ex->param_count = cnnb_graph_param_arena_count(g);
+  ex->stat_count = cnnb_graph_stat_arena_count(g);
+
+  cnnb_status st = cnnb_plan_create(ctx, g, cfg->training, plan_bytes, ex, &ex->plan);
+  if (st == CNNB_OK && ex->logits == CNNB_NO_TENSOR)
+    st = cnnb_error(ctx, CNNB_EINVAL, "executor: the graph has no logits");
+  if (st == CNNB_OK)
+    st = alloc_arena(ex, (size_t)ex->param_count * sizeof(float), "parameter",
+                     (void **)&ex->params);
+  if (st == CNNB_OK && cfg->training)
+    st = alloc_arena(ex, (size_t)ex->param_count * sizeof(float), "gradient",
+                     (void **)&ex->grads);
+  if (st == CNNB_OK)
+    st = alloc_arena(ex, (size_t)ex->stat_count * sizeof(float), "statistics",
+                     (void **)&ex->stats);
+  if (st == CNNB_OK)
+    st = alloc_arena(ex, ex->plan->arena_bytes, "activation", (void **)&ex->arena);
+  if (st == CNNB_OK)
+    st = wire_nodes(ex);
+  if (st == CNNB_OK)
+    st = make_buckets(ex);
+  if (st == CNNB_OK) {
+    cnnb_shape ls = cnnb_graph_node(g, ex->logits)->shape;
+    ex->host_logits = malloc(sizeof(float) * (size_t)(cnnb_shape_count(ls) ? cnnb_shape_count(ls) : 1));
+    ex->fwd_time = calloc((size_t)ex->n, sizeof(double));
+    ex->bwd_time = calloc((size_t)ex->n, sizeof(double));
+    if (!ex->host_logits || !ex->fwd_time || !ex->bwd_time)
+      st = cnnb_error(ctx, CNNB_ENOMEM, "executor: out of memory");
+  }
+  for (int32_t i = 0; st == CNNB_OK && i < ex->n; ++i) {
+    st = dv->prepare(device, g, i, &ex->state[i]);
+    if (st != CNNB_OK)
+      st = node_error(ex, st, "preparing", i);
+  }
+  if (st != CNNB_OK) {
+    cnnb_executor_destroy(ex);
+    return st;
+  }
+  const cnnb_plan *p = ex->plan;
+  cnnb_log(ctx, CNNB_LOG_DEBUG,
+           "executor: %d nodes, %s, activation arena %.1f MiB (%.1f MiB without reuse), "
+           "%lld params in %d buckets",
+           (int)ex->n, cfg->training ? "training" : "forward only",
+           (double)p->arena_bytes / 1048576.0, (double)p->naive_bytes / 1048576.0,
+           (long long)ex->param_count, (int)ex->num_buckets);
+  *out = ex;
+  return CNNB_OK;
+}
+
+void cnnb_executor_destroy(cnnb_executor *ex) {
+  if (!ex)
+    return;
+  if (ex->state)
+    for (int32_t i = 0; i < ex->n; ++i)
+      if (ex->state[i])
+        ex->dv->release(ex->device, ex->state[i]);
+  if (ex->arena)
+    ex->dv->free(ex->device, ex->arena);
+  if (ex->params)
+    ex->dv->free(ex->device, ex->params);
+  if (ex->grads)
+    ex->dv->free(ex->device, ex->grads);
+  if (ex->stats)
+    ex->dv->free(ex->device, ex->stats);
+  cnnb_plan_destroy(ex->plan);
+  free(ex->state);
+  free(ex->io);
+  free(ex->inputs);
+  free(ex->input_grads);
+  free(ex->buckets);
+  free(ex->host_logits);
+  free(ex->fwd_time);
+  free(ex->bwd_time);
+  free(ex);
+}
+
+/* ---- parameters ---------------------------------------------------------------------- */
+
+cnnb_status cnnb_executor_upload_params(cnnb_executor *ex, const float *params,
+                                        const float *stats) {
+  cnnb_status st;
+  if (params && ex->param_count > 0) {
+    st = ex->dv->copy_to_device(ex->device, ex->params, params,
+                                (size_t)ex->param_count * sizeof(float));
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(ex, st, "uploading parameters");
+  }
+  if (stats && ex->stat_count > 0) {
+    st = ex->dv->copy_to_device(ex->device, ex->stats, stats,
+                                (size_t)ex->stat_count * sizeof(float));
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(ex, st, "uploading statistics");
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_executor_download_params(cnnb_executor *ex, float *params, float *stats) {
+  cnnb_status st;
+  if (params && ex->param_count > 0) {
+    st = ex->dv->copy_to_host(ex->device, params, ex->params,
+                              (size_t)ex->param_count * sizeof(float));
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(ex, st, "downloading parameters");
+  }
+  if (stats && ex->stat_count > 0) {
+    st = ex->dv->copy_to_host(ex->device, stats, ex->stats,
+                              (size_t)ex->stat_count * sizeof(float));
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(ex, st, "downloading statistics");
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_executor_init_params(cnnb_executor *ex, uint64_t seed) {
+  float *params = calloc((size_t)(ex->param_count ? ex->param_count : 1), sizeof(float));
+  float *stats = calloc((size_t)(ex->stat_count ? ex->stat_count : 1), sizeof(float));
+  cnnb_status st = CNNB_OK;
+  if (!params || !stats)
+    st = cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory initialising parameters");
+  if (st == CNNB_OK) {
+    st = cnnb_params_initialize(ex->g, seed, params, stats);
+    if (st != CNNB_OK)
+      st = cnnb_error(ex->ctx, st, "executor: initialising parameters (seed %llu)",
+                      (unsigned long long)seed);
+  }
+  if (st == CNNB_OK)
+    st = cnnb_executor_upload_params(ex, params, stats);
+  free(params);
+  free(stats);
+  return st;
+}
+
+/* ---- one step -------------------------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static cnnb_status timed_sync(cnnb_executor *ex, double t0, double *acc) {
+  cnnb_status st = ex->dv->synchronize(ex->device);
+  *acc += now_s() - t0;
+  return st;
+}
+
+static bool is_data(const cnnb_node *node) {
+  return node->op == CNNB_OP_INPUT || node->op == CNNB_OP_LABELS;
+}
+
+/* Whether node i reads the labels, directly or through another node. Only the loss
+ * does in graphs the host builds; checked generally so forward-only without labels
+ * never runs a node on an unfilled buffer. */
+static bool depends_on_labels(const cnnb_executor *ex, int32_t i, bool *memo_done,
+                              bool *memo) {
+  if (memo_done[i])
+    return memo[i];
+  const cnnb_node *node = cnnb_graph_node(ex->g, i);
+  bool dep = node->op == CNNB_OP_LABELS;
+  for (int32_t k = 0; k < node->num_inputs && !dep; ++k)
+    dep = depends_on_labels(ex, node->inputs[k], memo_done, memo);
+  memo_done[i] = true;
+  memo[i] = dep;
+  return dep;
+}
+
+static cnnb_status forward(cnnb_executor *ex, bool have_labels, uint64_t step) {
+  bool *memo = NULL, *memo_done = NULL;
+  if (!have_labels && ex->labels != CNNB_NO_TENSOR) {
+    memo = calloc((size_t)ex->n, sizeof *memo);
+    memo_done = calloc((size_t)ex->n, sizeof *memo_done);
+    if (!memo || !memo_done) {
+      free(memo);
+      free(memo_done);
+      return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+    }
+  }
+  cnnb_status st = CNNB_OK;
+  for (int32_t i = 0; i < ex->n && st == CNNB_OK; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    if (is_data(node))
+      continue;
+    if (memo && depends_on_labels(ex, i, memo_done, memo))
+      continue;
+    ex->io[i].step = step;
+    double t0 = ex->cfg.profile ? now_s() : 0.0;
+    st = ex->dv->forward(ex->device, ex->state[i], &ex->io[i]);
+    if (st == CNNB_OK && ex->cfg.profile)
+      st = timed_sync(ex, t0, &ex->fwd_time[i]);
+    if (st != CNNB_OK)
+      st = node_error(ex, st, "forward", i);
+  }
+  free(memo);
+  free(memo_done);
+  return st;
+}
+
+static cnnb_status announce_ready(cnnb_executor *ex, int32_t *next, int32_t done_node) {
+  while (*next < ex->num_buckets &&
+         (ex->buckets[*next].ready_after == INT_MAX || done_node <= ex->buckets[*next].ready_after)) {
+    if (ex->cfg.on_bucket)
+      ex->cfg.on_bucket(ex->cfg.user, ex->buckets[*next].offset, ex->buckets[*next].count);
+    ++*next;
+  }
+  return CNNB_OK;
+}
+
+static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) {
+  const cnnb_plan *p = ex->plan;
+  int32_t next = 0;
+  for (int32_t i = ex->n - 1; i >= 0; --i) {
+    if (p->has_backward[i]) {
+      ex->io[i].step = step;
+      ex->io[i].loss_scale = loss_scale;
+      double t0 = ex->cfg.profile ? now_s() : 0.0;
+      cnnb_status st = ex->dv->backward(ex->device, ex->state[i], &ex->io[i]);
+      if (st != CNNB_OK)
+        return node_error(ex, st, "backward", i);
+      const cnnb_node *node = cnnb_graph_node(ex->g, i);
+      for (int32_t k = 0; k < node->num_inputs; ++k) {
+        int32_t slot = p->slot_base[i] + k;
+        if (!p->accumulate[slot])
+          continue;
+        cnnb_tensor t = node->inputs[k];
+        unsigned char *dst = ex->arena + p->buffers[p->gradient[t]].offset;
+        st = ex->dv->accumulate(ex->device, ex->g, t, dst, ex->input_grads[slot]);
+        if (st != CNNB_OK)
+          return cnnb_executor_device_error(
+              ex, st, "accumulating the gradient of '%s' from node '%s' (%s)",
+              cnnb_graph_node(ex->g, t)->name, node->name, cnnb_op_name(node->op));
+      }
+      if (ex->cfg.profile && (st = timed_sync(ex, t0, &ex->bwd_time[i])) != CNNB_OK)
+        return node_error(ex, st, "backward", i);
+    }
+    announce_ready(ex, &next, i);
+  }
+  return announce_ready(ex, &next, INT_MIN);
+}
+
+cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int32_t *labels,
+                               float loss_scale, uint64_t step) {
+  if (!images)
+    return cnnb_error(ex->ctx, CNNB_EINVAL, "executor step: no images");
+  if (ex->cfg.training && !labels)
+    return cnnb_error(ex->ctx, CNNB_EINVAL, "executor step: training needs labels");
+  cnnb_status st = ex->dv->tensor_from_host(ex->device, ex->g, ex->input,
+                                            ex->io[ex->input].output, images);
+  if (st != CNNB_OK)
+    return node_error(ex, st, "uploading the images into", ex->input);
+  bool have_labels = labels && ex->labels != CNNB_NO_TENSOR;
+  if (have_labels) {
+    st = ex->dv->tensor_from_host(ex->device, ex->g, ex->labels, ex->io[ex->labels].output,
+                                  labels);
+    if (st != CNNB_OK)
+      return node_error(ex, st, "uploading the labels into", ex->labels);
+  }
+  ex->have_labels = have_labels;
+  ex->stepped = true;
+  st = forward(ex, have_labels, step);
+  if (st == CNNB_OK && ex->cfg.training)
+    st = backward(ex, loss_scale, step);
+  return st;
+}
+
+/* ---- results ----------------------------------------------------------------------- */
+
+cnnb_status cnnb_executor_loss(cnnb_executor *ex, float *loss) {
+  if (ex->loss == CNNB_NO_TENSOR || !ex->have_labels)
+    return cnnb_error(ex->ctx, CNNB_EINVAL,
+                      "executor: no loss was computed (graph without loss, or no labels)");
+  cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g, ex->loss,
+                                          ex->io[ex->loss].output, loss);
+  if (st != CNNB_OK)
+    return node_error(ex, st, "reading the loss of", ex->loss);
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host) {
+  if (!ex->stepped)
+    return cnnb_error(ex->ctx, CNNB_EINVAL, "executor: logits read before any step");
+  cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g, ex->logits,
+                                          ex->io[ex->logits].output, host);
+  if (st != CNNB_OK)
+    return node_error(ex, st, "reading the logits of", ex->logits);
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_executor_accuracy(cnnb_executor *ex, const int32_t *labels, int *top1,
+                                   int *top5) {
+  cnnb_status st = cnnb_executor_logits(ex, ex->host_logits);
+  if (st != CNNB_OK)
+    return st;
+  cnnb_shape s = cnnb_graph_node(ex->g, ex->logits)->shape;
+  int32_t classes = s.c * s.h * s.w;
+  int hits1 = 0, hits5 = 0;
+  for (int32_t b = 0; b < s.n; ++b) {
+    const float *row = ex->host_logits + (size_t)b * (size_t)classes;
+    int32_t label = labels[b];
+    if (label < 0 || label >= classes || row[label] != row[label])
+      continue; /* an out-of-range label or a NaN logit is never a hit */
+    int32_t above = 0;
+    for (int32_t k = 0; k < classes; ++k)
+      above += row[k] > row[label];
+    hits1 += above < 1;
+    hits5 += above < 5;
+  }
+  if (top1)
+    *top1 = hits1;
+  if (top5)
+    *top5 = hits5;
+  return CNNB_OK;
+}
+
+/* ---- accessors --------------------------------------------------------------------------- */
+
+float *cnnb_executor_params(const cnnb_executor *ex) { return ex->params; }
+float *cnnb_executor_grads(const cnnb_executor *ex) { return ex->grads; }
+float *cnnb_executor_stats(const cnnb_executor *ex) { return ex->stats; }
+int64_t cnnb_executor_param_count(const cnnb_executor *ex) { return ex->param_count; }
+int64_t cnnb_executor_stat_count(const cnnb_executor *ex) { return ex->stat_count; }
+size_t cnnb_executor_peak_bytes(const cnnb_executor *ex) { return ex->plan->arena_bytes; }
+size_t cnnb_executor_naive_bytes(const cnnb_executor *ex) { return ex->plan->naive_bytes; }
+const cnnb_plan *cnnb_executor_plan(const cnnb_executor *ex) { return ex->plan; }
+int32_t cnnb_executor_num_buckets(const cnnb_executor *ex) { return ex->num_buckets; }
+const cnnb_graph *cnnb_executor_graph(const cnnb_executor *ex) { return ex->g; }
+const cnnb_device_vtable *cnnb_executor_device_vtable(const cnnb_executor *ex) { return ex->dv; }
+void *cnnb_executor_device(const cnnb_executor *ex) { return ex->device; }
+bool cnnb_executor_training(const cnnb_executor *ex) { return ex->cfg.training; }
+
+void cnnb_executor_bucket(const cnnb_executor *ex, int32_t i, int64_t *offset, int64_t *count) {
+  *offset = ex->buckets[i].offset;
+  *count = ex->buckets[i].count;
+}
+
+void cnnb_executor_node_time(const cnnb_executor *ex, int32_t node, double *forward_s,
+                             double *backward_s) {
+  if (forward_s)
+    *forward_s = ex->fwd_time[node];
+  if (backward_s)
+    *backward_s = ex->bwd_time[node];
+}

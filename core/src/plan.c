@@ -1,0 +1,371 @@
+/* plan.c — the memory plan (plan.h): which buffers exist, when each is alive, and where
+ * it sits in the one activation arena. Offsets come from a greedy best-fit by size over
+ * lifetime intervals (as TFLite's arena planner): largest buffer first, placed in the
+ * tightest gap between the buffers already placed that are alive at the same time.
+ * O(buffers^2) and run once per graph, which is cheap next to one training step. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+
+void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output) {
+  *inputs = 0;
+  *output = false;
+  switch (node->op) {
+  case CNNB_OP_INPUT:
+  case CNNB_OP_LABELS:
+    break; /* no backward */
+  case CNNB_OP_CONV2D:
+  case CNNB_OP_DENSE:
+    /* Weight gradients need the input; backward-data needs only weights and dy. */
+    *inputs = 1u;
+    /* A fused ReLU masks dy by the output's sign inside the node. */
+    *output = node->fused_relu != 0;
+    break;
+  case CNNB_OP_BATCH_NORM:
+    /* Batch statistics are saved inside the device's node state, but dx and the
+     * scale/offset gradients still need x itself. */
+    *inputs = 1u;
+    *output = node->fused_relu != 0;
+    break;
+  case CNNB_OP_RELU:
+    *output = true; /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd) */
+    break;
+  case CNNB_OP_MAX_POOL:
+  case CNNB_OP_LRN:
+    /* Both re-derive where the maximum / the normaliser came from; keeping both sides
+     * stays correct whether a device keeps a workspace or recomputes. */
+    *inputs = 1u;
+    *output = true;
+    break;
+  case CNNB_OP_AVG_POOL:
+  case CNNB_OP_GLOBAL_AVG_POOL:
+  case CNNB_OP_DROPOUT: /* the mask lives in the device's node state */
+  case CNNB_OP_CONCAT:
+  case CNNB_OP_ADD:
+  case CNNB_OP_RESHAPE:
+    break; /* shapes alone are enough */
+  case CNNB_OP_SOFTMAX_XENT:
+    /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
+     * and they are a few bytes: keep them rather than trust a device to copy them. */
+    *inputs = node->num_inputs > 1 ? 2u : 0u;
+    break;
+  default:
+    /* An op this table does not know: keep everything it could read. */
+    *inputs = ~0u;
+    *output = true;
+    break;
+  }
+}
+
+static bool reads_input(uint32_t mask, int32_t k) { return (mask >> (k < 31 ? k : 31)) & 1u; }
+
+static size_t align_up(size_t x) {
+  return (x + CNNB_PLAN_ALIGN - 1) / CNNB_PLAN_ALIGN * CNNB_PLAN_ALIGN;
+}
+
+void cnnb_plan_destroy(cnnb_plan *p) {
+  if (!p)
+    return;
+  free(p->buffers);
+  free(p->activation);
+  free(p->gradient);
+  free(p->has_backward);
+  free(p->slot_base);
+  free(p->input_grad);
+  free(p->accumulate);
+  free(p);
+}
+
+static int32_t add_buffer(cnnb_plan *p, uint32_t kind, cnnb_tensor t, int32_t first,
+                          int32_t last, size_t bytes) {
+  cnnb_plan_buffer *b = &p->buffers[p->num_buffers];
+  *b = (cnnb_plan_buffer){.kind = kind, .tensor = t, .first = first, .last = last,
+                          .bytes = bytes};
+  return p->num_buffers++;
+}
+
+/* ---- offsets: greedy best-fit by size ---------------------------------------------- */
+
+static const cnnb_plan_buffer *sort_buffers;
+
+static int by_size_desc(const void *a, const void *b) {
+  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
+  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  if (x->first != y->first)
+    return x->first < y->first ? -1 : 1;
+  return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+static int by_offset(const void *a, const void *b) {
+  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
+  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
+  if (x->offset != y->offset)
+    return x->offset < y->offset ? -1 : 1;
+  return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
+  int32_t nb = p->num_buffers;
+  int32_t *order = malloc(sizeof *order * (size_t)(nb ? nb : 1));
+  int32_t *placed = malloc(sizeof *placed * (size_t)(nb ? nb : 1));
+  int32_t *live = malloc(sizeof *live * (size_t)(nb ? nb : 1));
+  if (!order || !placed || !live) {
+    free(order);
+    free(placed);
+    free(live);
+    return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
+  }
+  for (int32_t i = 0; i < nb; ++i)
+    order[i] = i;
+  /* qsort has no user pointer in C11; the plan is built on one thread at a time. */
+  sort_buffers = p->buffers;
+  qsort(order, (size_t)nb, sizeof *order, by_size_desc);
+  int32_t num_placed = 0;
+  size_t arena = 0;
+  for (int32_t i = 0; i < nb; ++i) {
+    cnnb_plan_buffer *b = &p->buffers[order[i]];
+    int32_t num_live = 0;
+    for (int32_t j = 0; j < num_placed; ++j) {
+      const cnnb_plan_buffer *o = &p->buffers[placed[j]];
+      if (o->first <= b->last && b->first <= o->last)
+        live[num_live++] = placed[j];
+    }
+    qsort(live, (size_t)num_live, sizeof *live, by_offset);
+    size_t need = align_up(b->bytes), cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+    for (int32_t j = 0; j < num_live; ++j) {
+      const cnnb_plan_buffer *o = &p->buffers[live[j]];
+      if (o->offset > cursor) {
+        size_t gap = o->offset - cursor;
+        if (gap >= need && gap < best_gap) {
+          best_gap = gap;
+          best = cursor;
+        }
+      }
+      size_t end = o->offset + align_up(o->bytes);
+      if (end > cursor)
+        cursor = end;
+    }
+    b->offset = best != SIZE_MAX ? best : cursor;
+    if (b->offset + need > arena)
+      arena = b->offset + need;
+    placed[num_placed++] = order[i];
+  }
+  p->arena_bytes = arena;
+  free(order);
+  free(placed);
+  free(live);
+  return CNNB_OK;
+}
+
+/* ---- which nodes run backward ----------------------------------------------------- */
+
+typedef struct marks {
+  bool *upstream; /* a trainable parameter at or above this node */
+  bool *reaches;  /* this node's output flows into the loss */
+  bool *needs_grad;
+} marks;
+
+static void mark(const cnnb_graph *g, cnnb_plan *p, cnnb_tensor loss, marks *m) {
+  int32_t n = p->num_nodes;
+  for (int32_t i = 0; i < n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    m->upstream[i] = node->num_params > 0;
+    for (int32_t k = 0; k < node->num_inputs; ++k)
+      m->upstream[i] = m->upstream[i] || m->upstream[node->inputs[k]];
+  }
+  if (loss != CNNB_NO_TENSOR)
+    m->reaches[loss] = true;
+  for (int32_t i = n - 1; i >= 0; --i) {
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    if (!m->reaches[i])
+      continue;
+    for (int32_t k = 0; k < node->num_inputs; ++k)
+      m->reaches[node->inputs[k]] = true;
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    bool data = node->op != CNNB_OP_INPUT && node->op != CNNB_OP_LABELS;
+    p->has_backward[i] = p->training && data && m->reaches[i] && m->upstream[i];
+    m->needs_grad[i] = p->has_backward[i] && i != loss;
+  }
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p,
+                                cnnb_plan_bytes_fn bytes_fn, void *user, const marks *m) {
+  int32_t n = p->num_nodes;
+  int32_t end = p->timeline - 1;
+  cnnb_tensor logits = cnnb_graph_logits(g), loss = cnnb_graph_loss(g);
+  size_t *bytes = calloc(n > 0 ? (size_t)n : 1, sizeof *bytes);
+  if (!bytes)
+    return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
+  for (int32_t t = 0; t < n; ++t) {
+    const cnnb_node *node = cnnb_graph_node(g, t);
+    cnnb_status st = bytes_fn(user, g, t, &bytes[t]);
+    if (st != CNNB_OK) {
+      free(bytes);
+      return cnnb_error(ctx, st, "memory plan: size of tensor '%s' (%s)", node->name,
+                        cnnb_op_name(node->op));
+    }
+  }
+
+  /* Activations. */
+  for (int32_t t = 0; t < n; ++t) {
+    int32_t last = t;
+    int32_t count = 0;
+    const int32_t *consumers = cnnb_graph_consumers(g, t, &count);
+    for (int32_t j = 0; j < count; ++j) {
+      int32_t c = consumers[j];
+      if (c > last)
+        last = c;
+      if (!p->has_backward[c])
+        continue;
+      const cnnb_node *cn = cnnb_graph_node(g, c);
+      uint32_t mask;
+      bool out;
+      cnnb_plan_backward_reads(cn, &mask, &out);
+      for (int32_t k = 0; k < cn->num_inputs; ++k)
+        if (cn->inputs[k] == t && reads_input(mask, k) &&
+            cnnb_plan_backward_time(p, c) > last)
+          last = cnnb_plan_backward_time(p, c);
+    }
+    if (p->has_backward[t]) {
+      uint32_t mask;
+      bool out;
+      cnnb_plan_backward_reads(cnnb_graph_node(g, t), &mask, &out);
+      if (out && cnnb_plan_backward_time(p, t) > last)
+        last = cnnb_plan_backward_time(p, t);
+    }
+    if (t == logits || t == loss)
+      last = end; /* read by the host after the step */
+    p->activation[t] = add_buffer(p, CNNB_BUFFER_ACTIVATION, t, t, last, bytes[t]);
+  }
+
+  /* Gradients and accumulation scratch, contributions in backward order. */
+  for (int32_t t = 0; t < n; ++t) {
+    p->gradient[t] = -1;
+    if (!m->needs_grad[t])
+      continue;
+    int32_t count = 0;
+    const int32_t *consumers = cnnb_graph_consumers(g, t, &count);
+    for (int32_t j = count - 1; j >= 0; --j) {
+      int32_t c = consumers[j];
+      if ((j + 1 < count && consumers[j + 1] == c) || !p->has_backward[c])
+        continue; /* a node listed twice (add(x, x)) is handled once, slot by slot */
+      const cnnb_node *cn = cnnb_graph_node(g, c);
+      int32_t when = cnnb_plan_backward_time(p, c);
+      for (int32_t k = 0; k < cn->num_inputs; ++k) {
+        if (cn->inputs[k] != t)
+          continue;
+        int32_t slot = p->slot_base[c] + k;
+        if (p->gradient[t] < 0) {
+          p->gradient[t] = add_buffer(p, CNNB_BUFFER_GRADIENT, t, when,
+                                      cnnb_plan_backward_time(p, t), bytes[t]);
+          p->input_grad[slot] = p->gradient[t];
+        } else {
+          p->input_grad[slot] = add_buffer(p, CNNB_BUFFER_SCRATCH, t, when, when, bytes[t]);
+          p->accumulate[slot] = true;
+        }
+      }
+    }
+    if (p->gradient[t] < 0) {
+      free(bytes);
+      return cnnb_error(ctx, CNNB_EINTERNAL,
+                        "memory plan: tensor '%s' needs a gradient but no consumer's "
+                        "backward writes one", cnnb_graph_node(g, t)->name);
+    }
+  }
+  free(bytes);
+  return CNNB_OK;
+}
+
+/* Greedy placement is a heuristic: on a smaller problem it can land on a worse layout.
+ * Every forward-only lifetime lies inside the same activation's training lifetime, so
+ * the training plan's activation offsets are valid here too; take them when tighter, so
+ * a forward-only run never plans more memory than training the same graph would. */
+static cnnb_status no_worse_than_training(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p,
+                                          cnnb_plan_bytes_fn bytes, void *user) {
+  cnnb_plan *train = NULL;
+  cnnb_status st = cnnb_plan_create(ctx, g, true, bytes, user, &train);
+  if (st != CNNB_OK)
+    return st;
+  size_t end = 0;
+  for (int32_t t = 0; t < p->num_nodes; ++t) {
+    const cnnb_plan_buffer *b = &train->buffers[train->activation[t]];
+    if (b->offset + align_up(b->bytes) > end)
+      end = b->offset + align_up(b->bytes);
+  }
+  if (end < p->arena_bytes) {
+    for (int32_t t = 0; t < p->num_nodes; ++t)
+      p->buffers[p->activation[t]].offset = train->buffers[train->activation[t]].offset;
+    p->arena_bytes = end;
+  }
+  cnnb_plan_destroy(train);
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
+                             cnnb_plan_bytes_fn bytes, void *user, cnnb_plan **out) {
+  *out = NULL;
+  if (!g || cnnb_graph_status(g) != CNNB_OK)
+    return cnnb_error(ctx, CNNB_EINVAL, "memory plan: the graph has an error: %s",
+                      g ? cnnb_graph_error(g) : "no graph");
+  cnnb_tensor loss = cnnb_graph_loss(g);
+  if (training && loss == CNNB_NO_TENSOR)
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "memory plan: training needs the loss (cnnb_graph_add_loss) first");
+  int32_t n = cnnb_graph_num_nodes(g);
+  cnnb_plan *p = calloc(1, sizeof *p);
+  if (!p)
+    return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
+  p->num_nodes = n;
+  p->training = training;
+  p->timeline = training ? 2 * n : n;
+  int32_t slots = 0;
+  for (int32_t i = 0; i < n; ++i)
+    slots += cnnb_graph_node(g, i)->num_inputs;
+  size_t nn = (size_t)(n ? n : 1), ns = (size_t)(slots ? slots : 1);
+  p->buffers = calloc(2 * nn + ns, sizeof *p->buffers);
+  p->activation = calloc(nn, sizeof *p->activation);
+  p->gradient = calloc(nn, sizeof *p->gradient);
+  p->has_backward = calloc(nn, sizeof *p->has_backward);
+  p->slot_base = calloc(nn + 1, sizeof *p->slot_base);
+  p->input_grad = calloc(ns, sizeof *p->input_grad);
+  p->accumulate = calloc(ns, sizeof *p->accumulate);
+  marks m = {calloc(nn, sizeof(bool)), calloc(nn, sizeof(bool)), calloc(nn, sizeof(bool))};
+  cnnb_status st = CNNB_OK;
+  if (!p->buffers || !p->activation || !p->gradient || !p->has_backward || !p->slot_base ||
+      !p->input_grad || !p->accumulate || !m.upstream || !m.reaches || !m.needs_grad) {
+    st = cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < n; ++i)
+    p->slot_base[i + 1] = p->slot_base[i] + cnnb_graph_node(g, i)->num_inputs;
+  for (int32_t s = 0; s < slots; ++s)
+    p->input_grad[s] = -1;
+  mark(g, p, loss, &m);
+  st = plan_buffers(ctx, g, p, bytes, user, &m);
+  if (st == CNNB_OK)
+    st = assign_offsets(ctx, p);
+  if (st == CNNB_OK && !training && loss != CNNB_NO_TENSOR)
+    st = no_worse_than_training(ctx, g, p, bytes, user);
+  if (st == CNNB_OK)
+    for (int32_t b = 0; b < p->num_buffers; ++b)
+      p->naive_bytes += align_up(p->buffers[b].bytes);
+done:
+  free(m.upstream);
+  free(m.reaches);
+  free(m.needs_grad);
+  if (st != CNNB_OK) {
+    cnnb_plan_destroy(p);
+    return st;
+  }
+  *out = p;
+  return CNNB_OK;
+}

@@ -1,0 +1,375 @@
+/* trainer.c — one optimizer step over a replica's arenas (trainer.h): slots, schedule,
+ * weight decay runs, clipping and loss scaling around the device's update kernel. */
+#include "trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A contiguous range of the arena whose params share one weight decay. */
+typedef struct run {
+  int64_t offset, count;
+  float weight_decay;
+} run;
+
+struct cnnb_trainer {
+  cnnb_ctx *ctx;
+  cnnb_executor *ex;
+  const cnnb_device_vtable *dv;
+  void *device;
+  cnnb_trainer_config cfg;
+  cnnb_lr_schedule *schedule;
+  cnnb_loss_scale loss_scale;
+  float *slot1, *slot2;
+  run *runs;
+  int32_t num_runs;
+  int64_t updates;
+  float *host_params; /* for the weight-decay loss, allocated when first asked */
+  char description[512];
+};
+
+uint32_t cnnb_optimizer_rule_parse(const char *name) {
+  if (!name)
+    return 0;
+  if (strcmp(name, "sgd") == 0)
+    return CNNB_OPT_SGD;
+  if (strcmp(name, "momentum") == 0)
+    return CNNB_OPT_MOMENTUM;
+  if (strcmp(name, "rmsprop") == 0)
+    return CNNB_OPT_RMSPROP;
+  if (strcmp(name, "adam") == 0)
+    return CNNB_OPT_ADAM;
+  return 0;
+}
+
+cnnb_status cnnb_trainer_config_from_flags(cnnb_ctx *ctx, const cnnb_flags *flags,
+                                           const cnnb_trainer_model *model,
+                                           int64_t examples_per_epoch,
+                                           int32_t global_batch_size,
+                                           cnnb_trainer_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  const char *opt = cnnb_flags_string(flags, "optimizer");
+  cfg->rule = cnnb_optimizer_rule_parse(opt);
+  if (!cfg->rule)
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)", opt);
+  cfg->nesterov = true;
+  cfg->momentum = (float)cnnb_flags_float(flags, "momentum");
+  cfg->rmsprop_decay = (float)cnnb_flags_float(flags, "rmsprop_decay");
+  cfg->rmsprop_momentum = (float)cnnb_flags_float(flags, "rmsprop_momentum");
+  cfg->rmsprop_epsilon = (float)cnnb_flags_float(flags, "rmsprop_epsilon");
+  cfg->adam_beta1 = (float)cnnb_flags_float(flags, "adam_beta1");
+  cfg->adam_beta2 = (float)cnnb_flags_float(flags, "adam_beta2");
+  cfg->adam_epsilon = (float)cnnb_flags_float(flags, "adam_epsilon");
+  cfg->weight_decay = (float)cnnb_flags_float(flags, "weight_decay");
+  cfg->gradient_clip = (float)cnnb_flags_float(flags, "gradient_clip");
+  const char *precision = cnnb_flags_string(flags, "precision");
+  cfg->fp16 = cnnb_flags_bool(flags, "use_fp16") || (precision && strcmp(precision, "fp16") == 0);
+  cfg->fp16_loss_scale = (float)cnnb_flags_float(flags, "fp16_loss_scale");
+  cfg->auto_loss_scale = cnnb_flags_bool(flags, "fp16_enable_auto_loss_scale");
+  cfg->inc_loss_scale_every_n = cnnb_flags_int(flags, "fp16_inc_loss_scale_every_n");
+  cnnb_lr_config_from_flags(flags, &cfg->lr);
+  cfg->lr.examples_per_epoch = examples_per_epoch;
+  cfg->lr.global_batch_size = global_batch_size;
+  cfg->lr.model = model;
+  return CNNB_OK;
+}
+
+static cnnb_status validate(cnnb_ctx *ctx, const cnnb_trainer_config *c) {
+  if (c->rule < CNNB_OPT_SGD || c->rule > CNNB_OPT_ADAM)
+    return cnnb_error(ctx, CNNB_EINVAL, "trainer: unknown optimizer rule %u", c->rule);
+  if (c->weight_decay < 0.0f || !isfinite(c->weight_decay))
+    return cnnb_error(ctx, CNNB_EINVAL, "--weight_decay=%g: must be >= 0", c->weight_decay);
+  if (c->gradient_clip < 0.0f || !isfinite(c->gradient_clip))
+    return cnnb_error(ctx, CNNB_EINVAL, "--gradient_clip=%g: must be >= 0 (0: no clipping)",
+                      c->gradient_clip);
+  if (c->fp16 && (c->fp16_loss_scale < 0.0f || !isfinite(c->fp16_loss_scale)))
+    return cnnb_error(ctx, CNNB_EINVAL, "--fp16_loss_scale=%g: must be > 0 (0: the default 128)",
+                      c->fp16_loss_scale);
+  if (c->fp16 && c->auto_loss_scale && c->inc_loss_scale_every_n <= 0)
+    return cnnb_error(ctx, CNNB_EINVAL, "--fp16_inc_loss_scale_every_n=%lld: must be > 0",
+                      (long long)c->inc_loss_scale_every_n);
+  if (c->rule == CNNB_OPT_RMSPROP && c->rmsprop_epsilon <= 0.0f)
+    return cnnb_error(ctx, CNNB_EINVAL, "--rmsprop_epsilon=%g: must be > 0", c->rmsprop_epsilon);
+  if (c->rule == CNNB_OPT_ADAM &&
+      (c->adam_beta1 < 0.0f || c->adam_beta1 >= 1.0f || c->adam_beta2 < 0.0f ||
+       c->adam_beta2 >= 1.0f))
+    return cnnb_error(ctx, CNNB_EINVAL, "--adam_beta1=%g --adam_beta2=%g: each must be in [0, 1)",
+                      c->adam_beta1, c->adam_beta2);
+  return CNNB_OK;
+}
+
+/* Runs over the trainable params in arena order; a run ends where the decay changes.
+ * Gaps between params (none today) ride along with the run around them: their
+ * gradients stay zero, so the update leaves them alone. */
+static cnnb_status make_runs(cnnb_trainer *tr) {
+  const cnnb_graph *g = cnnb_executor_graph(tr->ex);
+  int32_t np = cnnb_graph_num_params(g);
+  int64_t total = cnnb_executor_param_count(tr->ex);
+  tr->runs = calloc((size_t)np + 1, sizeof *tr->runs);
+  if (!tr->runs)
+    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+  for (int32_t i = 0; i < np; ++i) {
+    const cnnb_param *p = cnnb_graph_param(g, i);
+    if (p->is_stat || p->count == 0)
+      continue;
+    float wd = (p->flags & CNNB_PARAM_NO_DECAY) ? 0.0f : tr->cfg.weight_decay;
+    run *last = tr->num_runs ? &tr->runs[tr->num_runs - 1] : NULL;
+    if (!last) {
+      tr->runs[tr->num_runs++] = (run){0, p->offset + p->count, wd};
+    } else if (last->weight_decay == wd) {
+      last->count = p->offset + p->count - last->offset;
+    } else {
+      last->count = p->offset - last->offset; /* a gap goes to the run before */
+      tr->runs[tr->num_runs++] = (run){p->offset, p->count, wd};
+    }
+  }
+  if (tr->num_runs > 0) {
+    run *last = &tr->runs[tr->num_runs - 1];
+    last->count = total - last->offset;
+  }
+  return CNNB_OK;
+}
+
+static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
+  int64_t count = cnnb_executor_param_count(tr->ex);
+  size_t bytes = (size_t)count * sizeof(float);
+  *slot = NULL;
+  if (count == 0)
+    return CNNB_OK;
+  cnnb_status st = tr->dv->alloc(tr->device, bytes, (void **)slot);
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(tr->ex, st, "trainer: allocating optimizer slots (%zu bytes)",
+                                      bytes);
+  if (value == 0.0f) {
+    st = tr->dv->fill_zero(tr->device, *slot, bytes);
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(tr->ex, st, "trainer: zeroing optimizer slots");
+    return CNNB_OK;
+  }
+  /* Upload in chunks so a large model never needs a second full host copy. */
+  enum { CHUNK = 1 << 20 };
+  int64_t chunk_count = count < CHUNK ? count : CHUNK;
+  float *host = malloc((size_t)chunk_count * sizeof(float));
+  if (!host)
+    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+  for (int64_t i = 0; i < chunk_count; ++i)
+    host[i] = value;
+  for (int64_t off = 0; off < count && st == CNNB_OK; off += chunk_count) {
+    int64_t n = count - off < chunk_count ? count - off : chunk_count;
+    st = tr->dv->copy_to_device(tr->device, *slot + off, host, (size_t)n * sizeof(float));
+  }
+  free(host);
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(tr->ex, st, "trainer: initialising optimizer slots");
+  return CNNB_OK;
+}
+
+static const char *rule_name(uint32_t rule) {
+  switch (rule) {
+  case CNNB_OPT_SGD: return "sgd";
+  case CNNB_OPT_MOMENTUM: return "momentum";
+  case CNNB_OPT_RMSPROP: return "rmsprop";
+  case CNNB_OPT_ADAM: return "adam";
+  default: return "unknown";
+  }
+}
+
+static void describe(cnnb_trainer *tr) {
+  const cnnb_trainer_config *c = &tr->cfg;
+  char rule[128];
+  switch (c->rule) {
+  case CNNB_OPT_MOMENTUM:
+    snprintf(rule, sizeof rule, "momentum (%sm=%g)", c->nesterov ? "nesterov, " : "", c->momentum);
+    break;
+  case CNNB_OPT_RMSPROP:
+    snprintf(rule, sizeof rule, "rmsprop (decay=%g, m=%g, eps=%g)", c->rmsprop_decay,
+             c->rmsprop_momentum, c->rmsprop_epsilon);
+    break;
+  case CNNB_OPT_ADAM:
+    snprintf(rule, sizeof rule, "adam (b1=%g, b2=%g, eps=%g)", c->adam_beta1, c->adam_beta2,
+             c->adam_epsilon);
+    break;
+  default:
+    snprintf(rule, sizeof rule, "%s", rule_name(c->rule));
+    break;
+  }
+  int n = snprintf(tr->description, sizeof tr->description, "%s, lr %s, weight decay %g", rule,
+                   cnnb_lr_schedule_describe(tr->schedule), c->weight_decay);
+  if (n > 0 && (size_t)n < sizeof tr->description && c->gradient_clip > 0.0f)
+    n += snprintf(tr->description + n, sizeof tr->description - (size_t)n, ", clip %g",
+                  c->gradient_clip);
+  if (n > 0 && (size_t)n < sizeof tr->description && c->fp16)
+    snprintf(tr->description + n, sizeof tr->description - (size_t)n, ", loss scale %g%s",
+             tr->loss_scale.scale, c->auto_loss_scale ? " (auto)" : "");
+}
+
+cnnb_status cnnb_trainer_create_with_config(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                            cnnb_executor *ex, cnnb_trainer **out) {
+  *out = NULL;
+  if (!ex || !cnnb_executor_training(ex))
+    return cnnb_error(ctx, CNNB_EINVAL, "trainer: needs an executor created for training");
+  cnnb_status st = validate(ctx, cfg);
+  if (st != CNNB_OK)
+    return st;
+  cnnb_trainer *tr = calloc(1, sizeof *tr);
+  if (!tr)
+    return cnnb_error(ctx, CNNB_ENOMEM, "trainer: out of memory");
+  tr->ctx = ctx;
+  tr->ex = ex;
+  tr->dv = cnnb_executor_device_vtable(ex);
+  tr->device = cnnb_executor_device(ex);
+  tr->cfg = *cfg;
+  /* Borrowed from the caller (the model struct may be a stack local, the schedule
+   * string belongs to the flags): the schedule keeps its own copies. */
+  tr->cfg.lr.model = NULL;
+  tr->cfg.lr.piecewise = NULL;
+  if (cfg->fp16)
+    cnnb_loss_scale_init(&tr->loss_scale, cfg->fp16_loss_scale, cfg->auto_loss_scale,
+                         cfg->inc_loss_scale_every_n);
+  else
+    cnnb_loss_scale_init(&tr->loss_scale, 1.0f, false, 0);
+  st = cnnb_lr_schedule_create(ctx, &cfg->lr, &tr->schedule);
+  if (st == CNNB_OK)
+    st = make_runs(tr);
+  if (st == CNNB_OK && cfg->rule != CNNB_OPT_SGD)
+    st = alloc_slot(tr, &tr->slot1, cfg->rule == CNNB_OPT_RMSPROP ? 1.0f : 0.0f);
+  if (st == CNNB_OK && (cfg->rule == CNNB_OPT_RMSPROP || cfg->rule == CNNB_OPT_ADAM))
+    st = alloc_slot(tr, &tr->slot2, 0.0f);
+  if (st != CNNB_OK) {
+    cnnb_trainer_destroy(tr);
+    return st;
+  }
+  describe(tr);
+  *out = tr;
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_flags *flags, cnnb_executor *ex,
+                                const cnnb_trainer_model *model_schedule,
+                                int64_t examples_per_epoch, int32_t global_batch_size,
+                                cnnb_trainer **out) {
+  *out = NULL;
+  cnnb_trainer_config cfg;
+  cnnb_status st = cnnb_trainer_config_from_flags(ctx, flags, model_schedule, examples_per_epoch,
+                                                  global_batch_size, &cfg);
+  if (st != CNNB_OK)
+    return st;
+  return cnnb_trainer_create_with_config(ctx, &cfg, ex, out);
+}
+
+void cnnb_trainer_destroy(cnnb_trainer *tr) {
+  if (!tr)
+    return;
+  if (tr->slot1)
+    tr->dv->free(tr->device, tr->slot1);
+  if (tr->slot2)
+    tr->dv->free(tr->device, tr->slot2);
+  cnnb_lr_schedule_destroy(tr->schedule);
+  free(tr->runs);
+  free(tr->host_params);
+  free(tr);
+}
+
+float cnnb_trainer_loss_scale(const cnnb_trainer *tr) { return tr->loss_scale.scale; }
+
+float cnnb_trainer_learning_rate(const cnnb_trainer *tr, int64_t step) {
+  return cnnb_lr_schedule_at(tr->schedule, step);
+}
+
+cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, float *lr_used) {
+  float lr = cnnb_lr_schedule_at(tr->schedule, step);
+  if (lr_used)
+    *lr_used = lr;
+  if (skipped)
+    *skipped = 0;
+  float *params = cnnb_executor_params(tr->ex);
+  const float *grads = cnnb_executor_grads(tr->ex);
+  int64_t count = cnnb_executor_param_count(tr->ex);
+  /* The scale this step's backward ran with: the bookkeeping below may change it. */
+  float scale = tr->loss_scale.scale;
+  bool finite = true;
+  if (cnnb_loss_scale_needs_check(&tr->loss_scale) && count > 0) {
+    int32_t all = 0;
+    cnnb_status st = tr->dv->all_finite(tr->device, grads, count, &all);
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(tr->ex, st, "trainer: checking gradients for inf/NaN");
+    finite = all != 0;
+  }
+  if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {
+    if (skipped)
+      *skipped = 1;
+    cnnb_log(tr->ctx, CNNB_LOG_DEBUG,
+             "step %lld: inf/NaN gradients, update skipped, loss scale %g -> %g",
+             (long long)step, scale, tr->loss_scale.scale);
+    return CNNB_OK;
+  }
+  const cnnb_trainer_config *c = &tr->cfg;
+  for (int32_t r = 0; r < tr->num_runs; ++r) {
+    const run *rn = &tr->runs[r];
+    cnnb_update u = {
+        .struct_size = (uint32_t)sizeof(cnnb_update),
+        .rule = c->rule,
+        .count = rn->count,
+        .params = params + rn->offset,
+        .grads = grads + rn->offset,
+        .slot1 = tr->slot1 ? tr->slot1 + rn->offset : NULL,
+        .slot2 = tr->slot2 ? tr->slot2 + rn->offset : NULL,
+        .learning_rate = lr,
+        .weight_decay = rn->weight_decay,
+        .grad_scale = 1.0f / scale,
+        .clip = c->gradient_clip,
+        .momentum = c->rule == CNNB_OPT_RMSPROP ? c->rmsprop_momentum : c->momentum,
+        .rho = c->rmsprop_decay,
+        .epsilon = c->rule == CNNB_OPT_ADAM ? c->adam_epsilon : c->rmsprop_epsilon,
+        .beta1 = c->adam_beta1,
+        .beta2 = c->adam_beta2,
+        .nesterov = c->nesterov ? 1 : 0,
+        .step = tr->updates,
+    };
+    cnnb_status st = tr->dv->update(tr->device, &u);
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(tr->ex, st,
+                                        "trainer: %s update of parameters [%lld, %lld)",
+                                        rule_name(c->rule), (long long)rn->offset,
+                                        (long long)(rn->offset + rn->count));
+  }
+  /* Adam's t counts applied updates: TF's beta powers only advance in apply_gradients,
+   * which a skipped step never runs. */
+  tr->updates += 1;
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_trainer_weight_decay_loss(cnnb_trainer *tr, double *out) {
+  *out = 0.0;
+  int64_t count = cnnb_executor_param_count(tr->ex);
+  if (tr->cfg.weight_decay == 0.0f || count == 0)
+    return CNNB_OK;
+  if (!tr->host_params) {
+    tr->host_params = malloc((size_t)count * sizeof(float));
+    if (!tr->host_params)
+      return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+  }
+  cnnb_status st = cnnb_executor_download_params(tr->ex, tr->host_params, NULL);
+  if (st != CNNB_OK)
+    return st;
+  const cnnb_graph *g = cnnb_executor_graph(tr->ex);
+  double sum = 0.0;
+  for (int32_t i = 0; i < cnnb_graph_num_params(g); ++i) {
+    const cnnb_param *p = cnnb_graph_param(g, i);
+    if (p->is_stat || (p->flags & CNNB_PARAM_NO_DECAY))
+      continue;
+    for (int64_t k = 0; k < p->count; ++k) {
+      double w = tr->host_params[p->offset + k];
+      sum += w * w;
+    }
+  }
+  *out = (double)tr->cfg.weight_decay * 0.5 * sum;
+  return CNNB_OK;
+}
+
+const char *cnnb_trainer_describe(const cnnb_trainer *tr) { return tr->description; }
+float *cnnb_trainer_slot1(const cnnb_trainer *tr) { return tr->slot1; }
+float *cnnb_trainer_slot2(const cnnb_trainer *tr) { return tr->slot2; }
+int64_t cnnb_trainer_updates(const cnnb_trainer *tr) { return tr->updates; }

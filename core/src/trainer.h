@@ -1,0 +1,89 @@
+/* trainer.h — one training update of one replica, shared by every device (core, never
+ * installed): optimizer slots in device arenas, the learning-rate schedule, L2 weight
+ * decay that skips CNNB_PARAM_NO_DECAY params (batch norm), clipping by value, and fp16
+ * loss scaling (static, or dynamic: skip the update on inf/NaN gradients).
+ *
+ * Per step the run loop does:
+ *   scale = cnnb_trainer_loss_scale(tr);
+ *   cnnb_executor_step(ex, images, labels, scale, step);   (strategy averages grads)
+ *   cnnb_trainer_apply(tr, step, &skipped, &lr);
+ * apply() calls the device's update once per contiguous run of parameters that share
+ * the same decay, with grad_scale = 1 / scale. The math is cnnb_update_reference's. */
+#ifndef CNNB_TRAINER_H
+#define CNNB_TRAINER_H
+
+#include <stdbool.h>
+#include <cnnb/optimizer.h>
+#include "executor.h"
+#include "host.h"
+#include "loss_scale.h"
+#include "lr_schedule.h"
+
+/* The model's learning-rate facts (cnnb_model_vtable.learning_rate, cnnb_model_info). */
+typedef cnnb_lr_model cnnb_trainer_model;
+
+typedef struct cnnb_trainer_config {
+  uint32_t rule;               /* cnnb_optimizer_rule */
+  bool nesterov;               /* tf_cnn_benchmarks' momentum is always Nesterov */
+  float momentum;
+  float rmsprop_decay, rmsprop_momentum, rmsprop_epsilon;
+  float adam_beta1, adam_beta2, adam_epsilon;
+  float weight_decay;
+  float gradient_clip;         /* 0: none */
+  bool fp16;                   /* loss scaling applies only to fp16, as tf_cnn_benchmarks */
+  float fp16_loss_scale;       /* <= 0: 128 */
+  bool auto_loss_scale;
+  int64_t inc_loss_scale_every_n;
+  cnnb_lr_config lr;
+} cnnb_trainer_config;
+
+typedef struct cnnb_trainer cnnb_trainer;
+
+/* Fills cfg from the core flags (--optimizer, --momentum, --rmsprop_*, --adam_*,
+ * --weight_decay, --gradient_clip, --precision/--use_fp16, --fp16_*, and the learning
+ * rate flags). CNNB_EINVAL with a message for an unknown --optimizer. */
+cnnb_status cnnb_trainer_config_from_flags(cnnb_ctx *ctx, const cnnb_flags *flags,
+                                           const cnnb_trainer_model *model,
+                                           int64_t examples_per_epoch,
+                                           int32_t global_batch_size,
+                                           cnnb_trainer_config *cfg);
+
+/* The flags path: config_from_flags, then create_with_config. */
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_flags *flags, cnnb_executor *ex,
+                                const cnnb_trainer_model *model_schedule,
+                                int64_t examples_per_epoch, int32_t global_batch_size,
+                                cnnb_trainer **out);
+/* Allocates the slots on ex's device (zeros; RMSProp's mean square starts at ones, as
+ * TF's) and builds the schedule. `ex` must be a training executor and outlive `tr`. */
+cnnb_status cnnb_trainer_create_with_config(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                            cnnb_executor *ex, cnnb_trainer **out);
+void cnnb_trainer_destroy(cnnb_trainer *tr);
+
+/* The scale to multiply the loss by in this step's backward (1 without fp16). */
+float cnnb_trainer_loss_scale(const cnnb_trainer *tr);
+
+/* Applies the gradient arena to the parameters for global step `step` (0-based count
+ * of steps before this one). *skipped = 1 when dynamic loss scaling found inf/NaN and
+ * skipped the update; *lr_used is the step's learning rate. Either may be NULL. */
+cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, float *lr_used);
+
+/* The learning rate at `step`. */
+float cnnb_trainer_learning_rate(const cnnb_trainer *tr, int64_t step);
+
+/* weight_decay * sum over decayed params of w^2 / 2 (TF's l2_loss term of
+ * tf_cnn_benchmarks' total_loss). Downloads the parameters: call it at display steps. */
+cnnb_status cnnb_trainer_weight_decay_loss(cnnb_trainer *tr, double *out);
+
+/* "momentum (nesterov, m=0.9), lr piecewise ..., weight decay 4e-05" for the report. */
+const char *cnnb_trainer_describe(const cnnb_trainer *tr);
+
+/* Optimizer state, as device pointers over the whole parameter arena (NULL if unused),
+ * and the number of updates applied so far (Adam's t). */
+float *cnnb_trainer_slot1(const cnnb_trainer *tr);
+float *cnnb_trainer_slot2(const cnnb_trainer *tr);
+int64_t cnnb_trainer_updates(const cnnb_trainer *tr);
+
+/* "sgd" | "momentum" | "rmsprop" | "adam" -> rule; 0 when unknown. */
+uint32_t cnnb_optimizer_rule_parse(const char *name);
+
+#endif
