@@ -81,8 +81,8 @@ static void print_header(const cnnb_run *run, FILE *out, int64_t num_batches,
   cnnb_report_print_header(out, &header);
 }
 
-/* One step of every replica. `timed` steps end with the device synchronized. */
-static cnnb_status run_step(cnnb_run *run, int64_t step) {
+/* Forward and backward of every replica, and the strategy's averaging. */
+static cnnb_status compute_gradients(cnnb_run *run, int64_t step) {
   cnnb_status st;
   for (int32_t i = 0; i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
@@ -97,8 +97,12 @@ static cnnb_status run_step(cnnb_run *run, int64_t step) {
   if (!run->training) return CNNB_OK;
   st = run->strategy->finish_step(run->strategy_state, run->grads);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "gradient exchange");
-  for (int32_t i = 0; i < run->num_replicas; i++) {
-    st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
+  return CNNB_OK;
+}
+
+static cnnb_status apply_updates(cnnb_run *run, int64_t step) {
+  for (int32_t i = 0; run->training && i < run->num_replicas; i++) {
+    cnnb_status st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
     if (st != CNNB_OK) return st;
   }
   return CNNB_OK;
@@ -113,7 +117,7 @@ static cnnb_status synchronize_all(cnnb_run *run) {
   return CNNB_OK;
 }
 
-/* Loss (and accuracy) of replica 0's last step, as tf_cnn_benchmarks prints tower 0's. */
+/* Loss (and accuracy) of replica 0's step, as tf_cnn_benchmarks prints tower 0's. */
 static cnnb_status step_metrics(cnnb_run *run, bool accuracy, double *loss, double *top1,
                                 double *top5) {
   cnnb_replica *r = &run->replicas[0];
@@ -156,7 +160,8 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   cnnb_status st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Running warm up");
   for (int64_t i = 0; i < warmup; i++)
-    if ((st = run_step(run, i)) != CNNB_OK) return st;
+    if ((st = compute_gradients(run, i)) != CNNB_OK || (st = apply_updates(run, i)) != CNNB_OK)
+      return st;
   if ((st = synchronize_all(run)) != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
 
@@ -166,24 +171,28 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   double images_per_step = (double)run->batch_size * run->num_replicas;
   double total_seconds = 0;
   for (int64_t i = 0; i < num_batches; i++) {
+    bool display = cnnb_report_should_display(i + 1, display_every) || i + 1 == num_batches;
+    /* The metrics are read between gradients and update, as tf_cnn_benchmarks fetches
+     * the loss of the step's own weights; reading them is not timed. */
     double start = now_seconds();
-    st = run_step(run, warmup + i);
-    if (st == CNNB_OK) st = synchronize_all(run);
-    if (st != CNNB_OK) break;
+    if ((st = compute_gradients(run, warmup + i)) != CNNB_OK) break;
     double seconds = now_seconds() - start;
+    double loss = 0, top1 = NAN, top5 = NAN;
+    if (display && (st = step_metrics(run, accuracy, &loss, &top1, &top5)) != CNNB_OK) break;
+    start = now_seconds();
+    if ((st = apply_updates(run, warmup + i)) != CNNB_OK || (st = synchronize_all(run)) != CNNB_OK)
+      break;
+    seconds += now_seconds() - start;
     total_seconds += seconds;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
-    if (cnnb_report_should_display(i + 1, display_every) || i + 1 == num_batches) {
-      double loss, top1, top5;
-      if ((st = step_metrics(run, accuracy, &loss, &top1, &top5)) != CNNB_OK) break;
-      if (!isfinite(loss)) {
-        st = cnnb_error(run->ctx, CNNB_EDATA, "step %lld: the loss is %f: training diverged "
-                        "(lower --init_learning_rate?)", (long long)(i + 1), loss);
-        break;
-      }
-      cnnb_report_print_step(out, i + 1, &stats, loss, top1, top5);
-      fflush(out);
+    if (!display) continue;
+    if (!isfinite(loss)) {
+      st = cnnb_error(run->ctx, CNNB_EDATA, "step %lld: the loss is %f: training diverged "
+                      "(lower --init_learning_rate?)", (long long)(i + 1), loss);
+      break;
     }
+    cnnb_report_print_step(out, i + 1, &stats, loss, top1, top5);
+    fflush(out);
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
