@@ -76,7 +76,10 @@ static char *default_install_dir(void) {
     return strdup(CNNB_INSTALL_PLUGIN_DIR);
   char *lib = strdup(info.dli_fname);
   if (!lib) return NULL;
+  /* dli_fname is the path as found ("<prefix>/bin/../lib/libcnnb.so.0"): show it clean. */
+  char real_dir[PATH_MAX];
   const char *dir = dirname(lib);
+  if (realpath(dir, real_dir)) dir = real_dir;
   char *result = NULL;
 #ifdef CNNB_BUILD_LIB_DIR
   if (same_dir(dir, CNNB_BUILD_LIB_DIR)) {
