@@ -242,7 +242,8 @@ static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit,
   int stat_errno = errno;
   if (have_stat) {
     loader_plugin *seen = find_identity(l, &st);
-    if (seen) { /* one file reached twice (a dir on the path twice, or --plugin of an installed one) */
+    /* One file reached twice (a dir on the path twice, --plugin of an installed one). */
+    if (seen) {
       if (is_explicit && !seen->is_explicit) {
         seen->is_explicit = true;
         report_rejection(l, seen, result, err, err_size);
@@ -303,7 +304,8 @@ static cnnb_status scan_dir(cnnb_loader *l, const char *dir, bool warn_missing,
     if (errno == ENOENT || errno == ENOTDIR) {
       if (warn_missing)
         cnnb_log(l->ctx, CNNB_LOG_WARN, "CNNB_PLUGIN_PATH entry '%s' %s: ignored", dir,
-                 errno == ENOENT ? "does not exist" : "is not a directory (give files with --plugin=FILE)");
+                 errno == ENOENT ? "does not exist"
+                                 : "is not a directory (give files with --plugin=FILE)");
     } else {
       cnnb_log(l->ctx, CNNB_LOG_WARN, "plugin directory '%s' cannot be read (%s): ignored", dir,
                strerror(errno));

@@ -72,14 +72,15 @@ typedef struct kind_info {
 } kind_info;
 
 static const kind_info *kind_lookup(uint32_t kind) {
+  /* {1.0 size, host size, required}: equal until a vtable grows in a 1.x minor. */
   static const kind_info model = {sizeof(cnnb_model_vtable), sizeof(cnnb_model_vtable),
                                   model_required};
   static const kind_info device = {sizeof(cnnb_device_vtable), sizeof(cnnb_device_vtable),
-                                  device_required};
-  static const kind_info strategy = {sizeof(cnnb_strategy_vtable), sizeof(cnnb_strategy_vtable),
-                                  strategy_required};
-  static const kind_info datasource = {sizeof(cnnb_datasource_vtable), sizeof(cnnb_datasource_vtable),
-                                  datasource_required};
+                                   device_required};
+  static const kind_info strategy = {sizeof(cnnb_strategy_vtable),
+                                     sizeof(cnnb_strategy_vtable), strategy_required};
+  static const kind_info datasource = {sizeof(cnnb_datasource_vtable),
+                                       sizeof(cnnb_datasource_vtable), datasource_required};
   switch (kind) {
     case CNNB_KIND_MODEL: return &model;
     case CNNB_KIND_DEVICE: return &device;
@@ -125,7 +126,8 @@ static cnnb_status reject_dlopen(loader_plugin *p, const char *dlerr) {
   if (!dlerr) dlerr = "(no message)";
   if (loader_elf_problem(p->path, elf, sizeof elf)) {
     if (strstr(elf, "truncated"))
-      return reject(p, "%s: the copy is incomplete or damaged: rebuild or reinstall it (dlopen: %s)",
+      return reject(p, "%s: the copy is incomplete or damaged: rebuild or reinstall it "
+                       "(dlopen: %s)",
                     elf, dlerr);
     return reject(p,
                   "%s: it is not a cnnbench plugin for this machine; a plugin is a .so built "

@@ -126,6 +126,11 @@ expect_rc newer 0
 expect_in newer err "built for cnnbench ABI 1.99, newer than this host's 1.0: loaded"
 expect_in newer out "total images/sec:"
 
+# A bare file name is a file in the current directory, not a library-path lookup.
+(cd "$fx" && "$CNNBENCH" --plugin=libfixture_good.so --list_plugins >"$tmp/bare.out" 2>&1) ||
+  fail "bare: --plugin=libfixture_good.so from its directory failed: $(cat "$tmp/bare.out")"
+grep -qE "^ +model +fixture_good " "$tmp/bare.out" || fail "bare: fixture_good not listed"
+
 if ((failures > 0)); then
   echo "$failures check(s) failed"
   exit 1

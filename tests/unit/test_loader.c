@@ -195,8 +195,8 @@ static const bad_case bad_cases[] = {
 #define NUM_BAD (int)(sizeof bad_cases / sizeof bad_cases[0])
 
 static void setup_messages(void) {
-  snprintf(small_desc_msg, sizeof small_desc_msg, "descriptor is 40 bytes, ABI 1.0 needs at least %zu",
-           sizeof(cnnb_plugin));
+  snprintf(small_desc_msg, sizeof small_desc_msg,
+           "descriptor is 40 bytes, ABI 1.0 needs at least %zu", sizeof(cnnb_plugin));
   snprintf(small_vtable_msg, sizeof small_vtable_msg,
            "cnnb_model_vtable is 16 bytes, ABI 1.0 needs at least %zu", sizeof(cnnb_model_vtable));
 }
@@ -413,7 +413,9 @@ static void check_dup_order(const char *first, const char *second, const char *v
   ck_assert_str_eq(p->version, version);
   ck_assert_contains(path, first);
   char expect[PATH_MAX * 2 + 64];
-  snprintf(expect, sizeof expect, "%s/libfixture_dup.so: offers 'fixture_dup' already offered by %s/libfixture_dup.so: ignored",
+  snprintf(expect, sizeof expect,
+           "%s/libfixture_dup.so: offers 'fixture_dup' already offered by %s/libfixture_dup.so: "
+           "ignored",
            fixture(second), fixture(first));
   ck_assert_contains(log, expect);
   ck_assert_uint_eq(cnnb_loader_num_accepted(l), 1);
@@ -567,7 +569,8 @@ START_TEST(list_plugins_shows_accepted_and_rejected) {
   ck_assert_contains(text, "built for cnnbench ABI 99.0, this host speaks 1.x");
   ck_assert_contains(text, dir);
   /* Models come before strategies, whatever the discovery order. */
-  const char *model_row = strstr(text, "fixture_good"), *strategy_row = strstr(text, "fixture_strategy");
+  const char *model_row = strstr(text, "fixture_good");
+  const char *strategy_row = strstr(text, "fixture_strategy");
   ck_assert(model_row && strategy_row && model_row < strategy_row);
   /* Aligned: each column starts where its header does. */
   long version_col = column_of(text, "KIND", "VERSION");
