@@ -37,7 +37,7 @@ struct cnnb_executor {
   unsigned char *arena;
   bucket *buckets;
   int32_t num_buckets;
-  cnnb_tensor input, labels, logits, loss;
+  cnnb_tensor labels, logits, loss;
   float *host_logits;      /* [N * classes] for accuracy */
   bool have_labels;        /* the last step computed the loss */
   bool stepped;
@@ -192,7 +192,6 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
   if (ex->cfg.bucket_bytes <= 0)
     ex->cfg.bucket_bytes = CNNB_DEFAULT_BUCKET_BYTES;
   ex->n = cnnb_graph_num_nodes(g);
-  ex->input = cnnb_graph_input((cnnb_graph *)g); /* a read: the input node always exists */
   ex->labels = cnnb_graph_labels(g);
   ex->logits = cnnb_graph_logits(g);
   ex->loss = cnnb_graph_loss(g);
@@ -342,10 +341,6 @@ static cnnb_status timed_sync(cnnb_executor *ex, double t0, double *acc) {
   return st;
 }
 
-static bool is_data(const cnnb_node *node) {
-  return node->op == CNNB_OP_INPUT || node->op == CNNB_OP_LABELS;
-}
-
 /* Whether node i reads the labels, directly or through another node. Only the loss
  * does in graphs the host builds; checked generally so forward-only without labels
  * never runs a node on an unfilled buffer. */
@@ -362,9 +357,20 @@ static bool depends_on_labels(const cnnb_executor *ex, int32_t i, bool *memo_don
   return dep;
 }
 
-static cnnb_status forward(cnnb_executor *ex, bool have_labels, uint64_t step) {
+/* Data nodes are filled when their turn comes in node order, not before the step: the
+ * plan gives their buffers a lifetime starting at their own index, and the labels node
+ * sits near the end of the graph, so its buffer may hold another activation until then. */
+static cnnb_status upload(cnnb_executor *ex, int32_t i, const void *host) {
+  cnnb_status st = ex->dv->tensor_from_host(ex->device, ex->g, i, ex->io[i].output, host);
+  if (st != CNNB_OK)
+    return node_error(ex, st, "uploading into", i);
+  return CNNB_OK;
+}
+
+static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t *labels,
+                           uint64_t step) {
   bool *memo = NULL, *memo_done = NULL;
-  if (!have_labels && ex->labels != CNNB_NO_TENSOR) {
+  if (!labels && ex->labels != CNNB_NO_TENSOR) {
     memo = calloc((size_t)ex->n, sizeof *memo);
     memo_done = calloc((size_t)ex->n, sizeof *memo_done);
     if (!memo || !memo_done) {
@@ -376,10 +382,16 @@ static cnnb_status forward(cnnb_executor *ex, bool have_labels, uint64_t step) {
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; i < ex->n && st == CNNB_OK; ++i) {
     const cnnb_node *node = cnnb_graph_node(ex->g, i);
-    if (is_data(node))
-      continue;
     if (memo && depends_on_labels(ex, i, memo_done, memo))
       continue;
+    if (node->op == CNNB_OP_INPUT) {
+      st = upload(ex, i, images);
+      continue;
+    }
+    if (node->op == CNNB_OP_LABELS) {
+      st = upload(ex, i, labels);
+      continue;
+    }
     ex->io[i].step = step;
     double t0 = ex->cfg.profile ? now_s() : 0.0;
     st = ex->dv->forward(ex->device, ex->state[i], &ex->io[i]);
@@ -441,22 +453,14 @@ cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int
     return cnnb_error(ex->ctx, CNNB_EINVAL, "executor step: no images");
   if (ex->cfg.training && !labels)
     return cnnb_error(ex->ctx, CNNB_EINVAL, "executor step: training needs labels");
-  cnnb_status st = ex->dv->tensor_from_host(ex->device, ex->g, ex->input,
-                                            ex->io[ex->input].output, images);
-  if (st != CNNB_OK)
-    return node_error(ex, st, "uploading the images into", ex->input);
   bool have_labels = labels && ex->labels != CNNB_NO_TENSOR;
-  if (have_labels) {
-    st = ex->dv->tensor_from_host(ex->device, ex->g, ex->labels, ex->io[ex->labels].output,
-                                  labels);
-    if (st != CNNB_OK)
-      return node_error(ex, st, "uploading the labels into", ex->labels);
-  }
-  ex->have_labels = have_labels;
-  ex->stepped = true;
-  st = forward(ex, have_labels, step);
+  ex->have_labels = false;
+  ex->stepped = false;
+  cnnb_status st = forward(ex, images, have_labels ? labels : NULL, step);
   if (st == CNNB_OK && ex->cfg.training)
     st = backward(ex, loss_scale, step);
+  ex->have_labels = st == CNNB_OK && have_labels;
+  ex->stepped = st == CNNB_OK;
   return st;
 }
 

@@ -1,0 +1,543 @@
+/* test_executor.c — the executor's wiring on the real `cpu` device plugin (loaded
+ * from $CNNB_PLUGIN_DIR the way the host loads it). The device's helper checks every
+ * op against references; here we check what the executor adds:
+ *  - gradient accumulation: a graph where a tensor feeds three consumers (conv, relu,
+ *    concat) and a node reads a tensor twice (add(y, y)) gives exactly the sum of the
+ *    gradients of the same graph with every shared tensor duplicated (each path alone,
+ *    weights tied by copying);
+ *  - buckets: announced in decreasing offset order, covering [0, param_count) exactly
+ *    once, each right after the backward of the earliest node owning a param in it,
+ *    and already final then (a snapshot taken in the callback equals the end result);
+ *  - forward-only runs the same forward with a smaller arena, without labels too;
+ *  - device errors come back naming the node; init_params matches the initializers;
+ *  - top-1 / top-5 with TF's in_top_k tie rule.
+ * Skips with a message (exit 0) when the cpu plugin is not built. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cnnb/cnnb.h>
+#include "executor.h"
+#include "graph_internal.h"
+#include "host.h"
+#include "init.h"
+
+static void *dl;
+static const cnnb_device_vtable *cpu;
+static char plugin_path[4096];
+
+/* 0: loaded; 1: not built (skip). */
+static int load_cpu(void) {
+  const char *dir = getenv("CNNB_PLUGIN_DIR");
+  snprintf(plugin_path, sizeof plugin_path, "%s/libcnnb_device_cpu.so", dir ? dir : ".");
+  if (access(plugin_path, R_OK) != 0)
+    return 1;
+  dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    fprintf(stderr, "dlopen %s: %s\n", plugin_path, dlerror());
+    return -1;
+  }
+  cnnb_plugin_entry_fn entry = (cnnb_plugin_entry_fn)dlsym(dl, CNNB_PLUGIN_ENTRY_SYMBOL);
+  cnnb_host host = {.struct_size = sizeof host, .abi_major = CNNB_ABI_MAJOR,
+                    .abi_minor = CNNB_ABI_MINOR, .host_version = "test"};
+  const cnnb_plugin *p = entry ? entry(&host) : NULL;
+  if (!p || p->kind != CNNB_KIND_DEVICE || !p->vtable)
+    return -1;
+  cpu = p->vtable;
+  return 0;
+}
+
+/* ---- a wrapper device: logs backward order and bucket events, injects failures ----- */
+
+typedef struct wnode {
+  void *inner;
+  int32_t index;
+} wnode;
+
+enum { MAX_EVENTS = 4096 };
+static int events[MAX_EVENTS]; /* node index >= 0: its backward; -1 - k: bucket k */
+static int num_events;
+static int fail_forward = -1;
+static cnnb_ctx *dev_ctx;
+
+static cnnb_status w_prepare(void *dev, const cnnb_graph *g, int32_t node, void **state) {
+  wnode *w = calloc(1, sizeof *w);
+  w->index = node;
+  *state = w;
+  return cpu->prepare(dev, g, node, &w->inner);
+}
+static void w_release(void *dev, void *state) {
+  wnode *w = state;
+  if (w->inner)
+    cpu->release(dev, w->inner);
+  free(w);
+}
+static cnnb_status w_forward(void *dev, void *state, const cnnb_node_io *io) {
+  wnode *w = state;
+  if (w->index == fail_forward)
+    return cnnb_error(dev_ctx, CNNB_EINTERNAL, "injected failure");
+  return cpu->forward(dev, w->inner, io);
+}
+static cnnb_status w_backward(void *dev, void *state, const cnnb_node_io *io) {
+  wnode *w = state;
+  if (num_events < MAX_EVENTS)
+    events[num_events++] = w->index;
+  return cpu->backward(dev, w->inner, io);
+}
+static cnnb_device_vtable wrapped;
+static cnnb_ctx *exec_ctx; /* executors made by make_executor report here */
+
+typedef struct device {
+  cnnb_ctx *ctx;
+  void *dev;
+} device;
+
+static device open_device(int training) {
+  device d = {cnnb_ctx_create("cpu", NULL), NULL};
+  cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 1,
+                            .precision = CNNB_PRECISION_FP32, .training = training, .seed = 1};
+  cnnb_status st = cpu->create(d.ctx, "cpu", &cfg, &d.dev);
+  ck_assert_msg(st == CNNB_OK, "cpu create: %s", cnnb_error_message(d.ctx));
+  dev_ctx = d.ctx;
+  wrapped = *cpu;
+  wrapped.prepare = w_prepare;
+  wrapped.release = w_release;
+  wrapped.forward = w_forward;
+  wrapped.backward = w_backward;
+  return d;
+}
+
+static void close_device(device *d) {
+  cpu->destroy(d->dev);
+  cnnb_ctx_destroy(d->ctx);
+}
+
+/* ---- graphs ---------------------------------------------------------------------------- */
+
+enum { BATCH = 2, CH = 3, HW = 5, CLASSES = 5 };
+
+static cnnb_tensor c0(cnnb_graph *g, const char *name, cnnb_tensor in) {
+  return cnnb_conv2d(g, name, in, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+}
+
+/* tied:   x = c0(in); y = concat(ca(x), relu(x), x); z = add(y, y); fc(gap(z))
+ * untied: the same with every shared tensor recomputed per use (c0_0..c0_5, ca_0, ca_1),
+ *         so no tensor has two consumers. */
+static cnnb_graph *build(bool tied) {
+  cnnb_graph *g = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
+  cnnb_tensor in = cnnb_graph_input(g);
+  cnnb_tensor x = tied ? c0(g, "c0", in) : CNNB_NO_TENSOR;
+  cnnb_tensor ys[2];
+  char name[32];
+  for (int c = 0; c < (tied ? 1 : 2); ++c) {
+    cnnb_tensor xs[3];
+    for (int k = 0; k < 3; ++k) {
+      snprintf(name, sizeof name, "c0_%d", 3 * c + k);
+      xs[k] = tied ? x : c0(g, name, in);
+    }
+    snprintf(name, sizeof name, "ca_%d", c);
+    cnnb_tensor a = cnnb_conv2d(g, tied ? "ca" : name, xs[0],
+                                CNNB_CONV2D(.filters = 3, .kernel_h = 1, .kernel_w = 1));
+    cnnb_tensor cat[3] = {a, cnnb_relu(g, NULL, xs[1]), xs[2]};
+    ys[c] = cnnb_concat(g, NULL, 3, cat);
+  }
+  cnnb_tensor z = cnnb_add(g, "z", ys[0], tied ? ys[0] : ys[1]);
+  cnnb_tensor l = cnnb_dense(g, "fc", cnnb_global_avg_pool(g, NULL, z),
+                             CNNB_DENSE(.units = CLASSES, .use_bias = 1));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
+  return g;
+}
+
+/* "c0_4/kernel" -> "c0/kernel", "ca_1/kernel" -> "ca/kernel", others unchanged. */
+static void tied_name(const char *untied, char *out, size_t size) {
+  snprintf(out, size, "%s", untied);
+  char *us = strchr(out, '_'), *slash = strchr(out, '/');
+  if (us && slash && us < slash && (strncmp(out, "c0_", 3) == 0 || strncmp(out, "ca_", 3) == 0))
+    memmove(us, slash, strlen(slash) + 1);
+}
+
+static float images[BATCH * CH * HW * HW];
+static int32_t labels[BATCH] = {1, 3};
+
+static void make_images(void) {
+  unsigned s = 7;
+  for (size_t i = 0; i < sizeof images / sizeof images[0]; ++i) {
+    s = s * 1664525u + 1013904223u;
+    images[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+}
+
+static cnnb_executor *make_executor(device *d, const cnnb_graph *g, bool training,
+                                    cnnb_executor_config *cfg_in) {
+  cnnb_executor_config cfg = cfg_in ? *cfg_in : (cnnb_executor_config){0};
+  cfg.training = training;
+  cfg.device_ctx = d->ctx;
+  cnnb_executor *ex = NULL;
+  cnnb_status st = cnnb_executor_create(exec_ctx, &wrapped, d->dev, g, &cfg, &ex);
+  ck_assert_msg(st == CNNB_OK, "executor: %s", cnnb_error_message(exec_ctx));
+  return ex;
+}
+
+static float *download(device *d, const float *src, int64_t count) {
+  float *h = malloc((size_t)(count ? count : 1) * sizeof(float));
+  ck_assert_int_eq(cpu->copy_to_host(d->dev, h, src, (size_t)count * sizeof(float)), CNNB_OK);
+  return h;
+}
+
+START_TEST(accumulation_equals_paths_alone) {
+  make_images();
+  device d = open_device(1);
+  cnnb_graph *gt = build(true), *gu = build(false);
+  cnnb_ctx *ctx = cnnb_ctx_create("executor", NULL);
+  cnnb_executor_config cfg = {.training = true, .device_ctx = d.ctx};
+  cnnb_executor *et, *eu;
+  ck_assert_int_eq(cnnb_executor_create(ctx, &wrapped, d.dev, gt, &cfg, &et), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_create(ctx, &wrapped, d.dev, gu, &cfg, &eu), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_init_params(et, 11), CNNB_OK);
+
+  /* Tie the untied copies to the tied weights. */
+  int64_t nt = cnnb_executor_param_count(et), nu = cnnb_executor_param_count(eu);
+  float *pt = download(&d, cnnb_executor_params(et), nt);
+  float *pu = calloc((size_t)nu, sizeof(float));
+  for (int32_t i = 0; i < cnnb_graph_num_params(gu); ++i) {
+    const cnnb_param *p = cnnb_graph_param(gu, i);
+    if (p->is_stat)
+      continue;
+    char name[256];
+    tied_name(p->name, name, sizeof name);
+    int32_t j = cnnb_graph_find_param(gt, name);
+    ck_assert_msg(j >= 0, "no tied param for %s (%s)", p->name, name);
+    memcpy(pu + p->offset, pt + cnnb_graph_param(gt, j)->offset, (size_t)p->count * sizeof(float));
+  }
+  ck_assert_int_eq(cnnb_executor_upload_params(eu, pu, NULL), CNNB_OK);
+
+  ck_assert_msg(cnnb_executor_step(et, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(ctx));
+  ck_assert_msg(cnnb_executor_step(eu, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(ctx));
+  float lt, lu;
+  ck_assert_int_eq(cnnb_executor_loss(et, &lt), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_loss(eu, &lu), CNNB_OK);
+  ck_assert_msg(fabsf(lt - lu) < 1e-5f, "loss tied %g untied %g", lt, lu);
+
+  /* The tied graph really accumulates: c0's output has 3 consumers, y is read twice. */
+  const cnnb_plan *plan = cnnb_executor_plan(et);
+  int scratch = 0;
+  for (int32_t b = 0; b < plan->num_buffers; ++b)
+    scratch += plan->buffers[b].kind == CNNB_BUFFER_SCRATCH;
+  ck_assert_int_eq(scratch, 3);
+
+  float *gtd = download(&d, cnnb_executor_grads(et), nt);
+  float *gud = download(&d, cnnb_executor_grads(eu), nu);
+  float *sum = calloc((size_t)nt, sizeof(float));
+  int copies[64] = {0};
+  for (int32_t i = 0; i < cnnb_graph_num_params(gu); ++i) {
+    const cnnb_param *p = cnnb_graph_param(gu, i);
+    if (p->is_stat)
+      continue;
+    char name[256];
+    tied_name(p->name, name, sizeof name);
+    int32_t j = cnnb_graph_find_param(gt, name);
+    copies[j]++;
+    for (int64_t k = 0; k < p->count; ++k)
+      sum[cnnb_graph_param(gt, j)->offset + k] += gud[p->offset + k];
+  }
+  double maxabs = 0;
+  for (int64_t k = 0; k < nt; ++k)
+    maxabs = fmax(maxabs, fabs(gtd[k]));
+  ck_assert_msg(maxabs > 1e-4, "gradients are all ~0: the test would prove nothing");
+  for (int32_t j = 0; j < cnnb_graph_num_params(gt); ++j) {
+    const cnnb_param *p = cnnb_graph_param(gt, j);
+    if (p->is_stat)
+      continue;
+    ck_assert_int_eq(copies[j], strncmp(p->name, "c0/", 3) == 0 ? 6 : strncmp(p->name, "ca/", 3) == 0 ? 2 : 1);
+    for (int64_t k = p->offset; k < p->offset + p->count; ++k)
+      ck_assert_msg(fabs(gtd[k] - sum[k]) <= 1e-5 + 1e-4 * fabs(sum[k]),
+                    "%s[%lld]: tied %.7g, sum of paths %.7g", p->name,
+                    (long long)(k - p->offset), gtd[k], sum[k]);
+  }
+  free(pt);
+  free(pu);
+  free(gtd);
+  free(gud);
+  free(sum);
+  cnnb_executor_destroy(et);
+  cnnb_executor_destroy(eu);
+  cnnb_graph_destroy(gt);
+  cnnb_graph_destroy(gu);
+  cnnb_ctx_destroy(ctx);
+  close_device(&d);
+}
+END_TEST
+
+/* ---- buckets ------------------------------------------------------------------------- */
+
+typedef struct bucket_log {
+  device *d;
+  cnnb_executor *ex;
+  int64_t offset[256], count[256];
+  float *snapshot;
+  int n;
+} bucket_log;
+
+static void on_bucket(void *user, int64_t offset, int64_t count) {
+  bucket_log *b = user;
+  if (b->n < 256) {
+    b->offset[b->n] = offset;
+    b->count[b->n] = count;
+  }
+  if (num_events < MAX_EVENTS)
+    events[num_events++] = -1 - b->n;
+  b->n++;
+  cpu->copy_to_host(b->d->dev, b->snapshot + offset, cnnb_executor_grads(b->ex) + offset,
+                    (size_t)count * sizeof(float));
+}
+
+START_TEST(buckets_reverse_cover_final) {
+  make_images();
+  device d = open_device(1);
+  cnnb_graph *g = build(false); /* many params in many nodes */
+  bucket_log log = {.d = &d};
+  cnnb_executor_config cfg = {.bucket_bytes = 256, .on_bucket = on_bucket, .user = &log};
+  cnnb_executor *ex = make_executor(&d, g, true, &cfg);
+  log.ex = ex;
+  int64_t n = cnnb_executor_param_count(ex);
+  log.snapshot = calloc((size_t)n, sizeof(float));
+  ck_assert_int_eq(cnnb_executor_init_params(ex, 3), CNNB_OK);
+  int nb = cnnb_executor_num_buckets(ex);
+  ck_assert_int_gt(nb, 4);
+
+  for (int step = 0; step < 2; ++step) { /* the second step must announce the same way */
+    log.n = 0;
+    num_events = 0;
+    ck_assert_int_eq(cnnb_executor_step(ex, images, labels, 1.0f, (uint64_t)step), CNNB_OK);
+    ck_assert_int_eq(log.n, nb);
+    int64_t end = n;
+    for (int i = 0; i < nb; ++i) {
+      int64_t off, cnt;
+      cnnb_executor_bucket(ex, i, &off, &cnt);
+      ck_assert_int_eq(log.offset[i], off);
+      ck_assert_int_eq(log.count[i], cnt);
+      ck_assert_msg(off + cnt == end, "bucket %d [%lld, %lld) does not end where %lld", i,
+                    (long long)off, (long long)(off + cnt), (long long)end);
+      ck_assert_int_gt(cnt, 0);
+      end = off;
+    }
+    ck_assert_int_eq(end, 0);
+
+    /* Each bucket right after the backward of its earliest owner. */
+    for (int e = 0; e < num_events; ++e) {
+      if (events[e] >= 0)
+        continue;
+      int k = -1 - events[e];
+      int32_t earliest = 1 << 30;
+      for (int32_t i = 0; i < cnnb_graph_num_params(g); ++i) {
+        const cnnb_param *p = cnnb_graph_param(g, i);
+        if (!p->is_stat && p->offset >= log.offset[k] && p->offset < log.offset[k] + log.count[k] &&
+            p->node < earliest)
+          earliest = p->node;
+      }
+      int prev = e - 1;
+      while (prev >= 0 && events[prev] < 0)
+        --prev;
+      ck_assert_msg(prev >= 0 && events[prev] == earliest,
+                    "bucket %d announced after the backward of node %d, not of %d", k,
+                    prev >= 0 ? events[prev] : -1, earliest);
+    }
+    /* Final when announced. */
+    float *grads = download(&d, cnnb_executor_grads(ex), n);
+    ck_assert_int_eq(memcmp(grads, log.snapshot, (size_t)n * sizeof(float)), 0);
+    free(grads);
+  }
+  free(log.snapshot);
+  cnnb_executor_destroy(ex);
+  cnnb_graph_destroy(g);
+  close_device(&d);
+}
+END_TEST
+
+START_TEST(one_default_bucket) {
+  device d = open_device(1);
+  cnnb_graph *g = build(true);
+  cnnb_executor *ex = make_executor(&d, g, true, NULL);
+  ck_assert_int_eq(cnnb_executor_num_buckets(ex), 1); /* 25 MiB holds this toy */
+  int64_t off, cnt;
+  cnnb_executor_bucket(ex, 0, &off, &cnt);
+  ck_assert_int_eq(off, 0);
+  ck_assert_int_eq(cnt, cnnb_executor_param_count(ex));
+  cnnb_executor_destroy(ex);
+  cnnb_graph_destroy(g);
+  close_device(&d);
+}
+END_TEST
+
+/* ---- forward only, errors, init, accuracy -------------------------------------------- */
+
+START_TEST(forward_only_matches_training_forward) {
+  make_images();
+  device dt = open_device(1);
+  cnnb_graph *g = build(true);
+  cnnb_executor *et = make_executor(&dt, g, true, NULL);
+  ck_assert_int_eq(cnnb_executor_init_params(et, 5), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_step(et, images, labels, 1.0f, 0), CNNB_OK);
+  float lt, logits_t[BATCH * CLASSES], logits_f[BATCH * CLASSES];
+  ck_assert_int_eq(cnnb_executor_loss(et, &lt), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_logits(et, logits_t), CNNB_OK);
+  size_t train_peak = cnnb_executor_peak_bytes(et);
+  ck_assert_uint_le(train_peak, cnnb_executor_naive_bytes(et));
+  int64_t n = cnnb_executor_param_count(et);
+  float *params = download(&dt, cnnb_executor_params(et), n);
+  cnnb_executor_destroy(et);
+  close_device(&dt);
+
+  device df = open_device(0);
+  cnnb_executor *ef = make_executor(&df, g, false, NULL);
+  ck_assert_ptr_null(cnnb_executor_grads(ef));
+  ck_assert_int_eq(cnnb_executor_num_buckets(ef), 0);
+  ck_assert_uint_le(cnnb_executor_peak_bytes(ef), train_peak);
+  ck_assert_int_eq(cnnb_executor_upload_params(ef, params, NULL), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_step(ef, images, labels, 1.0f, 0), CNNB_OK);
+  float lf;
+  ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_logits(ef, logits_f), CNNB_OK);
+  ck_assert_msg(fabsf(lt - lf) < 1e-5f, "loss: training %g, forward-only %g", lt, lf);
+  for (int i = 0; i < BATCH * CLASSES; ++i)
+    ck_assert_msg(fabsf(logits_t[i] - logits_f[i]) < 1e-5f, "logit %d", i);
+
+  /* No labels: the forward runs, the loss is not there to read. */
+  ck_assert_int_eq(cnnb_executor_step(ef, images, NULL, 1.0f, 1), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_logits(ef, logits_f), CNNB_OK);
+  for (int i = 0; i < BATCH * CLASSES; ++i)
+    ck_assert(fabsf(logits_t[i] - logits_f[i]) < 1e-5f);
+  float dummy;
+  cnnb_clear_error(exec_ctx);
+  ck_assert_int_eq(cnnb_executor_loss(ef, &dummy), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(cnnb_error_message(exec_ctx), "no loss"));
+  free(params);
+  cnnb_executor_destroy(ef);
+  cnnb_graph_destroy(g);
+  close_device(&df);
+}
+END_TEST
+
+START_TEST(errors_name_the_node) {
+  make_images();
+  device d = open_device(1);
+  cnnb_graph *g = build(true);
+  cnnb_ctx *ctx = cnnb_ctx_create("executor", NULL);
+  cnnb_executor_config cfg = {.training = true, .device_ctx = d.ctx};
+  cnnb_executor *ex;
+  ck_assert_int_eq(cnnb_executor_create(ctx, &wrapped, d.dev, g, &cfg, &ex), CNNB_OK);
+  fail_forward = cnnb_graph_find_node(g, "ca");
+  cnnb_status st = cnnb_executor_step(ex, images, labels, 1.0f, 0);
+  fail_forward = -1;
+  ck_assert_int_eq(st, CNNB_EINTERNAL);
+  ck_assert_str_eq(cnnb_error_message(ctx), "forward of node 'ca' (conv2d): injected failure");
+  ck_assert_str_eq(cnnb_error_message(d.ctx), ""); /* moved, not duplicated */
+  cnnb_clear_error(ctx);
+  ck_assert_int_eq(cnnb_executor_step(ex, images, NULL, 1.0f, 0), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), "labels"));
+  cnnb_executor_destroy(ex);
+
+  /* A training executor needs the loss. */
+  cnnb_graph *nl = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
+  cnnb_graph_set_logits(nl, cnnb_dense(nl, NULL, cnnb_graph_input(nl), CNNB_DENSE(.units = CLASSES)));
+  cnnb_clear_error(ctx);
+  ex = (cnnb_executor *)1;
+  ck_assert_int_eq(cnnb_executor_create(ctx, &wrapped, d.dev, nl, &cfg, &ex), CNNB_EINVAL);
+  ck_assert_ptr_null(ex);
+  ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), "loss"));
+  cnnb_graph_destroy(nl);
+  cnnb_graph_destroy(g);
+  cnnb_ctx_destroy(ctx);
+  close_device(&d);
+}
+END_TEST
+
+START_TEST(init_params_uploads_initializers) {
+  device d = open_device(1);
+  cnnb_graph *g = build(true);
+  cnnb_executor *ex = make_executor(&d, g, true, NULL);
+  ck_assert_int_eq(cnnb_executor_init_params(ex, 42), CNNB_OK);
+  int64_t n = cnnb_executor_param_count(ex);
+  float *want = calloc((size_t)n, sizeof(float));
+  ck_assert_int_eq(cnnb_params_initialize(g, 42, want, NULL), CNNB_OK);
+  float *got = download(&d, cnnb_executor_params(ex), n);
+  ck_assert_int_eq(memcmp(want, got, (size_t)n * sizeof(float)), 0);
+  free(want);
+  free(got);
+  cnnb_executor_destroy(ex);
+  cnnb_graph_destroy(g);
+  close_device(&d);
+}
+END_TEST
+
+START_TEST(accuracy_in_top_k) {
+  /* logits = input through an identity dense layer: 4 rows of 7 classes. */
+  enum { R = 4, K = 7 };
+  device d = open_device(0);
+  cnnb_graph *g = cnnb_graph_create(R, K, 1, 1, K);
+  cnnb_tensor l = cnnb_dense(g, "fc", cnnb_graph_input(g), CNNB_DENSE(.units = K, .use_bias = 1));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  cnnb_executor *ex = make_executor(&d, g, false, NULL);
+  float w[K * K + K] = {0};
+  for (int i = 0; i < K; ++i)
+    w[i * K + i] = 1.0f;
+  ck_assert_int_eq(cnnb_executor_upload_params(ex, w, NULL), CNNB_OK);
+  float x[R * K] = {
+      1, 3, 3, 0, 2, -1, -2,  /* label 2: tied for the max -> top-1 and top-5 */
+      1, 3, 3, 0, 2, -1, -2,  /* label 4: two above -> top-5 only */
+      1, 3, 3, 0, 2, -1, -2,  /* label 6: six above -> neither */
+      1, 3, 3, 0, 2, -1, -2,  /* label 3: four above -> top-5 only */
+  };
+  int32_t lab[R] = {2, 4, 6, 3};
+  ck_assert_int_eq(cnnb_executor_step(ex, x, lab, 1.0f, 0), CNNB_OK);
+  int top1 = -1, top5 = -1;
+  ck_assert_int_eq(cnnb_executor_accuracy(ex, lab, &top1, &top5), CNNB_OK);
+  ck_assert_int_eq(top1, 1);
+  ck_assert_int_eq(top5, 3);
+  int32_t lab2[R] = {1, 1, 5, 99};
+  ck_assert_int_eq(cnnb_executor_accuracy(ex, lab2, &top1, &top5), CNNB_OK);
+  ck_assert_int_eq(top1, 2); /* an out-of-range label is never a hit */
+  ck_assert_int_eq(top5, 2);
+  cnnb_executor_destroy(ex);
+  cnnb_graph_destroy(g);
+  close_device(&d);
+}
+END_TEST
+
+int main(void) {
+  int rc = load_cpu();
+  if (rc == 1) {
+    printf("test_executor: SKIPPED: the cpu device plugin is not built (%s missing)\n", plugin_path);
+    return 0;
+  }
+  if (rc != 0) {
+    fprintf(stderr, "test_executor: could not load %s\n", plugin_path);
+    return 1;
+  }
+  exec_ctx = cnnb_ctx_create("executor", NULL);
+  Suite *s = suite_create("executor");
+  TCase *tc = tcase_create("executor");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, accumulation_equals_paths_alone);
+  tcase_add_test(tc, buckets_reverse_cover_final);
+  tcase_add_test(tc, one_default_bucket);
+  tcase_add_test(tc, forward_only_matches_training_forward);
+  tcase_add_test(tc, errors_name_the_node);
+  tcase_add_test(tc, init_params_uploads_initializers);
+  tcase_add_test(tc, accuracy_in_top_k);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  cnnb_ctx_destroy(exec_ctx);
+  return failed != 0;
+}
