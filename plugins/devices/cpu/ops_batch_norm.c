@@ -25,7 +25,7 @@ typedef struct bn_node {
   size_t dx_bytes;
   dnnl_primitive_t fwd, bwd;
   dnnl_memory_t src, dst, mean_m, var_m, scale, shift, ws_m;
-  dnnl_memory_t b_src, b_mean, b_var, b_scale, b_ws, diff_dst, diff_src, diff_scale, diff_shift;
+  dnnl_memory_t b_src, b_mean, b_var, b_scale, b_shift, b_ws, diff_dst, diff_src, diff_scale, diff_shift;
 } bn_node;
 
 static cnnb_status bn_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
@@ -78,10 +78,13 @@ static cnnb_status bn_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, dx);
   cpu_bind(s->diff_shift, cpu_param_ptr(n->g, io->grads, node->params[s->use_scale ? 1 : 0]));
-  dnnl_exec_arg_t args[10] = {{DNNL_ARG_SRC, s->b_src},         {DNNL_ARG_MEAN, s->b_mean},
+  dnnl_exec_arg_t args[11] = {{DNNL_ARG_SRC, s->b_src},         {DNNL_ARG_MEAN, s->b_mean},
                               {DNNL_ARG_VARIANCE, s->b_var},    {DNNL_ARG_DIFF_DST, s->diff_dst},
                               {DNNL_ARG_DIFF_SRC, s->diff_src}, {DNNL_ARG_DIFF_SHIFT, s->diff_shift}};
   int nargs = 6;
+  /* oneDNN 2.6 counts the shift among backward's inputs (it reads none of it). */
+  cpu_bind(s->b_shift, cpu_param_ptr(n->g, io->params, node->params[s->use_scale ? 1 : 0]));
+  args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, s->b_shift};
   if (s->use_scale) {
     cpu_bind(s->b_scale, cpu_param_ptr(n->g, io->params, node->params[0]));
     cpu_bind(s->diff_scale, cpu_param_ptr(n->g, io->grads, node->params[0]));
@@ -101,7 +104,7 @@ static void bn_release(cpu_device *d, cpu_node *n) {
   if (s->bwd) dnnl_primitive_destroy(s->bwd);
   dnnl_memory_t mems[] = {s->src,   s->dst,      s->mean_m,     s->var_m,     s->scale,
                           s->shift, s->ws_m,     s->b_src,      s->b_mean,    s->b_var,
-                          s->b_scale, s->b_ws,   s->diff_dst,   s->diff_src,  s->diff_scale,
+                          s->b_scale, s->b_shift, s->b_ws, s->diff_dst,   s->diff_src,  s->diff_scale,
                           s->diff_shift};
   for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
@@ -174,6 +177,7 @@ cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan 
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "batch norm backward"))) goto done;
     if ((st = cpu_mem(d, &s->b_src, in_md, node)) || (st = cpu_mem(d, &s->b_mean, &cmd, node)) ||
         (st = cpu_mem(d, &s->b_var, &cmd, node)) || (st = cpu_mem(d, &s->b_scale, &cmd, node)) ||
+        (st = cpu_mem(d, &s->b_shift, &cmd, node)) ||
         (st = cpu_mem(d, &s->diff_dst, md, node)) || (st = cpu_mem(d, &s->diff_src, in_md, node)) ||
         (st = cpu_mem(d, &s->diff_scale, &cmd, node)) ||
         (st = cpu_mem(d, &s->diff_shift, &cmd, node)))

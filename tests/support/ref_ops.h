@@ -1,0 +1,83 @@
+/* ref_ops.h — the plain C reference of every graph op (forward, backward-data,
+ * backward-weights) on logical NCHW fp32, accumulating in double: slow, obvious, and the
+ * definition devices are tested against (DESIGN.md "Numbers that define right").
+ *
+ * Semantics are TensorFlow's: explicit pads (the graph resolves SAME/VALID), dilation
+ * counted as TF does (1 = none), max pool ignores padding, average pool excludes it, LRN
+ * sums x^2 over 2r+1 channels, batch norm normalises with the biased batch variance. */
+#ifndef CNNB_TEST_REF_OPS_H
+#define CNNB_TEST_REF_OPS_H
+
+#include <stdint.h>
+#include <cnnb/graph.h>
+
+typedef struct ref_window {
+  int kh, kw, sh, sw;
+  int pt, pb, pl, pr;
+  int dh, dw;      /* 1 = no dilation */
+  int groups;
+} ref_window;
+
+/* The window of a conv2d / pool node as the graph resolved it. */
+ref_window ref_window_of(const cnnb_node *n);
+
+/* conv2d; w is [O, I/groups, KH, KW], b [O] or NULL. */
+void ref_conv2d_forward(const float *x, cnnb_shape xs, const float *w, const float *b,
+                        const ref_window *win, float *y, cnnb_shape ys);
+void ref_conv2d_backward_data(const float *dy, cnnb_shape ys, const float *w, const ref_window *win,
+                              float *dx, cnnb_shape xs);
+/* db may be NULL. */
+void ref_conv2d_backward_weights(const float *x, cnnb_shape xs, const float *dy, cnnb_shape ys,
+                                 const ref_window *win, float *dw, float *db);
+
+void ref_relu_forward(const float *x, int64_t n, float *y);
+/* From the output, as devices do: dx = dy * (y > 0). */
+void ref_relu_backward(const float *y, const float *dy, int64_t n, float *dx);
+
+/* scale NULL: 1. mean/var [C] outputs (biased variance). */
+void ref_batch_norm_forward_training(const float *x, cnnb_shape s, const float *scale,
+                                     const float *offset, float eps, float *y, float *mean,
+                                     float *var);
+void ref_batch_norm_forward_inference(const float *x, cnnb_shape s, const float *scale,
+                                      const float *offset, const float *mean, const float *var,
+                                      float eps, float *y);
+/* Training-mode backward; dscale may be NULL (offset-only). */
+void ref_batch_norm_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
+                             const float *mean, const float *var, float eps, float *dx,
+                             float *dscale, float *doffset);
+
+void ref_max_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,
+                          cnnb_shape ys);
+void ref_max_pool_backward(const float *x, cnnb_shape xs, const float *dy, cnnb_shape ys,
+                           const ref_window *win, float *dx);
+void ref_avg_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,
+                          cnnb_shape ys);
+void ref_avg_pool_backward(const float *dy, cnnb_shape ys, const ref_window *win, float *dx,
+                           cnnb_shape xs);
+
+void ref_lrn_forward(const float *x, cnnb_shape s, int radius, float bias, float alpha, float beta,
+                     float *y);
+void ref_lrn_backward(const float *x, cnnb_shape s, const float *dy, int radius, float bias,
+                      float alpha, float beta, float *dx);
+
+/* x [N, K], w [units, K], b [units] or NULL, y [N, units]. */
+void ref_dense_forward(const float *x, int n, int k, const float *w, const float *b, int units,
+                       float *y);
+void ref_dense_backward_data(const float *dy, int n, int units, const float *w, int k, float *dx);
+void ref_dense_backward_weights(const float *x, const float *dy, int n, int k, int units, float *dw,
+                                float *db);
+
+/* Along channels. */
+void ref_concat_forward(const float *const *xs, const cnnb_shape *shapes, int count, float *y);
+void ref_concat_backward(const float *dy, const cnnb_shape *shapes, int count, float *const *dxs);
+
+void ref_add_forward(const float *a, const float *b, int64_t n, float *y);
+
+/* Mean over the batch of -log softmax(logits)[label]; probs [N, K] may be NULL. */
+double ref_softmax_xent_forward(const float *logits, int n, int k, const int32_t *labels,
+                                float *probs);
+/* d (scale * loss) / d logits. */
+void ref_softmax_xent_backward(const float *logits, int n, int k, const int32_t *labels,
+                               float scale, float *dlogits);
+
+#endif

@@ -1,0 +1,884 @@
+/* test_cpu_ops.c — every graph op on the `cpu` device (oneDNN) against the plain C
+ * reference in tests/support/ref_ops.c: forward, backward-data and backward-weights, on
+ * seeded random shapes with odd sizes, strides, explicit and SAME/VALID pads, dilation
+ * and groups; batch norm in training (running statistics) and inference; dropout's
+ * statistics; the optimizer update against cnnb_update_reference; bf16; refusals.
+ *
+ * Tolerances (err = |device - reference| per element, scale = max |reference|):
+ *   fp32: err <= 1e-4 * (|ref| + scale)   (oneDNN sums in another order, sometimes with
+ *                                          Winograd-free but blocked fp32 accumulation);
+ *   bf16: err <= 4e-2 * (|ref| + scale)   (inputs and weights rounded to 8 mantissa
+ *                                          bits before the math; sums in fp32).
+ * The test skips (passes with a message) when the plugin is not built (no oneDNN). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_harness.h"
+#include "graph_internal.h"
+#include "host.h"
+#include "ref_ops.h"
+
+#define FP32_TOL 1e-4
+#define BF16_TOL 4e-2
+
+static int plugin_missing;
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static float uniform(uint64_t *s, float lo, float hi) {
+  return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+static int rand_int(uint64_t *s, int lo, int hi) { /* inclusive */
+  return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+static float *rand_buf(uint64_t *s, int64_t n, float lo, float hi) {
+  float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+  ck_assert_ptr_nonnull(p);
+  for (int64_t i = 0; i < n; i++) p[i] = uniform(s, lo, hi);
+  return p;
+}
+
+static float *zeros(int64_t n) {
+  float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* Asserts every element within tol * (|want| + max|want|); names the worst one. */
+static void expect_close(const char *what, const float *got, const float *want, int64_t n,
+                         double tol) {
+  double scale = 0.0;
+  for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+  int64_t worst = -1;
+  double worst_ratio = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    double err = fabs((double)got[i] - want[i]);
+    double allowed = tol * (fabs(want[i]) + scale) + 1e-30;
+    if (!(err <= allowed) && (worst < 0 || err / allowed > worst_ratio)) {
+      worst = i;
+      worst_ratio = err / allowed;
+    }
+  }
+  ck_assert_msg(worst < 0, "%s: element %lld of %lld is %.8g, reference %.8g (scale %.3g, tol %.1g)",
+                what, (long long)worst, (long long)n, worst >= 0 ? got[worst] : 0.0,
+                worst >= 0 ? want[worst] : 0.0, scale, tol);
+}
+
+static int open_device(cpu_harness *h, uint32_t precision, int training) {
+  int rc = cpu_harness_open(h, precision, training, 1234);
+  ck_assert_msg(rc == 0, "cpu device: %s", h->error);
+  return rc;
+}
+
+static cpu_run *make_run(cpu_harness *h, cnnb_graph *g) {
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
+  cpu_run *r = cpu_run_create(h, g);
+  ck_assert_msg(r != NULL, "run: %s", h->error);
+  return r;
+}
+
+#define RUN_OK(h, call) ck_assert_msg((call) == 0, "%s", (h)->error)
+
+static const float *param_of(const cnnb_graph *g, const float *arena, const cnnb_node *n, int k) {
+  return arena + cnnb_graph_param(g, n->params[k])->offset;
+}
+
+/* One op on one device: uploads random params/stats and images, runs forward and a
+ * backward seeded at `y` with random dy; returns host copies. */
+typedef struct op_result {
+  float *params, *stats, *images, *y, *dy, *dx, *dparams, *stats_after;
+  int64_t param_count, stat_count, x_count, y_count;
+} op_result;
+
+static void op_result_free(op_result *o) {
+  free(o->params);
+  free(o->stats);
+  free(o->images);
+  free(o->y);
+  free(o->dy);
+  free(o->dx);
+  free(o->dparams);
+  free(o->stats_after);
+}
+
+/* 1: images are distinct within any small window and exact in bf16 (multiples of 1/32
+ * up to 125/32), so a bf16 max pool has the same arg-max as the fp32 reference. */
+static int exact_images;
+
+static op_result run_op(cpu_harness *h, cnnb_graph *g, cnnb_tensor y, uint64_t *seed, int backward) {
+  op_result o = {0};
+  cpu_run *r = make_run(h, g);
+  cnnb_shape xs = cnnb_graph_node(g, 0)->shape, ys = cnnb_graph_node(g, y)->shape;
+  o.param_count = cnnb_graph_param_arena_count(g);
+  o.stat_count = cnnb_graph_stat_arena_count(g);
+  o.x_count = cnnb_shape_count(xs);
+  o.y_count = cnnb_shape_count(ys);
+  o.params = rand_buf(seed, o.param_count, -0.5f, 0.5f);
+  o.stats = rand_buf(seed, o.stat_count, 0.1f, 1.0f);
+  o.images = rand_buf(seed, o.x_count, -1.0f, 1.0f);
+  if (exact_images) {
+    cnnb_shape s = xs;
+    for (int64_t i = 0; i < o.x_count; i++) {
+      int64_t hw = i % ((int64_t)s.h * s.w), nc = i / ((int64_t)s.h * s.w);
+      o.images[i] = (float)((hw * 37 + nc * 11) % 251 - 125) / 32.0f;
+    }
+  }
+  o.y = zeros(o.y_count);
+  RUN_OK(h, cpu_run_set_params(r, o.params, o.stats));
+  RUN_OK(h, cpu_run_forward(r, o.images, NULL, 7));
+  RUN_OK(h, cpu_run_activation(r, y, o.y));
+  o.stats_after = zeros(o.stat_count);
+  RUN_OK(h, cpu_run_get_params(r, NULL, o.stats_after));
+  if (backward) {
+    o.dy = rand_buf(seed, o.y_count, -1.0f, 1.0f);
+    o.dx = zeros(o.x_count);
+    o.dparams = zeros(o.param_count);
+    RUN_OK(h, cpu_run_backward(r, y, o.dy, 1.0f, 7));
+    RUN_OK(h, cpu_run_gradient(r, 0, o.dx));
+    RUN_OK(h, cpu_run_get_param_grads(r, o.dparams));
+  }
+  cpu_run_destroy(r);
+  return o;
+}
+
+/* ---- conv2d -------------------------------------------------------------------------- */
+
+typedef struct conv_case {
+  int n, c, h, w, filters, kh, kw, sh, sw, dh, dw, groups, bias, relu;
+  uint32_t padding;
+  int pads[4];
+} conv_case;
+
+static void check_conv(const conv_case *cc, uint32_t precision, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, 1)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(cc->n, cc->c, cc->h, cc->w, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor y = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = cc->filters, .kernel_h = cc->kh,
+                                          .kernel_w = cc->kw, .stride_h = cc->sh,
+                                          .stride_w = cc->sw, .padding = cc->padding,
+                                          .pad_top = cc->pads[0], .pad_bottom = cc->pads[1],
+                                          .pad_left = cc->pads[2], .pad_right = cc->pads[3],
+                                          .dilation_h = cc->dh, .dilation_w = cc->dw,
+                                          .groups = cc->groups, .use_bias = cc->bias));
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
+  if (cc->relu) ck_assert_int_eq(cnnb_graph_set_fused_relu(g, y, 1), CNNB_OK);
+  op_result o = run_op(&h, g, y, &seed, 1);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  ref_window win = ref_window_of(node);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = node->shape;
+  const float *w = param_of(g, o.params, node, 0);
+  const float *b = cc->bias ? param_of(g, o.params, node, 1) : NULL;
+  float *want = zeros(o.y_count), *dy = zeros(o.y_count), *dx = zeros(o.x_count);
+  int64_t wcount = cnnb_graph_param(g, node->params[0])->count;
+  float *dw = zeros(wcount), *db = zeros(ys.c);
+  ref_conv2d_forward(o.images, xs, w, b, &win, want, ys);
+  if (cc->relu) ref_relu_forward(want, o.y_count, want);
+  char what[160];
+  snprintf(what, sizeof what, "conv %dx%dx%dx%d f%d k%dx%d s%dx%d d%dx%d g%d pads %d,%d,%d,%d%s: forward",
+           cc->n, cc->c, cc->h, cc->w, cc->filters, cc->kh, cc->kw, cc->sh, cc->sw, cc->dh, cc->dw,
+           cc->groups, win.pt, win.pb, win.pl, win.pr, cc->relu ? " relu" : "");
+  expect_close(what, o.y, want, o.y_count, tol);
+  if (cc->relu)
+    ref_relu_backward(o.y, o.dy, o.y_count, dy); /* device's own output decides the mask */
+  else
+    memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
+  ref_conv2d_backward_data(dy, ys, w, &win, dx, xs);
+  ref_conv2d_backward_weights(o.images, xs, dy, ys, &win, dw, db);
+  strcpy(strrchr(what, ':'), ": backward data");
+  expect_close(what, o.dx, dx, o.x_count, tol);
+  strcpy(strrchr(what, ':'), ": backward weights");
+  expect_close(what, param_of(g, o.dparams, node, 0), dw, wcount, tol);
+  if (cc->bias) {
+    strcpy(strrchr(what, ':'), ": backward bias");
+    expect_close(what, param_of(g, o.dparams, node, 1), db, ys.c, tol);
+  }
+  free(want);
+  free(dy);
+  free(dx);
+  free(dw);
+  free(db);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_conv_fixed_cases) {
+  if (plugin_missing) return;
+  const conv_case cases[] = {
+      /* n c  h  w  f  kh kw sh sw dh dw g bias relu padding pads */
+      {2, 3, 9, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
+      {3, 4, 11, 10, 6, 3, 2, 2, 2, 1, 1, 1, 0, 0, CNNB_PAD_SAME, {0}},
+      {1, 5, 8, 9, 7, 3, 3, 1, 2, 1, 1, 1, 1, 0, CNNB_PAD_VALID, {0}},
+      {2, 6, 10, 10, 4, 3, 3, 1, 1, 2, 2, 1, 1, 0, CNNB_PAD_SAME, {0}},          /* dilation */
+      {2, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 8, 1, 0, CNNB_PAD_SAME, {0}},            /* depthwise */
+      {2, 6, 7, 9, 9, 3, 3, 2, 1, 1, 1, 3, 0, 0, CNNB_PAD_SAME, {0}},            /* groups */
+      {2, 3, 12, 11, 16, 7, 7, 2, 2, 1, 1, 1, 0, 0, CNNB_PAD_EXPLICIT, {3, 2, 1, 3}},
+      {2, 16, 6, 6, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, CNNB_PAD_SAME, {0}},          /* fused relu */
+      {2, 32, 9, 9, 16, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    check_conv(&cases[i], CNNB_PRECISION_FP32, 100 + i);
+}
+END_TEST
+
+START_TEST(test_conv_random_shapes) {
+  if (plugin_missing) return;
+  uint64_t s = 42;
+  for (int i = 0; i < 6; i++) {
+    conv_case cc = {0};
+    cc.n = rand_int(&s, 1, 3);
+    cc.groups = rand_int(&s, 0, 2) == 0 ? rand_int(&s, 2, 3) : 1;
+    cc.c = cc.groups * rand_int(&s, 1, 9);
+    cc.filters = cc.groups * rand_int(&s, 1, 9);
+    cc.kh = rand_int(&s, 1, 4);
+    cc.kw = rand_int(&s, 1, 4);
+    cc.sh = rand_int(&s, 1, 3);
+    cc.sw = rand_int(&s, 1, 3);
+    cc.dh = rand_int(&s, 1, 2);
+    cc.dw = rand_int(&s, 1, 2);
+    cc.h = rand_int(&s, (cc.kh - 1) * cc.dh + 1, 13);
+    cc.w = rand_int(&s, (cc.kw - 1) * cc.dw + 1, 13);
+    cc.bias = rand_int(&s, 0, 1);
+    cc.relu = rand_int(&s, 0, 3) == 0;
+    int p = rand_int(&s, 0, 2);
+    cc.padding = p == 0 ? CNNB_PAD_SAME : p == 1 ? CNNB_PAD_VALID : CNNB_PAD_EXPLICIT;
+    for (int k = 0; k < 4; k++) cc.pads[k] = rand_int(&s, 0, 2);
+    check_conv(&cc, CNNB_PRECISION_FP32, 1000 + i);
+  }
+}
+END_TEST
+
+START_TEST(test_conv_bf16) {
+  if (plugin_missing) return;
+  const conv_case cases[] = {
+      {2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
+      {2, 3, 9, 9, 8, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    check_conv(&cases[i], CNNB_PRECISION_BF16, 200 + i);
+}
+END_TEST
+
+/* ---- dense, relu, reshape ----------------------------------------------------------- */
+
+static void check_dense(int n, int c, int hh, int ww, int units, int bias, uint32_t precision,
+                        uint64_t seed, int after_conv) {
+  cpu_harness h;
+  if (open_device(&h, precision, 1)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor x = cnnb_graph_input(g), in = x;
+  if (after_conv) /* a 1x1 identity-free conv gives dense a blocked input to convert */
+    in = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = 16, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor y = cnnb_dense(g, "fc", in, CNNB_DENSE(.units = units, .use_bias = bias));
+  op_result o = run_op(&h, g, y, &seed, 1);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  cnnb_shape is = cnnb_graph_node(g, in)->shape;
+  int k = is.c * is.h * is.w;
+  int64_t in_count = cnnb_shape_count(is);
+  float *xin = o.images;
+  float *conv_out = NULL;
+  const cnnb_node *conv = after_conv ? cnnb_graph_node(g, in) : NULL;
+  if (after_conv) {
+    conv_out = zeros(in_count);
+    ref_window win = ref_window_of(conv);
+    ref_conv2d_forward(o.images, cnnb_graph_node(g, x)->shape, param_of(g, o.params, conv, 0),
+                       NULL, &win, conv_out, is);
+    xin = conv_out;
+  }
+  const float *w = param_of(g, o.params, node, 0), *b = bias ? param_of(g, o.params, node, 1) : NULL;
+  float *want = zeros(o.y_count), *dx = zeros(in_count), *dw = zeros((int64_t)units * k),
+        *db = zeros(units);
+  ref_dense_forward(xin, n, k, w, b, units, want);
+  expect_close("dense forward", o.y, want, o.y_count, tol);
+  ref_dense_backward_weights(xin, o.dy, n, k, units, dw, db);
+  expect_close("dense backward weights", param_of(g, o.dparams, node, 0), dw, (int64_t)units * k, tol);
+  if (bias) expect_close("dense backward bias", param_of(g, o.dparams, node, 1), db, units, tol);
+  ref_dense_backward_data(o.dy, n, units, w, k, dx);
+  if (!after_conv) {
+    expect_close("dense backward data", o.dx, dx, o.x_count, tol);
+  } else {
+    float *dimg = zeros(o.x_count);
+    ref_window win = ref_window_of(conv);
+    ref_conv2d_backward_data(dx, is, param_of(g, o.params, conv, 0), &win, dimg,
+                             cnnb_graph_node(g, x)->shape);
+    expect_close("dense after conv: backward data through the conv", o.dx, dimg, o.x_count, tol);
+    free(dimg);
+  }
+  free(conv_out);
+  free(want);
+  free(dx);
+  free(dw);
+  free(db);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_dense) {
+  if (plugin_missing) return;
+  check_dense(3, 5, 1, 1, 7, 1, CNNB_PRECISION_FP32, 1, 0);
+  check_dense(1, 3, 5, 7, 11, 0, CNNB_PRECISION_FP32, 2, 0);   /* flattened 4-D input */
+  check_dense(4, 2, 3, 3, 13, 1, CNNB_PRECISION_FP32, 3, 1);   /* blocked input from a conv */
+  check_dense(5, 37, 1, 1, 9, 1, CNNB_PRECISION_BF16, 4, 0);
+}
+END_TEST
+
+START_TEST(test_relu_and_reshape) {
+  if (plugin_missing) return;
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  uint64_t seed = 9;
+  cnnb_graph *g = cnnb_graph_create(2, 3, 5, 6, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = 20, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor r = cnnb_relu(g, "relu", c);
+  cnnb_tensor f = cnnb_flatten(g, "flat", r);
+  cnnb_tensor y = cnnb_reshape(g, "reshape", f, 10, 6, 10);
+  op_result o = run_op(&h, g, y, &seed, 1);
+  cnnb_shape cs = cnnb_graph_node(g, c)->shape;
+  int64_t cn = cnnb_shape_count(cs);
+  const cnnb_node *conv = cnnb_graph_node(g, c);
+  ref_window win = ref_window_of(conv);
+  float *conv_y = zeros(cn), *want = zeros(cn), *dr = zeros(cn), *dx = zeros(o.x_count);
+  ref_conv2d_forward(o.images, cnnb_graph_node(g, x)->shape, param_of(g, o.params, conv, 0), NULL,
+                     &win, conv_y, cs);
+  ref_relu_forward(conv_y, cn, want);
+  /* Reshape and flatten keep logical NCHW order: the bytes are relu's, in order. */
+  expect_close("relu + flatten + reshape forward", o.y, want, cn, FP32_TOL);
+  ref_relu_backward(want, o.dy, cn, dr);
+  ref_conv2d_backward_data(dr, cs, param_of(g, o.params, conv, 0), &win, dx,
+                           cnnb_graph_node(g, x)->shape);
+  expect_close("reshape + flatten + relu backward", o.dx, dx, o.x_count, FP32_TOL);
+  free(conv_y);
+  free(want);
+  free(dr);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+END_TEST
+
+/* ---- batch norm ------------------------------------------------------------------------ */
+
+static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, int training,
+                             uint32_t precision, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, training)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  const float eps = 1e-3f, decay = 0.9f;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor y = cnnb_batch_norm(g, "bn", x, CNNB_BATCH_NORM(.epsilon = eps, .decay = decay, .scale = scale));
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
+  if (relu) ck_assert_int_eq(cnnb_graph_set_fused_relu(g, y, 1), CNNB_OK);
+  op_result o = run_op(&h, g, y, &seed, training);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  cnnb_shape s = node->shape;
+  const float *gamma = scale ? param_of(g, o.params, node, 0) : NULL;
+  const float *beta = param_of(g, o.params, node, scale ? 1 : 0);
+  const float *rmean = o.stats + cnnb_graph_param(g, node->stats[0])->offset;
+  const float *rvar = o.stats + cnnb_graph_param(g, node->stats[1])->offset;
+  float *want = zeros(o.y_count), *mean = zeros(c), *var = zeros(c);
+  char what[128];
+  snprintf(what, sizeof what, "batch norm %dx%dx%dx%d scale %d relu %d %s", n, c, hh, ww, scale,
+           relu, training ? "training" : "inference");
+  if (!training) {
+    ref_batch_norm_forward_inference(o.images, s, gamma, beta, rmean, rvar, eps, want);
+    if (relu) ref_relu_forward(want, o.y_count, want);
+    expect_close(what, o.y, want, o.y_count, tol);
+    /* Inference leaves the running statistics alone. */
+    expect_close("inference running stats untouched", o.stats_after, o.stats, o.stat_count, 0.0);
+  } else {
+    ref_batch_norm_forward_training(o.images, s, gamma, beta, eps, want, mean, var);
+    if (relu) ref_relu_forward(want, o.y_count, want);
+    expect_close(what, o.y, want, o.y_count, tol);
+    /* TF's fused batch norm: the moving variance takes the Bessel-corrected variance. */
+    double m = (double)n * hh * ww;
+    float *want_stats = zeros(o.stat_count);
+    memcpy(want_stats, o.stats, (size_t)o.stat_count * sizeof(float));
+    float *wm = want_stats + cnnb_graph_param(g, node->stats[0])->offset;
+    float *wv = want_stats + cnnb_graph_param(g, node->stats[1])->offset;
+    for (int k = 0; k < c; k++) {
+      wm[k] = decay * rmean[k] + (1 - decay) * mean[k];
+      wv[k] = (float)(decay * rvar[k] + (1 - decay) * var[k] * m / (m - 1));
+    }
+    expect_close("running statistics", o.stats_after, want_stats, o.stat_count, tol);
+    free(want_stats);
+    float *dy = zeros(o.y_count), *dx = zeros(o.x_count), *dgamma = zeros(c), *dbeta = zeros(c);
+    if (relu)
+      ref_relu_backward(o.y, o.dy, o.y_count, dy);
+    else
+      memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
+    ref_batch_norm_backward(o.images, s, gamma, dy, mean, var, eps, dx, scale ? dgamma : NULL, dbeta);
+    expect_close("batch norm backward data", o.dx, dx, o.x_count, tol);
+    expect_close("batch norm offset gradient", param_of(g, o.dparams, node, scale ? 1 : 0), dbeta, c, tol);
+    if (scale) expect_close("batch norm scale gradient", param_of(g, o.dparams, node, 0), dgamma, c, tol);
+    free(dy);
+    free(dx);
+    free(dgamma);
+    free(dbeta);
+  }
+  free(want);
+  free(mean);
+  free(var);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_batch_norm) {
+  if (plugin_missing) return;
+  check_batch_norm(4, 5, 3, 7, 0, 0, 1, CNNB_PRECISION_FP32, 1);  /* offset only */
+  check_batch_norm(3, 16, 5, 5, 1, 0, 1, CNNB_PRECISION_FP32, 2); /* scale and offset */
+  check_batch_norm(2, 7, 4, 3, 1, 1, 1, CNNB_PRECISION_FP32, 3);  /* fused relu */
+  check_batch_norm(4, 5, 3, 7, 0, 0, 0, CNNB_PRECISION_FP32, 4);  /* inference */
+  check_batch_norm(2, 7, 4, 3, 1, 1, 0, CNNB_PRECISION_FP32, 5);  /* inference, fused relu */
+  check_batch_norm(4, 16, 4, 4, 1, 0, 1, CNNB_PRECISION_BF16, 6);
+}
+END_TEST
+
+/* ---- pools and LRN ---------------------------------------------------------------------------- */
+
+static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int stride,
+                       uint32_t padding, uint32_t precision, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, 1)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor x = cnnb_graph_input(g), y;
+  const cnnb_pool_desc *pd =
+      CNNB_POOL(.kernel_h = k, .kernel_w = k + 1, .stride_h = stride, .stride_w = stride,
+                .padding = padding, .pad_top = 1, .pad_bottom = 0, .pad_left = 0, .pad_right = 1);
+  if (op == CNNB_OP_MAX_POOL)
+    y = cnnb_max_pool(g, "pool", x, pd);
+  else if (op == CNNB_OP_AVG_POOL)
+    y = cnnb_avg_pool(g, "pool", x, pd);
+  else
+    y = cnnb_global_avg_pool(g, "pool", x);
+  op_result o = run_op(&h, g, y, &seed, 1);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  ref_window win = ref_window_of(node);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = node->shape;
+  float *want = zeros(o.y_count), *dx = zeros(o.x_count);
+  if (op == CNNB_OP_MAX_POOL) {
+    ref_max_pool_forward(o.images, xs, &win, want, ys);
+    ref_max_pool_backward(o.images, xs, o.dy, ys, &win, dx);
+  } else {
+    ref_avg_pool_forward(o.images, xs, &win, want, ys);
+    ref_avg_pool_backward(o.dy, ys, &win, dx, xs);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "%s %dx%dx%dx%d k%d s%d pads %d,%d,%d,%d",
+           op == CNNB_OP_MAX_POOL ? "max pool" : op == CNNB_OP_AVG_POOL ? "avg pool" : "global avg pool",
+           n, c, hh, ww, k, stride, win.pt, win.pb, win.pl, win.pr);
+  expect_close(what, o.y, want, o.y_count, tol);
+  strcat(what, " backward");
+  expect_close(what, o.dx, dx, o.x_count, tol);
+  free(want);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_pools) {
+  if (plugin_missing) return;
+  check_pool(CNNB_OP_MAX_POOL, 2, 3, 9, 8, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 1);
+  check_pool(CNNB_OP_MAX_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 2);
+  check_pool(CNNB_OP_MAX_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 3);
+  check_pool(CNNB_OP_AVG_POOL, 2, 3, 9, 8, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 4);
+  check_pool(CNNB_OP_AVG_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 5); /* excludes pads */
+  check_pool(CNNB_OP_AVG_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 6);
+  check_pool(CNNB_OP_GLOBAL_AVG_POOL, 3, 6, 5, 7, 0, 0, 0, CNNB_PRECISION_FP32, 7);
+  exact_images = 1;
+  check_pool(CNNB_OP_MAX_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_BF16, 8);
+  exact_images = 0;
+  check_pool(CNNB_OP_AVG_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_BF16, 9);
+}
+END_TEST
+
+START_TEST(test_lrn) {
+  if (plugin_missing) return;
+  const struct { int n, c, h, w, r; float bias, alpha, beta; } cases[] = {
+      {2, 7, 3, 4, 2, 1.0f, 0.1f, 0.75f},       /* strong alpha so the test sees the sum */
+      {1, 16, 5, 5, 5, 2.0f, 0.05f, 0.5f},      /* AlexNet's radius 5 */
+      {2, 3, 2, 2, 0, 1.0f, 0.3f, 0.75f},       /* window of one channel */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cpu_harness h;
+    if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+    uint64_t seed = 50 + i;
+    cnnb_graph *g = cnnb_graph_create(cases[i].n, cases[i].c, cases[i].h, cases[i].w, 10);
+    cnnb_tensor y = cnnb_lrn(g, "lrn", cnnb_graph_input(g),
+                             CNNB_LRN(.depth_radius = cases[i].r, .bias = cases[i].bias,
+                                      .alpha = cases[i].alpha, .beta = cases[i].beta));
+    op_result o = run_op(&h, g, y, &seed, 1);
+    cnnb_shape s = cnnb_graph_node(g, y)->shape;
+    float *want = zeros(o.y_count), *dx = zeros(o.x_count);
+    ref_lrn_forward(o.images, s, cases[i].r, cases[i].bias, cases[i].alpha, cases[i].beta, want);
+    ref_lrn_backward(o.images, s, o.dy, cases[i].r, cases[i].bias, cases[i].alpha, cases[i].beta, dx);
+    expect_close("lrn forward", o.y, want, o.y_count, FP32_TOL);
+    expect_close("lrn backward", o.dx, dx, o.x_count, FP32_TOL);
+    free(want);
+    free(dx);
+    op_result_free(&o);
+    cnnb_graph_destroy(g);
+    cpu_harness_close(&h);
+  }
+}
+END_TEST
+
+/* ---- concat and add (branches of convs: blocked layouts meet) ---------------------------------- */
+
+START_TEST(test_concat_and_add) {
+  if (plugin_missing) return;
+  const int widths[][3] = {{16, 32, 16}, {8, 16, 5}, {3, 7, 2}}; /* cut inside a 16-block, odd */
+  for (int t = 0; t < 3; t++) {
+    cpu_harness h;
+    if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+    uint64_t seed = 70 + t;
+    cnnb_graph *g = cnnb_graph_create(2, 4, 6, 5, 10);
+    cnnb_tensor x = cnnb_graph_input(g);
+    cnnb_tensor br[3];
+    for (int i = 0; i < 3; i++)
+      br[i] = cnnb_conv2d(g, NULL, x, CNNB_CONV2D(.filters = widths[t][i], .kernel_h = 1 + 2 * (i == 1),
+                                                 .kernel_w = 1 + 2 * (i == 1)));
+    cnnb_tensor cat = cnnb_concat(g, "concat", 3, br);
+    int total = widths[t][0] + widths[t][1] + widths[t][2];
+    cnnb_tensor side = cnnb_conv2d(g, "side", x, CNNB_CONV2D(.filters = total, .kernel_h = 1, .kernel_w = 1));
+    cnnb_tensor y = cnnb_add(g, "add", cat, side);
+    op_result o = run_op(&h, g, y, &seed, 1);
+    cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = cnnb_graph_node(g, y)->shape;
+    float *outs[3], *douts[3];
+    cnnb_shape shapes[3];
+    float *want = zeros(o.y_count), *side_y = zeros(o.y_count), *dx = zeros(o.x_count),
+          *part = zeros(o.x_count);
+    for (int i = 0; i < 3; i++) {
+      const cnnb_node *cn = cnnb_graph_node(g, br[i]);
+      shapes[i] = cn->shape;
+      outs[i] = zeros(cnnb_shape_count(cn->shape));
+      douts[i] = zeros(cnnb_shape_count(cn->shape));
+      ref_window win = ref_window_of(cn);
+      ref_conv2d_forward(o.images, xs, param_of(g, o.params, cn, 0), NULL, &win, outs[i], cn->shape);
+    }
+    ref_concat_forward((const float *const *)outs, shapes, 3, want);
+    const cnnb_node *sn = cnnb_graph_node(g, side);
+    ref_window swin = ref_window_of(sn);
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, sn, 0), NULL, &swin, side_y, ys);
+    ref_add_forward(want, side_y, o.y_count, want);
+    expect_close("concat + add forward", o.y, want, o.y_count, FP32_TOL);
+    /* Backward: dy reaches the side conv whole and each branch as its slice; the input
+     * gradient sums all four paths. */
+    ref_concat_backward(o.dy, shapes, 3, douts);
+    ref_conv2d_backward_data(o.dy, ys, param_of(g, o.params, sn, 0), &swin, dx, xs);
+    for (int i = 0; i < 3; i++) {
+      const cnnb_node *cn = cnnb_graph_node(g, br[i]);
+      ref_window win = ref_window_of(cn);
+      ref_conv2d_backward_data(douts[i], shapes[i], param_of(g, o.params, cn, 0), &win, part, xs);
+      for (int64_t k = 0; k < o.x_count; k++) dx[k] += part[k];
+      int64_t wc = cnnb_graph_param(g, cn->params[0])->count;
+      float *dw = zeros(wc);
+      ref_conv2d_backward_weights(o.images, xs, douts[i], shapes[i], &win, dw, NULL);
+      expect_close("concat branch weight gradient", param_of(g, o.dparams, cn, 0), dw, wc, FP32_TOL);
+      free(dw);
+      free(outs[i]);
+      free(douts[i]);
+    }
+    expect_close("concat + add backward to the input", o.dx, dx, o.x_count, FP32_TOL);
+    free(want);
+    free(side_y);
+    free(dx);
+    free(part);
+    op_result_free(&o);
+    cnnb_graph_destroy(g);
+    cpu_harness_close(&h);
+  }
+}
+END_TEST
+
+/* ---- softmax cross-entropy ----------------------------------------------------------------------- */
+
+static void check_loss(uint32_t precision, float loss_scale) {
+  cpu_harness h;
+  if (open_device(&h, precision, 1)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  uint64_t seed = 5;
+  const int n = 5, k = 13;
+  cnnb_graph *g = cnnb_graph_create(n, 6, 1, 1, k);
+  cnnb_tensor logits = cnnb_dense(g, "logits", cnnb_graph_input(g), CNNB_DENSE(.units = k, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  cpu_run *r = make_run(&h, g);
+  int64_t pc = cnnb_graph_param_arena_count(g);
+  float *params = rand_buf(&seed, pc, -2.0f, 2.0f), *images = rand_buf(&seed, n * 6, -1.0f, 1.0f);
+  int32_t labels[5] = {0, 12, 3, 3, 7};
+  RUN_OK(&h, cpu_run_set_params(r, params, NULL));
+  RUN_OK(&h, cpu_run_forward(r, images, labels, 0));
+  float lg[5 * 13], loss, dlg[5 * 13], want[5 * 13];
+  RUN_OK(&h, cpu_run_activation(r, logits, lg));
+  RUN_OK(&h, cpu_run_activation(r, cnnb_graph_loss(g), &loss));
+  float ref = (float)ref_softmax_xent_forward(lg, n, k, labels, NULL);
+  expect_close("softmax xent loss", &loss, &ref, 1, tol);
+  RUN_OK(&h, cpu_run_backward(r, -1, NULL, loss_scale, 0));
+  RUN_OK(&h, cpu_run_gradient(r, logits, dlg));
+  ref_softmax_xent_backward(lg, n, k, labels, loss_scale, want);
+  expect_close("softmax xent gradient (scaled)", dlg, want, n * k, tol);
+  /* A label outside [0, classes) is bad data: refused with a message, not a crash. */
+  labels[2] = k;
+  ck_assert_int_ne(cpu_run_forward(r, images, labels, 0), 0);
+  ck_assert_msg(strstr(h.error, "label 13") != NULL, "message: %s", h.error);
+  free(params);
+  free(images);
+  cpu_run_destroy(r);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_softmax_xent) {
+  if (plugin_missing) return;
+  check_loss(CNNB_PRECISION_FP32, 1.0f);
+  check_loss(CNNB_PRECISION_FP32, 128.0f);
+  check_loss(CNNB_PRECISION_BF16, 1.0f);
+}
+END_TEST
+
+/* ---- dropout -------------------------------------------------------------------------------------- */
+
+START_TEST(test_dropout) {
+  if (plugin_missing) return;
+  const float keep = 0.7f;
+  const int n = 8, c = 50, hh = 16, ww = 16;
+  const int64_t count = (int64_t)n * c * hh * ww;
+  float *x = malloc((size_t)count * sizeof *x), *y = malloc((size_t)count * sizeof *y),
+        *y2 = malloc((size_t)count * sizeof *y2), *dy = malloc((size_t)count * sizeof *dy),
+        *dx = malloc((size_t)count * sizeof *dx);
+  uint64_t seed = 3;
+  for (int64_t i = 0; i < count; i++) {
+    x[i] = uniform(&seed, 0.5f, 1.5f); /* never zero: a zero output means dropped */
+    dy[i] = uniform(&seed, -1.0f, 1.0f);
+  }
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor t = cnnb_dropout(g, "dropout", cnnb_graph_input(g), keep);
+  cpu_run *r = make_run(&h, g);
+  RUN_OK(&h, cpu_run_forward(r, x, NULL, 11));
+  RUN_OK(&h, cpu_run_activation(r, t, y));
+  int64_t kept = 0;
+  for (int64_t i = 0; i < count; i++) {
+    if (y[i] == 0.0f) continue;
+    kept++;
+    ck_assert_msg(fabsf(y[i] - x[i] / keep) <= 1e-6f * fabsf(y[i]), "kept %g, expected %g", y[i], x[i] / keep);
+  }
+  /* Binomial(count, keep): 6 standard deviations is ~0.0123 of the fraction here. */
+  double frac = (double)kept / count, sd = sqrt(keep * (1.0 - keep) / count);
+  ck_assert_msg(fabs(frac - keep) < 6 * sd, "kept fraction %.4f, keep_prob %.2f", frac, keep);
+  /* Backward uses the same mask and scale. */
+  RUN_OK(&h, cpu_run_backward(r, t, dy, 1.0f, 11));
+  RUN_OK(&h, cpu_run_gradient(r, 0, dx));
+  for (int64_t i = 0; i < count; i++) {
+    float want = y[i] == 0.0f ? 0.0f : dy[i] / keep;
+    ck_assert_msg(fabsf(dx[i] - want) <= 1e-6f * fabsf(want), "dx %g expected %g", dx[i], want);
+  }
+  /* Same step: same mask; another step: another mask. */
+  RUN_OK(&h, cpu_run_forward(r, x, NULL, 11));
+  RUN_OK(&h, cpu_run_activation(r, t, y2));
+  ck_assert(memcmp(y, y2, (size_t)count * sizeof *y) == 0);
+  RUN_OK(&h, cpu_run_forward(r, x, NULL, 12));
+  RUN_OK(&h, cpu_run_activation(r, t, y2));
+  ck_assert(memcmp(y, y2, (size_t)count * sizeof *y) != 0);
+  cpu_run_destroy(r);
+  cpu_harness_close(&h);
+
+  /* Inference: the identity. */
+  if (open_device(&h, CNNB_PRECISION_FP32, 0)) return;
+  r = make_run(&h, g);
+  RUN_OK(&h, cpu_run_forward(r, x, NULL, 11));
+  RUN_OK(&h, cpu_run_activation(r, t, y));
+  ck_assert(memcmp(x, y, (size_t)count * sizeof *y) == 0);
+  cpu_run_destroy(r);
+  cpu_harness_close(&h);
+  cnnb_graph_destroy(g);
+  free(x);
+  free(y);
+  free(y2);
+  free(dy);
+  free(dx);
+}
+END_TEST
+
+/* ---- update, all_finite, accumulate ---------------------------------------------------------------- */
+
+START_TEST(test_update_matches_reference) {
+  if (plugin_missing) return;
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  const int64_t n = 1003;
+  for (uint32_t rule = CNNB_OPT_SGD; rule <= CNNB_OPT_ADAM; rule++)
+    for (int variant = 0; variant < 2; variant++) {
+      uint64_t seed = rule * 10 + variant;
+      float *w = rand_buf(&seed, n, -1, 1), *gr = rand_buf(&seed, n, -3, 3);
+      float *s1 = rand_buf(&seed, n, 0, 1), *s2 = rand_buf(&seed, n, 0, 1);
+      float *w2 = malloc(n * sizeof *w2), *s1b = malloc(n * sizeof *s1b), *s2b = malloc(n * sizeof *s2b);
+      memcpy(w2, w, n * sizeof *w);
+      memcpy(s1b, s1, n * sizeof *s1);
+      memcpy(s2b, s2, n * sizeof *s2);
+      cnnb_update u = {.struct_size = sizeof u, .rule = rule, .count = n, .params = w, .grads = gr,
+                       .slot1 = s1, .slot2 = s2, .learning_rate = 0.05f,
+                       .weight_decay = variant ? 1e-3f : 0.0f, .grad_scale = variant ? 0.5f : 1.0f,
+                       .clip = variant ? 1.0f : 0.0f, .momentum = 0.9f, .rho = 0.9f,
+                       .epsilon = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .nesterov = variant,
+                       .step = 3 + variant};
+      ck_assert_int_eq(h.dv->update(h.dev, &u), CNNB_OK);
+      cnnb_update ref = u;
+      ref.params = w2;
+      ref.slot1 = s1b;
+      ref.slot2 = s2b;
+      cnnb_update_reference(&ref);
+      char what[64];
+      snprintf(what, sizeof what, "update rule %u variant %d: params", rule, variant);
+      expect_close(what, w, w2, n, 1e-6);
+      if (rule != CNNB_OPT_SGD) expect_close("update: slot1", s1, s1b, n, 1e-6);
+      if (rule >= CNNB_OPT_RMSPROP) expect_close("update: slot2", s2, s2b, n, 1e-6);
+      free(w), free(gr), free(s1), free(s2), free(w2), free(s1b), free(s2b);
+    }
+  cnnb_update bad = {.struct_size = sizeof bad, .rule = 99, .count = 0};
+  ck_assert_int_eq(h.dv->update(h.dev, &bad), CNNB_EINVAL);
+  cpu_harness_close(&h);
+}
+END_TEST
+
+START_TEST(test_all_finite) {
+  if (plugin_missing) return;
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  float v[257];
+  for (int i = 0; i < 257; i++) v[i] = (float)i - 100.0f;
+  int32_t finite = -1;
+  ck_assert_int_eq(h.dv->all_finite(h.dev, v, 257, &finite), CNNB_OK);
+  ck_assert_int_eq(finite, 1);
+  v[200] = INFINITY;
+  ck_assert_int_eq(h.dv->all_finite(h.dev, v, 257, &finite), CNNB_OK);
+  ck_assert_int_eq(finite, 0);
+  ck_assert_int_eq(h.dv->all_finite(h.dev, v, 200, &finite), CNNB_OK); /* range excludes it */
+  ck_assert_int_eq(finite, 1);
+  v[3] = NAN;
+  ck_assert_int_eq(h.dv->all_finite(h.dev, v, 100, &finite), CNNB_OK);
+  ck_assert_int_eq(finite, 0);
+  v[3] = -INFINITY;
+  ck_assert_int_eq(h.dv->all_finite(h.dev, v, 4, &finite), CNNB_OK);
+  ck_assert_int_eq(finite, 0);
+  cpu_harness_close(&h);
+}
+END_TEST
+
+/* ---- precision, description, layouts ----------------------------------------------------------------- */
+
+START_TEST(test_precision_refusals_and_description) {
+  if (plugin_missing) return;
+  cpu_harness h;
+  ck_assert_int_eq(cpu_harness_load(&h), 0);
+  ck_assert_str_eq(h.plugin->name, "cpu");
+  ck_assert_str_eq(h.plugin->offers[0], "cpu");
+  ck_assert_ptr_null(h.plugin->offers[1]);
+  void *dev = NULL;
+  cnnb_device_config cfg = {.struct_size = sizeof cfg, .precision = CNNB_PRECISION_FP16, .training = 1};
+  ck_assert_int_eq(h.dv->create(h.ctx, "cpu", &cfg, &dev), CNNB_EUNSUPPORTED);
+  ck_assert_ptr_null(dev);
+  ck_assert_msg(strstr(cnnb_error_message(h.ctx), "fp16 is not supported on this CPU device") &&
+                    strstr(cnnb_error_message(h.ctx), "fp32"),
+                "message: %s", cnnb_error_message(h.ctx));
+  cnnb_clear_error(h.ctx);
+  cfg.precision = CNNB_PRECISION_FP32;
+  cfg.num_threads = 2;
+  ck_assert_int_eq(h.dv->create(h.ctx, "cpu", &cfg, &dev), CNNB_OK);
+  const char *desc = h.dv->describe(dev);
+  ck_assert_msg(strstr(desc, "CPU") && strstr(desc, "2 threads") && strstr(desc, "oneDNN"), "%s", desc);
+  h.dv->destroy(dev);
+  cpu_harness_close(&h);
+}
+END_TEST
+
+START_TEST(test_tensor_bytes_and_host_roundtrip) {
+  if (plugin_missing) return;
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  cnnb_graph *g = cnnb_graph_create(2, 3, 7, 7, 10);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", cnnb_graph_input(g), CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3));
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  size_t bytes = 0;
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, c, &bytes), CNNB_OK);
+  /* A blocked layout pads channels (5 -> 16): never smaller than the logical tensor. */
+  ck_assert_uint_ge(bytes, 2 * 5 * 7 * 7 * sizeof(float));
+  void *buf = NULL;
+  ck_assert_int_eq(h.dv->alloc(h.dev, bytes, &buf), CNNB_OK);
+  float in[2 * 5 * 7 * 7], out[2 * 5 * 7 * 7];
+  for (int i = 0; i < 2 * 5 * 7 * 7; i++) in[i] = (float)i * 0.25f - 3.0f;
+  ck_assert_int_eq(h.dv->tensor_from_host(h.dev, g, c, buf, in), CNNB_OK);
+  ck_assert_int_eq(h.dv->tensor_to_host(h.dev, g, c, buf, out), CNNB_OK);
+  ck_assert(memcmp(in, out, sizeof in) == 0);
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, 99, &bytes), CNNB_EINVAL);
+  h.dv->free(h.dev, buf);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("cpu_ops");
+  TCase *tc = tcase_create("ops");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_conv_fixed_cases);
+  tcase_add_test(tc, test_conv_random_shapes);
+  tcase_add_test(tc, test_conv_bf16);
+  tcase_add_test(tc, test_dense);
+  tcase_add_test(tc, test_relu_and_reshape);
+  tcase_add_test(tc, test_batch_norm);
+  tcase_add_test(tc, test_pools);
+  tcase_add_test(tc, test_lrn);
+  tcase_add_test(tc, test_concat_and_add);
+  tcase_add_test(tc, test_softmax_xent);
+  tcase_add_test(tc, test_dropout);
+  tcase_add_test(tc, test_update_matches_reference);
+  tcase_add_test(tc, test_all_finite);
+  tcase_add_test(tc, test_precision_refusals_and_description);
+  tcase_add_test(tc, test_tensor_bytes_and_host_roundtrip);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  cpu_harness h;
+  int rc = cpu_harness_load(&h);
+  if (rc == 1) {
+    printf("test_cpu_ops: skipped: %s\n", h.error);
+    plugin_missing = 1;
+  } else if (rc < 0) {
+    fprintf(stderr, "test_cpu_ops: %s\n", h.error);
+    return 1;
+  }
+  cpu_harness_close(&h);
+  cnnb_log_set_level(CNNB_LOG_WARN);
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed != 0;
+}
