@@ -41,6 +41,7 @@ struct cnnb_executor {
   float *host_logits;      /* [N * classes] for accuracy */
   bool have_labels;        /* the last step computed the loss */
   bool stepped;
+  bool *reads_labels;      /* [n] the node reads the labels, directly or through others */
   double *fwd_time, *bwd_time;
 };
 
@@ -219,10 +220,18 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
   if (st == CNNB_OK) {
     cnnb_shape ls = cnnb_graph_node(g, ex->logits)->shape;
     ex->host_logits = malloc(sizeof(float) * (size_t)(cnnb_shape_count(ls) ? cnnb_shape_count(ls) : 1));
+    ex->reads_labels = calloc((size_t)ex->n, sizeof(bool));
     ex->fwd_time = calloc((size_t)ex->n, sizeof(double));
     ex->bwd_time = calloc((size_t)ex->n, sizeof(double));
-    if (!ex->host_logits || !ex->fwd_time || !ex->bwd_time)
+    if (!ex->host_logits || !ex->reads_labels || !ex->fwd_time || !ex->bwd_time)
       st = cnnb_error(ctx, CNNB_ENOMEM, "executor: out of memory");
+  }
+  /* Node order is topological, so one pass sees every input before its readers. */
+  for (int32_t i = 0; st == CNNB_OK && i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    ex->reads_labels[i] = node->op == CNNB_OP_LABELS;
+    for (int32_t k = 0; k < node->num_inputs; ++k)
+      ex->reads_labels[i] = ex->reads_labels[i] || ex->reads_labels[node->inputs[k]];
   }
   for (int32_t i = 0; st == CNNB_OK && i < ex->n; ++i) {
     st = dv->prepare(device, g, i, &ex->state[i]);
@@ -266,6 +275,7 @@ void cnnb_executor_destroy(cnnb_executor *ex) {
   free(ex->input_grads);
   free(ex->buckets);
   free(ex->host_logits);
+  free(ex->reads_labels);
   free(ex->fwd_time);
   free(ex->bwd_time);
   free(ex);
@@ -341,22 +351,6 @@ static cnnb_status timed_sync(cnnb_executor *ex, double t0, double *acc) {
   return st;
 }
 
-/* Whether node i reads the labels, directly or through another node. Only the loss
- * does in graphs the host builds; checked generally so forward-only without labels
- * never runs a node on an unfilled buffer. */
-static bool depends_on_labels(const cnnb_executor *ex, int32_t i, bool *memo_done,
-                              bool *memo) {
-  if (memo_done[i])
-    return memo[i];
-  const cnnb_node *node = cnnb_graph_node(ex->g, i);
-  bool dep = node->op == CNNB_OP_LABELS;
-  for (int32_t k = 0; k < node->num_inputs && !dep; ++k)
-    dep = depends_on_labels(ex, node->inputs[k], memo_done, memo);
-  memo_done[i] = true;
-  memo[i] = dep;
-  return dep;
-}
-
 /* Data nodes are filled when their turn comes in node order, not before the step: the
  * plan gives their buffers a lifetime starting at their own index, and the labels node
  * sits near the end of the graph, so its buffer may hold another activation until then. */
@@ -369,21 +363,11 @@ static cnnb_status upload(cnnb_executor *ex, int32_t i, const void *host) {
 
 static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t *labels,
                            uint64_t step) {
-  bool *memo = NULL, *memo_done = NULL;
-  if (!labels && ex->labels != CNNB_NO_TENSOR) {
-    memo = calloc((size_t)ex->n, sizeof *memo);
-    memo_done = calloc((size_t)ex->n, sizeof *memo_done);
-    if (!memo || !memo_done) {
-      free(memo);
-      free(memo_done);
-      return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
-    }
-  }
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; i < ex->n && st == CNNB_OK; ++i) {
     const cnnb_node *node = cnnb_graph_node(ex->g, i);
-    if (memo && depends_on_labels(ex, i, memo_done, memo))
-      continue;
+    if (!labels && ex->reads_labels[i])
+      continue; /* forward-only without labels: no loss */
     if (node->op == CNNB_OP_INPUT) {
       st = upload(ex, i, images);
       continue;
@@ -400,8 +384,6 @@ static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t
     if (st != CNNB_OK)
       st = node_error(ex, st, "forward", i);
   }
-  free(memo);
-  free(memo_done);
   return st;
 }
 
