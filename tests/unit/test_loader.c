@@ -430,6 +430,37 @@ START_TEST(duplicate_name_first_on_path_wins) {
 }
 END_TEST
 
+START_TEST(partly_shadowed_plugin_keeps_its_other_names) {
+  cnnb_loader *l = isolated_loader();
+  char list[PATH_MAX * 2];
+  snprintf(list, sizeof list, "%s:%s", fixture("libfixture_good.so"),
+           fixture("libfixture_multi.so"));
+  capture_begin();
+  cnnb_status st = cnnb_loader_discover(l, list, err, sizeof err);
+  char *log = capture_end();
+  ck_assert_int_eq(st, CNNB_OK); /* explicit, but still useful: not an error */
+  char expect[PATH_MAX * 2 + 64];
+  snprintf(expect, sizeof expect, "%s offers 'fixture_good' already offered by %s: ignored",
+           fixture("libfixture_multi.so"), fixture("libfixture_good.so"));
+  ck_assert_contains(log, expect);
+  const char *path = NULL;
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_good", NULL, &path, err,
+                                    sizeof err),
+                   CNNB_OK);
+  ck_assert_str_eq(path, fixture("libfixture_good.so"));
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_multi", NULL, &path, err,
+                                    sizeof err),
+                   CNNB_OK);
+  ck_assert_str_eq(path, fixture("libfixture_multi.so"));
+  const char *names[4] = {0};
+  ck_assert_uint_eq(cnnb_loader_names(l, CNNB_KIND_MODEL, names, 4), 2);
+  ck_assert_str_eq(names[1], "fixture_multi");
+  ck_assert_uint_eq(cnnb_loader_num_rejected(l), 0);
+  free(log);
+  cnnb_loader_destroy(l);
+}
+END_TEST
+
 START_TEST(install_dir_comes_before_plugin_path_and_explicit) {
   cnnb_loader *l = isolated_loader();
   ck_assert_int_eq(cnnb_loader_set_install_dir(l, fixture("dup_b")), CNNB_OK);
@@ -645,6 +676,7 @@ int main(void) {
   tcase_add_test(tc, unknown_name_lists_the_known_ones);
   tcase_add_test(tc, kind_flags);
   tcase_add_test(tc, duplicate_name_first_on_path_wins);
+  tcase_add_test(tc, partly_shadowed_plugin_keeps_its_other_names);
   tcase_add_test(tc, install_dir_comes_before_plugin_path_and_explicit);
   tcase_add_test(tc, explicit_duplicate_is_an_error);
   tcase_add_test(tc, plugin_path_entries_and_files);
