@@ -368,6 +368,8 @@ static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t
     const cnnb_node *node = cnnb_graph_node(ex->g, i);
     if (!labels && ex->reads_labels[i])
       continue; /* forward-only without labels: no loss */
+    if (ex->plan->alias[i] >= 0)
+      continue; /* a ReLU its producer already applied */
     if (node->op == CNNB_OP_INPUT) {
       st = upload(ex, i, images);
       continue;
@@ -413,7 +415,7 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
         int32_t slot = p->slot_base[i] + k;
         if (!p->accumulate[slot])
           continue;
-        cnnb_tensor t = node->inputs[k];
+        cnnb_tensor t = cnnb_plan_resolve(p, node->inputs[k]);
         unsigned char *dst = ex->arena + p->buffers[p->gradient[t]].offset;
         st = ex->dv->accumulate(ex->device, ex->g, t, dst, ex->input_grads[slot]);
         if (st != CNNB_OK)
@@ -462,7 +464,8 @@ cnnb_status cnnb_executor_loss(cnnb_executor *ex, float *loss) {
 cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host) {
   if (!ex->stepped)
     return cnnb_error(ex->ctx, CNNB_EINVAL, "executor: logits read before any step");
-  cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g, ex->logits,
+  cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g,
+                                          cnnb_plan_resolve(ex->plan, ex->logits),
                                           ex->io[ex->logits].output, host);
   if (st != CNNB_OK)
     return node_error(ex, st, "reading the logits of", ex->logits);

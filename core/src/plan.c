@@ -76,6 +76,7 @@ void cnnb_plan_destroy(cnnb_plan *p) {
   free(p->slot_base);
   free(p->input_grad);
   free(p->accumulate);
+  free(p->alias);
   free(p);
 }
 
@@ -162,6 +163,92 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
   return CNNB_OK;
 }
 
+/* ---- ReLU fusion -------------------------------------------------------------------- */
+
+int32_t cnnb_plan_fuse_relus(cnnb_graph *g) {
+  int32_t fused = 0;
+  cnnb_tensor logits = cnnb_graph_logits(g);
+  for (int32_t r = 0; r < cnnb_graph_num_nodes(g); ++r) {
+    const cnnb_node *relu = cnnb_graph_node(g, r);
+    if (relu->op != CNNB_OP_RELU)
+      continue;
+    cnnb_tensor b = relu->inputs[0];
+    const cnnb_node *prod = cnnb_graph_node(g, b);
+    int32_t count = 0;
+    cnnb_graph_consumers(g, b, &count);
+    /* Fusing changes what every reader of b sees, so only b's sole reader may be the
+     * ReLU; the logits stay as the model wrote them. */
+    if ((prod->op != CNNB_OP_CONV2D && prod->op != CNNB_OP_BATCH_NORM) || prod->fused_relu ||
+        count != 1 || b == logits)
+      continue;
+    if (cnnb_graph_set_fused_relu(g, b, 1) == CNNB_OK)
+      fused++;
+  }
+  return fused;
+}
+
+/* A ReLU whose input (through earlier aliases) already ends in a ReLU is the identity:
+ * relu(relu(x)) = relu(x), and its mask is the producer's. Share the producer's buffers. */
+static void find_aliases(const cnnb_graph *g, cnnb_plan *p) {
+  for (int32_t i = 0; i < p->num_nodes; ++i) {
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    p->alias[i] = -1;
+    if (node->op != CNNB_OP_RELU || node->num_inputs != 1)
+      continue;
+    cnnb_tensor b = cnnb_plan_resolve(p, node->inputs[0]);
+    if (cnnb_graph_node(g, b)->fused_relu)
+      p->alias[i] = b;
+  }
+}
+
+/* Every (reader, input slot) of each resolved tensor, readers in increasing order: the
+ * graph's consumer lists, with aliases looked through and alias nodes left out. */
+typedef struct uses {
+  int32_t *start;  /* [n + 1] */
+  int32_t *node;   /* [slots] */
+  int32_t *slot;   /* [slots] input index within the reader */
+} uses;
+
+static bool make_uses(const cnnb_graph *g, const cnnb_plan *p, uses *u) {
+  int32_t n = p->num_nodes, slots = p->slot_base[n];
+  u->start = calloc((size_t)n + 1, sizeof *u->start);
+  u->node = calloc((size_t)(slots ? slots : 1), sizeof *u->node);
+  u->slot = calloc((size_t)(slots ? slots : 1), sizeof *u->slot);
+  int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
+  if (!u->start || !u->node || !u->slot || !fill) {
+    free(fill);
+    return false;
+  }
+  for (int32_t c = 0; c < n; ++c) {
+    const cnnb_node *cn = cnnb_graph_node(g, c);
+    if (p->alias[c] >= 0)
+      continue;
+    for (int32_t k = 0; k < cn->num_inputs; ++k)
+      u->start[cnnb_plan_resolve(p, cn->inputs[k]) + 1]++;
+  }
+  for (int32_t t = 0; t < n; ++t)
+    u->start[t + 1] += u->start[t];
+  for (int32_t c = 0; c < n; ++c) {
+    const cnnb_node *cn = cnnb_graph_node(g, c);
+    if (p->alias[c] >= 0)
+      continue;
+    for (int32_t k = 0; k < cn->num_inputs; ++k) {
+      cnnb_tensor t = cnnb_plan_resolve(p, cn->inputs[k]);
+      int32_t at = u->start[t] + fill[t]++;
+      u->node[at] = c;
+      u->slot[at] = k;
+    }
+  }
+  free(fill);
+  return true;
+}
+
+static void free_uses(uses *u) {
+  free(u->start);
+  free(u->node);
+  free(u->slot);
+}
+
 /* ---- which nodes run backward ----------------------------------------------------- */
 
 typedef struct marks {
@@ -190,7 +277,8 @@ static void mark(const cnnb_graph *g, cnnb_plan *p, cnnb_tensor loss, marks *m) 
   for (int32_t i = 0; i < n; ++i) {
     const cnnb_node *node = cnnb_graph_node(g, i);
     bool data = node->op != CNNB_OP_INPUT && node->op != CNNB_OP_LABELS;
-    p->has_backward[i] = p->training && data && m->reaches[i] && m->upstream[i];
+    p->has_backward[i] =
+        p->training && data && p->alias[i] < 0 && m->reaches[i] && m->upstream[i];
     m->needs_grad[i] = p->has_backward[i] && i != loss;
   }
 }
@@ -198,15 +286,20 @@ static void mark(const cnnb_graph *g, cnnb_plan *p, cnnb_tensor loss, marks *m) 
 /* ---- the plan ------------------------------------------------------------------------- */
 
 static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p,
-                                cnnb_plan_bytes_fn bytes_fn, void *user, const marks *m) {
+                                cnnb_plan_bytes_fn bytes_fn, void *user, const marks *m,
+                                const uses *u) {
   int32_t n = p->num_nodes;
   int32_t end = p->timeline - 1;
   cnnb_tensor logits = cnnb_graph_logits(g), loss = cnnb_graph_loss(g);
+  if (logits != CNNB_NO_TENSOR)
+    logits = cnnb_plan_resolve(p, logits);
   size_t *bytes = calloc(n > 0 ? (size_t)n : 1, sizeof *bytes);
   if (!bytes)
     return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
   for (int32_t t = 0; t < n; ++t) {
     const cnnb_node *node = cnnb_graph_node(g, t);
+    if (p->alias[t] >= 0)
+      continue;
     cnnb_status st = bytes_fn(user, g, t, &bytes[t]);
     if (st != CNNB_OK) {
       free(bytes);
@@ -217,23 +310,20 @@ static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p
 
   /* Activations. */
   for (int32_t t = 0; t < n; ++t) {
+    if (p->alias[t] >= 0)
+      continue;
     int32_t last = t;
-    int32_t count = 0;
-    const int32_t *consumers = cnnb_graph_consumers(g, t, &count);
-    for (int32_t j = 0; j < count; ++j) {
-      int32_t c = consumers[j];
+    for (int32_t j = u->start[t]; j < u->start[t + 1]; ++j) {
+      int32_t c = u->node[j];
       if (c > last)
         last = c;
       if (!p->has_backward[c])
         continue;
-      const cnnb_node *cn = cnnb_graph_node(g, c);
       uint32_t mask;
       bool out;
-      cnnb_plan_backward_reads(cn, &mask, &out);
-      for (int32_t k = 0; k < cn->num_inputs; ++k)
-        if (cn->inputs[k] == t && reads_input(mask, k) &&
-            cnnb_plan_backward_time(p, c) > last)
-          last = cnnb_plan_backward_time(p, c);
+      cnnb_plan_backward_reads(cnnb_graph_node(g, c), &mask, &out);
+      if (reads_input(mask, u->slot[j]) && cnnb_plan_backward_time(p, c) > last)
+        last = cnnb_plan_backward_time(p, c);
     }
     if (p->has_backward[t]) {
       uint32_t mask;
@@ -247,32 +337,32 @@ static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p
     p->activation[t] = add_buffer(p, CNNB_BUFFER_ACTIVATION, t, t, last, bytes[t]);
   }
 
-  /* Gradients and accumulation scratch, contributions in backward order. */
+  /* Gradients and accumulation scratch, contributions in backward order: readers from
+   * the last one down, each reader's slots in order (add(x, x) reads x twice). */
   for (int32_t t = 0; t < n; ++t) {
     p->gradient[t] = -1;
-    if (!m->needs_grad[t])
+    if (p->alias[t] >= 0 || !m->needs_grad[t])
       continue;
-    int32_t count = 0;
-    const int32_t *consumers = cnnb_graph_consumers(g, t, &count);
-    for (int32_t j = count - 1; j >= 0; --j) {
-      int32_t c = consumers[j];
-      if ((j + 1 < count && consumers[j + 1] == c) || !p->has_backward[c])
-        continue; /* a node listed twice (add(x, x)) is handled once, slot by slot */
-      const cnnb_node *cn = cnnb_graph_node(g, c);
-      int32_t when = cnnb_plan_backward_time(p, c);
-      for (int32_t k = 0; k < cn->num_inputs; ++k) {
-        if (cn->inputs[k] != t)
-          continue;
-        int32_t slot = p->slot_base[c] + k;
-        if (p->gradient[t] < 0) {
-          p->gradient[t] = add_buffer(p, CNNB_BUFFER_GRADIENT, t, when,
-                                      cnnb_plan_backward_time(p, t), bytes[t]);
-          p->input_grad[slot] = p->gradient[t];
-        } else {
-          p->input_grad[slot] = add_buffer(p, CNNB_BUFFER_SCRATCH, t, when, when, bytes[t]);
-          p->accumulate[slot] = true;
+    int32_t j = u->start[t + 1] - 1;
+    while (j >= u->start[t]) {
+      int32_t c = u->node[j], first = j;
+      while (first > u->start[t] && u->node[first - 1] == c)
+        --first;
+      if (p->has_backward[c]) {
+        int32_t when = cnnb_plan_backward_time(p, c);
+        for (int32_t q = first; q <= j; ++q) {
+          int32_t slot = p->slot_base[c] + u->slot[q];
+          if (p->gradient[t] < 0) {
+            p->gradient[t] = add_buffer(p, CNNB_BUFFER_GRADIENT, t, when,
+                                        cnnb_plan_backward_time(p, t), bytes[t]);
+            p->input_grad[slot] = p->gradient[t];
+          } else {
+            p->input_grad[slot] = add_buffer(p, CNNB_BUFFER_SCRATCH, t, when, when, bytes[t]);
+            p->accumulate[slot] = true;
+          }
         }
       }
+      j = first - 1;
     }
     if (p->gradient[t] < 0) {
       free(bytes);
@@ -280,6 +370,13 @@ static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p
                         "memory plan: tensor '%s' needs a gradient but no consumer's "
                         "backward writes one", cnnb_graph_node(g, t)->name);
     }
+  }
+  /* Aliases read and write through their producer's buffers. */
+  for (int32_t t = 0; t < n; ++t) {
+    if (p->alias[t] < 0)
+      continue;
+    p->activation[t] = p->activation[p->alias[t]];
+    p->gradient[t] = p->gradient[p->alias[t]];
   }
   free(bytes);
   return CNNB_OK;
@@ -338,10 +435,13 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
   p->slot_base = calloc(nn + 1, sizeof *p->slot_base);
   p->input_grad = calloc(ns, sizeof *p->input_grad);
   p->accumulate = calloc(ns, sizeof *p->accumulate);
+  p->alias = calloc(nn, sizeof *p->alias);
   marks m = {calloc(nn, sizeof(bool)), calloc(nn, sizeof(bool)), calloc(nn, sizeof(bool))};
+  uses u = {0};
   cnnb_status st = CNNB_OK;
   if (!p->buffers || !p->activation || !p->gradient || !p->has_backward || !p->slot_base ||
-      !p->input_grad || !p->accumulate || !m.upstream || !m.reaches || !m.needs_grad) {
+      !p->input_grad || !p->accumulate || !p->alias || !m.upstream || !m.reaches ||
+      !m.needs_grad) {
     st = cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
     goto done;
   }
@@ -349,8 +449,13 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
     p->slot_base[i + 1] = p->slot_base[i] + cnnb_graph_node(g, i)->num_inputs;
   for (int32_t s = 0; s < slots; ++s)
     p->input_grad[s] = -1;
+  find_aliases(g, p);
   mark(g, p, loss, &m);
-  st = plan_buffers(ctx, g, p, bytes, user, &m);
+  if (!make_uses(g, p, &u)) {
+    st = cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
+    goto done;
+  }
+  st = plan_buffers(ctx, g, p, bytes, user, &m, &u);
   if (st == CNNB_OK)
     st = assign_offsets(ctx, p);
   if (st == CNNB_OK && !training && loss != CNNB_NO_TENSOR)
@@ -359,6 +464,7 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
     for (int32_t b = 0; b < p->num_buffers; ++b)
       p->naive_bytes += align_up(p->buffers[b].bytes);
 done:
+  free_uses(&u);
   free(m.upstream);
   free(m.reaches);
   free(m.needs_grad);

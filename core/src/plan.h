@@ -14,7 +14,9 @@
  *    backward to run (the last consumer) writes the gradient buffer and every later one
  *    writes a scratch buffer that lives only at that backward; the executor adds it into
  *    the gradient with the device's accumulate().
- * Forward-only plans have no gradients, and activations die at their last consumer. */
+ * Forward-only plans have no gradients, and activations die at their last consumer.
+ * A ReLU that follows a node with fused_relu (cnnb_plan_fuse_relus) is an alias: it
+ * shares that node's buffers and never runs, since its output would equal its input. */
 #ifndef CNNB_PLAN_H
 #define CNNB_PLAN_H
 
@@ -55,6 +57,8 @@ typedef struct cnnb_plan {
   int32_t *slot_base;     /* [num_nodes + 1] first input slot of each node */
   int32_t *input_grad;    /* [slots] buffer the backward writes for that input; -1: NULL */
   bool *accumulate;       /* [slots] input_grad is scratch: add it into gradient[input] */
+  int32_t *alias;         /* [num_nodes] a ReLU after a fused node: that node, whose
+                             activation and gradient it shares; it never runs. -1: none */
   size_t arena_bytes;     /* planned peak: the arena's size */
   size_t naive_bytes;     /* every buffer in its own allocation (aligned) */
 } cnnb_plan;
@@ -64,6 +68,17 @@ typedef struct cnnb_plan {
 cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
                              cnnb_plan_bytes_fn bytes, void *user, cnnb_plan **out);
 void cnnb_plan_destroy(cnnb_plan *plan);
+
+/* The fusion pass: marks every conv2d / batch norm whose only reader is a ReLU as
+ * fused_relu (the device applies the ReLU inside it), so the ReLU node becomes an alias
+ * that never runs. Call it on the built graph before planning (every replica shares the
+ * graph). The logits are never fused. Returns how many nodes it fused. */
+int32_t cnnb_plan_fuse_relus(cnnb_graph *g);
+
+/* The tensor whose buffers hold t (t itself unless t is an alias). */
+static inline cnnb_tensor cnnb_plan_resolve(const cnnb_plan *p, cnnb_tensor t) {
+  return p->alias[t] >= 0 ? p->alias[t] : t;
+}
 
 /* Which activations the backward of `node` reads (beyond its output gradient): bit k
  * of *inputs for input k (inputs past 31 share bit 31), *output for its own output. */

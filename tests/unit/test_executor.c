@@ -10,6 +10,7 @@
  *    and already final then (a snapshot taken in the callback equals the end result);
  *  - forward-only runs the same forward with a smaller arena, without labels too;
  *  - device errors come back naming the node; init_params matches the initializers;
+ *  - the ReLU fusion pass changes nothing but memory: same loss and gradients;
  *  - top-1 / top-5 with TF's in_top_k tie rule.
  * Skips with a message (exit 0) when the cpu plugin is not built. */
 #define _POSIX_C_SOURCE 200809L
@@ -477,6 +478,59 @@ START_TEST(init_params_uploads_initializers) {
 }
 END_TEST
 
+/* conv -> relu -> conv -> bn -> relu, plus a conv -> relu side branch added in. */
+static cnnb_graph *fusable(bool fuse) {
+  cnnb_graph *g = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
+  cnnb_tensor in = cnnb_graph_input(g);
+  cnnb_tensor x = cnnb_relu(g, NULL, c0(g, "c1", in));
+  x = cnnb_conv2d(g, "c2", x, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
+  x = cnnb_relu(g, NULL, cnnb_batch_norm(g, "bn", x, CNNB_BATCH_NORM(.scale = 1)));
+  cnnb_tensor side = cnnb_relu(g, NULL, c0(g, "c3", in));
+  x = cnnb_add(g, NULL, x, side);
+  cnnb_tensor l = cnnb_dense(g, "fc", cnnb_global_avg_pool(g, NULL, x),
+                             CNNB_DENSE(.units = CLASSES, .use_bias = 1));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  if (fuse)
+    ck_assert_int_eq(cnnb_plan_fuse_relus(g), 3);
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
+  return g;
+}
+
+START_TEST(fused_relu_matches_unfused) {
+  make_images();
+  device d = open_device(1);
+  cnnb_graph *gp = fusable(false), *gf = fusable(true);
+  cnnb_executor *ep = make_executor(&d, gp, true, NULL), *ef = make_executor(&d, gf, true, NULL);
+  ck_assert_int_eq(cnnb_executor_init_params(ep, 9), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_init_params(ef, 9), CNNB_OK);
+  ck_assert_uint_le(cnnb_executor_peak_bytes(ef), cnnb_executor_peak_bytes(ep));
+  ck_assert_uint_lt(cnnb_executor_naive_bytes(ef), cnnb_executor_naive_bytes(ep));
+  ck_assert_msg(cnnb_executor_step(ep, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(exec_ctx));
+  ck_assert_msg(cnnb_executor_step(ef, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(exec_ctx));
+  float lp, lf;
+  ck_assert_int_eq(cnnb_executor_loss(ep, &lp), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
+  ck_assert_msg(fabsf(lp - lf) < 1e-5f, "loss plain %g fused %g", lp, lf);
+  int64_t n = cnnb_executor_param_count(ep);
+  float *gpd = download(&d, cnnb_executor_grads(ep), n), *gfd = download(&d, cnnb_executor_grads(ef), n);
+  double maxabs = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    maxabs = fmax(maxabs, fabs(gpd[k]));
+    ck_assert_msg(fabs(gpd[k] - gfd[k]) <= 1e-5 + 1e-4 * fabs(gpd[k]), "grad %lld: plain %.7g fused %.7g",
+                  (long long)k, gpd[k], gfd[k]);
+  }
+  ck_assert(maxabs > 1e-4);
+  free(gpd);
+  free(gfd);
+  cnnb_executor_destroy(ep);
+  cnnb_executor_destroy(ef);
+  cnnb_graph_destroy(gp);
+  cnnb_graph_destroy(gf);
+  close_device(&d);
+}
+END_TEST
+
 START_TEST(accuracy_in_top_k) {
   /* logits = input through an identity dense layer: 4 rows of 7 classes. */
   enum { R = 4, K = 7 };
@@ -532,6 +586,7 @@ int main(void) {
   tcase_add_test(tc, forward_only_matches_training_forward);
   tcase_add_test(tc, errors_name_the_node);
   tcase_add_test(tc, init_params_uploads_initializers);
+  tcase_add_test(tc, fused_relu_matches_unfused);
   tcase_add_test(tc, accuracy_in_top_k);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -8,7 +8,9 @@
  *    last consumer and k-1 scratch buffers accumulated into it;
  *  - forward-only plans have no gradients and a peak no higher than training's;
  *  - planned peak <= the naive sum.
- * Plus hand-built cases: a tensor feeding two consumers, add(x, x), errors. */
+ * Half the random graphs go through the ReLU fusion pass first (aliases share their
+ * producer's buffers and never run). Plus hand-built cases: a tensor feeding two
+ * consumers, add(x, x), dead branches, fusion, errors. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,8 @@ static void check_accesses(const cnnb_graph *g, const cnnb_plan *p) {
   int32_t n = p->num_nodes;
   for (int32_t i = 0; i < n; ++i) {
     const cnnb_node *node = cnnb_graph_node(g, i);
+    if (p->alias[i] >= 0)
+      continue; /* never runs */
     alive(p, p->activation[i], i, "forward write", i);
     for (int32_t k = 0; k < node->num_inputs; ++k)
       alive(p, p->activation[node->inputs[k]], i, "forward read", i);
@@ -151,14 +155,21 @@ static void check_no_overlap(const cnnb_plan *p) {
   }
 }
 
-/* One gradient written by the last consumer, every other contribution accumulated. */
+/* One gradient written by the last consumer, every other contribution accumulated
+ * (readers of an alias read its producer). */
 static void check_accumulation(const cnnb_graph *g, const cnnb_plan *p) {
   for (int32_t t = 0; t < p->num_nodes; ++t) {
     int32_t writers = 0, scratch = 0, last_consumer = -1;
+    if (p->alias[t] >= 0) {
+      ck_assert_int_eq(p->activation[t], p->activation[p->alias[t]]);
+      ck_assert_int_eq(p->gradient[t], p->gradient[p->alias[t]]);
+      ck_assert(!p->has_backward[t]);
+      continue;
+    }
     for (int32_t c = t + 1; c < p->num_nodes; ++c) {
       const cnnb_node *cn = cnnb_graph_node(g, c);
       for (int32_t k = 0; k < cn->num_inputs; ++k) {
-        if (cn->inputs[k] != t || !p->has_backward[c])
+        if (cnnb_plan_resolve(p, cn->inputs[k]) != t || !p->has_backward[c])
           continue;
         int32_t slot = p->slot_base[c] + k;
         if (p->input_grad[slot] < 0)
@@ -184,9 +195,11 @@ static void check_accumulation(const cnnb_graph *g, const cnnb_plan *p) {
 }
 
 START_TEST(random_dags) {
-  int multi = 0;
-  for (unsigned seed = 1; seed <= 60; ++seed) {
+  int multi = 0, fused = 0;
+  for (unsigned seed = 1; seed <= 80; ++seed) {
     cnnb_graph *g = random_graph(seed, 5 + (int)(seed % 40));
+    if (seed % 2)
+      fused += cnnb_plan_fuse_relus(g);
     cnnb_plan *train = NULL, *fwd = NULL;
     ck_assert_msg(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &train) == CNNB_OK, "%s",
                   cnnb_error_message(ctx));
@@ -211,6 +224,7 @@ START_TEST(random_dags) {
     cnnb_graph_destroy(g);
   }
   ck_assert_msg(multi > 20, "random graphs exercised only %d accumulations", multi);
+  ck_assert_msg(fused > 10, "random graphs exercised only %d fusions", fused);
 }
 END_TEST
 
@@ -292,6 +306,52 @@ START_TEST(dead_branch_has_no_backward) {
 }
 END_TEST
 
+START_TEST(relu_fusion) {
+  /* c1 -> relu (fusable); c2 -> {relu, add} (two readers: not); bn -> relu -> relu (the
+   * second relu aliases through the first); dense -> relu (not a fusable op). */
+  cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor r1 = cnnb_relu(g, "r1", c1);
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor r2 = cnnb_relu(g, "r2", c2);
+  cnnb_tensor sum = cnnb_add(g, "sum", r2, c2);
+  cnnb_tensor bn = cnnb_batch_norm(g, "bn", sum, NULL);
+  cnnb_tensor r3 = cnnb_relu(g, "r3", bn);
+  cnnb_tensor r4 = cnnb_relu(g, "r4", r3);
+  cnnb_tensor d = cnnb_dense(g, "d", r4, CNNB_DENSE(.units = 6));
+  cnnb_tensor r5 = cnnb_relu(g, "r5", d);
+  cnnb_tensor l = cnnb_dense(g, "logits", r5, CNNB_DENSE(.units = 5));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 2);
+  ck_assert(cnnb_graph_node(g, c1)->fused_relu);
+  ck_assert(!cnnb_graph_node(g, c2)->fused_relu);
+  ck_assert(cnnb_graph_node(g, bn)->fused_relu);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 0); /* idempotent */
+  cnnb_plan *p;
+  ck_assert_int_eq(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &p), CNNB_OK);
+  ck_assert_int_eq(p->alias[r1], c1);
+  ck_assert_int_eq(p->alias[r2], -1);
+  ck_assert_int_eq(p->alias[r3], bn);
+  ck_assert_int_eq(p->alias[r4], bn);
+  ck_assert_int_eq(p->alias[r5], -1);
+  ck_assert(!p->has_backward[r1] && !p->has_backward[r3] && !p->has_backward[r4]);
+  /* c2 reads r1: its dx is c1's gradient; the fused conv keeps its output for backward. */
+  ck_assert_int_eq(p->input_grad[p->slot_base[c2]], p->gradient[c1]);
+  ck_assert_int_ge(p->buffers[p->activation[c1]].last, cnnb_plan_backward_time(p, c1));
+  ck_assert_int_ge(p->buffers[p->activation[bn]].last, cnnb_plan_backward_time(p, d));
+  check_no_overlap(p);
+  check_accesses(g, p);
+  check_accumulation(g, p);
+  int activations = 0;
+  for (int32_t b = 0; b < p->num_buffers; ++b)
+    activations += p->buffers[b].kind == CNNB_BUFFER_ACTIVATION;
+  ck_assert_int_eq(activations, p->num_nodes - 3); /* r1, r3, r4 have none of their own */
+  cnnb_plan_destroy(p);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(errors) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
   cnnb_tensor l = cnnb_dense(g, "logits", cnnb_graph_input(g), CNNB_DENSE(.units = 5));
@@ -327,6 +387,7 @@ int main(void) {
   tcase_add_test(tc, chain_reuses_memory);
   tcase_add_test(tc, two_consumers_accumulate);
   tcase_add_test(tc, dead_branch_has_no_backward);
+  tcase_add_test(tc, relu_fusion);
   tcase_add_test(tc, errors);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
