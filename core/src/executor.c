@@ -244,10 +244,11 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
   }
   const cnnb_plan *p = ex->plan;
   cnnb_log(ctx, CNNB_LOG_DEBUG,
-           "executor: %d nodes, %s, activation arena %.1f MiB (%.1f MiB without reuse), "
-           "%lld params in %d buckets",
+           "executor: %d nodes, %s, activation arena %.1f MiB (at most %.1f MiB alive at "
+           "once, %.1f MiB without reuse), %lld params in %d buckets",
            (int)ex->n, cfg->training ? "training" : "forward only",
-           (double)p->arena_bytes / 1048576.0, (double)p->naive_bytes / 1048576.0,
+           (double)p->arena_bytes / 1048576.0, (double)p->live_bytes / 1048576.0,
+           (double)p->naive_bytes / 1048576.0,
            (long long)ex->param_count, (int)ex->num_buckets);
   *out = ex;
   return CNNB_OK;

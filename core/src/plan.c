@@ -382,6 +382,26 @@ static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p
   return CNNB_OK;
 }
 
+/* Sum of aligned sizes alive at each moment, maximised: a difference array over the
+ * timeline keeps it linear in buffers plus steps. */
+static size_t live_peak(const cnnb_plan *p) {
+  int64_t *delta = calloc((size_t)p->timeline + 1, sizeof *delta);
+  if (!delta)
+    return 0;
+  for (int32_t b = 0; b < p->num_buffers; ++b) {
+    delta[p->buffers[b].first] += (int64_t)align_up(p->buffers[b].bytes);
+    delta[p->buffers[b].last + 1] -= (int64_t)align_up(p->buffers[b].bytes);
+  }
+  int64_t live = 0, peak = 0;
+  for (int32_t t = 0; t < p->timeline; ++t) {
+    live += delta[t];
+    if (live > peak)
+      peak = live;
+  }
+  free(delta);
+  return (size_t)peak;
+}
+
 /* Greedy placement is a heuristic: on a smaller problem it can land on a worse layout.
  * Every forward-only lifetime lies inside the same activation's training lifetime, so
  * the training plan's activation offsets are valid here too; take them when tighter, so
@@ -460,9 +480,11 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
     st = assign_offsets(ctx, p);
   if (st == CNNB_OK && !training && loss != CNNB_NO_TENSOR)
     st = no_worse_than_training(ctx, g, p, bytes, user);
-  if (st == CNNB_OK)
+  if (st == CNNB_OK) {
     for (int32_t b = 0; b < p->num_buffers; ++b)
       p->naive_bytes += align_up(p->buffers[b].bytes);
+    p->live_bytes = live_peak(p);
+  }
 done:
   free_uses(&u);
   free(m.upstream);

@@ -61,6 +61,7 @@ typedef struct cnnb_plan {
                              activation and gradient it shares; it never runs. -1: none */
   size_t arena_bytes;     /* planned peak: the arena's size */
   size_t naive_bytes;     /* every buffer in its own allocation (aligned) */
+  size_t live_bytes;      /* the most bytes alive at one moment: no placement beats it */
 } cnnb_plan;
 
 /* Plans `g` (which must have passed the builder's checks). Training plans need the loss

@@ -12,6 +12,7 @@
  * producer's buffers and never run). Plus hand-built cases: a tensor feeding two
  * consumers, add(x, x), dead branches, fusion, errors. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,7 @@ static void check_accumulation(const cnnb_graph *g, const cnnb_plan *p) {
 
 START_TEST(random_dags) {
   int multi = 0, fused = 0;
+  double worst = 1.0;
   for (unsigned seed = 1; seed <= 80; ++seed) {
     cnnb_graph *g = random_graph(seed, 5 + (int)(seed % 40));
     if (seed % 2)
@@ -216,6 +218,8 @@ START_TEST(random_dags) {
     ck_assert_msg(fwd->arena_bytes <= train->arena_bytes, "seed %u: forward-only %zu > training %zu",
                   seed, fwd->arena_bytes, train->arena_bytes);
     ck_assert(train->arena_bytes <= train->naive_bytes);
+    ck_assert(train->live_bytes <= train->arena_bytes && fwd->live_bytes <= fwd->arena_bytes);
+    worst = fmax(worst, (double)train->arena_bytes / (double)train->live_bytes);
     ck_assert(fwd->arena_bytes <= fwd->naive_bytes);
     for (int32_t b = 0; b < train->num_buffers; ++b)
       multi += train->buffers[b].kind == CNNB_BUFFER_SCRATCH;
@@ -225,6 +229,9 @@ START_TEST(random_dags) {
   }
   ck_assert_msg(multi > 20, "random graphs exercised only %d accumulations", multi);
   ck_assert_msg(fused > 10, "random graphs exercised only %d fusions", fused);
+  /* Best-fit stays close to the bound on these graphs (a loose guard against a
+   * placement that stops reusing memory). */
+  ck_assert_msg(worst < 1.5, "arena up to %.2fx the live peak", worst);
 }
 END_TEST
 
