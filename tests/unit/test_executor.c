@@ -8,6 +8,7 @@
  *  - buckets: announced in decreasing offset order, covering [0, param_count) exactly
  *    once, each right after the backward of the earliest node owning a param in it,
  *    and already final then (a snapshot taken in the callback equals the end result);
+ *  - with cfg.profile, per-node times are collected;
  *  - forward-only runs the same forward with a smaller arena, without labels too;
  *  - device errors come back naming the node; init_params matches the initializers;
  *  - the ReLU fusion pass changes nothing but memory: same loss and gradients;
@@ -363,9 +364,17 @@ START_TEST(buckets_reverse_cover_final) {
 END_TEST
 
 START_TEST(one_default_bucket) {
+  make_images();
   device d = open_device(1);
   cnnb_graph *g = build(true);
-  cnnb_executor *ex = make_executor(&d, g, true, NULL);
+  cnnb_executor_config cfg = {.profile = true};
+  cnnb_executor *ex = make_executor(&d, g, true, &cfg);
+  ck_assert_int_eq(cnnb_executor_step(ex, images, labels, 1.0f, 0), CNNB_OK);
+  double fwd = -1, bwd = -1;
+  cnnb_executor_node_time(ex, cnnb_graph_find_node(g, "ca"), &fwd, &bwd);
+  ck_assert_msg(fwd > 0 && bwd > 0, "profiled times %g %g", fwd, bwd);
+  cnnb_executor_node_time(ex, cnnb_graph_input(g), &fwd, &bwd);
+  ck_assert(fwd == 0 && bwd == 0); /* data nodes never run */
   ck_assert_int_eq(cnnb_executor_num_buckets(ex), 1); /* 25 MiB holds this toy */
   int64_t off, cnt;
   cnnb_executor_bucket(ex, 0, &off, &cnt);
