@@ -1,0 +1,63 @@
+# lib.sh — shared pieces of the bench/ scripts (sourced, not run): where cnnbench and
+# the helper programs are, building the helpers, machine and version facts, and reading
+# numbers out of the programs' output.
+#
+# Expects: REPO (the checkout's root) and BUILD (a cnnbench build directory) set.
+
+PYTHON=${PYTHON:-/usr/bin/python3}   # Debian's interpreter: python3-torch lives there
+TIME=/usr/bin/time
+
+die() { echo "$(basename "$0"): $*" >&2; exit 2; }
+
+# Checks the build and builds the two helper programs into $BUILD/bin when they are
+# missing or older than their source (bench/CMakeLists.txt builds them too when the top
+# CMakeLists adds bench/).
+bench_prepare() {
+  CNNBENCH="$BUILD/bin/cnnbench"
+  [ -x "$CNNBENCH" ] || die "no $CNNBENCH: build first (cmake -S $REPO -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2)"
+  [ -x "$TIME" ] || die "no $TIME: apt-get install -y time"
+  local flags="-O2 -std=c11 -Wall -Wextra -Wno-unused-parameter"
+  PROFILE_BIN="$BUILD/bin/cnnb_profile"
+  if [ ! -x "$PROFILE_BIN" ] || [ "$REPO/bench/cnnb_profile.c" -nt "$PROFILE_BIN" ] ||
+     [ "$BUILD/lib/libcnnb.so" -nt "$PROFILE_BIN" ]; then
+    cc $flags -I "$REPO/core/src" -I "$REPO/sdk/include" "$REPO/bench/cnnb_profile.c" \
+       -L "$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lcnnb -o "$PROFILE_BIN" || die "cannot build cnnb_profile"
+  fi
+  PEAK_BIN="$BUILD/bin/onednn_peak"
+  if [ ! -x "$PEAK_BIN" ] || [ "$REPO/bench/onednn_peak.c" -nt "$PEAK_BIN" ]; then
+    cc $flags -fopenmp "$REPO/bench/onednn_peak.c" -ldnnl -o "$PEAK_BIN" || die "cannot build onednn_peak"
+  fi
+}
+
+# Facts for the results' header.
+machine_info() {
+  local cpu cores commit dirty onednn torch
+  cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+  cores=$(nproc)
+  commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  dirty=$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (+ uncommitted changes)")
+  onednn=$(dpkg-query -W -f '${Version}' libdnnl2 2>/dev/null || echo unknown)
+  torch=$("$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__)' 2>/dev/null || echo "not installed")
+  echo "- Machine: $cpu, $cores cores ($(lscpu | sed -n 's/^Flags:.*\(avx512_bf16\).*/avx512_bf16/p')$(grep -q amx_bf16 /proc/cpuinfo && echo ', amx_bf16')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
+  echo "- cnnbench commit: $commit$dirty, build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null))"
+  echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch (Debian python3-torch)"
+  echo "- Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# value_of FILE PREFIX: the first number after PREFIX on a line of FILE.
+value_of() {
+  sed -n "s|^.*$2 *\([0-9.][0-9.]*\).*$|\1|p" "$1" | head -1
+}
+
+# Peak RSS in MiB from /usr/bin/time -v output.
+rss_mib() {
+  awk -F: '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"
+}
+
+# Forward GFLOPs per image (conv + dense, multiply-add = 2) from cnnbench --model_info.
+forward_gflops() {
+  "$CNNBENCH" --model="$1" --model_info 2>/dev/null | sed -n 's/^Forward GFLOPs per image: //p'
+}
+
+# Arithmetic without bc: calc 'expr'.
+calc() { awk "BEGIN { v = $1; if (v == v + 0) printf \"%.${2:-2}f\", v; else print \"-\" }"; }
