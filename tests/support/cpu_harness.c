@@ -59,9 +59,12 @@ int cpu_harness_load(cpu_harness *h) {
 int cpu_harness_open(cpu_harness *h, uint32_t precision, int training, uint32_t seed) {
   int rc = cpu_harness_load(h);
   if (rc) return rc;
+  /* One compute thread unless CNNB_TEST_THREADS says otherwise: the test graphs are
+   * tiny, and on a loaded 2-core machine OpenMP's barriers cost more than they save. */
+  const char *threads = getenv("CNNB_TEST_THREADS");
   cnnb_device_config cfg = {.struct_size = sizeof cfg,
                             .device_index = 0,
-                            .num_threads = 0,
+                            .num_threads = threads ? atoi(threads) : 1,
                             .precision = precision,
                             .training = training,
                             .seed = seed};

@@ -177,6 +177,8 @@ static inline float *cpu_param_ptr(const cnnb_graph *g, float *base, int32_t ind
 void cpu_threads_apply(const cpu_device *d);
 /* 1 when the OpenMP runtime's thread setter was found (else OMP_NUM_THREADS rules). */
 int cpu_threads_runtime_ok(void);
+/* Flush-to-zero and denormals-are-zero on the calling thread and the OpenMP pool. */
+void cpu_flush_denormals(const cpu_device *d);
 
 /* ---- plan (plan.c) --------------------------------------------------------------- */
 

@@ -92,6 +92,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   if (!cpu_threads_runtime_ok())
     cnnb_log(ctx, CNNB_LOG_WARN, "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
   cpu_threads_apply(d);
+  cpu_flush_denormals(d);
 
   cnnb_status st;
   CPU_TRY(st, d, dnnl_engine_create(&d->engine, dnnl_cpu, 0), NULL, "engine");

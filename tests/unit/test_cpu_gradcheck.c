@@ -1,0 +1,215 @@
+/* test_cpu_gradcheck.c — finite-difference gradient checks through the `cpu` device on
+ * small whole graphs: a residual block (conv, batch norm with fused ReLU, add) and an
+ * Inception-style block (branches of different convs, concat, LRN, pools, dropout),
+ * each ending in dense + softmax cross-entropy. A graph's analytic gradient (backward,
+ * with the harness accumulating where a tensor feeds several consumers) must match the
+ * central difference (L(w + e) - L(w - e)) / 2e of the device's own fp32 loss.
+ *
+ * Tolerance: |analytic - numeric| <= 2e-3 + 5e-2 * |numeric|. With e = 1e-3 the
+ * truncation error is O(e^2) and fp32 rounding of a loss near 2 contributes about
+ * 2.4e-7 / e = 2.4e-4. e is small on purpose: a probe moves every activation
+ * downstream, and each one pushed across a ReLU or max-pool kink puts an O(1) error in
+ * the difference quotient (at e = 5e-3 such crossings alone broke the check).
+ * Dropout is in the graph with a fixed step, so its mask is the same for every probe. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_harness.h"
+#include "graph_internal.h"
+#include "host.h"
+
+#define FD_EPS 1e-3f
+#define ABS_TOL 2e-3
+#define REL_TOL 5e-2
+
+static int plugin_missing;
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static float uniform(uint64_t *s, float lo, float hi) {
+  return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+typedef struct gc {
+  cpu_harness h;
+  cnnb_graph *g;
+  cpu_run *r;
+  float *params, *stats, *images;
+  int32_t *labels;
+  int64_t pc, sc, xc;
+} gc;
+
+static float loss_of(gc *t) {
+  ck_assert_msg(cpu_run_set_params(t->r, t->params, t->stats) == 0, "%s", t->h.error);
+  ck_assert_msg(cpu_run_forward(t->r, t->images, t->labels, 5) == 0, "%s", t->h.error);
+  float loss;
+  ck_assert_msg(cpu_run_activation(t->r, cnnb_graph_loss(t->g), &loss) == 0, "%s", t->h.error);
+  return loss;
+}
+
+static void check_entry(const char *what, int64_t i, float analytic, float *slot, gc *t,
+                        int *checked) {
+  float saved = *slot;
+  *slot = saved + FD_EPS;
+  float up = loss_of(t);
+  *slot = saved - FD_EPS;
+  float down = loss_of(t);
+  *slot = saved;
+  double numeric = ((double)up - down) / (2.0 * FD_EPS);
+  ck_assert_msg(fabs(analytic - numeric) <= ABS_TOL + REL_TOL * fabs(numeric),
+                "%s[%lld]: backward %.6g, finite difference %.6g", what, (long long)i, analytic,
+                numeric);
+  (*checked)++;
+}
+
+/* Builds the loss, runs one forward/backward, then probes every parameter tensor and
+ * the images at a few seeded positions each. */
+static void gradcheck(cnnb_graph *g, uint64_t seed) {
+  gc t = {0};
+  t.g = g;
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  ck_assert_msg(cpu_harness_open(&t.h, CNNB_PRECISION_FP32, 1, 77) == 0, "%s", t.h.error);
+  t.r = cpu_run_create(&t.h, g);
+  ck_assert_msg(t.r != NULL, "%s", t.h.error);
+  t.pc = cnnb_graph_param_arena_count(g);
+  t.sc = cnnb_graph_stat_arena_count(g);
+  cnnb_shape xs = cnnb_graph_node(g, cnnb_graph_input(g))->shape;
+  t.xc = cnnb_shape_count(xs);
+  t.params = malloc((size_t)t.pc * sizeof(float));
+  t.stats = malloc((size_t)(t.sc ? t.sc : 1) * sizeof(float));
+  t.images = malloc((size_t)t.xc * sizeof(float));
+  t.labels = malloc((size_t)xs.n * sizeof(int32_t));
+  float *grads = malloc((size_t)t.pc * sizeof(float)), *dimg = malloc((size_t)t.xc * sizeof(float));
+  for (int64_t i = 0; i < t.pc; i++) t.params[i] = uniform(&seed, -0.4f, 0.4f);
+  /* Batch norm as initialised in practice (scale near 1, offset near 0): a tiny scale
+   * would squeeze a whole channel into the following ReLU's kink, where no finite
+   * difference is meaningful. */
+  for (int32_t p = 0; p < cnnb_graph_num_params(g); p++) {
+    const cnnb_param *param = cnnb_graph_param(g, p);
+    const cnnb_node *owner = cnnb_graph_node(g, param->node);
+    if (param->is_stat || owner->op != CNNB_OP_BATCH_NORM) continue;
+    int is_scale = owner->num_params == 2 && owner->params[0] == p;
+    for (int64_t i = 0; i < param->count; i++)
+      t.params[param->offset + i] = is_scale ? uniform(&seed, 0.8f, 1.2f) : uniform(&seed, -0.1f, 0.1f);
+  }
+  for (int64_t i = 0; i < t.sc; i++) t.stats[i] = uniform(&seed, 0.5f, 1.0f);
+  for (int64_t i = 0; i < t.xc; i++) t.images[i] = uniform(&seed, -1.0f, 1.0f);
+  int32_t classes = cnnb_graph_num_classes(g);
+  for (int32_t i = 0; i < xs.n; i++) t.labels[i] = (int32_t)(rng_next(&seed) % (uint64_t)classes);
+
+  float loss = loss_of(&t);
+  ck_assert_msg(isfinite(loss) && loss > 0.0f, "loss %g", loss);
+  ck_assert_msg(cpu_run_backward(t.r, -1, NULL, 1.0f, 5) == 0, "%s", t.h.error);
+  ck_assert_msg(cpu_run_get_param_grads(t.r, grads) == 0, "%s", t.h.error);
+  ck_assert_msg(cpu_run_gradient(t.r, cnnb_graph_input(g), dimg) == 0, "%s", t.h.error);
+
+  int checked = 0;
+  for (int32_t p = 0; p < cnnb_graph_num_params(g); p++) {
+    const cnnb_param *param = cnnb_graph_param(g, p);
+    if (param->is_stat) continue;
+    for (int k = 0; k < 4; k++) {
+      int64_t i = param->offset + (int64_t)(rng_next(&seed) % (uint64_t)param->count);
+      check_entry(param->name, i - param->offset, grads[i], &t.params[i], &t, &checked);
+    }
+  }
+  for (int k = 0; k < 8; k++) {
+    int64_t i = (int64_t)(rng_next(&seed) % (uint64_t)t.xc);
+    check_entry("images", i, dimg[i], &t.images[i], &t, &checked);
+  }
+  ck_assert_int_gt(checked, 20);
+  free(grads);
+  free(dimg);
+  free(t.params);
+  free(t.stats);
+  free(t.images);
+  free(t.labels);
+  cpu_run_destroy(t.r);
+  cpu_harness_close(&t.h);
+  cnnb_graph_destroy(g);
+}
+
+START_TEST(test_residual_block) {
+  if (plugin_missing) return;
+  cnnb_graph *g = cnnb_graph_create(3, 3, 8, 8, 5);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor stem = cnnb_conv2d(g, "stem", x, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+  cnnb_tensor bn0 = cnnb_batch_norm(g, "bn0", stem, CNNB_BATCH_NORM(.scale = 1));
+  cnnb_tensor a = cnnb_relu(g, "relu0", bn0);
+  /* Residual branch: conv -> bn (fused relu) -> conv -> bn (offset only), added to `a`. */
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", a, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor b1 = cnnb_batch_norm(g, "b1", c1, CNNB_BATCH_NORM(.scale = 1));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", b1, CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor b2 = cnnb_batch_norm(g, "b2", c2, CNNB_BATCH_NORM());
+  cnnb_tensor sum = cnnb_add(g, "add", a, b2);
+  cnnb_tensor r = cnnb_relu(g, "relu1", sum);
+  cnnb_tensor pool = cnnb_global_avg_pool(g, "gap", r);
+  cnnb_tensor logits = cnnb_dense(g, "fc", pool, CNNB_DENSE(.units = 5, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  ck_assert_int_eq(cnnb_graph_set_fused_relu(g, b1, 1), CNNB_OK);
+  gradcheck(g, 11);
+}
+END_TEST
+
+START_TEST(test_inception_block) {
+  if (plugin_missing) return;
+  cnnb_graph *g = cnnb_graph_create(2, 4, 9, 9, 6);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor stem = cnnb_conv2d(g, "stem", x, CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2));
+  cnnb_tensor lrn = cnnb_lrn(g, "lrn", stem, CNNB_LRN(.depth_radius = 2, .bias = 1.0f, .alpha = 0.1f, .beta = 0.75f));
+  /* Four branches of one input (the harness sums their gradients), then concat. */
+  cnnb_tensor b[4];
+  b[0] = cnnb_conv2d(g, "b0", lrn, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1, .use_bias = 1));
+  cnnb_tensor b1a = cnnb_conv2d(g, "b1a", lrn, CNNB_CONV2D(.filters = 3, .kernel_h = 1, .kernel_w = 1));
+  b[1] = cnnb_conv2d(g, "b1b", b1a, CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3, .dilation_h = 2, .dilation_w = 2));
+  b[2] = cnnb_conv2d(g, "b2", lrn, CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3, .groups = 6));
+  cnnb_tensor b3 = cnnb_avg_pool(g, "b3pool", lrn, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .padding = CNNB_PAD_SAME));
+  b[3] = cnnb_conv2d(g, "b3", b3, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor cat = cnnb_concat(g, "concat", 4, b);
+  cnnb_tensor bn = cnnb_batch_norm(g, "bn", cat, CNNB_BATCH_NORM());
+  cnnb_tensor relu = cnnb_relu(g, "relu", bn);
+  cnnb_tensor mp = cnnb_max_pool(g, "mpool", relu, CNNB_POOL(.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .padding = CNNB_PAD_SAME));
+  cnnb_tensor flat = cnnb_flatten(g, "flatten", mp);
+  cnnb_tensor drop = cnnb_dropout(g, "dropout", flat, 0.8f);
+  cnnb_tensor logits = cnnb_dense(g, "fc", drop, CNNB_DENSE(.units = 6, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  gradcheck(g, 23);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("cpu_gradcheck");
+  TCase *tc = tcase_create("graphs");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_residual_block);
+  tcase_add_test(tc, test_inception_block);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  cpu_harness h;
+  int rc = cpu_harness_load(&h);
+  if (rc == 1) {
+    printf("test_cpu_gradcheck: skipped: %s\n", h.error);
+    plugin_missing = 1;
+  } else if (rc < 0) {
+    fprintf(stderr, "test_cpu_gradcheck: %s\n", h.error);
+    return 1;
+  }
+  cpu_harness_close(&h);
+  cnnb_log_set_level(CNNB_LOG_WARN);
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed != 0;
+}
