@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "plan.h"
 
 #define IMAGENET_TRAIN_EXAMPLES 1281167
 #define CIFAR10_TRAIN_EXAMPLES 50000
@@ -170,6 +171,9 @@ cnnb_status cnnb_run_build_graph(cnnb_run *run) {
   st = cnnb_graph_add_loss(run->graph);
   if (st != CNNB_OK)
     return cnnb_error(run->ctx, st, "building %s: %s", run->model_name, cnnb_graph_error(run->graph));
+  /* A ReLU right after a conv or batch norm runs inside it, sharing its buffers. */
+  int32_t fused = cnnb_plan_fuse_relus(run->graph);
+  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into their conv or batch norm", fused);
   return CNNB_OK;
 }
 
