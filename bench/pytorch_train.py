@@ -52,6 +52,26 @@ MODELS = {
 }
 
 
+class Clamp6(torch.nn.Module):
+    """ReLU6 as clamp(x, 0, 6): the same function, but its backward exists in bf16.
+    PyTorch 1.13's own ReLU6 (hardtanh) backward raises "hardshrink_backward_cpu not
+    implemented for 'BFloat16'" on CPU, which stops mobilenet_v2 under bf16 autocast."""
+
+    def forward(self, x):
+        return torch.clamp(x, 0.0, 6.0)
+
+
+def replace_relu6(module):
+    n = 0
+    for name, child in module.named_children():
+        if isinstance(child, torch.nn.ReLU6):
+            setattr(module, name, Clamp6())
+            n += 1
+        else:
+            n += replace_relu6(child)
+    return n
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="resnet50", help="one of: " + ", ".join(MODELS))
@@ -77,6 +97,10 @@ def main():
     labels = torch.randint(1, args.num_classes, (args.batch_size,))
     bf16 = args.precision == "bf16"
     if bf16:
+        replaced = replace_relu6(model)
+        if replaced:
+            print(f"note: {replaced} ReLU6 replaced by clamp(0, 6) (PyTorch 1.13 has no bf16 "
+                  "ReLU6 backward on CPU)", flush=True)
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=0.9,
