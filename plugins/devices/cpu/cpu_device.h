@@ -173,12 +173,16 @@ static inline float *cpu_param_ptr(const cnnb_graph *g, float *base, int32_t ind
   return base + cnnb_graph_param(g, index)->offset;
 }
 
-/* Sets the compute threads on the calling thread (the OMP runtime keeps it per thread). */
+/* Sets the compute threads on the calling thread (the OMP runtime keeps it per thread;
+ * threads.c). */
 void cpu_threads_apply(const cpu_device *d);
 /* 1 when the OpenMP runtime's thread setter was found (else OMP_NUM_THREADS rules). */
 int cpu_threads_runtime_ok(void);
 /* Flush-to-zero and denormals-are-zero on the calling thread and the OpenMP pool. */
 void cpu_flush_denormals(const cpu_device *d);
+/* fn(ctx, begin, end) over [0, n) split across the device's threads (threads.c). */
+typedef void (*cpu_range_fn)(void *ctx, int64_t begin, int64_t end);
+void cpu_parallel_for(const cpu_device *d, int64_t n, cpu_range_fn fn, void *ctx);
 
 /* ---- plan (plan.c) --------------------------------------------------------------- */
 
@@ -230,7 +234,8 @@ cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                 cpu_node **out);
 
 /* dst += src elementwise over a buffer of `md` (f32 or bf16). */
-void cpu_accumulate_buffer(const dnnl_memory_desc_t *md, void *dst, const void *src);
+void cpu_accumulate_buffer(const cpu_device *d, const dnnl_memory_desc_t *md, void *dst,
+                           const void *src);
 
 /* The optimizer step and the finiteness check (update.c). */
 cnnb_status cpu_update(cpu_device *d, const cnnb_update *u);

@@ -292,7 +292,7 @@ static cnnb_status device_accumulate(void *device, const cnnb_graph *g, cnnb_ten
   if (t < 0 || t >= p->num_nodes)
     return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: accumulate: tensor %d is not in the graph", t);
   cpu_threads_apply(d);
-  cpu_accumulate_buffer(&p->md[t], dst, src);
+  cpu_accumulate_buffer(d, &p->md[t], dst, src);
   return CNNB_OK;
 }
 

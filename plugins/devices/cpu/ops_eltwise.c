@@ -114,7 +114,8 @@ static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
       return st;
   /* add(x, x) handed one buffer for both: d/dx is twice the output gradient. */
   if (io->input_grads[0] && io->input_grads[0] == io->input_grads[1])
-    cpu_accumulate_buffer(&n->plan->md[n->node->inputs[0]], io->input_grads[0], io->input_grads[0]);
+    cpu_accumulate_buffer(d, &n->plan->md[n->node->inputs[0]], io->input_grads[0],
+                          io->input_grads[0]);
   return CNNB_OK;
 }
 
@@ -194,18 +195,32 @@ static inline int kept(uint64_t key, int64_t i, float keep) {
   return (float)((double)(h >> 40) * (1.0 / 16777216.0)) < keep;
 }
 
-static void apply_mask(const dropout_node *s, uint64_t key, const void *in, void *out) {
-  float scale = 1.0f / s->keep;
-  if (s->bf16) {
-    const uint16_t *x = in;
-    uint16_t *y = out;
-    for (int64_t i = 0; i < s->count; i++)
-      y[i] = kept(key, i, s->keep) ? cpu_f32_to_bf16(cpu_bf16_to_f32(x[i]) * scale) : 0;
+typedef struct mask_job {
+  const dropout_node *s;
+  uint64_t key;
+  const void *in;
+  void *out;
+} mask_job;
+
+static void apply_mask(void *ctx, int64_t begin, int64_t end) {
+  const mask_job *job = ctx;
+  const float keep = job->s->keep, scale = 1.0f / keep;
+  if (job->s->bf16) {
+    const uint16_t *x = job->in;
+    uint16_t *y = job->out;
+    for (int64_t i = begin; i < end; i++)
+      y[i] = kept(job->key, i, keep) ? cpu_f32_to_bf16(cpu_bf16_to_f32(x[i]) * scale) : 0;
   } else {
-    const float *x = in;
-    float *y = out;
-    for (int64_t i = 0; i < s->count; i++) y[i] = kept(key, i, s->keep) ? x[i] * scale : 0.0f;
+    const float *x = job->in;
+    float *y = job->out;
+    for (int64_t i = begin; i < end; i++) y[i] = kept(job->key, i, keep) ? x[i] * scale : 0.0f;
   }
+}
+
+static void dropout_apply(cpu_device *d, const dropout_node *s, uint64_t step, const void *in,
+                          void *out) {
+  mask_job job = {s, mask_key(d->cfg.seed, step, s->base.index), in, out};
+  cpu_parallel_for(d, s->count, apply_mask, &job);
 }
 
 static cnnb_status dropout_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
@@ -215,7 +230,7 @@ static cnnb_status dropout_forward(cpu_device *d, cpu_node *n, const cnnb_node_i
     if (io->output != io->inputs[0]) memcpy(io->output, io->inputs[0], bytes);
     return CNNB_OK;
   }
-  apply_mask(s, mask_key(d->cfg.seed, io->step, n->index), io->inputs[0], io->output);
+  dropout_apply(d, s, io->step, io->inputs[0], io->output);
   return CNNB_OK;
 }
 
@@ -227,7 +242,7 @@ static cnnb_status dropout_backward(cpu_device *d, cpu_node *n, const cnnb_node_
       memcpy(io->input_grads[0], io->output_grad, (size_t)s->count * (s->bf16 ? 2 : 4));
     return CNNB_OK;
   }
-  apply_mask(s, mask_key(d->cfg.seed, io->step, n->index), io->output_grad, io->input_grads[0]);
+  dropout_apply(d, s, io->step, io->output_grad, io->input_grads[0]);
   return CNNB_OK;
 }
 
@@ -258,16 +273,32 @@ cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
 
 /* ---- gradient accumulation ------------------------------------------------------------ */
 
-void cpu_accumulate_buffer(const dnnl_memory_desc_t *md, void *dst, const void *src) {
+typedef struct acc_job {
+  void *dst;
+  const void *src;
+} acc_job;
+
+static void add_f32(void *ctx, int64_t begin, int64_t end) {
+  const acc_job *job = ctx;
+  float *y = job->dst;
+  const float *x = job->src;
+  for (int64_t i = begin; i < end; i++) y[i] += x[i];
+}
+
+static void add_bf16(void *ctx, int64_t begin, int64_t end) {
+  const acc_job *job = ctx;
+  uint16_t *y = job->dst;
+  const uint16_t *x = job->src;
+  for (int64_t i = begin; i < end; i++)
+    y[i] = cpu_f32_to_bf16(cpu_bf16_to_f32(y[i]) + cpu_bf16_to_f32(x[i]));
+}
+
+void cpu_accumulate_buffer(const cpu_device *d, const dnnl_memory_desc_t *md, void *dst,
+                           const void *src) {
   size_t bytes = dnnl_memory_desc_get_size(md);
-  if (md->data_type == dnnl_bf16) {
-    uint16_t *y = dst;
-    const uint16_t *x = src;
-    for (size_t i = 0; i < bytes / 2; i++)
-      y[i] = cpu_f32_to_bf16(cpu_bf16_to_f32(y[i]) + cpu_bf16_to_f32(x[i]));
-  } else {
-    float *y = dst;
-    const float *x = src;
-    for (size_t i = 0; i < bytes / 4; i++) y[i] += x[i];
-  }
+  acc_job job = {dst, src};
+  if (md->data_type == dnnl_bf16)
+    cpu_parallel_for(d, (int64_t)(bytes / 2), add_bf16, &job);
+  else
+    cpu_parallel_for(d, (int64_t)(bytes / 4), add_f32, &job);
 }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "cpu_device.h"
@@ -262,70 +261,6 @@ void cpu_weights_fini(cpu_weights *w) {
   cpu_free(w->compute_buf);
   cpu_free(w->diff_buf);
   memset(w, 0, sizeof *w);
-}
-
-/* oneDNN's Debian build runs on GNU OpenMP. The plugin reaches libgomp's thread-count
- * setter through the copy libdnnl already loaded (RTLD_NOLOAD) instead of linking an
- * OpenMP runtime itself: with clang that would be LLVM's libomp, a second runtime in the
- * same process. Without it, OMP_NUM_THREADS still applies. */
-typedef void (*set_threads_fn)(int);
-typedef int (*get_threads_fn)(void);
-
-static void omp_functions(set_threads_fn *set, get_threads_fn *get) {
-  static int looked;
-  static set_threads_fn set_fn;
-  static get_threads_fn get_fn;
-  if (!looked) {
-    looked = 1;
-    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (h) {
-      set_fn = (set_threads_fn)(uintptr_t)dlsym(h, "omp_set_num_threads");
-      get_fn = (get_threads_fn)(uintptr_t)dlsym(h, "omp_get_max_threads");
-    }
-  }
-  *set = set_fn;
-  *get = get_fn;
-}
-
-/* Denormal fp32 values (deep nets' tiny gradients) are up to 100x slower in AVX-512
- * arithmetic; like TF and PyTorch on x86, flush them to zero (FTZ) and treat denormal
- * inputs as zero (DAZ). MXCSR is per thread, so it is set inside a parallel region of
- * the OpenMP pool oneDNN computes on (GOMP_parallel, through the loaded libgomp). */
-typedef void (*gomp_parallel_fn)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
-
-static void set_ftz_daz(void *unused) {
-  (void)unused;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned csr;
-  __asm__ volatile("stmxcsr %0" : "=m"(csr));
-  csr |= 0x8040u; /* FTZ (bit 15) | DAZ (bit 6) */
-  __asm__ volatile("ldmxcsr %0" : : "m"(csr));
-#endif
-}
-
-void cpu_flush_denormals(const cpu_device *d) {
-  set_ftz_daz(NULL);
-  void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) return;
-  gomp_parallel_fn parallel = (gomp_parallel_fn)(uintptr_t)dlsym(h, "GOMP_parallel");
-  if (parallel) parallel(set_ftz_daz, NULL, (unsigned)(d->threads > 0 ? d->threads : 0), 0);
-}
-
-int cpu_threads_runtime_ok(void) {
-  set_threads_fn set;
-  get_threads_fn get;
-  omp_functions(&set, &get);
-  return set && get;
-}
-
-void cpu_threads_apply(const cpu_device *d) {
-  set_threads_fn set;
-  get_threads_fn get;
-  omp_functions(&set, &get);
-  if (set && get && d->threads > 0 && get() != d->threads) {
-    set(d->threads);
-    cpu_flush_denormals(d); /* the pool may have grown new threads */
-  }
 }
 
 void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cpu_plan *p,
