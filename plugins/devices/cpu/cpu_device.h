@@ -47,6 +47,8 @@ struct cpu_device {
   size_t scratch_bytes;
   dnnl_memory_t scratch_mem;
   cpu_plan *plans;
+  void *transient[2];        /* buffers that live within one kernel call (cpu_transient) */
+  size_t transient_bytes[2];
   uint64_t reorders_planned; /* per-step layout conversions prepared (weights and activations) */
   uint64_t reorders_run;     /* conversions executed since create */
   char description[256];
@@ -123,6 +125,12 @@ static inline int cpu_md_same(const dnnl_memory_desc_t *a, const dnnl_memory_des
 }
 /* "nchw", "nChw16c", "blocked" ... for debug logs. */
 const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size);
+
+/* Device-wide buffers for data that lives only inside one forward or backward call
+ * (a masked gradient, a gradient in the kernel's layout before conversion): nodes run
+ * one at a time, so two slots serve them all, sized at prepare to the largest need. */
+cnnb_status cpu_transient_reserve(cpu_device *d, int slot, size_t bytes, const cnnb_node *node);
+static inline void *cpu_transient(const cpu_device *d, int slot) { return d->transient[slot]; }
 
 /* Zeroed, 64-byte aligned; NULL on failure (size 0 gives a valid small block). */
 void *cpu_alloc(size_t bytes);

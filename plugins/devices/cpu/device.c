@@ -141,6 +141,8 @@ static void device_destroy(void *device) {
     cnnb_log(d->ctx, CNNB_LOG_DEBUG, "%llu layout conversions prepared, %llu run",
              (unsigned long long)d->reorders_planned, (unsigned long long)d->reorders_run);
   cpu_plans_free(d);
+  cpu_free(d->transient[0]);
+  cpu_free(d->transient[1]);
   if (d->scratch_mem) dnnl_memory_destroy(d->scratch_mem);
   cpu_free(d->scratch);
   if (d->attr) dnnl_primitive_attr_destroy(d->attr);

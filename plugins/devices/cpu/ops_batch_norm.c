@@ -18,11 +18,10 @@ typedef struct bn_node {
   int use_scale, fused;
   int32_t channels;
   double m;                /* elements per channel in the batch */
+  size_t dx_bytes;
   float decay;
   float *mean, *var;       /* this step's batch statistics [C] */
   void *ws;                /* fused relu's mask */
-  void *dx_scratch;        /* diff_src when the executor wants none (made on first need) */
-  size_t dx_bytes;
   dnnl_primitive_t fwd, bwd;
   dnnl_memory_t src, dst, mean_m, var_m, scale, shift, ws_m;
   dnnl_memory_t b_src, b_mean, b_var, b_scale, b_shift, b_ws, diff_dst, diff_src, diff_scale, diff_shift;
@@ -67,10 +66,12 @@ static cnnb_status bn_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
   const cnnb_node *node = n->node;
   void *dx = io->input_grads[0];
   if (!dx) {
-    /* oneDNN computes the parameter gradients only together with dx. */
-    if (!s->dx_scratch && !(s->dx_scratch = cpu_alloc(s->dx_bytes)))
-      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: batch norm '%s': gradient buffer", node->name);
-    dx = s->dx_scratch;
+    /* oneDNN computes scale/offset gradients only together with dx. Only a batch norm
+     * with nothing trainable upstream (on the images) gets here: its scratch is made on
+     * first use rather than kept for every batch norm. */
+    cnnb_status st = cpu_transient_reserve(d, 0, s->dx_bytes, node);
+    if (st) return st;
+    dx = cpu_transient(d, 0);
   }
   cpu_bind(s->b_src, io->inputs[0]);
   cpu_bind(s->b_mean, s->mean);
@@ -111,7 +112,6 @@ static void bn_release(cpu_device *d, cpu_node *n) {
   cpu_free(s->mean);
   cpu_free(s->var);
   cpu_free(s->ws);
-  cpu_free(s->dx_scratch);
   free(s);
 }
 

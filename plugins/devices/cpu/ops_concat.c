@@ -19,7 +19,7 @@ typedef struct concat_node {
   dnnl_exec_arg_t args[MAX_INPUTS + 1];
   cpu_xform slice[MAX_INPUTS]; /* gradient view -> input i's gradient layout */
   cpu_xform to_plain;          /* gradient -> plain, when slicing needs it */
-  void *plain;
+  int via_plain;
 } concat_node;
 
 static cnnb_status concat_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
@@ -72,9 +72,9 @@ static cnnb_status concat_backward(cpu_device *d, cpu_node *n, const cnnb_node_i
   concat_node *s = (concat_node *)n;
   cnnb_status st;
   const void *grad = io->output_grad;
-  if (s->plain) {
-    if ((st = cpu_xform_run(d, &s->to_plain, grad, s->plain, n->node))) return st;
-    grad = s->plain;
+  if (s->via_plain) {
+    if ((st = cpu_xform_run(d, &s->to_plain, grad, cpu_transient(d, 0), n->node))) return st;
+    grad = cpu_transient(d, 0);
   }
   for (int32_t i = 0; i < s->count; i++)
     if (io->input_grads[i] &&
@@ -92,7 +92,6 @@ static void concat_release(cpu_device *d, cpu_node *n) {
   }
   if (s->dst) dnnl_memory_destroy(s->dst);
   cpu_xform_fini(&s->to_plain);
-  cpu_free(s->plain);
   free(s);
 }
 
@@ -135,10 +134,8 @@ cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, 
       dnnl_memory_desc_t plain = cpu_md_nchw(node->shape, md->data_type);
       if ((st = cpu_xform_init(d, &s->to_plain, md, &plain, node, "concat gradient to plain")))
         goto done;
-      if (!(s->plain = cpu_alloc(dnnl_memory_desc_get_size(&plain)))) {
-        st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: concat '%s': gradient buffer", node->name);
-        goto done;
-      }
+      s->via_plain = 1;
+      if ((st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(&plain), node))) goto done;
       if (!slice_views(g, node, &plain, views)) {
         st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cpu: concat '%s': cannot slice plain NCHW",
                         node->name);

@@ -20,8 +20,7 @@ typedef struct conv_node {
   cpu_weights wd;          /* backward-data weights in their own layout */
   int wd_own;
   cpu_xform diff_src_out;  /* backward-data's input-gradient layout -> the input's */
-  void *diff_src_buf;
-  void *relu_grad;         /* dy masked by the fused ReLU */
+
   dnnl_primitive_t fwd, bwd_data, bwd_weights, relu_bwd;
   dnnl_memory_t f_src, f_wei, f_bias, f_dst;
   dnnl_memory_t w_src, w_diff_wei, w_diff_bias, w_diff_dst;
@@ -164,11 +163,11 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   if (s->fused_relu) {
     cpu_bind(s->r_dst, io->output);
     cpu_bind(s->r_diff_dst, io->output_grad);
-    cpu_bind(s->r_diff_src, s->relu_grad);
+    cpu_bind(s->r_diff_src, cpu_transient(d, 0));
     dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_DST, s->r_dst}, {DNNL_ARG_DIFF_DST, s->r_diff_dst},
                                 {DNNL_ARG_DIFF_SRC, s->r_diff_src}};
     if ((st = cpu_exec(d, s->relu_bwd, 3, rargs, node, "conv2d fused relu backward"))) return st;
-    dy = s->relu_grad;
+    dy = cpu_transient(d, 0); /* dy masked by the fused ReLU */
   }
 
   float *dw = cpu_param_ptr(n->g, io->grads, node->params[0]);
@@ -192,7 +191,7 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   } else {
     wei = s->w.compute_buf ? s->w.compute_buf : (const void *)arena_w; /* converted in forward */
   }
-  void *diff_src = cpu_xform_needed(&s->diff_src_out) ? s->diff_src_buf : io->input_grads[0];
+  void *diff_src = cpu_xform_needed(&s->diff_src_out) ? cpu_transient(d, 1) : io->input_grads[0];
   cpu_bind(s->d_diff_src, diff_src);
   cpu_bind(s->d_wei, wei);
   cpu_bind(s->d_diff_dst, dy);
@@ -200,7 +199,7 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
                               {DNNL_ARG_DIFF_DST, s->d_diff_dst}};
   if ((st = cpu_exec(d, s->bwd_data, 3, dargs, node, "conv2d backward data"))) return st;
   if (cpu_xform_needed(&s->diff_src_out))
-    return cpu_xform_run(d, &s->diff_src_out, s->diff_src_buf, io->input_grads[0], node);
+    return cpu_xform_run(d, &s->diff_src_out, diff_src, io->input_grads[0], node);
   return CNNB_OK;
 }
 
@@ -219,8 +218,6 @@ static void conv_release(cpu_device *d, cpu_node *n) {
   cpu_weights_fini(&s->w);
   cpu_weights_fini(&s->wd);
   cpu_free(s->src_buf);
-  cpu_free(s->diff_src_buf);
-  cpu_free(s->relu_grad);
   free(s);
 }
 
@@ -244,8 +241,7 @@ static cnnb_status prepare_relu_backward(cpu_device *d, conv_node *s, const dnnl
   if ((st = cpu_mem(d, &s->r_dst, md, node)) || (st = cpu_mem(d, &s->r_diff_dst, md, node)) ||
       (st = cpu_mem(d, &s->r_diff_src, md, node)))
     goto done;
-  if (!(s->relu_grad = cpu_alloc(dnnl_memory_desc_get_size(md))))
-    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': relu gradient buffer", node->name);
+  st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(md), node);
 done:
   if (fpd) dnnl_primitive_desc_destroy(fpd);
   if (bpd) dnnl_primitive_desc_destroy(bpd);
@@ -322,10 +318,8 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
                              "conv2d input gradient")))
       goto done;
     if (cpu_xform_needed(&s->diff_src_out) &&
-        !(s->diff_src_buf = cpu_alloc(dnnl_memory_desc_get_size(&dsrc_md)))) {
-      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': gradient buffer", node->name);
+        (st = cpu_transient_reserve(d, 1, dnnl_memory_desc_get_size(&dsrc_md), node)))
       goto done;
-    }
     if ((st = cpu_mem(d, &s->d_diff_src, &dsrc_md, node)) ||
         (st = cpu_mem(d, &s->d_wei, &dwei_data_md, node)) ||
         (st = cpu_mem(d, &s->d_diff_dst, dst_md, node)))

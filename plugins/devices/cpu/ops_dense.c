@@ -15,7 +15,6 @@ typedef struct dense_node {
   cpu_xform src_to_plain;  /* input layout -> [N, K] plain (when they differ) */
   void *src_plain;
   cpu_xform grad_to_input; /* [N, K] plain gradient -> the input's layout */
-  void *grad_plain;
   cpu_weights w;
   dnnl_primitive_t fwd, bwd_data, bwd_weights;
   dnnl_memory_t f_src, f_wei, f_bias, f_dst;
@@ -66,7 +65,7 @@ static cnnb_status dense_backward(cpu_device *d, cpu_node *n, const cnnb_node_io
   if (!io->input_grads[0]) return CNNB_OK;
   const void *wei = s->w.compute_buf ? s->w.compute_buf
                                      : (const void *)cpu_param_ptr(n->g, io->params, node->params[0]);
-  void *diff_src = cpu_xform_needed(&s->grad_to_input) ? s->grad_plain : io->input_grads[0];
+  void *diff_src = cpu_xform_needed(&s->grad_to_input) ? cpu_transient(d, 0) : io->input_grads[0];
   cpu_bind(s->d_diff_src, diff_src);
   cpu_bind(s->d_wei, wei);
   cpu_bind(s->d_diff_dst, io->output_grad);
@@ -74,7 +73,7 @@ static cnnb_status dense_backward(cpu_device *d, cpu_node *n, const cnnb_node_io
                               {DNNL_ARG_DIFF_DST, s->d_diff_dst}};
   if ((st = cpu_exec(d, s->bwd_data, 3, dargs, node, "dense backward data"))) return st;
   if (cpu_xform_needed(&s->grad_to_input))
-    return cpu_xform_run(d, &s->grad_to_input, s->grad_plain, io->input_grads[0], node);
+    return cpu_xform_run(d, &s->grad_to_input, diff_src, io->input_grads[0], node);
   return CNNB_OK;
 }
 
@@ -90,7 +89,6 @@ static void dense_release(cpu_device *d, cpu_node *n) {
   cpu_xform_fini(&s->src_to_plain);
   cpu_xform_fini(&s->grad_to_input);
   cpu_free(s->src_plain);
-  cpu_free(s->grad_plain);
   cpu_weights_fini(&s->w);
   free(s);
 }
@@ -178,10 +176,8 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
     if ((st = cpu_xform_init(d, &s->grad_to_input, &in_plain, &p->md[in], node, "dense input gradient")))
       goto done;
     if (cpu_xform_needed(&s->grad_to_input) &&
-        !(s->grad_plain = cpu_alloc(dnnl_memory_desc_get_size(&in_plain)))) {
-      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: dense '%s': gradient buffer", node->name);
+        (st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(&in_plain), node)))
       goto done;
-    }
   }
 done:
   if (fpd) dnnl_primitive_desc_destroy(fpd);

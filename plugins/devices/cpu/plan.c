@@ -26,7 +26,8 @@ static uint64_t fingerprint(const cnnb_graph *g) {
     MIX(node->shape.w);
     MIX(node->num_inputs);
     for (int32_t k = 0; k < node->num_inputs; k++) MIX(node->inputs[k]);
-    MIX(node->fused_relu);
+    /* Not fused_relu: the planner may fuse ReLUs between tensor_bytes and prepare, and
+     * layouts do not depend on it; the sizes already given must stay true. */
   }
 #undef MIX
   return h;
@@ -103,10 +104,10 @@ cnnb_status cpu_plan_get(cpu_device *d, const cnnb_graph *g, cpu_plan **out) {
       *out = *pp;
       return CNNB_OK;
     }
-    /* Same address, different graph: the old one was destroyed; its plan is stale. */
-    cpu_plan *stale = *pp;
-    *pp = stale->next;
-    plan_free(stale);
+    /* Same address, different graph (the old one was destroyed, or edited, e.g. ReLUs
+     * fused after sizing): the plan is stale. Node states prepared with it may still
+     * point at it, so it stays allocated, unmatchable, until the device goes. */
+    (*pp)->g = NULL;
     break;
   }
   int32_t n = cnnb_graph_num_nodes(g);

@@ -164,6 +164,18 @@ const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size) {
   return buf;
 }
 
+cnnb_status cpu_transient_reserve(cpu_device *d, int slot, size_t bytes, const cnnb_node *node) {
+  if (bytes <= d->transient_bytes[slot]) return CNNB_OK;
+  void *p = cpu_alloc(bytes);
+  if (!p)
+    return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: %zu bytes of scratch",
+                      node && node->name ? node->name : "device", bytes);
+  cpu_free(d->transient[slot]);
+  d->transient[slot] = p;
+  d->transient_bytes[slot] = bytes;
+  return CNNB_OK;
+}
+
 void *cpu_alloc(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
