@@ -91,7 +91,10 @@ struct cpu_run {
   void **state;
   float *params, *grads, *stats;
   int64_t param_count, stat_count;
+  int no_image_grads;
 };
+
+void cpu_run_want_image_grads(cpu_run *r, int wanted) { r->no_image_grads = !wanted; }
 
 void cpu_run_destroy(cpu_run *r) {
   if (!r) return;
@@ -281,6 +284,7 @@ int cpu_run_backward(cpu_run *r, cnnb_tensor seed, const float *seed_grad, float
     for (int32_t k = 0; k < node->num_inputs; k++) {
       uint32_t op = cnnb_graph_node(r->g, node->inputs[k])->op;
       if (op == CNNB_OP_LABELS) input_grads[k] = NULL; /* never needed */
+      if (op == CNNB_OP_INPUT && r->no_image_grads) input_grads[k] = NULL;
     }
     if ((st = dv->backward(r->h->dev, r->state[i], &io))) {
       char what[256];

@@ -51,6 +51,10 @@ int cpu_run_forward(cpu_run *r, const float *images, const int32_t *labels, uint
 int cpu_run_backward(cpu_run *r, cnnb_tensor seed, const float *seed_grad, float loss_scale,
                      uint64_t step);
 
+/* 0: backward gets NULL for gradients of INPUT nodes (as the executor does when nothing
+ * needs them); 1 (default): they are computed, so tests can read them. */
+void cpu_run_want_image_grads(cpu_run *r, int wanted);
+
 /* A tensor's activation, or its accumulated gradient, as logical NCHW fp32. */
 int cpu_run_activation(cpu_run *r, cnnb_tensor t, float *host);
 int cpu_run_gradient(cpu_run *r, cnnb_tensor t, float *host);
