@@ -27,6 +27,7 @@ static struct {
 static void look_up(void) {
   if (omp.looked) return;
   omp.looked = 1;
+  if (dnnl_version()->cpu_runtime != DNNL_RUNTIME_OMP) return; /* another runtime: leave it be */
   void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!h) return;
   omp.set_num_threads = (set_threads_fn)(uintptr_t)dlsym(h, "omp_set_num_threads");
