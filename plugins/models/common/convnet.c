@@ -57,7 +57,7 @@ int32_t convnet_channels(const convnet *cn, cnnb_tensor x) {
 cnnb_tensor convnet_batch_norm(convnet *cn, cnnb_tensor x, const cnnb_batch_norm_desc *desc) {
   char name[32];
   numbered(name, sizeof name, cn, "batchnorm");
-  return cnnb_batch_norm(cn->g, name, x, desc ? desc : CNNB_BATCH_NORM(0));
+  return cnnb_batch_norm(cn->g, name, x, desc ? desc : CNNB_BATCH_NORM(.scale = 0));
 }
 
 cnnb_tensor convnet_relu(convnet *cn, cnnb_tensor x) {
