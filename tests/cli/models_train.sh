@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Every model trains on the cpu device: at batch 2 on fixed synthetic labels its loss
+# falls over 10 steps. This catches wiring errors a parameter count cannot (a branch
+# that is built but not connected, a gradient that never reaches a layer).
+# The slowest test (several minutes on 2 cores); it runs models two at a time.
+set -uo pipefail
+: "${CNNBENCH:?}"
+imagenet=(trivial lenet alexnet overfeat googlenet vgg11 vgg16 vgg19 inception3 inception4
+          resnet50 resnet50_v1.5 resnet50_v2 resnet101 resnet101_v2 resnet152 resnet152_v2 mobilenet)
+cifar=(trivial alexnet resnet20 resnet20_v2 resnet32 resnet32_v2 resnet44 resnet44_v2 resnet56
+       resnet56_v2 resnet110 resnet110_v2 densenet40_k12 densenet100_k12 densenet100_k24)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+train() { # train <dataset> <model>: writes "<first> <last>" or the error to $tmp/<dataset>_<model>
+  local out="$tmp/$1_$2"
+  if "$CNNBENCH" --model="$2" --data_name="$1" --batch_size=2 --num_batches=10 \
+       --num_warmup_batches=0 --display_every=1 --optimizer=momentum --init_learning_rate=0.001 \
+       --num_intra_threads=1 >"$out.log" 2>&1; then
+    awk -F'\t' '$1 == 1 {f = $3} $1 == 10 {l = $3} END {print f, l}' "$out.log" >"$out"
+  else
+    echo "error" >"$out"
+  fi
+}
+
+jobs=()
+for m in "${imagenet[@]}"; do jobs+=("imagenet $m"); done
+for m in "${cifar[@]}"; do jobs+=("cifar10 $m"); done
+running=0
+for job in "${jobs[@]}"; do
+  train $job &
+  running=$((running + 1))
+  if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+
+failures=0
+for job in "${jobs[@]}"; do
+  set -- $job
+  read -r first last <"$tmp/$1_$2"
+  if [ "$first" = "error" ] || [ -z "${last:-}" ]; then
+    echo "FAIL: $2 ($1) did not run:"; tail -5 "$tmp/$1_$2.log"; failures=$((failures + 1))
+  elif awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
+    echo "ok   $2 ($1): loss $first -> $last"
+  else
+    echo "FAIL: $2 ($1): loss did not fall: $first -> $last"; failures=$((failures + 1))
+  fi
+done
+[ "$failures" -eq 0 ] && echo "PASS: ${#jobs[@]} models" || exit 1
