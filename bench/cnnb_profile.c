@@ -36,7 +36,7 @@
 #include "trainer.h"
 
 typedef struct op_sum {
-  const char *op;
+  char op[40]; /* op kind, "+relu" when a ReLU is fused into it */
   int count;
   double fwd_s, bwd_s;
   double flops; /* forward matmul FLOPs of the whole batch */
@@ -161,17 +161,26 @@ static void print_summary(session *s, const node_row *warm, int64_t steps, doubl
     cnnb_model_report_free(&rep);
     return;
   }
-  int nops = 0;
+  const cnnb_plan *plan = cnnb_executor_plan(s->ex);
+  int nops = 0, fused = 0;
   double nodes_s = 0, batch = s->run.batch_size;
   for (int32_t i = 0; i < n; i++) {
     double f, b;
     cnnb_executor_node_time(s->ex, i, &f, &b);
     rows[i] = (node_row){i, (f - warm[i].fwd_s) / (double)steps, (b - warm[i].bwd_s) / (double)steps};
     nodes_s += rows[i].fwd_s + rows[i].bwd_s;
-    const char *op = rep.layers[i].op;
+    /* A ReLU fused into its producer never runs (plan alias); the producer is shown as
+     * "conv2d+relu" / "batch_norm+relu" so fused and plain kinds read apart. */
+    const cnnb_node *node = cnnb_graph_node(g, i);
+    if (plan && plan->alias && plan->alias[i] >= 0) {
+      fused++;
+      continue;
+    }
+    char kind[sizeof ops->op];
+    snprintf(kind, sizeof kind, "%s%s", rep.layers[i].op, node->fused_relu ? "+relu" : "");
     int k = 0;
-    while (k < nops && strcmp(ops[k].op, op) != 0) k++;
-    if (k == nops) ops[nops++].op = op;
+    while (k < nops && strcmp(ops[k].op, kind) != 0) k++;
+    if (k == nops) memcpy(ops[nops++].op, kind, sizeof kind);
     ops[k].count++;
     ops[k].fwd_s += rows[i].fwd_s;
     ops[k].bwd_s += rows[i].bwd_s;
@@ -188,19 +197,20 @@ static void print_summary(session *s, const node_row *warm, int64_t steps, doubl
          batch / step_s, train_flops / step_s * 1e-9);
 
   qsort(ops, (size_t)nops, sizeof *ops, op_by_total_desc);
-  printf("\n%-16s %5s %9s %9s %9s %7s %9s %9s\n", "op", "nodes", "fwd ms", "bwd ms", "total ms",
+  printf("\n%-20s %5s %9s %9s %9s %7s %9s %9s\n", "op", "nodes", "fwd ms", "bwd ms", "total ms",
          "% step", "fwd GF/s", "bwd GF/s");
   for (int k = 0; k < nops; k++) {
     double tot = ops[k].fwd_s + ops[k].bwd_s;
     char fg[16] = "", bg[16] = "";
     if (ops[k].flops > 0 && ops[k].fwd_s > 0) snprintf(fg, sizeof fg, "%.1f", ops[k].flops / ops[k].fwd_s * 1e-9);
     if (ops[k].flops > 0 && ops[k].bwd_s > 0) snprintf(bg, sizeof bg, "%.1f", 2 * ops[k].flops / ops[k].bwd_s * 1e-9);
-    printf("%-16s %5d %9.1f %9.1f %9.1f %7.1f %9s %9s\n", ops[k].op, ops[k].count,
+    printf("%-20s %5d %9.1f %9.1f %9.1f %7.1f %9s %9s\n", ops[k].op, ops[k].count,
            ops[k].fwd_s * 1e3, ops[k].bwd_s * 1e3, tot * 1e3, 100 * tot / step_s, fg, bg);
   }
-  printf("%-16s %5s %9s %9s %9.1f %7.1f\n", "(optimizer)", "", "", "", upd * 1e3, 100 * upd / step_s);
-  printf("%-16s %5s %9s %9s %9.1f %7.1f\n", "(other)", "", "", "",
+  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(optimizer)", "", "", "", upd * 1e3, 100 * upd / step_s);
+  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(other)", "", "", "",
          (step_s - nodes_s - upd) * 1e3, 100 * (step_s - nodes_s - upd) / step_s);
+  if (fused) printf("(%d ReLUs fused into their producer: not run, not listed)\n", fused);
 
   qsort(rows, (size_t)n, sizeof *rows, by_total_desc);
   if (top > n) top = n;

@@ -61,3 +61,9 @@ forward_gflops() {
 
 # Arithmetic without bc: calc 'expr'.
 calc() { awk "BEGIN { v = $1; if (v == v + 0) printf \"%.${2:-2}f\", v; else print \"-\" }"; }
+
+# "Percent of CPU this job got" from /usr/bin/time -v: about 100 x threads when the run
+# had the cores to itself; much less means other work shared them (the numbers are low).
+cpu_pct() {
+  sed -n 's/.*Percent of CPU this job got: *\([0-9]*\)%.*/\1/p' "$1" | head -1
+}

@@ -57,7 +57,7 @@ declare -A TV=([alexnet]=alexnet [vgg16]=vgg16 [resnet50]=resnet50 [resnet50_v1.
   echo "- Steps: $WARMUP warm-up + $STEPS timed per run, synthetic data, momentum SGD"
 } > "$OUT/header.md"
 cat "$OUT/header.md"
-echo "framework,model,precision,batch,images_per_sec,peak_rss_mib,status" > "$OUT/results.csv"
+echo "framework,model,precision,batch,images_per_sec,peak_rss_mib,cpu_percent,status" > "$OUT/results.csv"
 
 # run_one FRAMEWORK MODEL PRECISION LOG CMD...: runs under /usr/bin/time -v and a
 # timeout, appends a CSV row, and leaves the number in $IPS_OUT.
@@ -68,9 +68,10 @@ run_one() {
   timeout "$LIMIT" "$TIME" -v "$@" >> "$log" 2>&1 || status=$([ $? = 124 ] && echo timeout || echo failed)
   IPS_OUT=$(value_of "$log" "total images/sec:")
   [ -n "$IPS_OUT" ] || { [ "$status" = ok ] && status=failed; }
-  local rss; rss=$(rss_mib "$log")
-  echo "$fw,$model,$prec,$BATCH,${IPS_OUT},${rss},$status" >> "$OUT/results.csv"
-  printf '  %-9s %-14s %-5s %8s images/sec %6s MiB  %s\n' "$fw" "$model" "$prec" "${IPS_OUT:--}" "${rss:--}" "$status"
+  local rss cpu; rss=$(rss_mib "$log"); cpu=$(cpu_pct "$log")
+  echo "$fw,$model,$prec,$BATCH,${IPS_OUT},${rss},${cpu},$status" >> "$OUT/results.csv"
+  printf '  %-9s %-14s %-5s %8s images/sec %6s MiB %4s%% CPU  %s\n' "$fw" "$model" "$prec" \
+    "${IPS_OUT:--}" "${rss:--}" "${cpu:--}" "$status"
 }
 
 declare -A R FWD
@@ -132,7 +133,7 @@ gflops() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && calc "$1 * 3 * $2" 0 || echo "-
   echo "GFLOP/s = images/sec x 3 x forward GFLOPs (conv + dense, multiply-add = 2) from"
   echo "\`cnnbench --model_info\`. Peak RSS and failures per run: results.csv."
   echo
-  echo "Run time: $(( $(date +%s) - START )) s. Logs: $OUT"
+  echo "Run time: $(( $(date +%s) - START )) s; load average at end: $(cut -d" " -f1-3 /proc/loadavg). Logs: $OUT"
 } > "$OUT/summary.md"
 echo
 cat "$OUT/summary.md"
