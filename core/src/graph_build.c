@@ -212,6 +212,15 @@ cnnb_tensor cnnb_relu(cnnb_graph *g, const char *name, cnnb_tensor x) {
   return cnnb_graph_finish(&s, &(cnnb_node){.shape = shape_of(g, x)}, 1, &x);
 }
 
+/* Its own op, not a relu with an attribute: the ReLU fusion pass and the alias rule
+ * (relu of a fused relu is the identity) match CNNB_OP_RELU only, and must stay blind
+ * to the bound. */
+cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  cnnb_node_start s;
+  if (!cnnb_graph_start(&s, g, CNNB_OP_RELU6, "relu6", name, 1, &x)) return CNNB_NO_TENSOR;
+  return cnnb_graph_finish(&s, &(cnnb_node){.shape = shape_of(g, x)}, 1, &x);
+}
+
 static cnnb_tensor pool(cnnb_graph *g, uint32_t op, const char *auto_base, const char *name,
                         cnnb_tensor x, const cnnb_pool_desc *desc) {
   cnnb_node_start s;

@@ -37,6 +37,7 @@ static void count_node(const cnnb_graph *g, const cnnb_node *n, cnnb_model_layer
     case CNNB_OP_ADD:
       flops = out;
       break;
+    case CNNB_OP_RELU6: /* max, then min */
     case CNNB_OP_DROPOUT:
       flops = 2 * out;
       break;

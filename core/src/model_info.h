@@ -5,9 +5,9 @@
  *  - a multiply-add counts 2 FLOPs;
  *  - conv2d: 2*KH*KW*(C_in/groups)*C_out*H_out*W_out, + C_out*H_out*W_out with a bias;
  *  - dense: 2*K*units, + units with a bias;
- *  - elementwise ops count their arithmetic per output element: relu 1 (max); add 1;
- *    dropout 2 (mask compare, scale); batch norm 3 for the batch mean and variance
- *    (sum, square, sum), 2 to normalise ((x - mean) * inv_std), 1 for the offset and 1
+ *  - elementwise ops count their arithmetic per output element: relu 1 (max); relu6 2
+ *    (max, min); add 1; dropout 2 (mask compare, scale); batch norm 3 for the batch mean
+ *    and variance (sum, square, sum), 2 to normalise ((x - mean) * inv_std), 1 for the offset and 1
  *    more with a scale; max pool KH*KW comparisons and avg pool KH*KW adds + 1 divide per
  *    output element, global avg pool H*W adds + 1 divide per channel; LRN 2*(2r+1) for
  *    the window's squares and sums + 4 (alpha, bias, pow, divide); softmax cross-entropy

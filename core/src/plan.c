@@ -33,6 +33,13 @@ void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *out
   case CNNB_OP_RELU:
     *output = true; /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd) */
     break;
+  case CNNB_OP_RELU6:
+    /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
+     * input does, so keep the output, as for relu. The input (usually a batch norm's
+     * output) is then free once forward has read it, and a device may run it in place
+     * (oneDNN clip_v2_use_dst_for_bwd). */
+    *output = true;
+    break;
   case CNNB_OP_MAX_POOL:
   case CNNB_OP_LRN:
     /* Both re-derive where the maximum / the normaliser came from; keeping both sides
@@ -170,6 +177,8 @@ int32_t cnnb_plan_fuse_relus(cnnb_graph *g) {
   cnnb_tensor logits = cnnb_graph_logits(g);
   for (int32_t r = 0; r < cnnb_graph_num_nodes(g); ++r) {
     const cnnb_node *relu = cnnb_graph_node(g, r);
+    /* Plain ReLU only: fused_relu means max(x, 0), and a relu6's bound has no place in
+     * the node (nor in oneDNN's fused batch-norm ReLU). */
     if (relu->op != CNNB_OP_RELU)
       continue;
     cnnb_tensor b = relu->inputs[0];

@@ -121,6 +121,16 @@ void ref_relu_backward(const float *y, const float *dy, int64_t n, float *dx) {
   for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+void ref_relu6_forward(const float *x, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i] >= 6.0f ? 6.0f : x[i];
+}
+
+/* The input form on purpose: devices take the output form, and the two agree only if
+ * the device's bounds are right, which is what the test is for. */
+void ref_relu6_backward(const float *x, const float *dy, int64_t n, float *dx) {
+  for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f && x[i] < 6.0f ? dy[i] : 0.0f;
+}
+
 /* ---- batch norm -------------------------------------------------------------------------- */
 
 static void channel_stats(const float *x, cnnb_shape s, int c, double *mean, double *var) {

@@ -34,6 +34,11 @@ void ref_relu_forward(const float *x, int64_t n, float *y);
 /* From the output, as devices do: dx = dy * (y > 0). */
 void ref_relu_backward(const float *y, const float *dy, int64_t n, float *dx);
 
+/* min(max(x, 0), 6). */
+void ref_relu6_forward(const float *x, int64_t n, float *y);
+/* From the input, as TF's Relu6Grad: dx = dy * (0 < x < 6); zero at both bounds. */
+void ref_relu6_backward(const float *x, const float *dy, int64_t n, float *dx);
+
 /* scale NULL: 1. mean/var [C] outputs (biased variance). */
 void ref_batch_norm_forward_training(const float *x, cnnb_shape s, const float *scale,
                                      const float *offset, float eps, float *y, float *mean,

@@ -117,6 +117,9 @@ static void op_result_free(op_result *o) {
  * up to 125/32), so a bf16 max pool has the same arg-max as the fp32 reference. */
 static int exact_images;
 
+/* Non-NULL: the images, as given (x_count values), instead of random ones. */
+static const float *fixed_images;
+
 /* 0: backward is told no image gradient is wanted (NULL input_grads), as the executor
  * does for a first layer; parameter gradients must not change. */
 static int want_image_grads = 1;
@@ -140,6 +143,7 @@ static op_result run_op(cpu_harness *h, cnnb_graph *g, cnnb_tensor y, uint64_t *
       o.images[i] = (float)((hw * 37 + nc * 11) % 251 - 125) / 32.0f;
     }
   }
+  if (fixed_images) memcpy(o.images, fixed_images, (size_t)o.x_count * sizeof *o.images);
   o.y = zeros(o.y_count);
   RUN_OK(h, cpu_run_set_params(r, o.params, o.stats));
   RUN_OK(h, cpu_run_forward(r, o.images, NULL, 7));
@@ -395,6 +399,129 @@ START_TEST(test_relu_and_reshape) {
   op_result_free(&o);
   cnnb_graph_destroy(g);
   cpu_harness_close(&h);
+}
+END_TEST
+
+/* ---- relu6 ---------------------------------------------------------------------------- */
+
+/* Multiples of 1/4 in [-6, 18] (exact in bf16): every residue of 37 i mod 97 appears once
+ * in any 97 consecutive i, so the values cover < 0, (0, 6), > 6 and exactly 0 and 6. */
+static float *relu6_images(int64_t n) {
+  float *p = zeros(n);
+  for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 37) % 97 - 24) / 4.0f;
+  return p;
+}
+
+/* Counts of x < 0, x == 0, 0 < x < 6, x == 6, x > 6. */
+static void relu6_regions(const float *x, int64_t n, int counts[5]) {
+  memset(counts, 0, 5 * sizeof *counts);
+  for (int64_t i = 0; i < n; i++)
+    counts[x[i] < 0.0f ? 0 : x[i] == 0.0f ? 1 : x[i] < 6.0f ? 2 : x[i] == 6.0f ? 3 : 4]++;
+}
+
+/* relu6 on the images themselves (plain NCHW), forward and backward, training and
+ * inference, fp32 and bf16; the gradient must be 0 at x == 0 and x == 6 (TF). */
+static void check_relu6_on_images(uint32_t precision, int training, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, training)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(2, 5, 4, 6, 10);
+  cnnb_tensor y = cnnb_relu6(g, "relu6", cnnb_graph_input(g));
+  float *images = relu6_images(2 * 5 * 4 * 6);
+  int regions[5];
+  relu6_regions(images, 2 * 5 * 4 * 6, regions);
+  for (int k = 0; k < 5; k++) ck_assert_int_gt(regions[k], 0);
+  fixed_images = images;
+  op_result o = run_op(&h, g, y, &seed, training);
+  fixed_images = NULL;
+  float *want = zeros(o.y_count), *dx = zeros(o.x_count);
+  ref_relu6_forward(images, o.x_count, want);
+  char what[96];
+  snprintf(what, sizeof what, "relu6 forward (%s, %s)",
+           precision == CNNB_PRECISION_BF16 ? "bf16" : "fp32", training ? "training" : "inference");
+  /* Exact: a clamp of exactly representable values. */
+  for (int64_t i = 0; i < o.y_count; i++)
+    ck_assert_msg(o.y[i] == want[i], "%s: element %lld is %g for x = %g, want %g", what,
+                  (long long)i, (double)o.y[i], (double)images[i], (double)want[i]);
+  if (training) {
+    ref_relu6_backward(images, o.dy, o.x_count, dx);
+    snprintf(what, sizeof what, "relu6 backward (%s)",
+             precision == CNNB_PRECISION_BF16 ? "bf16" : "fp32");
+    expect_close(what, o.dx, dx, o.x_count, tol);
+    /* The mask itself, independent of the tolerance: zero exactly where x is outside (0, 6). */
+    for (int64_t i = 0; i < o.x_count; i++)
+      if (!(images[i] > 0.0f && images[i] < 6.0f))
+        ck_assert_msg(o.dx[i] == 0.0f, "relu6 backward: gradient %g at x = %g, want 0",
+                      (double)o.dx[i], (double)images[i]);
+      else
+        ck_assert_msg(o.dx[i] != 0.0f || o.dy[i] == 0.0f,
+                      "relu6 backward: gradient 0 at x = %g inside (0, 6)", (double)images[i]);
+  }
+  free(images);
+  free(want);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+/* conv -> relu6: relu6 runs on the conv's blocked layout and keeps it; backward reaches the
+ * conv's weights and the images through relu6's mask. */
+static void check_relu6_after_conv(uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = cnnb_relu6(g, "relu6", c);
+  int64_t xn = 2 * 3 * 7 * 5;
+  float *images = relu6_images(xn);
+  for (int64_t i = 0; i < xn; i++) images[i] = (images[i] - 6.0f) * (2.0f / 3.0f); /* [-8, 8] */
+  fixed_images = images;
+  op_result o = run_op(&h, g, y, &seed, 1);
+  fixed_images = NULL;
+  const cnnb_node *conv = cnnb_graph_node(g, c);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, cs = conv->shape;
+  ref_window win = ref_window_of(conv);
+  const float *w = param_of(g, o.params, conv, 0);
+  int64_t wn = cnnb_graph_param(g, conv->params[0])->count;
+  float *conv_y = zeros(o.y_count), *want = zeros(o.y_count), *dc = zeros(o.y_count),
+        *dx = zeros(o.x_count), *dw = zeros(wn);
+  ref_conv2d_forward(images, xs, w, NULL, &win, conv_y, cs);
+  int regions[5];
+  relu6_regions(conv_y, o.y_count, regions);
+  ck_assert_msg(regions[0] > 0 && regions[2] > 0 && regions[4] > 0,
+                "conv output does not span < 0, (0, 6), > 6: %d %d %d", regions[0], regions[2],
+                regions[4]);
+  ref_relu6_forward(conv_y, o.y_count, want);
+  expect_close("conv + relu6 forward", o.y, want, o.y_count, FP32_TOL);
+  ref_relu6_backward(conv_y, o.dy, o.y_count, dc);
+  ref_conv2d_backward_data(dc, cs, w, &win, dx, xs);
+  expect_close("conv + relu6 backward data", o.dx, dx, o.x_count, FP32_TOL);
+  ref_conv2d_backward_weights(images, xs, dc, cs, &win, dw, NULL);
+  expect_close("conv + relu6 backward weights", param_of(g, o.dparams, conv, 0), dw, wn, FP32_TOL);
+  free(images);
+  free(conv_y);
+  free(want);
+  free(dc);
+  free(dx);
+  free(dw);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_relu6) {
+  if (plugin_missing) return;
+  check_relu6_on_images(CNNB_PRECISION_FP32, 1, 40);
+  check_relu6_on_images(CNNB_PRECISION_FP32, 0, 41);
+  check_relu6_after_conv(42);
+}
+END_TEST
+
+START_TEST(test_relu6_bf16) {
+  if (plugin_missing) return;
+  check_relu6_on_images(CNNB_PRECISION_BF16, 1, 43);
 }
 END_TEST
 
@@ -877,6 +1004,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_conv_bf16);
   tcase_add_test(tc, test_dense);
   tcase_add_test(tc, test_relu_and_reshape);
+  tcase_add_test(tc, test_relu6);
+  tcase_add_test(tc, test_relu6_bf16);
   tcase_add_test(tc, test_no_input_gradient);
   tcase_add_test(tc, test_batch_norm);
   tcase_add_test(tc, test_pools);

@@ -216,6 +216,45 @@ START_TEST(test_other_shapes) {
 }
 END_TEST
 
+/* relu6 (ABI 1.1): its own op and name, the input's shape, the builder's usual checks. */
+START_TEST(test_relu6) {
+  cnnb_graph *g = cnnb_graph_create(2, 8, 6, 5, 10);
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 12, .kernel_h = 3, .kernel_w = 3,
+                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor r = cnnb_relu6(g, NULL, c);
+  ck_assert_int_ge(r, 0);
+  ck_assert_shape(g, r, 2, 12, 3, 3);
+  const cnnb_node *n = cnnb_graph_node(g, r);
+  ck_assert_uint_eq(n->op, CNNB_OP_RELU6);
+  ck_assert_uint_eq(CNNB_OP_RELU6, 16); /* ABI: the value never changes */
+  ck_assert_str_eq(n->name, "relu6");
+  ck_assert_int_eq(n->num_inputs, 1);
+  ck_assert_int_eq(n->inputs[0], c);
+  ck_assert_int_eq(n->num_params, 0);
+  ck_assert_int_eq(n->fused_relu, 0);
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_RELU6), "relu6");
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_RELU), "relu");
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_COUNT_), "unknown");
+  /* Automatic names count per kind: relu6 does not share relu's counter. */
+  cnnb_tensor a = cnnb_relu(g, NULL, r);
+  cnnb_tensor b = cnnb_relu6(g, NULL, a);
+  ck_assert_str_eq(cnnb_graph_node(g, a)->name, "relu");
+  ck_assert_str_eq(cnnb_graph_node(g, b)->name, "relu6_1");
+  cnnb_tensor named = cnnb_relu6(g, "block/act", b);
+  ck_assert_str_eq(cnnb_graph_node(g, named)->name, "block/act");
+  ck_assert_shape(g, named, 2, 12, 3, 3);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  /* A consumer list: the relu6 reads c once. */
+  int32_t count = 0;
+  const int32_t *readers = cnnb_graph_consumers(g, c, &count);
+  ck_assert_int_eq(count, 1);
+  ck_assert_int_eq(readers[0], r);
+  ck_assert_int_eq(cnnb_relu6(g, "bad", 42), CNNB_NO_TENSOR);
+  ck_assert_error_has(g, "relu6 'bad': input 0 is tensor 42, which does not exist");
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_error_filter_larger) {
   cnnb_graph *g = cnnb_graph_create(1, 3, 3, 3, 10);
   cnnb_tensor t = cnnb_conv2d(g, "conv1", 0, CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
@@ -559,6 +598,7 @@ int main(void) {
   tcase_add_test(tc, test_conv_dilation_groups);
   tcase_add_test(tc, test_pool_shapes);
   tcase_add_test(tc, test_other_shapes);
+  tcase_add_test(tc, test_relu6);
   tcase_add_test(tc, test_error_filter_larger);
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_sticky_error);

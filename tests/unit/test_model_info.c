@@ -120,6 +120,32 @@ START_TEST(test_conv_variants) {
 }
 END_TEST
 
+START_TEST(test_relu6_flops) {
+  /* relu6 counts 2 per output element (max, then min), relu 1; neither is matmul, and
+   * relu6 is never folded into the conv's fused-ReLU count. */
+  cnnb_graph *g = cnnb_graph_create(3, 8, 7, 5, 10);
+  cnnb_tensor c = cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 6, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor r6 = cnnb_relu6(g, "r6", c);
+  cnnb_tensor r = cnnb_relu(g, "r", r6);
+  (void)r;
+  cnnb_model_report rep;
+  ck_assert_int_eq(cnnb_model_info_compute(g, &rep), CNNB_OK);
+  ck_assert_int_eq(rep.num_layers, 4);
+  const cnnb_model_layer *l = &rep.layers[r6];
+  ck_assert_str_eq(l->op, "relu6");
+  ck_assert_int_eq(l->flops, 2 * 6 * 7 * 5);
+  ck_assert_int_eq(l->flops_matmul, 0);
+  ck_assert_int_eq(l->params, 0);
+  ck_assert_int_eq(l->activation_bytes, 6 * 7 * 5 * 4);
+  ck_assert_int_eq(rep.layers[r].flops, 6 * 7 * 5);
+  ck_assert_int_eq(rep.layers[c].flops, 2 * 8 * 6 * 7 * 5);
+  ck_assert_int_eq(rep.flops, 2 * 8 * 6 * 7 * 5 + 3 * 6 * 7 * 5);
+  ck_assert_int_eq(rep.flops_matmul, 2 * 8 * 6 * 7 * 5);
+  cnnb_model_report_free(&rep);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 /* tf_cnn_benchmarks' AlexnetModel: image size 224 + 3 (VALID needs the extra 3),
  * conv = conv + bias + ReLU, affine = dense + bias (+ ReLU but for the logits), dropout
  * keep 0.5. */
@@ -194,6 +220,7 @@ int main(void) {
   TCase *tc = tcase_create("report");
   tcase_add_test(tc, test_small_graph);
   tcase_add_test(tc, test_conv_variants);
+  tcase_add_test(tc, test_relu6_flops);
   tcase_add_test(tc, test_alexnet);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

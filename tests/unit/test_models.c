@@ -157,6 +157,10 @@ static cnnb_graph *build(const loaded *l, cnnb_ctx *ctx, const char *name, uint3
   return g;
 }
 
+/* slim's V2_DEF: ReLU6 after the stem, the 16 expansions, the 17 depthwise convs and the
+ * 1280 conv; none after the projections or the logits. */
+enum { MOBILENET_RELU6S = 1 + 16 + 17 + 1 };
+
 static int32_t count_op(const cnnb_graph *g, uint32_t op) {
   int32_t n = 0;
   for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++)
@@ -206,6 +210,10 @@ START_TEST(test_model_structure) {
                 count_op(g, CNNB_OP_CONCAT), c->concats);
   ck_assert_msg(count_op(g, CNNB_OP_ADD) == c->adds, "%s: %d adds, want %d", c->name,
                 count_op(g, CNNB_OP_ADD), c->adds);
+  /* Only MobileNet v2 uses ReLU6 (test_mobilenet_relu6 says where). */
+  int relu6s = strcmp(c->family, "mobilenet") == 0 ? MOBILENET_RELU6S : 0;
+  ck_assert_msg(count_op(g, CNNB_OP_RELU6) == relu6s, "%s: %d relu6s, want %d", c->name,
+                count_op(g, CNNB_OP_RELU6), relu6s);
   /* The loss goes on after the model, as the host does it. */
   ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
 
@@ -417,6 +425,52 @@ START_TEST(test_mobilenet_depthwise) {
 }
 END_TEST
 
+/* MobileNet's activations are ReLU6, each right after a batch norm (slim's conv2d with
+ * normalizer_fn then activation_fn), and never after a projection: a projection's batch
+ * norm feeds the residual add, the next block or the 1280 conv directly. No plain ReLU. */
+START_TEST(test_mobilenet_relu6) {
+  loaded l = load_family("mobilenet");
+  cnnb_ctx *ctx = cnnb_ctx_create("mobilenet", NULL);
+  cnnb_status st;
+  cnnb_graph *g = build(&l, ctx, "mobilenet", IMAGENET, 224, 1001, &st);
+  ck_assert_int_eq(st, CNNB_OK);
+  ck_assert_int_eq(count_op(g, CNNB_OP_RELU), 0);
+  int relu6s = 0, after_depthwise = 0, after_expansion = 0;
+  for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) {
+    const cnnb_node *nd = cnnb_graph_node(g, i);
+    if (nd->op == CNNB_OP_BATCH_NORM) {
+      const cnnb_node *conv = cnnb_graph_node(g, nd->inputs[0]);
+      ck_assert_uint_eq(conv->op, CNNB_OP_CONV2D);
+      int32_t readers = 0;
+      const int32_t *r = cnnb_graph_consumers(g, i, &readers);
+      int activated = readers == 1 && cnnb_graph_node(g, r[0])->op == CNNB_OP_RELU6;
+      /* A projection: a 1x1 conv whose input is an activated depthwise conv. */
+      const cnnb_node *src = cnnb_graph_node(g, conv->inputs[0]);
+      int projection = conv->attr.window.kernel_h == 1 && src->op == CNNB_OP_RELU6 &&
+                       cnnb_graph_node(g, cnnb_graph_node(g, src->inputs[0])->inputs[0])
+                               ->attr.window.groups > 1;
+      ck_assert_msg(activated == !projection, "batch norm '%s': relu6 %s", nd->name,
+                    projection ? "after a projection" : "missing");
+    }
+    if (nd->op != CNNB_OP_RELU6) continue;
+    relu6s++;
+    const cnnb_node *bn = cnnb_graph_node(g, nd->inputs[0]);
+    ck_assert_uint_eq(bn->op, CNNB_OP_BATCH_NORM);
+    ck_assert_int_eq(bn->fused_relu, 0);
+    const cnnb_node *conv = cnnb_graph_node(g, bn->inputs[0]);
+    if (conv->attr.window.groups > 1) after_depthwise++;
+    else if (conv->attr.window.kernel_h == 1 && conv->attr.window.filters != 1280)
+      after_expansion++;
+  }
+  ck_assert_int_eq(relu6s, MOBILENET_RELU6S);
+  ck_assert_int_eq(after_depthwise, 17);
+  ck_assert_int_eq(after_expansion, 16);
+  cnnb_graph_destroy(g);
+  cnnb_ctx_destroy(ctx);
+  dlclose(l.handle);
+}
+END_TEST
+
 /* --num_classes: the classifier follows the graph's class count. */
 START_TEST(test_num_classes_override) {
   loaded l = load_family("resnet");
@@ -564,6 +618,7 @@ static Suite *models_suite(void) {
   tcase_add_test(tc, test_resnet_stride_placement);
   tcase_add_test(tc, test_inception3_and_alexnet_details);
   tcase_add_test(tc, test_mobilenet_depthwise);
+  tcase_add_test(tc, test_mobilenet_relu6);
   tcase_add_test(tc, test_num_classes_override);
   suite_add_tcase(s, tc);
   TCase *errors = tcase_create("errors");

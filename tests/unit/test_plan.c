@@ -10,7 +10,7 @@
  *  - planned peak <= the naive sum.
  * Half the random graphs go through the ReLU fusion pass first (aliases share their
  * producer's buffers and never run). Plus hand-built cases: a tensor feeding two
- * consumers, add(x, x), dead branches, fusion, errors. */
+ * consumers, add(x, x), dead branches, fusion (and relu6, which is never fused), errors. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -359,6 +359,45 @@ START_TEST(relu_fusion) {
 }
 END_TEST
 
+START_TEST(relu6_not_fused) {
+  /* conv -> relu6 and bn -> relu6 stay as written (fused_relu means max(x, 0) only);
+   * relu6 after a fused relu is not an alias; relu6 keeps its output for backward. */
+  cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor a1 = cnnb_relu6(g, "a1", c1);
+  cnnb_tensor bn = cnnb_batch_norm(g, "bn", a1, NULL);
+  cnnb_tensor a2 = cnnb_relu6(g, "a2", bn);
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", a2, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor r = cnnb_relu(g, "r", c2);
+  cnnb_tensor a3 = cnnb_relu6(g, "a3", r);
+  cnnb_tensor l = cnnb_dense(g, "logits", a3, CNNB_DENSE(.units = 5));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 1); /* only c2 -> r */
+  ck_assert(!cnnb_graph_node(g, c1)->fused_relu);
+  ck_assert(!cnnb_graph_node(g, bn)->fused_relu);
+  ck_assert(cnnb_graph_node(g, c2)->fused_relu);
+  uint32_t mask;
+  bool out;
+  cnnb_plan_backward_reads(cnnb_graph_node(g, a1), &mask, &out);
+  ck_assert_uint_eq(mask, 0);
+  ck_assert(out);
+  cnnb_plan *p;
+  ck_assert_int_eq(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &p), CNNB_OK);
+  ck_assert_int_eq(p->alias[r], c2);
+  ck_assert_int_eq(p->alias[a1], -1);
+  ck_assert_int_eq(p->alias[a2], -1);
+  ck_assert_int_eq(p->alias[a3], -1);
+  ck_assert(p->has_backward[a1] && p->has_backward[a2] && p->has_backward[a3]);
+  ck_assert_int_ge(p->buffers[p->activation[a2]].last, cnnb_plan_backward_time(p, a2));
+  check_no_overlap(p);
+  check_accesses(g, p);
+  check_accumulation(g, p);
+  cnnb_plan_destroy(p);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(errors) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
   cnnb_tensor l = cnnb_dense(g, "logits", cnnb_graph_input(g), CNNB_DENSE(.units = 5));
@@ -395,6 +434,7 @@ int main(void) {
   tcase_add_test(tc, two_consumers_accumulate);
   tcase_add_test(tc, dead_branch_has_no_backward);
   tcase_add_test(tc, relu_fusion);
+  tcase_add_test(tc, relu6_not_fused);
   tcase_add_test(tc, errors);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -217,6 +217,7 @@ static cpu_prepare_fn prepare_for(uint32_t op) {
   case CNNB_OP_CONV2D: return cpu_prepare_conv;
   case CNNB_OP_BATCH_NORM: return cpu_prepare_batch_norm;
   case CNNB_OP_RELU: return cpu_prepare_relu;
+  case CNNB_OP_RELU6: return cpu_prepare_relu6;
   case CNNB_OP_MAX_POOL:
   case CNNB_OP_AVG_POOL:
   case CNNB_OP_GLOBAL_AVG_POOL: return cpu_prepare_pool;

@@ -1,7 +1,7 @@
-/* ops_eltwise.c — elementwise ops: relu (oneDNN eltwise, backward from its output so an
- * in-place relu still differentiates right), add (oneDNN binary; its gradient passes
- * unchanged to both inputs) and dropout (plain C over the buffer), plus the gradient
- * accumulation the executor asks for where a tensor feeds several consumers.
+/* ops_eltwise.c — elementwise ops: relu and relu6 (oneDNN eltwise, backward from the
+ * output so an in-place one still differentiates right), add (oneDNN binary; its gradient
+ * passes unchanged to both inputs) and dropout (plain C over the buffer), plus the
+ * gradient accumulation the executor asks for where a tensor feeds several consumers.
  *
  * Dropout's mask is a pure function of (seed, step, node, element), so backward
  * recomputes it instead of keeping it, and a run is reproducible. Elements are taken in
@@ -10,10 +10,26 @@
 
 #include "cpu_device.h"
 
-/* ---- relu ---------------------------------------------------------------------- */
+/* ---- relu, relu6 ---------------------------------------------------------------- */
+
+/* relu6 is oneDNN's clip_v2 over [0, 6] from the output: dx = dy where 0 < y < 6, else 0,
+ * which is TF's Relu6Grad (0 < x < 6) at every x, the bounds included. clip (v1) would
+ * pass the gradient at x == 6 and has no output form; bounded_relu likewise passes it
+ * at x == 6 and is gone from oneDNN 3. */
+typedef struct eltwise_kind {
+  const char *fwd_name, *bwd_name; /* for messages: "relu forward" */
+  dnnl_alg_kind_t alg;
+  float alpha, beta;
+} eltwise_kind;
+
+static const eltwise_kind relu_kind = {"relu forward", "relu backward",
+                                       dnnl_eltwise_relu_use_dst_for_bwd, 0.f, 0.f};
+static const eltwise_kind relu6_kind = {"relu6 forward", "relu6 backward",
+                                        dnnl_eltwise_clip_v2_use_dst_for_bwd, 0.f, 6.f};
 
 typedef struct relu_node {
   cpu_node base;
+  const eltwise_kind *kind;
   dnnl_primitive_t fwd, bwd;
   dnnl_memory_t src, dst, diff_dst, diff_src;
 } relu_node;
@@ -23,7 +39,7 @@ static cnnb_status relu_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
   cpu_bind(s->src, io->inputs[0]);
   cpu_bind(s->dst, io->output);
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}};
-  return cpu_exec(d, s->fwd, 2, args, n->node, "relu forward");
+  return cpu_exec(d, s->fwd, 2, args, n->node, s->kind->fwd_name);
 }
 
 static cnnb_status relu_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
@@ -34,7 +50,7 @@ static cnnb_status relu_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cpu_bind(s->diff_src, io->input_grads[0]);
   dnnl_exec_arg_t args[3] = {{DNNL_ARG_DST, s->dst}, {DNNL_ARG_DIFF_DST, s->diff_dst},
                              {DNNL_ARG_DIFF_SRC, s->diff_src}};
-  return cpu_exec(d, s->bwd, 3, args, n->node, "relu backward");
+  return cpu_exec(d, s->bwd, 3, args, n->node, s->kind->bwd_name);
 }
 
 static void relu_release(cpu_device *d, cpu_node *n) {
@@ -49,11 +65,13 @@ static void relu_release(cpu_device *d, cpu_node *n) {
 
 static const cpu_node_ops relu_ops = {relu_forward, relu_backward, relu_release};
 
-cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
-                             cpu_node **out) {
+/* Output and gradients keep the input's layout (plan.c), so one descriptor serves all. */
+static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                      int32_t index, const eltwise_kind *kind, cpu_node **out) {
   relu_node *s = calloc(1, sizeof *s);
   if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
   cpu_node_init(&s->base, &relu_ops, g, p, index);
+  s->kind = kind;
   const cnnb_node *node = s->base.node;
   const dnnl_memory_desc_t *md = &p->md[index];
   dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
@@ -61,17 +79,17 @@ cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
   cnnb_status st;
   CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(
                      &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
-          node, "relu forward descriptor");
-  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "relu forward"))) goto done;
-  if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "relu forward"))) goto done;
+                     kind->alg, md, kind->alpha, kind->beta),
+          node, kind->fwd_name);
+  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, kind->fwd_name))) goto done;
+  if ((st = cpu_prim_create(d, &s->fwd, fpd, node, kind->fwd_name))) goto done;
   if ((st = cpu_mem(d, &s->src, md, node)) || (st = cpu_mem(d, &s->dst, md, node))) goto done;
   if (d->cfg.training) {
-    CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md, md,
-                                                   0.f, 0.f),
-            node, "relu backward descriptor");
-    if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "relu backward"))) goto done;
-    if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "relu backward"))) goto done;
+    CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, kind->alg, md, md, kind->alpha,
+                                                   kind->beta),
+            node, kind->bwd_name);
+    if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, kind->bwd_name))) goto done;
+    if ((st = cpu_prim_create(d, &s->bwd, bpd, node, kind->bwd_name))) goto done;
     if ((st = cpu_mem(d, &s->diff_dst, md, node)) || (st = cpu_mem(d, &s->diff_src, md, node)))
       goto done;
   }
@@ -84,6 +102,16 @@ done:
   }
   *out = &s->base;
   return CNNB_OK;
+}
+
+cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                             cpu_node **out) {
+  return prepare_activation(d, g, p, index, &relu_kind, out);
+}
+
+cnnb_status cpu_prepare_relu6(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                              cpu_node **out) {
+  return prepare_activation(d, g, p, index, &relu6_kind, out);
 }
 
 /* ---- add --------------------------------------------------------------------------- */

@@ -3,10 +3,10 @@
  * conversions between those layouts and the logical NCHW the host sees.
  *
  * Who decides a tensor's layout: its producer. A convolution or a pool asks oneDNN for
- * its preferred output layout; ops that keep their input's shape (batch norm, relu, LRN,
- * dropout, add) keep its layout too, so a chain conv -> bn -> relu -> conv never
- * converts; dense, reshape and the loss produce plain NCHW. tensor_bytes, prepare and the
- * host conversions all read the same plan, so they always agree. */
+ * its preferred output layout; ops that keep their input's shape (batch norm, relu,
+ * relu6, LRN, dropout, add) keep its layout too, so a chain conv -> bn -> relu -> conv
+ * never converts; dense, reshape and the loss produce plain NCHW. tensor_bytes, prepare
+ * and the host conversions all read the same plan, so they always agree. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +51,7 @@ static cnnb_status layout_of(cpu_device *d, const cnnb_graph *g, const cpu_plan 
     return cpu_layout_conv(d, g, p, i, out);
   case CNNB_OP_BATCH_NORM:
   case CNNB_OP_RELU:
+  case CNNB_OP_RELU6:
   case CNNB_OP_LRN:
   case CNNB_OP_DROPOUT:
   case CNNB_OP_ADD:

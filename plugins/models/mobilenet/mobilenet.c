@@ -9,9 +9,12 @@
  * on top of those 1001 outputs, and so does this plugin. Batch norm everywhere but the
  * logits: scale and offset, decay 0.997, epsilon 0.001; conv weights truncated normal,
  * stddev 0.09 (training_scope). Depthwise convolutions are groups == channels.
- *
- * Deviation: slim uses ReLU6; the graph IR has only ReLU, so ReLU stands in for it
- * (same parameters and FLOPs, unbounded activations). */
+ * ReLU6 (V2_DEF's activation_fn=tf.nn.relu6) after the batch norm of the stem, every
+ * expansion, every depthwise conv and the 1280 conv; the projection is linear
+ * (activation_fn=tf.identity) and so are the logits. ReLU6 needs ABI 1.1. */
+#include <stdio.h>
+#include <string.h>
+
 #include "convnet.h"
 
 static const convnet_model models[] = {
@@ -36,14 +39,26 @@ static int32_t make_divisible(double v, int32_t divisor) {
   return new_v;
 }
 
-/* conv + batch norm (+ ReLU in place of ReLU6 unless linear), slim's conv2d under the
- * training scope: no bias, truncated normal 0.09. */
+/* conv + batch norm (+ ReLU6 unless linear), slim's conv2d under the training scope: no
+ * bias, truncated normal 0.09. The builder's conv() knows only ReLU, so it builds the
+ * linear conv and ReLU6 follows it, named inside the conv's scope as conv() names its
+ * ReLU ("expanded_conv1/conv3/relu6"). */
 static cnnb_tensor conv_bn(convnet *cn, cnnb_tensor x, int32_t filters, int32_t k,
                            int32_t stride, int32_t groups, int linear) {
-  return convnet_conv(cn, x, filters, k, k,
-                      CONVNET_OPTS(.stride = stride, .batch_norm = 1, .linear = linear,
-                                   .groups = groups,
-                                   .init = {CNNB_INIT_TRUNCATED_NORMAL, 0.09f}));
+  cnnb_tensor y = convnet_conv(cn, x, filters, k, k,
+                               CONVNET_OPTS(.stride = stride, .batch_norm = 1, .linear = 1,
+                                            .groups = groups,
+                                            .init = {CNNB_INIT_TRUNCATED_NORMAL, 0.09f}));
+  if (linear || y == CNNB_NO_TENSOR) return y;
+  /* y is "<caller's scope>/convN/batchnormN": its conv scope is the next-to-last part. */
+  char name[64] = "relu6";
+  const char *full = cnnb_graph_node(cn->g, y)->name, *end = strrchr(full, '/');
+  if (end) {
+    const char *start = end;
+    while (start > full && start[-1] != '/') start--;
+    snprintf(name, sizeof name, "%.*s/relu6", (int)(end - start), start);
+  }
+  return cnnb_relu6(cn->g, name, y);
 }
 
 /* expanded_conv: expansion (1x1) -> depthwise (3x3) -> projection (1x1, linear). */

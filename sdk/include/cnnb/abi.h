@@ -19,7 +19,8 @@ extern "C" {
 #endif
 
 #define CNNB_ABI_MAJOR 1
-#define CNNB_ABI_MINOR 0
+/* Minor versions: 1.1 added CNNB_OP_RELU6 and cnnb_relu6() (graph.h). */
+#define CNNB_ABI_MINOR 1
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

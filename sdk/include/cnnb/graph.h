@@ -29,6 +29,16 @@ typedef struct cnnb_shape {
   int32_t n, c, h, w;
 } cnnb_shape;
 
+/* Op codes are ABI: append only, never renumber. An op added in a minor version is
+ * listed below with the version that added it ("ABI 1.1"), as is its builder.
+ *  - A model plugin that emits it needs a host of at least that version: an older
+ *    host's libcnnb has no builder for it, so dlopen refuses the plugin there
+ *    (undefined symbol). The loader itself still accepts a newer minor.
+ *  - A device plugin built before the op does not know it: given a graph that has it,
+ *    the device must refuse the node in tensor_bytes / prepare (CNNB_EUNSUPPORTED naming
+ *    the op), never guess.
+ * CNNB_OP_COUNT_ is not ABI: it is this header's bound for the host's own tables and
+ * grows with every op; plugins must not store it or compare against it. */
 typedef enum cnnb_op {
   CNNB_OP_INPUT = 1,           /* images, fp32 [N, C, H, W]; filled by the executor */
   CNNB_OP_LABELS = 2,          /* int32 class ids [N, 1, 1, 1]; filled by the executor */
@@ -45,7 +55,9 @@ typedef enum cnnb_op {
   CNNB_OP_ADD = 13,            /* elementwise, equal shapes */
   CNNB_OP_RESHAPE = 14,        /* same element count per image; data order is logical NCHW */
   CNNB_OP_SOFTMAX_XENT = 15,   /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1] */
-  CNNB_OP_COUNT_ = 16
+  /* ABI 1.1 */
+  CNNB_OP_RELU6 = 16,          /* min(max(x, 0), 6), tf.nn.relu6; never fused into conv / bn */
+  CNNB_OP_COUNT_ = 17
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -212,6 +224,8 @@ CNNB_EXPORT cnnb_tensor cnnb_conv2d(cnnb_graph *g, const char *name, cnnb_tensor
 CNNB_EXPORT cnnb_tensor cnnb_batch_norm(cnnb_graph *g, const char *name, cnnb_tensor x,
                                         const cnnb_batch_norm_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_relu(cnnb_graph *g, const char *name, cnnb_tensor x);
+/* ABI 1.1: CNNB_OP_RELU6, MobileNet v2's activation. */
+CNNB_EXPORT cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor x);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
