@@ -136,6 +136,15 @@ static cnnb_status reject_dlopen(loader_plugin *p, const char *dlerr) {
   }
   char sym[256];
   symbol_after(dlerr, "undefined symbol: ", sym, sizeof sym);
+  /* An SDK function this host lacks: the plugin was built against a newer minor SDK and
+   * uses what that minor added (ops, services), which this older libcnnb cannot offer. */
+  if (strncmp(sym, "cnnb_", 5) == 0)
+    return reject(p,
+                  "needs '%s', which this host's SDK (cnnbench %s, ABI %d.%d) does not have: "
+                  "the plugin was built against a newer cnnbench SDK; upgrade cnnbench, or "
+                  "rebuild the plugin against the %d.%d SDK (dlopen: %s)",
+                  sym, CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR, CNNB_ABI_MAJOR,
+                  CNNB_ABI_MINOR, dlerr);
   if (sym[0])
     return reject(p,
                   "undefined symbol '%s': the plugin was linked without -Wl,-z,defs against "

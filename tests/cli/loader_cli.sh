@@ -60,7 +60,9 @@ check_bad libnotelf.so notelf "not a shared object (no ELF header)" "(dlopen: "
 check_bad libfixture_truncated.so fixture_truncated "truncated or corrupt ELF file" \
   "rebuild or reinstall it"
 check_bad libfixture_unresolved.so fixture_unresolved \
-  "undefined symbol 'cnnb_fixture_missing'" "-Wl,-z,defs"
+  "undefined symbol 'fixture_missing'" "-Wl,-z,defs"
+check_bad libfixture_newer_sdk.so fixture_newer_sdk \
+  "needs 'cnnb_future_service'" "built against a newer cnnbench SDK"
 check_bad libfixture_null_entry.so fixture_null_entry "cnnb_plugin_entry returned NULL"
 check_bad libfixture_badkind.so fixture_badkind "declares kind 42"
 check_bad libfixture_small_desc.so fixture_small_desc "its descriptor is 40 bytes"
