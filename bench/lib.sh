@@ -5,6 +5,12 @@
 # Expects: REPO (the checkout's root) and BUILD (a cnnbench build directory) set.
 
 PYTHON=${PYTHON:-/usr/bin/python3}   # Debian's interpreter: python3-torch lives there
+# Debian's PyTorch does fp32 matmuls (nn.Linear) through whatever libblas.so.3 the system
+# alternative points to; its convolutions go through oneDNN either way. PYTORCH_BLAS=
+# openblas runs it on OpenBLAS (apt-get install libopenblas0-pthread) without touching
+# the system's choice; "system" (the default) leaves it alone.
+PYTORCH_BLAS=${PYTORCH_BLAS:-system}
+OPENBLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread
 TIME=/usr/bin/time
 
 die() { echo "$(basename "$0"): $*" >&2; exit 2; }
@@ -14,6 +20,14 @@ die() { echo "$(basename "$0"): $*" >&2; exit 2; }
 # CMakeLists adds bench/).
 bench_prepare() {
   CNNBENCH="$BUILD/bin/cnnbench"
+  pytorch_env
+  # Bring the build up to date first, so the commit the results name is what ran
+  # (NO_BUILD=1 skips it, e.g. to measure a build kept on purpose).
+  if [ "${NO_BUILD:-0}" != 1 ] && [ -f "$BUILD/CMakeCache.txt" ]; then
+    echo "updating $BUILD (NO_BUILD=1 skips this)"
+    cmake --build "$BUILD" -j2 > "$BUILD/bench-build.log" 2>&1 ||
+      die "building $BUILD failed: see $BUILD/bench-build.log"
+  fi
   [ -x "$CNNBENCH" ] || die "no $CNNBENCH: build first (cmake -S $REPO -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2)"
   [ -x "$TIME" ] || die "no $TIME: apt-get install -y time"
   local flags="-O2 -std=c11 -Wall -Wextra -Wno-unused-parameter"
@@ -29,6 +43,32 @@ bench_prepare() {
   fi
 }
 
+# PYTORCH_ENV: what goes before PyTorch's command line for the BLAS PYTORCH_BLAS asks
+# for (an `env VAR=...` prefix, or nothing).
+pytorch_env() {
+  PYTORCH_ENV=()
+  case "$PYTORCH_BLAS" in
+    system) ;;
+    openblas)
+      [ -e "$OPENBLAS_DIR/libblas.so.3" ] || die "--pytorch-blas=openblas: no $OPENBLAS_DIR (apt-get install libopenblas0-pthread)"
+      PYTORCH_ENV=(env "LD_LIBRARY_PATH=$OPENBLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                   "OPENBLAS_NUM_THREADS=$THREADS") ;;
+    *) die "--pytorch-blas=$PYTORCH_BLAS: known: system, openblas" ;;
+  esac
+}
+
+# The BLAS library Debian's PyTorch gets, as the loader resolves it.
+pytorch_blas_name() {
+  local lib
+  if [ "$PYTORCH_BLAS" = openblas ]; then lib="$OPENBLAS_DIR/libblas.so.3"
+  else lib=$(readlink -f /lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null); fi
+  case "$(readlink -f "$lib")" in
+    *openblas*) echo "OpenBLAS" ;;
+    */blas/libblas.so*) echo "reference BLAS (netlib libblas3)" ;;
+    *) echo "${lib:-unknown}" ;;
+  esac
+}
+
 # Facts for the results' header.
 machine_info() {
   local cpu cores commit dirty onednn torch
@@ -40,7 +80,8 @@ machine_info() {
   torch=$("$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__)' 2>/dev/null || echo "not installed")
   echo "- Machine: $cpu, $cores cores ($(lscpu | sed -n 's/^Flags:.*\(avx512_bf16\).*/avx512_bf16/p')$(grep -q amx_bf16 /proc/cpuinfo && echo ', amx_bf16')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
   echo "- cnnbench commit: $commit$dirty, build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null))"
-  echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch (Debian python3-torch)"
+  echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch (Debian python3-torch, on the same"
+  echo "  libdnnl.so.2; fp32 matmuls on $(pytorch_blas_name))"
   echo "- Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 

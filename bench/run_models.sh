@@ -4,19 +4,21 @@
 # torchvision has (alexnet, vgg16, resnet50/101/152, inception_v3, googlenet,
 # mobilenet_v2). Synthetic data, momentum SGD, the same batch for both frameworks.
 #
-# Usage: bench/run_models.sh [--build=DIR] [--batch=16] [--warmup=1] [--steps=2]
+# Usage: bench/run_models.sh [--build=DIR] [--batch=32] [--warmup=1] [--steps=3]
 #                            [--threads=2] [--precisions="fp32 bf16"] [--models="..."]
-#                            [--no-pytorch] [--timeout=600] [--out=DIR]
-# The models' default batches (32-512) would take hours on 2 cores, so every model runs
-# at --batch (default 16) with 1 warm-up and 2 timed steps: about 25-30 minutes for
-# everything. A run that fails or passes --timeout seconds is recorded as such and the
+#                            [--no-pytorch | --only-pytorch] [--pytorch-blas=system|openblas]
+#                            [--timeout=900] [--out=DIR]
+# The models' default batches (up to 512) would take hours on 2 cores, so every model
+# runs at --batch (default 32, as issue 3's ResNet-50) with 1 warm-up and 3 timed steps:
+# about 25 minutes for everything on an idle machine. A run that fails or passes --timeout seconds is recorded as such and the
 # script goes on. Results: results.csv (one row per run, written as it goes) and
-# summary.md in --out (default $BUILD/bench-results/models-<time>).
+# summary.md in --out (default $BUILD/bench-results/models-<time>). The build is brought
+# up to date first (NO_BUILD=1 in the environment skips that).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${CNNB_BUILD:-$REPO/build-bench}
-BATCH=16 WARMUP=1 STEPS=2 THREADS=2 PRECISIONS="fp32 bf16" OUT="" PYTORCH=1 LIMIT=600
+BATCH=32 WARMUP=1 STEPS=3 THREADS=2 PRECISIONS="fp32 bf16" OUT="" PYTORCH=1 CNNB=1 LIMIT=900
 MODELS="trivial lenet alexnet overfeat googlenet vgg11 vgg16 vgg19 inception3 inception4
 resnet50 resnet50_v1.5 resnet50_v2 resnet101 resnet101_v2 resnet152 resnet152_v2 mobilenet"
 for a in "$@"; do
@@ -31,7 +33,9 @@ for a in "$@"; do
     --timeout=*) LIMIT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --no-pytorch) PYTORCH=0 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --only-pytorch) CNNB=0 ;;
+    --pytorch-blas=*) PYTORCH_BLAS=${a#*=} ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run_models.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,6 +83,7 @@ for m in $MODELS; do
   FWD[$m]=$(forward_gflops "$m")
   if [ -z "${FWD[$m]}" ]; then echo "  (no model $m in this build: skipped)"; continue; fi
   for p in $PRECISIONS; do
+    [ "$CNNB" = 1 ] || continue
     run_one cnnbench "$m" "$p" "$OUT/cnnbench-$m-$p.log" "$CNNBENCH" --model="$m" \
       --batch_size="$BATCH" --num_batches="$STEPS" --num_warmup_batches="$WARMUP" \
       --optimizer=momentum --precision="$p" --device=cpu --num_intra_threads="$THREADS"
@@ -92,7 +97,7 @@ if [ "$PYTORCH" = 1 ]; then
     [ -n "$tv" ] && [ -z "${DONE[$tv]:-}" ] || continue
     DONE[$tv]=1
     for p in $PRECISIONS; do
-      run_one pytorch "$tv" "$p" "$OUT/pytorch-$tv-$p.log" "$PYTHON" "$REPO/bench/pytorch_train.py" \
+      run_one pytorch "$tv" "$p" "$OUT/pytorch-$tv-$p.log" "${PYTORCH_ENV[@]}" "$PYTHON" "$REPO/bench/pytorch_train.py" \
         --model="$tv" --batch_size="$BATCH" --num_batches="$STEPS" \
         --num_warmup_batches="$WARMUP" --precision="$p" --threads="$THREADS"
       R[pt-$tv-$p]=$IPS_OUT

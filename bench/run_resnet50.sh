@@ -11,9 +11,11 @@
 # Usage: bench/run_resnet50.sh [--build=DIR] [--batch=32] [--warmup=2] [--steps=5]
 #                              [--threads=2] [--precisions="fp32 bf16"] [--out=DIR]
 #                              [--no-pytorch] [--no-profile] [--no-peak] [--no-v15]
+#                              [--pytorch-blas=system|openblas]
 # Defaults keep it near 5 minutes on an idle 2-core machine (a batch-32 ResNet-50 step
 # takes 2-8 s): 2 warm-up + 5 timed steps per run, and 1 warm-up + 2 profiled steps.
 # Logs of every run and summary.md land in --out (default $BUILD/bench-results/...).
+# The build is brought up to date first (NO_BUILD=1 in the environment skips that).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,10 +32,11 @@ for a in "$@"; do
     --precisions=*) PRECISIONS=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --no-pytorch) PYTORCH=0 ;;
+    --pytorch-blas=*) PYTORCH_BLAS=${a#*=} ;;
     --no-profile) PROFILE=0 ;;
     --no-peak) PEAK=0 ;;
     --no-v15) V15=0 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "run_resnet50.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -103,7 +106,7 @@ for p in $PRECISIONS; do
   done
   if [ "$PYTORCH" = 1 ]; then
     echo "== pytorch resnet50 $p"
-    measure "pt-$p" "$OUT/pytorch-$p.log" "$PYTHON" "$REPO/bench/pytorch_train.py" \
+    measure "pt-$p" "$OUT/pytorch-$p.log" "${PYTORCH_ENV[@]}" "$PYTHON" "$REPO/bench/pytorch_train.py" \
       --model=resnet50 --batch_size="$BATCH" --num_batches="$STEPS" \
       --num_warmup_batches="$WARMUP" --precision="$p" --threads="$THREADS"
   fi
