@@ -75,7 +75,9 @@ machine_info() {
   cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   cores=$(nproc)
   commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-  dirty=$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (+ uncommitted changes)")
+  # Files other helpers have not committed yet are built too (core/ globs its sources).
+  dirty=$(git -C "$REPO" status --porcelain 2>/dev/null | wc -l)
+  [ "$dirty" = 0 ] && dirty="" || dirty=" + $dirty uncommitted/untracked files"
   onednn=$(dpkg-query -W -f '${Version}' libdnnl2 2>/dev/null || echo unknown)
   torch=$("$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__)' 2>/dev/null || echo "not installed")
   echo "- Machine: $cpu, $cores cores ($(lscpu | sed -n 's/^Flags:.*\(avx512_bf16\).*/avx512_bf16/p')$(grep -q amx_bf16 /proc/cpuinfo && echo ', amx_bf16')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
