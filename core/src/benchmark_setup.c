@@ -171,9 +171,9 @@ cnnb_status cnnb_run_build_graph(cnnb_run *run) {
   st = cnnb_graph_add_loss(run->graph);
   if (st != CNNB_OK)
     return cnnb_error(run->ctx, st, "building %s: %s", run->model_name, cnnb_graph_error(run->graph));
-  /* A ReLU right after a conv or batch norm runs inside it, sharing its buffers. */
+  /* A ReLU right after a conv, batch norm or add runs inside it, sharing its buffers. */
   int32_t fused = cnnb_plan_fuse_relus(run->graph);
-  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into their conv or batch norm", fused);
+  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into their conv, batch norm or add", fused);
   return CNNB_OK;
 }
 

@@ -422,7 +422,8 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused) {
   if (!g || index < 0 || index >= g->num_nodes) return CNNB_EINVAL;
   cnnb_node *n = &g->nodes[index]->node;
-  if (n->op != CNNB_OP_CONV2D && n->op != CNNB_OP_BATCH_NORM) return CNNB_EINVAL;
+  if (n->op != CNNB_OP_CONV2D && n->op != CNNB_OP_BATCH_NORM && n->op != CNNB_OP_ADD)
+    return CNNB_EINVAL;
   n->fused_relu = fused ? 1 : 0;
   return CNNB_OK;
 }

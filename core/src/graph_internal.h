@@ -47,7 +47,7 @@ int32_t cnnb_graph_find_param(const cnnb_graph *g, const char *name);
 cnnb_status cnnb_graph_fail(cnnb_graph *g, cnnb_status status, const char *fmt, ...)
     CNNB_PRINTF(3, 4);
 
-/* Marks node `index` (a conv2d or batch_norm) as followed by a ReLU inside it
+/* Marks node `index` (a conv2d, batch_norm or add) as followed by a ReLU inside it
  * (cnnb_node.fused_relu). A planner pass may use it when the ReLU's input has no other
  * consumer; the graph itself does not rewrite nodes. CNNB_EINVAL for another op. */
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused);

@@ -61,7 +61,9 @@ static void count_node(const cnnb_graph *g, const cnnb_node *n, cnnb_model_layer
     default: /* input, labels, concat, reshape: data movement only */
       break;
   }
-  if (n->fused_relu && (n->op == CNNB_OP_CONV2D || n->op == CNNB_OP_BATCH_NORM)) flops += out;
+  if (n->fused_relu &&
+      (n->op == CNNB_OP_CONV2D || n->op == CNNB_OP_BATCH_NORM || n->op == CNNB_OP_ADD))
+    flops += out;
   l->flops = flops;
   l->flops_matmul = matmul;
   /* The loss is one scalar for the whole batch, not a per-image activation. */

@@ -30,6 +30,10 @@ void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *out
     *inputs = 1u;
     *output = node->fused_relu != 0;
     break;
+  case CNNB_OP_ADD:
+    /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
+    *output = node->fused_relu != 0;
+    break;
   case CNNB_OP_RELU:
     *output = true; /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd) */
     break;
@@ -51,7 +55,6 @@ void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *out
   case CNNB_OP_GLOBAL_AVG_POOL:
   case CNNB_OP_DROPOUT: /* the mask lives in the device's node state */
   case CNNB_OP_CONCAT:
-  case CNNB_OP_ADD:
   case CNNB_OP_RESHAPE:
     break; /* shapes alone are enough */
   case CNNB_OP_SOFTMAX_XENT:
@@ -187,8 +190,9 @@ int32_t cnnb_plan_fuse_relus(cnnb_graph *g) {
     cnnb_graph_consumers(g, b, &count);
     /* Fusing changes what every reader of b sees, so only b's sole reader may be the
      * ReLU; the logits stay as the model wrote them. */
-    if ((prod->op != CNNB_OP_CONV2D && prod->op != CNNB_OP_BATCH_NORM) || prod->fused_relu ||
-        count != 1 || b == logits)
+    bool fusable = prod->op == CNNB_OP_CONV2D || prod->op == CNNB_OP_BATCH_NORM ||
+                   prod->op == CNNB_OP_ADD; /* the residual add + ReLU of ResNets */
+    if (!fusable || prod->fused_relu || count != 1 || b == logits)
       continue;
     if (cnnb_graph_set_fused_relu(g, b, 1) == CNNB_OK)
       fused++;

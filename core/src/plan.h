@@ -70,7 +70,7 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
                              cnnb_plan_bytes_fn bytes, void *user, cnnb_plan **out);
 void cnnb_plan_destroy(cnnb_plan *plan);
 
-/* The fusion pass: marks every conv2d / batch norm whose only reader is a ReLU as
+/* The fusion pass: marks every conv2d / batch norm / add whose only reader is a ReLU as
  * fused_relu (the device applies the ReLU inside it), so the ReLU node becomes an alias
  * that never runs. Call it on the built graph before planning (every replica shares the
  * graph). The logits are never fused. Returns how many nodes it fused. */

@@ -763,6 +763,90 @@ START_TEST(test_concat_and_add) {
 }
 END_TEST
 
+/* add + fused ReLU (the residual block's tail): y = relu(a + b), dy masked by y on the
+ * way back. mode 0: a, b two blocked convs (the mask goes straight into a's gradient);
+ * mode 1: a conv plus the plain images (layouts differ: the masked gradient is converted
+ * for the images); mode 2: add(x, x) (one gradient buffer for both: twice the mask). */
+static void check_add_relu(int mode, int training, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, training)) return;
+  const int c = 16;
+  cnnb_graph *g = cnnb_graph_create(2, c, 5, 6, 10);
+  cnnb_tensor x = cnnb_graph_input(g), a = x, b = x;
+  if (mode != 2)
+    a = cnnb_conv2d(g, "a", x, CNNB_CONV2D(.filters = c, .kernel_h = 3, .kernel_w = 3,
+                                           .padding = CNNB_PAD_SAME));
+  if (mode == 0)
+    b = cnnb_conv2d(g, "b", x, CNNB_CONV2D(.filters = c, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor y = cnnb_add(g, "add", a, b);
+  ck_assert_int_eq(cnnb_graph_set_fused_relu(g, y, 1), CNNB_OK);
+  op_result o = run_op(&h, g, y, &seed, training);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = cnnb_graph_node(g, y)->shape;
+  float *av = zeros(o.y_count), *bv = zeros(o.y_count), *want = zeros(o.y_count);
+  const cnnb_node *an = cnnb_graph_node(g, a), *bn = cnnb_graph_node(g, b);
+  ref_window awin = ref_window_of(an), bwin = ref_window_of(bn);
+  if (mode != 2)
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, an, 0), NULL, &awin, av, ys);
+  else
+    memcpy(av, o.images, (size_t)o.y_count * sizeof *av);
+  if (mode == 0)
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, bn, 0), NULL, &bwin, bv, ys);
+  else
+    memcpy(bv, o.images, (size_t)o.y_count * sizeof *bv);
+  ref_add_forward(av, bv, o.y_count, want);
+  ref_relu_forward(want, o.y_count, want);
+  char what[96];
+  snprintf(what, sizeof what, "add + relu forward (mode %d, %s)", mode,
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, o.y_count, FP32_TOL);
+  int negatives = 0;
+  for (int64_t i = 0; i < o.y_count; i++) negatives += want[i] == 0.0f;
+  ck_assert_msg(negatives > o.y_count / 10, "add + relu: only %d of %lld outputs clipped",
+                negatives, (long long)o.y_count);
+  if (training) {
+    float *dz = zeros(o.y_count), *dx = zeros(o.x_count), *part = zeros(o.x_count);
+    ref_relu_backward(o.y, o.dy, o.y_count, dz); /* the device's own output decides */
+    if (mode == 0) {
+      ref_conv2d_backward_data(dz, ys, param_of(g, o.params, an, 0), &awin, dx, xs);
+      ref_conv2d_backward_data(dz, ys, param_of(g, o.params, bn, 0), &bwin, part, xs);
+      for (int64_t k = 0; k < o.x_count; k++) dx[k] += part[k];
+    } else if (mode == 1) {
+      ref_conv2d_backward_data(dz, ys, param_of(g, o.params, an, 0), &awin, dx, xs);
+      for (int64_t k = 0; k < o.x_count; k++) dx[k] += dz[k];
+    } else {
+      for (int64_t k = 0; k < o.x_count; k++) dx[k] = 2.0f * dz[k];
+    }
+    snprintf(what, sizeof what, "add + relu backward to the input (mode %d)", mode);
+    expect_close(what, o.dx, dx, o.x_count, FP32_TOL);
+    if (mode != 2) {
+      int64_t wc = cnnb_graph_param(g, an->params[0])->count;
+      float *dw = zeros(wc);
+      ref_conv2d_backward_weights(o.images, xs, dz, ys, &awin, dw, NULL);
+      expect_close("add + relu backward weights", param_of(g, o.dparams, an, 0), dw, wc,
+                   FP32_TOL);
+      free(dw);
+    }
+    free(dz);
+    free(dx);
+    free(part);
+  }
+  free(av);
+  free(bv);
+  free(want);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+START_TEST(test_add_fused_relu) {
+  if (plugin_missing) return;
+  for (int mode = 0; mode < 3; mode++) {
+    check_add_relu(mode, 1, 90 + (uint64_t)mode);
+    check_add_relu(mode, 0, 95 + (uint64_t)mode);
+  }
+}
+END_TEST
+
 /* ---- softmax cross-entropy ----------------------------------------------------------------------- */
 
 static void check_loss(uint32_t precision, float loss_scale) {
@@ -1011,6 +1095,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_pools);
   tcase_add_test(tc, test_lrn);
   tcase_add_test(tc, test_concat_and_add);
+  tcase_add_test(tc, test_add_fused_relu);
   tcase_add_test(tc, test_softmax_xent);
   tcase_add_test(tc, test_dropout);
   tcase_add_test(tc, test_update_matches_reference);

@@ -359,6 +359,52 @@ START_TEST(relu_fusion) {
 }
 END_TEST
 
+START_TEST(add_relu_fusion) {
+  /* A residual tail: sum1 = add(c1, x) -> r1 (fusable: the ReLU is its only reader);
+   * sum2 = add(r1, c2) read by r2 and the logits' dense (two readers: not fused). */
+  cnnb_graph *g = cnnb_graph_create(2, 4, 4, 4, 5);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", x, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor sum1 = cnnb_add(g, "sum1", c1, x);
+  cnnb_tensor r1 = cnnb_relu(g, "r1", sum1);
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor sum2 = cnnb_add(g, "sum2", r1, c2);
+  cnnb_tensor r2 = cnnb_relu(g, "r2", sum2);
+  cnnb_tensor both = cnnb_add(g, "both", r2, sum2);
+  cnnb_tensor l = cnnb_dense(g, "logits", both, CNNB_DENSE(.units = 5));
+  cnnb_graph_set_logits(g, l);
+  cnnb_graph_add_loss(g);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 1);
+  ck_assert(cnnb_graph_node(g, sum1)->fused_relu);
+  ck_assert(!cnnb_graph_node(g, sum2)->fused_relu);
+  ck_assert(!cnnb_graph_node(g, both)->fused_relu);
+  /* The fused add's backward masks dy by its output; a plain add reads nothing. */
+  uint32_t mask;
+  bool out;
+  cnnb_plan_backward_reads(cnnb_graph_node(g, sum1), &mask, &out);
+  ck_assert_uint_eq(mask, 0);
+  ck_assert(out);
+  cnnb_plan_backward_reads(cnnb_graph_node(g, sum2), &mask, &out);
+  ck_assert_uint_eq(mask, 0);
+  ck_assert(!out);
+  cnnb_plan *p;
+  ck_assert_int_eq(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &p), CNNB_OK);
+  ck_assert_int_eq(p->alias[r1], sum1);
+  ck_assert_int_eq(p->alias[r2], -1);
+  ck_assert(!p->has_backward[r1] && p->has_backward[sum1] && p->has_backward[r2]);
+  /* c2 and sum2 read r1: their gradients land in sum1's; its output lives to its backward. */
+  ck_assert_int_eq(p->input_grad[p->slot_base[sum2]], p->gradient[sum1]);
+  ck_assert(p->accumulate[p->slot_base[c2]]);
+  ck_assert_int_ge(p->buffers[p->activation[sum1]].last, cnnb_plan_backward_time(p, sum1));
+  ck_assert_int_lt(p->buffers[p->activation[sum2]].last, cnnb_plan_backward_time(p, sum2));
+  check_no_overlap(p);
+  check_accesses(g, p);
+  check_accumulation(g, p);
+  cnnb_plan_destroy(p);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(relu6_not_fused) {
   /* conv -> relu6 and bn -> relu6 stay as written (fused_relu means max(x, 0) only);
    * relu6 after a fused relu is not an alias; relu6 keeps its output for backward. */
@@ -434,6 +480,7 @@ int main(void) {
   tcase_add_test(tc, two_consumers_accumulate);
   tcase_add_test(tc, dead_branch_has_no_backward);
   tcase_add_test(tc, relu_fusion);
+  tcase_add_test(tc, add_relu_fusion);
   tcase_add_test(tc, relu6_not_fused);
   tcase_add_test(tc, errors);
   suite_add_tcase(s, tc);

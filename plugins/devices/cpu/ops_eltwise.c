@@ -1,12 +1,14 @@
 /* ops_eltwise.c — elementwise ops: relu and relu6 (oneDNN eltwise, backward from the
- * output so an in-place one still differentiates right), add (oneDNN binary; its gradient
- * passes unchanged to both inputs) and dropout (plain C over the buffer), plus the
- * gradient accumulation the executor asks for where a tensor feeds several consumers.
+ * output so an in-place one still differentiates right), add (oneDNN binary, with the
+ * following ReLU as a post-op when the planner fused it; its gradient passes unchanged to
+ * both inputs) and dropout (plain C over the buffer), plus the gradient accumulation the
+ * executor asks for where a tensor feeds several consumers.
  *
  * Dropout's mask is a pure function of (seed, step, node, element), so backward
  * recomputes it instead of keeping it, and a run is reproducible. Elements are taken in
  * the buffer's physical order; a blocked layout's padding is zero and stays zero. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_device.h"
 
@@ -116,10 +118,38 @@ cnnb_status cpu_prepare_relu6(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
 
 /* ---- add --------------------------------------------------------------------------- */
 
+/* The residual add's gradient is the output gradient itself, in the usual case where
+ * input and output share a layout: a plain copy, split over the device's threads (one
+ * thread's memcpy does not saturate memory bandwidth). Units of 16 bytes. */
+typedef struct copy_job {
+  void *dst;
+  const void *src;
+  size_t bytes;
+} copy_job;
+
+static void copy_range(void *ctx, int64_t begin, int64_t end) {
+  const copy_job *job = ctx;
+  size_t from = (size_t)begin * 16, to = (size_t)end * 16;
+  if (to > job->bytes) to = job->bytes;
+  if (from < to) memcpy((char *)job->dst + from, (const char *)job->src + from, to - from);
+}
+
+static cnnb_status pass_gradient(cpu_device *d, cpu_xform *x, const void *src, void *dst,
+                                 const cnnb_node *node) {
+  if (cpu_xform_needed(x)) return cpu_xform_run(d, x, src, dst, node);
+  if (src == dst) return CNNB_OK;
+  copy_job job = {dst, src, x->bytes};
+  cpu_parallel_for(d, (int64_t)((x->bytes + 15) / 16), copy_range, &job);
+  return CNNB_OK;
+}
+
 typedef struct add_node {
   cpu_node base;
-  dnnl_primitive_t fwd;
+  int fused_relu;
+  dnnl_primitive_t fwd, relu_bwd;
   dnnl_memory_t src0, src1, dst;
+  dnnl_memory_t r_dst, r_diff_dst, r_diff_src; /* the fused ReLU's backward */
+  int mask_into[2];      /* input i's gradient has the output's layout: mask dy into it */
   cpu_xform to_input[2]; /* output gradient -> each input's gradient layout */
 } add_node;
 
@@ -136,9 +166,25 @@ static cnnb_status add_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
 static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
   add_node *s = (add_node *)n;
   cnnb_status st;
+  const void *dy = io->output_grad;
+  if (s->fused_relu) {
+    /* dy * (y > 0), written straight into an input's gradient when the layouts allow,
+     * so that input needs no copy afterwards. */
+    void *masked = cpu_transient(d, 0);
+    for (int i = 1; i >= 0; i--)
+      if (io->input_grads[i] && s->mask_into[i]) masked = io->input_grads[i];
+    cpu_bind(s->r_dst, io->output);
+    cpu_bind(s->r_diff_dst, io->output_grad);
+    cpu_bind(s->r_diff_src, masked);
+    dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_DST, s->r_dst}, {DNNL_ARG_DIFF_DST, s->r_diff_dst},
+                                {DNNL_ARG_DIFF_SRC, s->r_diff_src}};
+    if ((st = cpu_exec(d, s->relu_bwd, 3, rargs, n->node, "add fused relu backward")))
+      return st;
+    dy = masked;
+  }
   for (int i = 0; i < 2; i++)
     if (io->input_grads[i] &&
-        (st = cpu_xform_run(d, &s->to_input[i], io->output_grad, io->input_grads[i], n->node)))
+        (st = pass_gradient(d, &s->to_input[i], dy, io->input_grads[i], n->node)))
       return st;
   /* add(x, x) handed one buffer for both: d/dx is twice the output gradient. */
   if (io->input_grads[0] && io->input_grads[0] == io->input_grads[1])
@@ -150,8 +196,9 @@ static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
 static void add_release(cpu_device *d, cpu_node *n) {
   add_node *s = (add_node *)n;
   if (s->fwd) dnnl_primitive_destroy(s->fwd);
-  dnnl_memory_t mems[] = {s->src0, s->src1, s->dst};
-  for (size_t i = 0; i < 3; i++)
+  if (s->relu_bwd) dnnl_primitive_destroy(s->relu_bwd);
+  dnnl_memory_t mems[] = {s->src0, s->src1, s->dst, s->r_dst, s->r_diff_dst, s->r_diff_src};
+  for (size_t i = 0; i < 6; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   cpu_xform_fini(&s->to_input[0]);
   cpu_xform_fini(&s->to_input[1]);
@@ -160,13 +207,59 @@ static void add_release(cpu_device *d, cpu_node *n) {
 
 static const cpu_node_ops add_ops = {add_forward, add_backward, add_release};
 
+/* The device's attributes plus a ReLU post-op (as conv2d's fused ReLU). */
+static cnnb_status relu_post_op(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr) {
+  dnnl_post_ops_t po = NULL;
+  cnnb_status st;
+  *attr = NULL;
+  CPU_TRY(st, d, dnnl_primitive_attr_clone(attr, d->attr), n, "attributes");
+  CPU_TRY(st, d, dnnl_post_ops_create(&po), n, "post-ops");
+  CPU_TRY(st, d, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f), n,
+          "relu post-op");
+  CPU_TRY(st, d, dnnl_primitive_attr_set_post_ops(*attr, po), n, "post-ops");
+done:
+  if (po) dnnl_post_ops_destroy(po);
+  if (st && *attr) {
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+  }
+  return st;
+}
+
+/* The fused ReLU's backward (dy * (y > 0)) as a oneDNN eltwise on the output layout. */
+static cnnb_status prepare_relu_backward(cpu_device *d, add_node *s, const dnnl_memory_desc_t *md) {
+  const cnnb_node *node = s->base.node;
+  dnnl_eltwise_desc_t desc;
+  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
+                                                dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
+          node, "add fused relu descriptor");
+  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "add fused relu"))) goto done;
+  CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md,
+                                                 md, 0.f, 0.f),
+          node, "add fused relu backward descriptor");
+  if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "add fused relu backward"))) goto done;
+  if ((st = cpu_prim_create(d, &s->relu_bwd, bpd, node, "add fused relu backward"))) goto done;
+  if ((st = cpu_mem(d, &s->r_dst, md, node)) || (st = cpu_mem(d, &s->r_diff_dst, md, node)) ||
+      (st = cpu_mem(d, &s->r_diff_src, md, node)))
+    goto done;
+  st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(md), node);
+done:
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  if (bpd) dnnl_primitive_desc_destroy(bpd);
+  return st;
+}
+
 cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out) {
   add_node *s = calloc(1, sizeof *s);
   if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
   cpu_node_init(&s->base, &add_ops, g, p, index);
   const cnnb_node *node = s->base.node;
+  s->fused_relu = node->fused_relu != 0;
   dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
   dnnl_binary_desc_t desc;
   cnnb_status st;
   if (node->num_inputs != 2) {
@@ -177,7 +270,8 @@ cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   const dnnl_memory_desc_t *a = &p->md[node->inputs[0]], *b = &p->md[node->inputs[1]];
   const dnnl_memory_desc_t *o = &p->md[index];
   CPU_TRY(st, d, dnnl_binary_desc_init(&desc, dnnl_binary_add, a, b, o), node, "add descriptor");
-  if ((st = cpu_pd_create(d, &pd, &desc, NULL, NULL, node, "add"))) goto done;
+  if (s->fused_relu && (st = relu_post_op(d, node, &attr))) goto done;
+  if ((st = cpu_pd_create(d, &pd, &desc, attr, NULL, node, "add"))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, pd, node, "add"))) goto done;
   if ((st = cpu_mem(d, &s->src0, a, node)) || (st = cpu_mem(d, &s->src1, b, node)) ||
       (st = cpu_mem(d, &s->dst, o, node)))
@@ -186,9 +280,13 @@ cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
     if ((st = cpu_xform_init(d, &s->to_input[0], o, a, node, "add gradient")) ||
         (st = cpu_xform_init(d, &s->to_input[1], o, b, node, "add gradient")))
       goto done;
+    s->mask_into[0] = cpu_md_same(o, a);
+    s->mask_into[1] = cpu_md_same(o, b);
+    if (s->fused_relu && (st = prepare_relu_backward(d, s, o))) goto done;
   }
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   if (st) {
     add_release(d, &s->base);
     return st;
