@@ -23,12 +23,12 @@ cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, con
 }
 
 static cnnb_status find_plugin(cnnb_run *run, cnnb_loader *loader, uint32_t kind,
-                               const char *name, const void **vtable) {
-  const cnnb_plugin *plugin = NULL;
+                               const char *name, const cnnb_plugin **plugin,
+                               const void **vtable) {
   char err[2048];
-  cnnb_status st = cnnb_loader_find(loader, kind, name, &plugin, NULL, err, sizeof err);
+  cnnb_status st = cnnb_loader_find(loader, kind, name, plugin, NULL, err, sizeof err);
   if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s", err);
-  *vtable = plugin->vtable;
+  *vtable = (*plugin)->vtable;
   return CNNB_OK;
 }
 
@@ -120,7 +120,8 @@ cnnb_status cnnb_run_resolve(cnnb_run *run, cnnb_loader *loader) {
   if (!*run->datasource_name)
     run->datasource_name = *cnnb_flags_string(flags, "data_dir") ? "imagenet" : "synthetic";
 
-  cnnb_status st = find_plugin(run, loader, CNNB_KIND_MODEL, run->model_name,
+  const cnnb_plugin *plugin;
+  cnnb_status st = find_plugin(run, loader, CNNB_KIND_MODEL, run->model_name, &plugin,
                                (const void **)&run->model);
   if (st != CNNB_OK) return st;
   if (!run->model->describe || !run->model->build)
@@ -138,11 +139,13 @@ cnnb_status cnnb_run_resolve(cnnb_run *run, cnnb_loader *loader) {
 }
 
 cnnb_status cnnb_run_resolve_runtime(cnnb_run *run, cnnb_loader *loader) {
+  const cnnb_plugin *plugin;
   cnnb_status st;
-  if ((st = find_plugin(run, loader, CNNB_KIND_DEVICE, run->device_name, (const void **)&run->device)) ||
-      (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, run->strategy_name,
+  if ((st = find_plugin(run, loader, CNNB_KIND_DEVICE, run->device_name, &run->device_plugin,
+                        (const void **)&run->device)) ||
+      (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, run->strategy_name, &plugin,
                         (const void **)&run->strategy)) ||
-      (st = find_plugin(run, loader, CNNB_KIND_DATASOURCE, run->datasource_name,
+      (st = find_plugin(run, loader, CNNB_KIND_DATASOURCE, run->datasource_name, &plugin,
                         (const void **)&run->datasource)))
     return st;
   return CNNB_OK;
@@ -171,10 +174,18 @@ cnnb_status cnnb_run_build_graph(cnnb_run *run) {
   st = cnnb_graph_add_loss(run->graph);
   if (st != CNNB_OK)
     return cnnb_error(run->ctx, st, "building %s: %s", run->model_name, cnnb_graph_error(run->graph));
-  /* A ReLU right after a conv, batch norm or add runs inside it, sharing its buffers. */
-  int32_t fused = cnnb_plan_fuse_relus(run->graph);
-  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into their conv, batch norm or add", fused);
   return CNNB_OK;
+}
+
+/* A ReLU right after a conv or batch norm (or an add, when the device says it can) runs
+ * inside it, sharing its buffers. */
+static void fuse_relus(cnnb_run *run) {
+  uint32_t ops = CNNB_FUSE_ABI_1_0;
+  const cnnb_plugin *device = run->device_plugin;
+  if (device->get_extension && device->get_extension(CNNB_EXT_FUSED_RELU_ADD))
+    ops |= CNNB_FUSE_OP(CNNB_OP_ADD);
+  int32_t fused = cnnb_plan_fuse_relus(run->graph, ops);
+  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
 }
 
 /* The executor's bucket callback: the strategy hears of a bucket once every local replica
@@ -276,6 +287,7 @@ static bucket_hook *hooks_of(cnnb_run *run) {
 
 cnnb_status cnnb_run_setup_replicas(cnnb_run *run) {
   int32_t n = run->num_replicas;
+  fuse_relus(run);
   run->replicas = calloc((size_t)n, sizeof(cnnb_replica) + sizeof(bucket_hook));
   run->params = calloc((size_t)n, sizeof *run->params);
   run->grads = calloc((size_t)n, sizeof *run->grads);

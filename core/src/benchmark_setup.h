@@ -28,6 +28,7 @@ typedef struct cnnb_run {
 
   const char *model_name, *device_name, *strategy_name, *datasource_name;
   const cnnb_model_vtable *model;
+  const cnnb_plugin *device_plugin; /* for its extensions */
   const cnnb_device_vtable *device;
   const cnnb_strategy_vtable *strategy;
   const cnnb_datasource_vtable *datasource;

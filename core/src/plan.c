@@ -175,7 +175,7 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
 
 /* ---- ReLU fusion -------------------------------------------------------------------- */
 
-int32_t cnnb_plan_fuse_relus(cnnb_graph *g) {
+int32_t cnnb_plan_fuse_relus(cnnb_graph *g, uint32_t ops) {
   int32_t fused = 0;
   cnnb_tensor logits = cnnb_graph_logits(g);
   for (int32_t r = 0; r < cnnb_graph_num_nodes(g); ++r) {
@@ -190,8 +190,9 @@ int32_t cnnb_plan_fuse_relus(cnnb_graph *g) {
     cnnb_graph_consumers(g, b, &count);
     /* Fusing changes what every reader of b sees, so only b's sole reader may be the
      * ReLU; the logits stay as the model wrote them. */
-    bool fusable = prod->op == CNNB_OP_CONV2D || prod->op == CNNB_OP_BATCH_NORM ||
-                   prod->op == CNNB_OP_ADD; /* the residual add + ReLU of ResNets */
+    bool fusable = prod->op < 32 && (ops & CNNB_FUSE_OP(prod->op)) &&
+                   (prod->op == CNNB_OP_CONV2D || prod->op == CNNB_OP_BATCH_NORM ||
+                    prod->op == CNNB_OP_ADD); /* the residual add + ReLU of ResNets */
     if (!fusable || prod->fused_relu || count != 1 || b == logits)
       continue;
     if (cnnb_graph_set_fused_relu(g, b, 1) == CNNB_OK)

@@ -70,11 +70,18 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
                              cnnb_plan_bytes_fn bytes, void *user, cnnb_plan **out);
 void cnnb_plan_destroy(cnnb_plan *plan);
 
-/* The fusion pass: marks every conv2d / batch norm / add whose only reader is a ReLU as
- * fused_relu (the device applies the ReLU inside it), so the ReLU node becomes an alias
- * that never runs. Call it on the built graph before planning (every replica shares the
- * graph). The logits are never fused. Returns how many nodes it fused. */
-int32_t cnnb_plan_fuse_relus(cnnb_graph *g);
+/* Ops a device applies fused_relu to, as bits (1u << op): conv2d and batch norm for every
+ * device (ABI 1.0), add for devices with CNNB_EXT_FUSED_RELU_ADD. */
+#define CNNB_FUSE_OP(op) (1u << (op))
+#define CNNB_FUSE_ABI_1_0 (CNNB_FUSE_OP(CNNB_OP_CONV2D) | CNNB_FUSE_OP(CNNB_OP_BATCH_NORM))
+#define CNNB_FUSE_ALL (CNNB_FUSE_ABI_1_0 | CNNB_FUSE_OP(CNNB_OP_ADD))
+
+/* The fusion pass: marks every node of an op in `ops` (CNNB_FUSE_OP bits) whose only
+ * reader is a ReLU as fused_relu (the device applies the ReLU inside it), so the ReLU
+ * node becomes an alias that never runs. Call it on the built graph before planning
+ * (every replica shares the graph). The logits are never fused. Returns how many nodes
+ * it fused. */
+int32_t cnnb_plan_fuse_relus(cnnb_graph *g, uint32_t ops);
 
 /* The tensor whose buffers hold t (t itself unless t is an alias). */
 static inline cnnb_tensor cnnb_plan_resolve(const cnnb_plan *p, cnnb_tensor t) {

@@ -504,7 +504,7 @@ static cnnb_graph *fusable(bool fuse, bool tail) {
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
   if (fuse)
-    ck_assert_int_eq(cnnb_plan_fuse_relus(g), tail ? 4 : 3);
+    ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), tail ? 4 : 3);
   ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
   return g;
 }

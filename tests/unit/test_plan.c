@@ -201,7 +201,7 @@ START_TEST(random_dags) {
   for (unsigned seed = 1; seed <= 80; ++seed) {
     cnnb_graph *g = random_graph(seed, 5 + (int)(seed % 40));
     if (seed % 2)
-      fused += cnnb_plan_fuse_relus(g);
+      fused += cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL);
     cnnb_plan *train = NULL, *fwd = NULL;
     ck_assert_msg(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &train) == CNNB_OK, "%s",
                   cnnb_error_message(ctx));
@@ -330,11 +330,11 @@ START_TEST(relu_fusion) {
   cnnb_tensor l = cnnb_dense(g, "logits", r5, CNNB_DENSE(.units = 5));
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
-  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 2);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), 2);
   ck_assert(cnnb_graph_node(g, c1)->fused_relu);
   ck_assert(!cnnb_graph_node(g, c2)->fused_relu);
   ck_assert(cnnb_graph_node(g, bn)->fused_relu);
-  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 0); /* idempotent */
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), 0); /* idempotent */
   cnnb_plan *p;
   ck_assert_int_eq(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &p), CNNB_OK);
   ck_assert_int_eq(p->alias[r1], c1);
@@ -374,7 +374,7 @@ START_TEST(add_relu_fusion) {
   cnnb_tensor l = cnnb_dense(g, "logits", both, CNNB_DENSE(.units = 5));
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
-  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 1);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), 1);
   ck_assert(cnnb_graph_node(g, sum1)->fused_relu);
   ck_assert(!cnnb_graph_node(g, sum2)->fused_relu);
   ck_assert(!cnnb_graph_node(g, both)->fused_relu);
@@ -419,7 +419,7 @@ START_TEST(relu6_not_fused) {
   cnnb_tensor l = cnnb_dense(g, "logits", a3, CNNB_DENSE(.units = 5));
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
-  ck_assert_int_eq(cnnb_plan_fuse_relus(g), 1); /* only c2 -> r */
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), 1); /* only c2 -> r */
   ck_assert(!cnnb_graph_node(g, c1)->fused_relu);
   ck_assert(!cnnb_graph_node(g, bn)->fused_relu);
   ck_assert(cnnb_graph_node(g, c2)->fused_relu);
@@ -440,6 +440,26 @@ START_TEST(relu6_not_fused) {
   check_accesses(g, p);
   check_accumulation(g, p);
   cnnb_plan_destroy(p);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(fusion_follows_device_capability) {
+  /* A device without CNNB_EXT_FUSED_RELU_ADD gets conv/bn fusion only: an add it would run
+   * without its ReLU must keep the ReLU as a node of its own. */
+  cnnb_graph *g = cnnb_graph_create(2, 4, 4, 4, 5);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "c", x, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor rc = cnnb_relu(g, "rc", c);
+  cnnb_tensor sum = cnnb_add(g, "sum", rc, x);
+  cnnb_tensor rs = cnnb_relu(g, "rs", sum);
+  cnnb_graph_set_logits(g, cnnb_dense(g, "logits", rs, CNNB_DENSE(.units = 5)));
+  cnnb_graph_add_loss(g);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ABI_1_0), 1);
+  ck_assert(cnnb_graph_node(g, c)->fused_relu);
+  ck_assert(!cnnb_graph_node(g, sum)->fused_relu);
+  ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), 1); /* now the add too */
+  ck_assert(cnnb_graph_node(g, sum)->fused_relu);
   cnnb_graph_destroy(g);
 }
 END_TEST
@@ -482,6 +502,7 @@ int main(void) {
   tcase_add_test(tc, relu_fusion);
   tcase_add_test(tc, add_relu_fusion);
   tcase_add_test(tc, relu6_not_fused);
+  tcase_add_test(tc, fusion_follows_device_capability);
   tcase_add_test(tc, errors);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -339,11 +339,18 @@ static const cnnb_device_vtable vtable = {
 
 static const char *const offers[] = {"cpu", NULL};
 
+static const void *device_get_extension(const char *id) {
+  static const int32_t yes = 1;
+  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
+  return NULL;
+}
+
 static const cnnb_plugin plugin = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_DEVICE, "cpu", "0.1.0",
                      "CPU device on oneDNN: every graph op forward and backward, fp32 and bf16"),
     .offers = offers,
     .vtable = &vtable,
+    .get_extension = device_get_extension,
 };
 
 /* The host checks the ABI version in the descriptor; nothing here depends on `host`. */

@@ -27,6 +27,13 @@ typedef enum cnnb_precision {
   CNNB_PRECISION_FP16 = 3
 } cnnb_precision;
 
+/* Extensions a device plugin may answer in its descriptor's get_extension(id) (any
+ * non-NULL pointer means yes). They let the host use what a device learned after 1.0
+ * without old plugins computing something else silently. */
+/* The device applies cnnb_node.fused_relu on CNNB_OP_ADD nodes too (1.0 devices apply it
+ * to conv2d and batch norm only, so the host fuses a ReLU into an add only with this). */
+#define CNNB_EXT_FUSED_RELU_ADD "cnnb.device.fused_relu_add/1"
+
 typedef struct cnnb_device_config {
   uint32_t struct_size;
   int32_t device_index;   /* which accelerator of this process */

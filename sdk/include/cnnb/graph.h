@@ -168,7 +168,8 @@ typedef struct cnnb_node {
   int32_t params[2];        /* conv: kernel, bias; dense: weights, bias; bn: scale, offset (or offset alone) */
   int32_t num_stats;
   int32_t stats[2];         /* bn: mean, variance */
-  int32_t fused_relu;       /* conv / batch norm / add: a ReLU follows inside this node */
+  int32_t fused_relu;       /* conv / batch norm (1.0); add, only for devices that offer
+                               CNNB_EXT_FUSED_RELU_ADD: a ReLU follows inside this node */
   union {
     struct { /* conv2d, max/avg pool (filters, dilation, groups, use_bias unused by pools) */
       int32_t filters, kernel_h, kernel_w, stride_h, stride_w;
