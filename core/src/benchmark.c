@@ -176,6 +176,9 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
      * the loss of the step's own weights; reading them is not timed. */
     double start = now_seconds();
     if ((st = compute_gradients(run, warmup + i)) != CNNB_OK) break;
+    /* An asynchronous device finishes the gradients inside the timed part, not while the
+     * metrics wait for them. */
+    if (display && (st = synchronize_all(run)) != CNNB_OK) break;
     double seconds = now_seconds() - start;
     double loss = 0, top1 = NAN, top5 = NAN;
     if (display && (st = step_metrics(run, accuracy, &loss, &top1, &top5)) != CNNB_OK) break;

@@ -190,20 +190,13 @@ static void fuse_relus(cnnb_run *run) {
 
 /* The executor's bucket callback: the strategy hears of a bucket once every local replica
  * has it. Replicas run one after another here, so that is when the last one announces. */
-typedef struct bucket_hook {
-  cnnb_run *run;
-  int32_t replica;
-} bucket_hook;
-
 static void on_bucket(void *user, int64_t offset, int64_t count) {
-  bucket_hook *hook = user;
-  cnnb_run *run = hook->run;
-  if (hook->replica != run->num_replicas - 1 || run->bucket_status != CNNB_OK) return;
+  cnnb_replica *replica = user;
+  cnnb_run *run = replica->run;
+  if (replica->index != run->num_replicas - 1 || run->bucket_status != CNNB_OK) return;
   cnnb_status st = run->strategy->bucket_ready(run->strategy_state, run->grads, offset, count);
   if (st != CNNB_OK) run->bucket_status = cnnb_run_fail(run, st, run->strategy_ctx, "gradient exchange");
 }
-
-static bucket_hook *hooks_of(cnnb_run *run);
 
 static cnnb_status setup_replica(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
@@ -225,14 +218,11 @@ static cnnb_status setup_replica(cnnb_run *run, int32_t index) {
   st = run->device->create(r->device_ctx, run->device_name, &dcfg, &r->device);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, r->device_ctx, "--device");
 
-  bucket_hook *hook = &hooks_of(run)[index];
-  hook->run = run;
-  hook->replica = index;
   cnnb_executor_config ecfg = {
       .training = run->training,
       .bucket_bytes = (int64_t)(cnnb_flags_float(flags, "gradient_bucket_mb") * (1 << 20)),
       .on_bucket = on_bucket,
-      .user = hook,
+      .user = r,
       .device_ctx = r->device_ctx,
   };
   st = cnnb_executor_create(run->ctx, run->device, r->device, run->graph, &ecfg, &r->executor);
@@ -280,22 +270,20 @@ static cnnb_status setup_replica(cnnb_run *run, int32_t index) {
   return CNNB_OK;
 }
 
-/* Hooks live right after the replicas in one allocation, so teardown frees one block. */
-static bucket_hook *hooks_of(cnnb_run *run) {
-  return (bucket_hook *)(void *)(run->replicas + run->num_replicas);
-}
-
 cnnb_status cnnb_run_setup_replicas(cnnb_run *run) {
   int32_t n = run->num_replicas;
   fuse_relus(run);
-  run->replicas = calloc((size_t)n, sizeof(cnnb_replica) + sizeof(bucket_hook));
+  run->replicas = calloc((size_t)n, sizeof(cnnb_replica));
   run->params = calloc((size_t)n, sizeof *run->params);
   run->grads = calloc((size_t)n, sizeof *run->grads);
   if (!run->replicas || !run->params || !run->grads)
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_status st;
-  for (int32_t i = 0; i < n; i++)
+  for (int32_t i = 0; i < n; i++) {
+    run->replicas[i].run = run;
+    run->replicas[i].index = i;
     if ((st = setup_replica(run, i)) != CNNB_OK) return st;
+  }
 
   cnnb_strategy_config cfg = {
       .struct_size = sizeof cfg,

@@ -9,9 +9,13 @@
 #include "prefetch.h"
 #include "trainer.h"
 
+typedef struct cnnb_run cnnb_run;
+
 /* One replica: a device instance, the executor running the graph on it, its optimizer
  * and its own datasource. */
 typedef struct cnnb_replica {
+  cnnb_run *run;   /* for the executor's bucket callback */
+  int32_t index;
   cnnb_ctx *device_ctx;
   void *device;
   cnnb_executor *executor;
@@ -22,7 +26,7 @@ typedef struct cnnb_replica {
   const int32_t *labels;  /* of the batch in use (for accuracy) */
 } cnnb_replica;
 
-typedef struct cnnb_run {
+struct cnnb_run {
   const cnnb_flags *flags;
   cnnb_ctx *ctx; /* "cnnbench": the run's own errors */
 
@@ -52,7 +56,7 @@ typedef struct cnnb_run {
   float **params;          /* [num_replicas] device pointers, for the strategy */
   float **grads;
   cnnb_status bucket_status; /* the first failure inside a bucket callback */
-} cnnb_run;
+};
 
 /* Resolves the model named by the flags, the dataset and the model's defaults. */
 cnnb_status cnnb_run_resolve(cnnb_run *run, cnnb_loader *loader);
