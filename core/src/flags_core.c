@@ -77,9 +77,11 @@ static const core_flag devices[] = {
     {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
      "Threads for intra-op parallelism; 0 lets the device choose."},
     {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
-     "Threads for inter-op parallelism; 0 lets the system choose."},
+     "Accepted so tf_cnn_benchmarks command lines run unchanged; cnnbench runs one op "
+     "at a time, so it has no effect."},
     {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
-     "Logical data layout of the input; devices pick their own physical layout."},
+     "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
+     "devices pick their own physical layouts whatever it says."},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
      "Compute precision of activations and gradients; master weights stay fp32."},
     {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
