@@ -243,6 +243,22 @@ cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_pla
 cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out);
 
+/* The ReLU fused into a producer (conv2d, add; fused_relu.c). Forward: the device's
+ * attributes plus a ReLU post-op (destroy *attr after use). Backward: dx = dy * (y > 0)
+ * on the output's layout `md`; prepare also reserves transient slot 0 for one such dx.
+ * `what` names it in messages ("conv2d fused relu"). */
+typedef struct cpu_fused_relu {
+  dnnl_primitive_t bwd;
+  dnnl_memory_t dst, diff_dst, diff_src;
+  char name[64];             /* "<what> backward", for run-time messages */
+} cpu_fused_relu;
+cnnb_status cpu_fused_relu_attr(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr);
+cnnb_status cpu_fused_relu_prepare(cpu_device *d, cpu_fused_relu *r, const dnnl_memory_desc_t *md,
+                                   const cnnb_node *node, const char *what);
+cnnb_status cpu_fused_relu_backward(cpu_device *d, cpu_fused_relu *r, const void *y,
+                                    const void *dy, void *dx, const cnnb_node *node);
+void cpu_fused_relu_fini(cpu_fused_relu *r);
+
 /* dst += src elementwise over a buffer of `md` (f32 or bf16). */
 void cpu_accumulate_buffer(const cpu_device *d, const dnnl_memory_desc_t *md, void *dst,
                            const void *src);

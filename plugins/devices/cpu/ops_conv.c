@@ -21,11 +21,11 @@ typedef struct conv_node {
   int wd_own;
   cpu_xform diff_src_out;  /* backward-data's input-gradient layout -> the input's */
 
-  dnnl_primitive_t fwd, bwd_data, bwd_weights, relu_bwd;
+  dnnl_primitive_t fwd, bwd_data, bwd_weights;
   dnnl_memory_t f_src, f_wei, f_bias, f_dst;
   dnnl_memory_t w_src, w_diff_wei, w_diff_bias, w_diff_dst;
   dnnl_memory_t d_diff_src, d_wei, d_diff_dst;
-  dnnl_memory_t r_dst, r_diff_dst, r_diff_src;
+  cpu_fused_relu relu;     /* the fused ReLU's backward */
 } conv_node;
 
 typedef struct conv_geometry {
@@ -72,25 +72,6 @@ static cnnb_status geometry(cpu_device *d, const cnnb_graph *g, int32_t index, c
   return CNNB_OK;
 }
 
-/* Attributes for the forward: the device's (user scratchpad), plus a ReLU post-op. */
-static cnnb_status forward_attr(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr) {
-  *attr = NULL;
-  if (!n->fused_relu) return CNNB_OK;
-  dnnl_post_ops_t po = NULL;
-  cnnb_status st;
-  CPU_TRY(st, d, dnnl_primitive_attr_clone(attr, d->attr), n, "attributes");
-  CPU_TRY(st, d, dnnl_post_ops_create(&po), n, "post-ops");
-  CPU_TRY(st, d, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f), n, "relu post-op");
-  CPU_TRY(st, d, dnnl_primitive_attr_set_post_ops(*attr, po), n, "post-ops");
-done:
-  if (po) dnnl_post_ops_destroy(po);
-  if (st && *attr) {
-    dnnl_primitive_attr_destroy(*attr);
-    *attr = NULL;
-  }
-  return st;
-}
-
 /* The forward primitive descriptor with dst `dst` (format any in the plan, the plan's
  * layout in prepare). */
 static cnnb_status forward_pd(cpu_device *d, const cnnb_graph *g, const conv_geometry *c,
@@ -111,7 +92,8 @@ static cnnb_status forward_pd(cpu_device *d, const cnnb_graph *g, const conv_geo
                      dnnl_convolution_direct, &src_md, &wei_md, has_bias ? &bias_md : NULL, dst,
                      c->strides, c->dilates, c->pad_l, c->pad_r),
           n, "conv2d forward descriptor");
-  if ((st = forward_attr(d, n, &attr))) goto done;
+  /* The device's attributes (NULL) unless a ReLU is fused: then with its post-op. */
+  if (n->fused_relu && (st = cpu_fused_relu_attr(d, n, &attr))) goto done;
   st = cpu_pd_create(d, pd, &desc, attr, NULL, n, "conv2d forward");
 done:
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -161,12 +143,9 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cnnb_status st;
   const void *dy = io->output_grad;
   if (s->fused_relu) {
-    cpu_bind(s->r_dst, io->output);
-    cpu_bind(s->r_diff_dst, io->output_grad);
-    cpu_bind(s->r_diff_src, cpu_transient(d, 0));
-    dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_DST, s->r_dst}, {DNNL_ARG_DIFF_DST, s->r_diff_dst},
-                                {DNNL_ARG_DIFF_SRC, s->r_diff_src}};
-    if ((st = cpu_exec(d, s->relu_bwd, 3, rargs, node, "conv2d fused relu backward"))) return st;
+    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad,
+                                      cpu_transient(d, 0), node)))
+      return st;
     dy = cpu_transient(d, 0); /* dy masked by the fused ReLU */
   }
 
@@ -205,14 +184,14 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
 
 static void conv_release(cpu_device *d, cpu_node *n) {
   conv_node *s = (conv_node *)n;
-  dnnl_primitive_t prims[] = {s->fwd, s->bwd_data, s->bwd_weights, s->relu_bwd};
+  dnnl_primitive_t prims[] = {s->fwd, s->bwd_data, s->bwd_weights};
   for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
     if (prims[i]) dnnl_primitive_destroy(prims[i]);
   dnnl_memory_t mems[] = {s->f_src, s->f_wei, s->f_bias, s->f_dst, s->w_src, s->w_diff_wei,
-                          s->w_diff_bias, s->w_diff_dst, s->d_diff_src, s->d_wei, s->d_diff_dst,
-                          s->r_dst, s->r_diff_dst, s->r_diff_src};
+                          s->w_diff_bias, s->w_diff_dst, s->d_diff_src, s->d_wei, s->d_diff_dst};
   for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
+  cpu_fused_relu_fini(&s->relu);
   cpu_xform_fini(&s->src_in);
   cpu_xform_fini(&s->diff_src_out);
   cpu_weights_fini(&s->w);
@@ -222,31 +201,6 @@ static void conv_release(cpu_device *d, cpu_node *n) {
 }
 
 static const cpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release};
-
-/* The fused ReLU's backward (dy * (y > 0)) as a oneDNN eltwise on the output layout. */
-static cnnb_status prepare_relu_backward(cpu_device *d, conv_node *s, const dnnl_memory_desc_t *md) {
-  const cnnb_node *node = s->base.node;
-  dnnl_eltwise_desc_t desc;
-  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
-  cnnb_status st;
-  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
-                                                dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
-          node, "fused relu descriptor");
-  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "fused relu"))) goto done;
-  CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md, md,
-                                                 0.f, 0.f),
-          node, "fused relu backward descriptor");
-  if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "fused relu backward"))) goto done;
-  if ((st = cpu_prim_create(d, &s->relu_bwd, bpd, node, "fused relu backward"))) goto done;
-  if ((st = cpu_mem(d, &s->r_dst, md, node)) || (st = cpu_mem(d, &s->r_diff_dst, md, node)) ||
-      (st = cpu_mem(d, &s->r_diff_src, md, node)))
-    goto done;
-  st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(md), node);
-done:
-  if (fpd) dnnl_primitive_desc_destroy(fpd);
-  if (bpd) dnnl_primitive_desc_destroy(bpd);
-  return st;
-}
 
 cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out) {
@@ -324,7 +278,9 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
         (st = cpu_mem(d, &s->d_wei, &dwei_data_md, node)) ||
         (st = cpu_mem(d, &s->d_diff_dst, dst_md, node)))
       goto done;
-    if (s->fused_relu && (st = prepare_relu_backward(d, s, dst_md))) goto done;
+    if (s->fused_relu &&
+        (st = cpu_fused_relu_prepare(d, &s->relu, dst_md, node, "conv2d fused relu")))
+      goto done;
   }
 done:
   if (fpd) dnnl_primitive_desc_destroy(fpd);

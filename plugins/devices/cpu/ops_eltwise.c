@@ -146,9 +146,9 @@ static cnnb_status pass_gradient(cpu_device *d, cpu_xform *x, const void *src, v
 typedef struct add_node {
   cpu_node base;
   int fused_relu;
-  dnnl_primitive_t fwd, relu_bwd;
+  dnnl_primitive_t fwd;
   dnnl_memory_t src0, src1, dst;
-  dnnl_memory_t r_dst, r_diff_dst, r_diff_src; /* the fused ReLU's backward */
+  cpu_fused_relu relu;   /* the fused ReLU's backward */
   int mask_into[2];      /* input i's gradient has the output's layout: mask dy into it */
   cpu_xform to_input[2]; /* output gradient -> each input's gradient layout */
 } add_node;
@@ -173,12 +173,8 @@ static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
     void *masked = cpu_transient(d, 0);
     for (int i = 1; i >= 0; i--)
       if (io->input_grads[i] && s->mask_into[i]) masked = io->input_grads[i];
-    cpu_bind(s->r_dst, io->output);
-    cpu_bind(s->r_diff_dst, io->output_grad);
-    cpu_bind(s->r_diff_src, masked);
-    dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_DST, s->r_dst}, {DNNL_ARG_DIFF_DST, s->r_diff_dst},
-                                {DNNL_ARG_DIFF_SRC, s->r_diff_src}};
-    if ((st = cpu_exec(d, s->relu_bwd, 3, rargs, n->node, "add fused relu backward")))
+    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad, masked,
+                                      n->node)))
       return st;
     dy = masked;
   }
@@ -196,60 +192,16 @@ static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
 static void add_release(cpu_device *d, cpu_node *n) {
   add_node *s = (add_node *)n;
   if (s->fwd) dnnl_primitive_destroy(s->fwd);
-  if (s->relu_bwd) dnnl_primitive_destroy(s->relu_bwd);
-  dnnl_memory_t mems[] = {s->src0, s->src1, s->dst, s->r_dst, s->r_diff_dst, s->r_diff_src};
-  for (size_t i = 0; i < 6; i++)
+  dnnl_memory_t mems[] = {s->src0, s->src1, s->dst};
+  for (size_t i = 0; i < 3; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
+  cpu_fused_relu_fini(&s->relu);
   cpu_xform_fini(&s->to_input[0]);
   cpu_xform_fini(&s->to_input[1]);
   free(s);
 }
 
 static const cpu_node_ops add_ops = {add_forward, add_backward, add_release};
-
-/* The device's attributes plus a ReLU post-op (as conv2d's fused ReLU). */
-static cnnb_status relu_post_op(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr) {
-  dnnl_post_ops_t po = NULL;
-  cnnb_status st;
-  *attr = NULL;
-  CPU_TRY(st, d, dnnl_primitive_attr_clone(attr, d->attr), n, "attributes");
-  CPU_TRY(st, d, dnnl_post_ops_create(&po), n, "post-ops");
-  CPU_TRY(st, d, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f), n,
-          "relu post-op");
-  CPU_TRY(st, d, dnnl_primitive_attr_set_post_ops(*attr, po), n, "post-ops");
-done:
-  if (po) dnnl_post_ops_destroy(po);
-  if (st && *attr) {
-    dnnl_primitive_attr_destroy(*attr);
-    *attr = NULL;
-  }
-  return st;
-}
-
-/* The fused ReLU's backward (dy * (y > 0)) as a oneDNN eltwise on the output layout. */
-static cnnb_status prepare_relu_backward(cpu_device *d, add_node *s, const dnnl_memory_desc_t *md) {
-  const cnnb_node *node = s->base.node;
-  dnnl_eltwise_desc_t desc;
-  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
-  cnnb_status st;
-  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
-                                                dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
-          node, "add fused relu descriptor");
-  if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "add fused relu"))) goto done;
-  CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md,
-                                                 md, 0.f, 0.f),
-          node, "add fused relu backward descriptor");
-  if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "add fused relu backward"))) goto done;
-  if ((st = cpu_prim_create(d, &s->relu_bwd, bpd, node, "add fused relu backward"))) goto done;
-  if ((st = cpu_mem(d, &s->r_dst, md, node)) || (st = cpu_mem(d, &s->r_diff_dst, md, node)) ||
-      (st = cpu_mem(d, &s->r_diff_src, md, node)))
-    goto done;
-  st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(md), node);
-done:
-  if (fpd) dnnl_primitive_desc_destroy(fpd);
-  if (bpd) dnnl_primitive_desc_destroy(bpd);
-  return st;
-}
 
 cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out) {
@@ -270,7 +222,7 @@ cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   const dnnl_memory_desc_t *a = &p->md[node->inputs[0]], *b = &p->md[node->inputs[1]];
   const dnnl_memory_desc_t *o = &p->md[index];
   CPU_TRY(st, d, dnnl_binary_desc_init(&desc, dnnl_binary_add, a, b, o), node, "add descriptor");
-  if (s->fused_relu && (st = relu_post_op(d, node, &attr))) goto done;
+  if (s->fused_relu && (st = cpu_fused_relu_attr(d, node, &attr))) goto done;
   if ((st = cpu_pd_create(d, &pd, &desc, attr, NULL, node, "add"))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, pd, node, "add"))) goto done;
   if ((st = cpu_mem(d, &s->src0, a, node)) || (st = cpu_mem(d, &s->src1, b, node)) ||
@@ -282,7 +234,9 @@ cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
       goto done;
     s->mask_into[0] = cpu_md_same(o, a);
     s->mask_into[1] = cpu_md_same(o, b);
-    if (s->fused_relu && (st = prepare_relu_backward(d, s, o))) goto done;
+    if (s->fused_relu &&
+        (st = cpu_fused_relu_prepare(d, &s->relu, o, node, "add fused relu")))
+      goto done;
   }
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);
