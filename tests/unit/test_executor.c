@@ -16,43 +16,21 @@
  * Skips with a message (exit 0) when the cpu plugin is not built. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cnnb/cnnb.h>
+#include "cpu_harness.h"
 #include "executor.h"
 #include "graph_internal.h"
 #include "host.h"
 #include "init.h"
 
-static void *dl;
+/* The plugin, loaded by the shared test harness as the host loads it. */
+static cpu_harness harness;
 static const cnnb_device_vtable *cpu;
-static char plugin_path[4096];
-
-/* 0: loaded; 1: not built (skip). */
-static int load_cpu(void) {
-  const char *dir = getenv("CNNB_PLUGIN_DIR");
-  snprintf(plugin_path, sizeof plugin_path, "%s/libcnnb_device_cpu.so", dir ? dir : ".");
-  if (access(plugin_path, R_OK) != 0)
-    return 1;
-  dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    fprintf(stderr, "dlopen %s: %s\n", plugin_path, dlerror());
-    return -1;
-  }
-  cnnb_plugin_entry_fn entry = (cnnb_plugin_entry_fn)dlsym(dl, CNNB_PLUGIN_ENTRY_SYMBOL);
-  cnnb_host host = {.struct_size = sizeof host, .abi_major = CNNB_ABI_MAJOR,
-                    .abi_minor = CNNB_ABI_MINOR, .host_version = "test"};
-  const cnnb_plugin *p = entry ? entry(&host) : NULL;
-  if (!p || p->kind != CNNB_KIND_DEVICE || !p->vtable)
-    return -1;
-  cpu = p->vtable;
-  return 0;
-}
 
 /* ---- a wrapper device: logs backward order and bucket events, injects failures ----- */
 
@@ -584,15 +562,16 @@ START_TEST(accuracy_in_top_k) {
 END_TEST
 
 int main(void) {
-  int rc = load_cpu();
+  int rc = cpu_harness_load(&harness);
   if (rc == 1) {
-    printf("test_executor: SKIPPED: the cpu device plugin is not built (%s missing)\n", plugin_path);
+    printf("test_executor: SKIPPED: %s\n", harness.error);
     return 0;
   }
   if (rc != 0) {
-    fprintf(stderr, "test_executor: could not load %s\n", plugin_path);
+    fprintf(stderr, "test_executor: could not load the cpu device plugin: %s\n", harness.error);
     return 1;
   }
+  cpu = harness.dv;
   exec_ctx = cnnb_ctx_create("executor", NULL);
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("executor");
@@ -610,6 +589,7 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  cpu_harness_close(&harness);
   cnnb_ctx_destroy(exec_ctx);
   return failed != 0;
 }
