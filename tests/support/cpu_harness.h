@@ -30,6 +30,13 @@ void cpu_harness_close(cpu_harness *h);
 /* Loads the plugin only (no device), for create-time checks. Same return values. */
 int cpu_harness_load(cpu_harness *h);
 
+/* The main() of a Check test that needs the plugin: loads it into *h (printing why and
+ * returning 0 when it is not built, 1 when it fails to load), then runs make_suite()'s
+ * suite (which may read h->dv) with info logs quietened, closes *h, and returns 1 when a
+ * check failed. */
+struct Suite;
+int cpu_harness_main(const char *test, cpu_harness *h, struct Suite *(*make_suite)(void));
+
 typedef struct cpu_run cpu_run;
 
 /* Sizes, allocates and prepares every node of g. NULL on failure (message in h->error). */

@@ -24,7 +24,6 @@
 #define FP32_TOL 1e-4
 #define BF16_TOL 4e-2
 
-static int plugin_missing;
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
@@ -227,7 +226,6 @@ static void check_conv(const conv_case *cc, uint32_t precision, uint64_t seed) {
 }
 
 START_TEST(test_conv_fixed_cases) {
-  if (plugin_missing) return;
   const conv_case cases[] = {
       /* n c  h  w  f  kh kw sh sw dh dw g bias relu padding pads */
       {2, 3, 9, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
@@ -246,7 +244,6 @@ START_TEST(test_conv_fixed_cases) {
 END_TEST
 
 START_TEST(test_conv_random_shapes) {
-  if (plugin_missing) return;
   uint64_t s = 42;
   for (int i = 0; i < 6; i++) {
     conv_case cc = {0};
@@ -273,7 +270,6 @@ START_TEST(test_conv_random_shapes) {
 END_TEST
 
 START_TEST(test_conv_bf16) {
-  if (plugin_missing) return;
   const conv_case cases[] = {
       {2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
       {2, 3, 9, 9, 8, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
@@ -342,7 +338,6 @@ static void check_dense(int n, int c, int hh, int ww, int units, int bias, uint3
 }
 
 START_TEST(test_dense) {
-  if (plugin_missing) return;
   check_dense(3, 5, 1, 1, 7, 1, CNNB_PRECISION_FP32, 1, 0);
   check_dense(1, 3, 5, 7, 11, 0, CNNB_PRECISION_FP32, 2, 0);   /* flattened 4-D input */
   check_dense(4, 2, 3, 3, 13, 1, CNNB_PRECISION_FP32, 3, 1);   /* blocked input from a conv */
@@ -356,7 +351,6 @@ static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, 
 /* The executor passes NULL for gradients nobody needs (a first layer's input): the
  * kernels must skip backward-data yet still produce the parameter gradients. */
 START_TEST(test_no_input_gradient) {
-  if (plugin_missing) return;
   want_image_grads = 0;
   const conv_case cc = {2, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, CNNB_PAD_SAME, {0}};
   check_conv(&cc, CNNB_PRECISION_FP32, 300);
@@ -367,7 +361,6 @@ START_TEST(test_no_input_gradient) {
 END_TEST
 
 START_TEST(test_relu_and_reshape) {
-  if (plugin_missing) return;
   cpu_harness h;
   if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
   uint64_t seed = 9;
@@ -512,7 +505,6 @@ static void check_relu6_after_conv(uint64_t seed) {
 }
 
 START_TEST(test_relu6) {
-  if (plugin_missing) return;
   check_relu6_on_images(CNNB_PRECISION_FP32, 1, 40);
   check_relu6_on_images(CNNB_PRECISION_FP32, 0, 41);
   check_relu6_after_conv(42);
@@ -520,7 +512,6 @@ START_TEST(test_relu6) {
 END_TEST
 
 START_TEST(test_relu6_bf16) {
-  if (plugin_missing) return;
   check_relu6_on_images(CNNB_PRECISION_BF16, 1, 43);
 }
 END_TEST
@@ -594,7 +585,6 @@ static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, 
 }
 
 START_TEST(test_batch_norm) {
-  if (plugin_missing) return;
   check_batch_norm(4, 5, 3, 7, 0, 0, 1, CNNB_PRECISION_FP32, 1);  /* offset only */
   check_batch_norm(3, 16, 5, 5, 1, 0, 1, CNNB_PRECISION_FP32, 2); /* scale and offset */
   check_batch_norm(2, 7, 4, 3, 1, 1, 1, CNNB_PRECISION_FP32, 3);  /* fused relu */
@@ -649,7 +639,6 @@ static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int str
 }
 
 START_TEST(test_pools) {
-  if (plugin_missing) return;
   check_pool(CNNB_OP_MAX_POOL, 2, 3, 9, 8, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 1);
   check_pool(CNNB_OP_MAX_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 2);
   check_pool(CNNB_OP_MAX_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 3);
@@ -665,7 +654,6 @@ START_TEST(test_pools) {
 END_TEST
 
 START_TEST(test_lrn) {
-  if (plugin_missing) return;
   const struct { int n, c, h, w, r; float bias, alpha, beta; } cases[] = {
       {2, 7, 3, 4, 2, 1.0f, 0.1f, 0.75f},       /* strong alpha so the test sees the sum */
       {1, 16, 5, 5, 5, 2.0f, 0.05f, 0.5f},      /* AlexNet's radius 5 */
@@ -698,7 +686,6 @@ END_TEST
 /* ---- concat and add (branches of convs: blocked layouts meet) ---------------------------------- */
 
 START_TEST(test_concat_and_add) {
-  if (plugin_missing) return;
   const int widths[][3] = {{16, 32, 16}, {8, 16, 5}, {3, 7, 2}}; /* cut inside a 16-block, odd */
   for (int t = 0; t < 3; t++) {
     cpu_harness h;
@@ -839,7 +826,6 @@ static void check_add_relu(int mode, int training, uint64_t seed) {
 }
 
 START_TEST(test_add_fused_relu) {
-  if (plugin_missing) return;
   for (int mode = 0; mode < 3; mode++) {
     check_add_relu(mode, 1, 90 + (uint64_t)mode);
     check_add_relu(mode, 0, 95 + (uint64_t)mode);
@@ -886,7 +872,6 @@ static void check_loss(uint32_t precision, float loss_scale) {
 }
 
 START_TEST(test_softmax_xent) {
-  if (plugin_missing) return;
   check_loss(CNNB_PRECISION_FP32, 1.0f);
   check_loss(CNNB_PRECISION_FP32, 128.0f);
   check_loss(CNNB_PRECISION_BF16, 1.0f);
@@ -896,7 +881,6 @@ END_TEST
 /* ---- dropout -------------------------------------------------------------------------------------- */
 
 START_TEST(test_dropout) {
-  if (plugin_missing) return;
   const float keep = 0.7f;
   const int n = 8, c = 50, hh = 16, ww = 16;
   const int64_t count = (int64_t)n * c * hh * ww;
@@ -961,7 +945,6 @@ END_TEST
 /* ---- update, all_finite, accumulate ---------------------------------------------------------------- */
 
 START_TEST(test_update_matches_reference) {
-  if (plugin_missing) return;
   /* Two threads and a range not a multiple of anything: the split across the pool. */
   cpu_harness h;
   ck_assert_int_eq(cpu_harness_load(&h), 0);
@@ -1004,7 +987,6 @@ START_TEST(test_update_matches_reference) {
 END_TEST
 
 START_TEST(test_all_finite) {
-  if (plugin_missing) return;
   cpu_harness h;
   if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
   float v[257];
@@ -1030,7 +1012,6 @@ END_TEST
 /* ---- precision, description, layouts ----------------------------------------------------------------- */
 
 START_TEST(test_precision_refusals_and_description) {
-  if (plugin_missing) return;
   cpu_harness h;
   ck_assert_int_eq(cpu_harness_load(&h), 0);
   ck_assert_str_eq(h.plugin->name, "cpu");
@@ -1055,7 +1036,6 @@ START_TEST(test_precision_refusals_and_description) {
 END_TEST
 
 START_TEST(test_tensor_bytes_and_host_roundtrip) {
-  if (plugin_missing) return;
   cpu_harness h;
   if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
   cnnb_graph *g = cnnb_graph_create(2, 3, 7, 7, 10);
@@ -1108,19 +1088,5 @@ static Suite *suite(void) {
 
 int main(void) {
   cpu_harness h;
-  int rc = cpu_harness_load(&h);
-  if (rc == 1) {
-    printf("test_cpu_ops: skipped: %s\n", h.error);
-    plugin_missing = 1;
-  } else if (rc < 0) {
-    fprintf(stderr, "test_cpu_ops: %s\n", h.error);
-    return 1;
-  }
-  cpu_harness_close(&h);
-  cnnb_log_set_level(CNNB_LOG_WARN);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed != 0;
+  return cpu_harness_main("test_cpu_ops", &h, suite);
 }

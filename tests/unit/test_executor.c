@@ -561,18 +561,8 @@ START_TEST(accuracy_in_top_k) {
 }
 END_TEST
 
-int main(void) {
-  int rc = cpu_harness_load(&harness);
-  if (rc == 1) {
-    printf("test_executor: SKIPPED: %s\n", harness.error);
-    return 0;
-  }
-  if (rc != 0) {
-    fprintf(stderr, "test_executor: could not load the cpu device plugin: %s\n", harness.error);
-    return 1;
-  }
+static Suite *executor_suite(void) {
   cpu = harness.dv;
-  exec_ctx = cnnb_ctx_create("executor", NULL);
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("executor");
   tcase_set_timeout(tc, 300);
@@ -585,11 +575,12 @@ int main(void) {
   tcase_add_loop_test(tc, fused_relu_matches_unfused, 0, 2);
   tcase_add_test(tc, accuracy_in_top_k);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  cpu_harness_close(&harness);
+  return s;
+}
+
+int main(void) {
+  exec_ctx = cnnb_ctx_create("executor", NULL);
+  int failed = cpu_harness_main("test_executor", &harness, executor_suite);
   cnnb_ctx_destroy(exec_ctx);
-  return failed != 0;
+  return failed;
 }

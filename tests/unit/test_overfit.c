@@ -115,26 +115,16 @@ START_TEST(overfits_a_fixed_batch) {
 }
 END_TEST
 
-int main(void) {
-  int rc = cpu_harness_load(&harness);
-  if (rc == 1) {
-    printf("test_overfit: SKIPPED: %s\n", harness.error);
-    return 0;
-  }
-  if (rc != 0) {
-    fprintf(stderr, "test_overfit: could not load the cpu device plugin: %s\n", harness.error);
-    return 1;
-  }
+static Suite *overfit_suite(void) {
   cpu = harness.dv;
   Suite *s = suite_create("overfit");
   TCase *tc = tcase_create("overfit");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, overfits_a_fixed_batch);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  cpu_harness_close(&harness);
-  return failed != 0;
+  return s;
+}
+
+int main(void) {
+  return cpu_harness_main("test_overfit", &harness, overfit_suite);
 }
