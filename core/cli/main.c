@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
 
   cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, sizeof err);
   if (st != CNNB_OK) {
-    fprintf(stderr, "cnnbench: error: %s\nRun 'cnnbench --help' for the flags.\n", err);
+    fprintf(stderr, "cnnbench: error: %s\n", err); /* the message names the flag; unknown ones point at --help */
     code = EXIT_INPUT;
   } else if (cnnb_flags_bool(flags, "help")) {
     printf("cnnbench %s: train and benchmark image-classification CNNs.\n"
