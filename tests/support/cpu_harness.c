@@ -69,6 +69,10 @@ int cpu_harness_open(cpu_harness *h, uint32_t precision, int training, uint32_t 
                             .training = training,
                             .seed = seed};
   cnnb_status st = h->dv->create(h->ctx, "cpu", &cfg, &h->dev);
+  if (st == CNNB_EUNSUPPORTED && precision != CNNB_PRECISION_FP32) {
+    fail_dev(h, "create", st);
+    return 2;
+  }
   if (st) return fail_dev(h, "create", st);
   return 0;
 }

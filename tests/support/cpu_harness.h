@@ -23,7 +23,9 @@ typedef struct cpu_harness {
 } cpu_harness;
 
 /* 1: the plugin is not built (no oneDNN) — `why` says so and the test should skip;
- * 0: loaded and a device created; -1: failed (message in h->error). */
+ * 2: this CPU cannot do `precision` (bf16 without avx512_bf16) — h->error has the
+ *    device's refusal and the test should skip; 0: loaded and a device created;
+ * -1: failed (message in h->error). */
 int cpu_harness_open(cpu_harness *h, uint32_t precision, int training, uint32_t seed);
 void cpu_harness_close(cpu_harness *h);
 
