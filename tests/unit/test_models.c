@@ -608,6 +608,48 @@ START_TEST(test_learning_rates) {
 }
 END_TEST
 
+/* --resnet_base_lr (the resnet plugin's own flag) replaces 0.128 in the ImageNet
+ * schedule, read when the model is built; the CIFAR schedule ignores it; a negative
+ * value is refused naming the flag. */
+START_TEST(test_resnet_base_lr_flag) {
+  loaded l = load_family("resnet");
+  ck_assert_ptr_nonnull(l.plugin->register_flags);
+  cnnb_flags *flags = cnnb_flags_create();
+  ck_assert_ptr_nonnull(flags);
+  ck_assert_int_eq(l.plugin->register_flags(cnnb_flags_registry(flags, "resnet")), CNNB_OK);
+  cnnb_ctx *ctx = cnnb_ctx_create("resnet", flags);
+  char err[256];
+  cnnb_status st;
+
+  ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "0.05", err, sizeof err), CNNB_OK);
+  cnnb_graph *g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
+  ck_assert_msg(st == CNNB_OK, "%s", cnnb_error_message(ctx));
+  cnnb_graph_destroy(g);
+  /* Batch 256 after warm-up: the base itself; batch 512: twice it; epoch 30 drops 10x. */
+  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 30000, 256, 1281167), 0.05f, 1e-7);
+  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 20000, 512, 1281167), 0.1f, 1e-7);
+  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 150137, 256, 1281167), 0.005f, 1e-8);
+  ck_assert_float_eq_tol(l.vt->learning_rate("resnet20", 0, 128, 50000), 0.1f, 1e-9);
+
+  ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "-1", err, sizeof err), CNNB_OK);
+  g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
+  ck_assert_int_eq(st, CNNB_EINVAL);
+  ck_assert_msg(strstr(cnnb_error_message(ctx), "--resnet_base_lr=-1"), "%s", cnnb_error_message(ctx));
+  cnnb_graph_destroy(g);
+  cnnb_clear_error(ctx);
+
+  /* Back to 0: the model's 0.128. */
+  ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "0", err, sizeof err), CNNB_OK);
+  g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
+  ck_assert_int_eq(st, CNNB_OK);
+  cnnb_graph_destroy(g);
+  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 30000, 256, 1281167), 0.128f, 1e-7);
+  cnnb_ctx_destroy(ctx);
+  cnnb_flags_destroy(flags);
+  dlclose(l.handle);
+}
+END_TEST
+
 static Suite *models_suite(void) {
   Suite *s = suite_create("models");
   TCase *tc = tcase_create("structure");
@@ -628,6 +670,7 @@ static Suite *models_suite(void) {
   suite_add_tcase(s, errors);
   TCase *lr = tcase_create("learning_rate");
   tcase_add_test(lr, test_learning_rates);
+  tcase_add_test(lr, test_resnet_base_lr_flag);
   suite_add_tcase(s, lr);
   return s;
 }

@@ -84,8 +84,28 @@ static cnnb_tensor cifar10(convnet *cn, cnnb_tensor x, const int32_t counts[3], 
   return convnet_spatial_mean(cn, x); /* [N, 64, 1, 1] */
 }
 
+/* --resnet_base_lr: the ImageNet ResNets' base learning rate at batch 256 (0.128 when
+ * unset), as tf_cnn_benchmarks' flag. The learning_rate hook gets no ctx, so build() —
+ * which runs before the first step's learning rate is asked for — reads the flag here. */
+#define BASE_LR_FLAG "resnet_base_lr"
+static double base_lr_override; /* 0: the model's own */
+
+static cnnb_status register_flags(cnnb_flag_registry *registry) {
+  return cnnb_flag_declare(registry, BASE_LR_FLAG, CNNB_FLAG_FLOAT, "0",
+                           "Base learning rate at batch 256 for the ImageNet ResNets' own "
+                           "schedule (scaled by batch / 256, warm-up, drops at epochs "
+                           "30/60/80/90); 0 keeps the model's 0.128. No effect when "
+                           "--init_learning_rate or another schedule is given, nor on the "
+                           "CIFAR-10 ResNets, whose schedule is fixed.");
+}
+
 static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_graph *g) {
   cnnb_status st;
+  double base_lr = cnnb_flag_float(ctx, BASE_LR_FLAG);
+  if (!(base_lr >= 0.0 && base_lr < 1e6))
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be a positive number (0: the model's 0.128)",
+                      BASE_LR_FLAG, base_lr);
+  base_lr_override = base_lr;
   const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
   if (!m) return st;
   const int32_t *counts = layer_counts[m - models];
@@ -97,7 +117,7 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   return convnet_finish(&cn, ctx, name, x);
 }
 
-/* ResnetModel.get_learning_rate: 0.128 scaled by batch / 256, linear warm-up over 5
+/* ResnetModel.get_learning_rate: 0.128 (or --resnet_base_lr) scaled by batch / 256, linear warm-up over 5
  * epochs, then piecewise constant dropping 10x at epochs 30, 60, 80 and 90 (of
  * ImageNet's 1281167 images, a constant in the source).
  * ResnetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0002 with boundaries at
@@ -108,7 +128,8 @@ static float learning_rate(const char *name, int64_t global_step, int32_t global
   if (global_batch_size <= 0) global_batch_size = 1;
   const convnet_model *m = convnet_find(models, NUM_MODELS, name, CNNB_DATASET_IMAGENET);
   if (m) {
-    double rescaled = (double)m->default_learning_rate * global_batch_size / 256.0;
+    double base_lr = base_lr_override > 0.0 ? base_lr_override : m->default_learning_rate;
+    double rescaled = base_lr * global_batch_size / 256.0;
     double batches_per_epoch = 1281167.0 / global_batch_size;
     static const double epochs[4] = {30, 60, 80, 90};
     int64_t boundaries[4];
@@ -141,7 +162,7 @@ static const char *const offers[] = {
 static const cnnb_plugin plugin = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "resnet", "1.0.0",
                      "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10"),
-    .offers = offers, .vtable = &vtable};
+    .offers = offers, .vtable = &vtable, .register_flags = register_flags};
 
 CNNB_PLUGIN_ENTRY {
   (void)host;
