@@ -28,6 +28,7 @@ static const char *const op_names[CNNB_OP_COUNT_] = {
     [CNNB_OP_RESHAPE] = "reshape",
     [CNNB_OP_SOFTMAX_XENT] = "softmax_xent",
     [CNNB_OP_RELU6] = "relu6",
+    [CNNB_OP_PAD_CHANNELS] = "pad_channels",
 };
 
 const char *cnnb_op_name(uint32_t op) {

@@ -355,6 +355,29 @@ cnnb_tensor cnnb_concat(cnnb_graph *g, const char *name, int32_t count, const cn
                            count, xs);
 }
 
+/* tf.pad of zeros on the channel axis alone: the CIFAR ResNets' "plan A" shortcut pads
+ * the pooled input to the block's depth. A node of its own rather than a concat with a
+ * constant: the graph has no constants, and devices can keep it free of parameters. */
+cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t before,
+                              int32_t after) {
+  cnnb_node_start s;
+  if (!cnnb_graph_start(&s, g, CNNB_OP_PAD_CHANNELS, "pad_channels", name, 1, &x))
+    return CNNB_NO_TENSOR;
+  cnnb_shape in = shape_of(g, x);
+  if (before < 0 || after < 0)
+    return cnnb_graph_reject(&s, CNNB_EINVAL,
+                             "pads %d, %d (before, after) must be >= 0; input is [%d, %d, %d, %d]",
+                             before, after, in.n, in.c, in.h, in.w);
+  int64_t channels = (int64_t)before + in.c + after;
+  if (channels > INT32_MAX)
+    return cnnb_graph_reject(&s, CNNB_EINVAL, "%lld channels after padding [%d, %d, %d, %d] by %d, %d",
+                             (long long)channels, in.n, in.c, in.h, in.w, before, after);
+  cnnb_node n = {.shape = {in.n, (int32_t)channels, in.h, in.w}};
+  n.attr.pad.before = before;
+  n.attr.pad.after = after;
+  return cnnb_graph_finish(&s, &n, 1, &x);
+}
+
 cnnb_tensor cnnb_add(cnnb_graph *g, const char *name, cnnb_tensor a, cnnb_tensor b) {
   cnnb_node_start s;
   const cnnb_tensor in[2] = {a, b};

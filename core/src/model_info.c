@@ -58,7 +58,7 @@ static void count_node(const cnnb_graph *g, const cnnb_node *n, cnnb_model_layer
     case CNNB_OP_SOFTMAX_XENT:
       flops = 4 * per_image(cnnb_graph_tensor_shape(g, n->inputs[0])) + 1;
       break;
-    default: /* input, labels, concat, reshape: data movement only */
+    default: /* input, labels, concat, pad_channels, reshape: data movement only */
       break;
   }
   if (n->fused_relu &&

@@ -55,6 +55,7 @@ void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *out
   case CNNB_OP_GLOBAL_AVG_POOL:
   case CNNB_OP_DROPOUT: /* the mask lives in the device's node state */
   case CNNB_OP_CONCAT:
+  case CNNB_OP_PAD_CHANNELS: /* dx is dy's middle channels */
   case CNNB_OP_RESHAPE:
     break; /* shapes alone are enough */
   case CNNB_OP_SOFTMAX_XENT:

@@ -24,5 +24,5 @@ expect 2 "fp16 is not supported" -- --precision=fp16 --num_batches=1
 # Captured first: grep -q exits at the first match, and under pipefail the SIGPIPE that
 # cnnbench then gets on its next write would fail the pipeline.
 grep -q -- "--batch_size" <<<"$("$CNNBENCH" --help)" || { echo "FAIL: --help lacks --batch_size"; failures=$((failures + 1)); }
-"$CNNBENCH" --version | grep -q "ABI 1.1" || { echo "FAIL: --version lacks the ABI"; failures=$((failures + 1)); }
+"$CNNBENCH" --version | grep -q "ABI 1.2" || { echo "FAIL: --version lacks the ABI"; failures=$((failures + 1)); }
 [ "$failures" -eq 0 ] && echo "PASS" || exit 1

@@ -125,7 +125,7 @@ expect_in good out "total images/sec:"
 run newer --plugin="$fx/libfixture_newer.so" --model=fixture_newer --num_batches=2 \
   --batch_size=2 --num_warmup_batches=0
 expect_rc newer 0
-expect_in newer err "built for cnnbench ABI 1.99, newer than this host's 1.1: loaded"
+expect_in newer err "built for cnnbench ABI 1.99, newer than this host's 1.2: loaded"
 expect_in newer out "total images/sec:"
 
 # A bare file name is a file in the current directory, not a library-path lookup.

@@ -411,6 +411,25 @@ void ref_concat_backward(const float *dy, const cnnb_shape *shapes, int count, f
   }
 }
 
+void ref_pad_channels_forward(const float *x, cnnb_shape xs, int before, int after, float *y) {
+  cnnb_shape ys = {xs.n, before + xs.c + after, xs.h, xs.w};
+  for (int n = 0; n < ys.n; n++)
+    for (int c = 0; c < ys.c; c++)
+      for (int h = 0; h < ys.h; h++)
+        for (int w = 0; w < ys.w; w++) {
+          int xc = c - before;
+          y[AT(ys, n, c, h, w)] = xc >= 0 && xc < xs.c ? x[AT(xs, n, xc, h, w)] : 0.0f;
+        }
+}
+
+void ref_pad_channels_backward(const float *dy, cnnb_shape xs, int before, int after, float *dx) {
+  cnnb_shape ys = {xs.n, before + xs.c + after, xs.h, xs.w};
+  for (int n = 0; n < xs.n; n++)
+    for (int c = 0; c < xs.c; c++)
+      for (int h = 0; h < xs.h; h++)
+        for (int w = 0; w < xs.w; w++) dx[AT(xs, n, c, h, w)] = dy[AT(ys, n, before + c, h, w)];
+}
+
 void ref_add_forward(const float *a, const float *b, int64_t n, float *y) {
   for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }

@@ -76,6 +76,11 @@ void ref_dense_backward_weights(const float *x, const float *dy, int n, int k, i
 void ref_concat_forward(const float *const *xs, const cnnb_shape *shapes, int count, float *y);
 void ref_concat_backward(const float *dy, const cnnb_shape *shapes, int count, float *const *dxs);
 
+/* Zeros before and after x along channels: y is [N, before + C + after, H, W]. */
+void ref_pad_channels_forward(const float *x, cnnb_shape xs, int before, int after, float *y);
+/* dx is dy's channels [before, before + C). */
+void ref_pad_channels_backward(const float *dy, cnnb_shape xs, int before, int after, float *dx);
+
 void ref_add_forward(const float *a, const float *b, int64_t n, float *y);
 
 /* Mean over the batch of -log softmax(logits)[label]; probs [N, K] may be NULL. */

@@ -523,6 +523,191 @@ START_TEST(test_relu6_bf16) {
 }
 END_TEST
 
+/* ---- pad_channels ---------------------------------------------------------------------- */
+
+/* Asserts the padded channels of y (shape ys) are exactly zero: zeros are written, not
+ * computed, in any precision and layout. */
+static void expect_zero_pads(const char *what, const float *y, cnnb_shape ys, int before, int after) {
+  for (int n = 0; n < ys.n; n++)
+    for (int c = 0; c < ys.c; c++) {
+      if (c >= before && c < ys.c - after) continue;
+      for (int64_t k = 0; k < (int64_t)ys.h * ys.w; k++) {
+        float v = y[(((int64_t)n * ys.c + c) * ys.h * ys.w) + k];
+        ck_assert_msg(v == 0.0f, "%s: padded channel %d of image %d holds %g", what, c, n, (double)v);
+      }
+    }
+}
+
+/* pad_channels on the images themselves (plain NCHW): forward is a copy plus zeros, so
+ * fp32 is exact; backward is dy's middle channels. */
+static void check_pad_on_images(int n, int c, int hh, int ww, int before, int after,
+                                uint32_t precision, int training, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, training)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor y = cnnb_pad_channels(g, "pad", x, before, after);
+  op_result o = run_op(&h, g, y, &seed, training);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = cnnb_graph_node(g, y)->shape;
+  ck_assert_int_eq(ys.c, before + c + after);
+  float *want = zeros(o.y_count), *dx = zeros(o.x_count);
+  ref_pad_channels_forward(o.images, xs, before, after, want);
+  char what[128];
+  snprintf(what, sizeof what, "pad_channels %dx%dx%dx%d by %d, %d (%s, %s): forward", n, c, hh, ww,
+           before, after, precision == CNNB_PRECISION_BF16 ? "bf16" : "fp32",
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, o.y_count, precision == CNNB_PRECISION_BF16 ? tol : 0.0);
+  expect_zero_pads(what, o.y, ys, before, after);
+  if (training) {
+    ref_pad_channels_backward(o.dy, xs, before, after, dx);
+    strcpy(strrchr(what, ':'), ": backward");
+    expect_close(what, o.dx, dx, o.x_count, precision == CNNB_PRECISION_BF16 ? tol : 0.0);
+  }
+  free(want);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+/* conv (a blocked layout, nChw16c / nChw8c) -> pad_channels, optionally added to a conv of
+ * the padded width as the CIFAR ResNet shortcut is: forward, the input gradient through
+ * both paths and the padded conv's weight gradient. Pads that cut a channel block (16
+ * padded by 8) send the gradient through plain NCHW inside the node. */
+static void check_pad_after_conv(int filters, int before, int after, int with_add,
+                                 uint32_t precision, uint64_t seed) {
+  cpu_harness h;
+  if (open_device(&h, precision, 1)) return;
+  double tol = precision == CNNB_PRECISION_BF16 ? BF16_TOL : FP32_TOL;
+  cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor p = cnnb_pad_channels(g, "pad", c, before, after);
+  int width = before + filters + after;
+  cnnb_tensor side = CNNB_NO_TENSOR, y = p;
+  if (with_add) {
+    side = cnnb_conv2d(g, "side", x, CNNB_CONV2D(.filters = width, .kernel_h = 1, .kernel_w = 1));
+    y = cnnb_add(g, "add", p, side);
+  }
+  op_result o = run_op(&h, g, y, &seed, 1);
+  const cnnb_node *cn = cnnb_graph_node(g, c);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, cs = cn->shape, ys = cnnb_graph_node(g, y)->shape;
+  ref_window win = ref_window_of(cn);
+  const float *w = param_of(g, o.params, cn, 0);
+  int64_t wn = cnnb_graph_param(g, cn->params[0])->count, cc = cnnb_shape_count(cs);
+  float *conv_y = zeros(cc), *want = zeros(o.y_count), *side_y = zeros(o.y_count),
+        *dc = zeros(cc), *dx = zeros(o.x_count), *part = zeros(o.x_count), *dw = zeros(wn);
+  ref_conv2d_forward(o.images, xs, w, NULL, &win, conv_y, cs);
+  ref_pad_channels_forward(conv_y, cs, before, after, want);
+  const cnnb_node *sn = with_add ? cnnb_graph_node(g, side) : NULL;
+  ref_window swin = with_add ? ref_window_of(sn) : win;
+  if (with_add) {
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, sn, 0), NULL, &swin, side_y, ys);
+    ref_add_forward(want, side_y, o.y_count, want);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "conv %d -> pad_channels %d, %d%s (%s): forward", filters, before,
+           after, with_add ? " + add" : "", precision == CNNB_PRECISION_BF16 ? "bf16" : "fp32");
+  expect_close(what, o.y, want, o.y_count, tol);
+  if (!with_add) expect_zero_pads(what, o.y, ys, before, after);
+  /* The pad keeps the conv's layout: when the conv's channels are padded to a block
+   * (fewer filters than one block), the pad's are padded to the same block. */
+  size_t cbytes = 0, pbytes = 0;
+  int64_t plane = (int64_t)cs.n * cs.h * cs.w * (int64_t)sizeof(float);
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, c, &cbytes), CNNB_OK);
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, p, &pbytes), CNNB_OK);
+  int64_t block = (int64_t)cbytes / plane;
+  if (precision == CNNB_PRECISION_FP32 && block > filters)
+    ck_assert_msg((int64_t)pbytes == (width + block - 1) / block * block * plane,
+                  "%s: %zu bytes for %d channels, want them in blocks of %lld", what, pbytes,
+                  width, (long long)block);
+  ref_pad_channels_backward(o.dy, cs, before, after, dc);
+  ref_conv2d_backward_data(dc, cs, w, &win, dx, xs);
+  if (with_add) {
+    ref_conv2d_backward_data(o.dy, ys, param_of(g, o.params, sn, 0), &swin, part, xs);
+    for (int64_t k = 0; k < o.x_count; k++) dx[k] += part[k];
+  }
+  strcpy(strrchr(what, ':'), ": backward data");
+  expect_close(what, o.dx, dx, o.x_count, tol);
+  ref_conv2d_backward_weights(o.images, xs, dc, cs, &win, dw, NULL);
+  strcpy(strrchr(what, ':'), ": backward weights");
+  expect_close(what, param_of(g, o.dparams, cn, 0), dw, wn, tol);
+  free(conv_y);
+  free(want);
+  free(side_y);
+  free(dc);
+  free(dx);
+  free(part);
+  free(dw);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+
+/* Widths and pads around 8- and 16-channel blocks: the ResNet cases (16 by 8, 8: cut
+ * inside a block; 32 by 16, 16: aligned), one side only, none, odd. */
+static const int pad_conv_cases[][3] = {
+    /* filters, before, after */
+    {16, 8, 8}, {32, 16, 16}, {16, 0, 16}, {16, 5, 0}, {5, 3, 4}, {7, 0, 0}, {8, 4, 12},
+};
+
+START_TEST(test_pad_channels) {
+  uint64_t s = 140;
+  for (int i = 0; i < 6; i++) {
+    int n = rand_int(&s, 1, 3), c = rand_int(&s, 1, 9), hh = rand_int(&s, 1, 7),
+        ww = rand_int(&s, 1, 7), before = rand_int(&s, 0, 9), after = rand_int(&s, 0, 9);
+    if (i == 0) before = 0; /* one side only, each way */
+    if (i == 1) after = 0;
+    check_pad_on_images(n, c, hh, ww, before, after, CNNB_PRECISION_FP32, 1, 150 + (uint64_t)i);
+    check_pad_on_images(n, c, hh, ww, before, after, CNNB_PRECISION_FP32, 0, 160 + (uint64_t)i);
+  }
+  check_pad_on_images(2, 3, 4, 5, 0, 0, CNNB_PRECISION_FP32, 1, 170); /* a copy */
+  for (size_t i = 0; i < sizeof pad_conv_cases / sizeof *pad_conv_cases; i++)
+    for (int with_add = 0; with_add < 2; with_add++)
+      check_pad_after_conv(pad_conv_cases[i][0], pad_conv_cases[i][1], pad_conv_cases[i][2],
+                           with_add, CNNB_PRECISION_FP32, 180 + 2 * i + (uint64_t)with_add);
+}
+END_TEST
+
+START_TEST(test_pad_channels_bf16) {
+  uint64_t s = 190;
+  for (int i = 0; i < 3; i++) {
+    int n = rand_int(&s, 1, 3), c = rand_int(&s, 1, 9), hh = rand_int(&s, 1, 7),
+        ww = rand_int(&s, 1, 7), before = rand_int(&s, 0, 9), after = rand_int(&s, 0, 9);
+    check_pad_on_images(n, c, hh, ww, before, after, CNNB_PRECISION_BF16, 1, 200 + (uint64_t)i);
+  }
+  check_pad_after_conv(16, 8, 8, 1, CNNB_PRECISION_BF16, 210);
+  check_pad_after_conv(32, 16, 16, 0, CNNB_PRECISION_BF16, 211);
+  check_pad_after_conv(5, 3, 4, 1, CNNB_PRECISION_BF16, 212);
+}
+END_TEST
+
+/* A device must refuse a node whose op it does not know (a graph from a newer SDK), by
+ * name, in tensor_bytes and prepare alike — never guess. The pad node stands in for it,
+ * its op number patched to one no SDK has. */
+START_TEST(test_unknown_op_refused) {
+  cpu_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 10);
+  cnnb_tensor y = cnnb_pad_channels(g, "newer_op", cnnb_graph_input(g), 1, 2);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  ((cnnb_node *)cnnb_graph_node(g, y))->op = 99;
+  size_t bytes = 0;
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, y, &bytes), CNNB_EUNSUPPORTED);
+  ck_assert_msg(strstr(cnnb_error_message(h.ctx), "node 'newer_op': op 99 is not supported"),
+                "message: %s", cnnb_error_message(h.ctx));
+  cnnb_clear_error(h.ctx);
+  void *state = NULL;
+  ck_assert_int_eq(h.dv->prepare(h.dev, g, y, &state), CNNB_EUNSUPPORTED);
+  ck_assert_ptr_null(state);
+  ck_assert_msg(strstr(cnnb_error_message(h.ctx), "op 99 is not supported"), "message: %s",
+                cnnb_error_message(h.ctx));
+  cnnb_graph_destroy(g);
+  cpu_harness_close(&h);
+}
+END_TEST
+
 /* ---- batch norm ------------------------------------------------------------------------ */
 
 static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, int training,
@@ -1077,6 +1262,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_relu_and_reshape);
   tcase_add_test(tc, test_relu6);
   tcase_add_test(tc, test_relu6_bf16);
+  tcase_add_test(tc, test_pad_channels);
+  tcase_add_test(tc, test_pad_channels_bf16);
+  tcase_add_test(tc, test_unknown_op_refused);
   tcase_add_test(tc, test_no_input_gradient);
   tcase_add_test(tc, test_batch_norm);
   tcase_add_test(tc, test_pools);

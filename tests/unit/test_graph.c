@@ -255,6 +255,61 @@ START_TEST(test_relu6) {
 }
 END_TEST
 
+/* pad_channels (ABI 1.2): zeros before and after along C, its pads kept in attr.pad, no
+ * parameters; negative pads and a channel count past int32 are refused by name. */
+START_TEST(test_pad_channels) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 9, 7, 10);
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3,
+                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor p = cnnb_pad_channels(g, NULL, c, 3, 4);
+  ck_assert_int_ge(p, 0);
+  ck_assert_shape(g, p, 2, 12, 5, 4);
+  const cnnb_node *n = cnnb_graph_node(g, p);
+  ck_assert_uint_eq(n->op, CNNB_OP_PAD_CHANNELS);
+  ck_assert_uint_eq(CNNB_OP_PAD_CHANNELS, 17); /* ABI: the value never changes */
+  ck_assert_str_eq(n->name, "pad_channels");
+  ck_assert_int_eq(n->num_inputs, 1);
+  ck_assert_int_eq(n->inputs[0], c);
+  ck_assert_int_eq(n->attr.pad.before, 3);
+  ck_assert_int_eq(n->attr.pad.after, 4);
+  ck_assert_int_eq(n->num_params, 0);
+  ck_assert_int_eq(n->num_stats, 0);
+  ck_assert_int_eq(n->fused_relu, 0);
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_PAD_CHANNELS), "pad_channels");
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_COUNT_), "unknown");
+  /* Zero on one side, or on both (a copy), is allowed; automatic names count per kind. */
+  cnnb_tensor a = cnnb_pad_channels(g, NULL, p, 0, 4);
+  cnnb_tensor b = cnnb_pad_channels(g, "block/shortcut", a, 0, 0);
+  ck_assert_shape(g, a, 2, 16, 5, 4);
+  ck_assert_shape(g, b, 2, 16, 5, 4);
+  ck_assert_str_eq(cnnb_graph_node(g, a)->name, "pad_channels_1");
+  ck_assert_str_eq(cnnb_graph_node(g, b)->name, "block/shortcut");
+  /* The residual sum it exists for: a conv of the padded depth adds to it. */
+  cnnb_tensor r = cnnb_conv2d(g, NULL, c, CNNB_CONV2D(.filters = 12, .kernel_h = 3, .kernel_w = 3));
+  ck_assert_int_ge(cnnb_add(g, NULL, p, r), 0);
+  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 3 * 5 * 9 + 5 * 12 * 9);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  ck_assert_int_eq(cnnb_pad_channels(g, "bad", 42, 1, 1), CNNB_NO_TENSOR);
+  ck_assert_error_has(g, "pad_channels 'bad': input 0 is tensor 42, which does not exist");
+  cnnb_graph_destroy(g);
+
+  g = cnnb_graph_create(2, 3, 4, 4, 10);
+  ck_assert_int_eq(cnnb_pad_channels(g, "neg", 0, 2, -1), CNNB_NO_TENSOR);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_EINVAL);
+  ck_assert_error_has(g, "pad_channels 'neg': pads 2, -1 (before, after) must be >= 0; "
+                         "input is [2, 3, 4, 4]");
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(2, 3, 4, 4, 10);
+  ck_assert_int_eq(cnnb_pad_channels(g, "neg", 0, -8, 8), CNNB_NO_TENSOR);
+  ck_assert_error_has(g, "pads -8, 8 (before, after) must be >= 0");
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(2, 3, 4, 4, 10);
+  ck_assert_int_eq(cnnb_pad_channels(g, "huge", 0, INT32_MAX - 2, 1), CNNB_NO_TENSOR);
+  ck_assert_error_has(g, "pad_channels 'huge': 2147483649 channels after padding [2, 3, 4, 4]");
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_error_filter_larger) {
   cnnb_graph *g = cnnb_graph_create(1, 3, 3, 3, 10);
   cnnb_tensor t = cnnb_conv2d(g, "conv1", 0, CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
@@ -599,6 +654,7 @@ int main(void) {
   tcase_add_test(tc, test_pool_shapes);
   tcase_add_test(tc, test_other_shapes);
   tcase_add_test(tc, test_relu6);
+  tcase_add_test(tc, test_pad_channels);
   tcase_add_test(tc, test_error_filter_larger);
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_sticky_error);

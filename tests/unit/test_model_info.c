@@ -146,6 +146,32 @@ START_TEST(test_relu6_flops) {
 }
 END_TEST
 
+START_TEST(test_pad_channels_counts) {
+  /* pad_channels moves data: 0 FLOPs, no parameters; its output (zeros included) is an
+   * activation like any other. The add after it counts its padded width. */
+  cnnb_graph *g = cnnb_graph_create(2, 3, 6, 5, 10);
+  cnnb_tensor c = cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor p = cnnb_pad_channels(g, "p", c, 2, 3);
+  cnnb_tensor r = cnnb_conv2d(g, "r", c, CNNB_CONV2D(.filters = 9, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor a = cnnb_add(g, "a", p, r);
+  cnnb_model_report rep;
+  ck_assert_int_eq(cnnb_model_info_compute(g, &rep), CNNB_OK);
+  ck_assert_int_eq(rep.num_layers, 5);
+  const cnnb_model_layer *l = &rep.layers[p];
+  ck_assert_str_eq(l->op, "pad_channels");
+  ck_assert_int_eq(l->shape.c, 9);
+  ck_assert_int_eq(l->flops, 0);
+  ck_assert_int_eq(l->flops_matmul, 0);
+  ck_assert_int_eq(l->params, 0);
+  ck_assert_int_eq(l->activation_bytes, 9 * 6 * 5 * 4);
+  ck_assert_int_eq(rep.layers[a].flops, 9 * 6 * 5);
+  ck_assert_int_eq(rep.trainable_params, 3 * 4 + 4 * 9);
+  ck_assert_int_eq(rep.flops, 2 * 3 * 4 * 6 * 5 + 2 * 4 * 9 * 6 * 5 + 9 * 6 * 5);
+  cnnb_model_report_free(&rep);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 /* tf_cnn_benchmarks' AlexnetModel: image size 224 + 3 (VALID needs the extra 3),
  * conv = conv + bias + ReLU, affine = dense + bias (+ ReLU but for the logits), dropout
  * keep 0.5. */
@@ -221,6 +247,7 @@ int main(void) {
   tcase_add_test(tc, test_small_graph);
   tcase_add_test(tc, test_conv_variants);
   tcase_add_test(tc, test_relu6_flops);
+  tcase_add_test(tc, test_pad_channels_counts);
   tcase_add_test(tc, test_alexnet);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -10,7 +10,8 @@
  *  - planned peak <= the naive sum.
  * Half the random graphs go through the ReLU fusion pass first (aliases share their
  * producer's buffers and never run). Plus hand-built cases: a tensor feeding two
- * consumers, add(x, x), dead branches, fusion (and relu6, which is never fused), errors. */
+ * consumers, add(x, x), dead branches, fusion (and relu6, which is never fused), the
+ * pad_channels shortcut, errors. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -444,6 +445,49 @@ START_TEST(relu6_not_fused) {
 }
 END_TEST
 
+START_TEST(pad_channels_reads_nothing) {
+  /* The CIFAR ResNet shortcut: avg pool -> pad_channels, added to a strided conv. The
+   * pad's backward (dy's middle channels) needs shapes only, so neither its input nor
+   * its output lives until its backward; c1's gradient gets both paths. */
+  cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor ap = cnnb_avg_pool(g, "ap", c1, CNNB_POOL(.kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2));
+  cnnb_tensor sc = cnnb_pad_channels(g, "sc", ap, 2, 2);
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", c1, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
+                                                        .stride_h = 2, .stride_w = 2));
+  cnnb_tensor sum = cnnb_add(g, "sum", sc, c2);
+  cnnb_tensor r = cnnb_relu(g, "r", sum);
+  cnnb_graph_set_logits(g, cnnb_dense(g, "logits", r, CNNB_DENSE(.units = 5)));
+  cnnb_graph_add_loss(g);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  uint32_t mask;
+  bool out;
+  cnnb_plan_backward_reads(cnnb_graph_node(g, sc), &mask, &out);
+  ck_assert_uint_eq(mask, 0);
+  ck_assert(!out);
+  cnnb_plan *p;
+  ck_assert_int_eq(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &p), CNNB_OK);
+  ck_assert(p->has_backward[sc] && p->has_backward[ap]);
+  ck_assert_int_eq(p->alias[sc], -1);
+  ck_assert_int_lt(p->buffers[p->activation[sc]].last, cnnb_plan_backward_time(p, sc));
+  ck_assert_int_lt(p->buffers[p->activation[ap]].last, cnnb_plan_backward_time(p, sc));
+  /* sum's dy reaches the pad whole; the pad's dx is the pool's gradient. */
+  ck_assert_int_eq(p->input_grad[p->slot_base[sum]], p->gradient[sc]);
+  ck_assert_int_eq(p->input_grad[p->slot_base[sc]], p->gradient[ap]);
+  check_no_overlap(p);
+  check_accesses(g, p);
+  check_accumulation(g, p);
+  cnnb_plan_destroy(p);
+  /* Forward only: nothing of it outlives the add. */
+  ck_assert_int_eq(cnnb_plan_create(ctx, g, false, fake_bytes, NULL, &p), CNNB_OK);
+  ck_assert_int_eq(p->gradient[sc], -1);
+  check_no_overlap(p);
+  check_accesses(g, p);
+  cnnb_plan_destroy(p);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(fusion_follows_device_capability) {
   /* A device without CNNB_EXT_FUSED_RELU_ADD gets conv/bn fusion only: an add it would run
    * without its ReLU must keep the ReLU as a node of its own. */
@@ -502,6 +546,7 @@ int main(void) {
   tcase_add_test(tc, relu_fusion);
   tcase_add_test(tc, add_relu_fusion);
   tcase_add_test(tc, relu6_not_fused);
+  tcase_add_test(tc, pad_channels_reads_nothing);
   tcase_add_test(tc, fusion_follows_device_capability);
   tcase_add_test(tc, errors);
   suite_add_tcase(s, tc);

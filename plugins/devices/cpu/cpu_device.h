@@ -213,6 +213,8 @@ cnnb_status cpu_layout_pool(cpu_device *d, const cnnb_graph *g, const cpu_plan *
                             dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
                               int32_t index, dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                           dnnl_memory_desc_t *out);
 
 typedef cnnb_status (*cpu_prepare_fn)(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                       int32_t index, cpu_node **out);
@@ -238,6 +240,14 @@ cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                 cpu_node **out);
 cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                cpu_node **out);
+cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                            cpu_node **out);
+/* A channel concat of `srcs` into `dst` with the device's attributes, its scratchpad
+ * reserved (ops_concat.c; pad_channels uses it too). quiet: when oneDNN refuses (a
+ * blocked dst it cannot write), CNNB_EUNSUPPORTED without a message. */
+cnnb_status cpu_concat_pd(cpu_device *d, const cnnb_node *n, int32_t count,
+                          const dnnl_memory_desc_t *srcs, const dnnl_memory_desc_t *dst,
+                          dnnl_primitive_desc_t *pd, int quiet);
 cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                      int32_t index, cpu_node **out);
 cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,

@@ -227,6 +227,7 @@ static cpu_prepare_fn prepare_for(uint32_t op) {
   case CNNB_OP_DENSE: return cpu_prepare_dense;
   case CNNB_OP_DROPOUT: return cpu_prepare_dropout;
   case CNNB_OP_CONCAT: return cpu_prepare_concat;
+  case CNNB_OP_PAD_CHANNELS: return cpu_prepare_pad;
   case CNNB_OP_ADD: return cpu_prepare_add;
   case CNNB_OP_RESHAPE: return cpu_prepare_reshape;
   case CNNB_OP_SOFTMAX_XENT: return cpu_prepare_softmax_xent;

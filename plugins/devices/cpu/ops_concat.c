@@ -22,16 +22,10 @@ typedef struct concat_node {
   int via_plain;
 } concat_node;
 
-static cnnb_status concat_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
-                             const dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, int quiet) {
-  const cnnb_node *n = cnnb_graph_node(g, index);
-  if (n->num_inputs < 1 || n->num_inputs > MAX_INPUTS)
-    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: concat '%s' of %d inputs (1..%d)", n->name,
-                      n->num_inputs, MAX_INPUTS);
-  dnnl_memory_desc_t srcs[MAX_INPUTS];
-  for (int32_t i = 0; i < n->num_inputs; i++) srcs[i] = p->md[n->inputs[i]];
-  dnnl_status_t s = dnnl_concat_primitive_desc_create(pd, dst, n->num_inputs, 1, srcs, d->attr,
-                                                      d->engine);
+cnnb_status cpu_concat_pd(cpu_device *d, const cnnb_node *n, int32_t count,
+                          const dnnl_memory_desc_t *srcs, const dnnl_memory_desc_t *dst,
+                          dnnl_primitive_desc_t *pd, int quiet) {
+  dnnl_status_t s = dnnl_concat_primitive_desc_create(pd, dst, count, 1, srcs, d->attr, d->engine);
   if (s != dnnl_success) {
     *pd = NULL;
     if (quiet) return CNNB_EUNSUPPORTED;
@@ -43,6 +37,17 @@ static cnnb_status concat_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan 
     *pd = NULL;
   }
   return st;
+}
+
+static cnnb_status concat_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                             const dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, int quiet) {
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  if (n->num_inputs < 1 || n->num_inputs > MAX_INPUTS)
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: concat '%s' of %d inputs (1..%d)", n->name,
+                      n->num_inputs, MAX_INPUTS);
+  dnnl_memory_desc_t srcs[MAX_INPUTS];
+  for (int32_t i = 0; i < n->num_inputs; i++) srcs[i] = p->md[n->inputs[i]];
+  return cpu_concat_pd(d, n, n->num_inputs, srcs, dst, pd, quiet);
 }
 
 cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,

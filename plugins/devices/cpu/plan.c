@@ -5,8 +5,10 @@
  * Who decides a tensor's layout: its producer. A convolution or a pool asks oneDNN for
  * its preferred output layout; ops that keep their input's shape (batch norm, relu,
  * relu6, LRN, dropout, add) keep its layout too, so a chain conv -> bn -> relu -> conv
- * never converts; dense, reshape and the loss produce plain NCHW. tensor_bytes, prepare
- * and the host conversions all read the same plan, so they always agree. */
+ * never converts; pad_channels keeps its input's layout (more channels) where oneDNN's
+ * concat can write it, else goes plain; dense, reshape and the loss produce plain NCHW.
+ * tensor_bytes, prepare and the host conversions all read the same plan, so they always
+ * agree. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,8 @@ static uint64_t fingerprint(const cnnb_graph *g) {
     MIX(node->shape.w);
     MIX(node->num_inputs);
     for (int32_t k = 0; k < node->num_inputs; k++) MIX(node->inputs[k]);
+    /* A pad's layout is the one oneDNN's concat accepts at its channel offsets. */
+    if (node->op == CNNB_OP_PAD_CHANNELS) MIX(node->attr.pad.before);
     /* Not fused_relu: the planner may fuse ReLUs between tensor_bytes and prepare, and
      * layouts do not depend on it; the sizes already given must stay true. */
   }
@@ -63,6 +67,8 @@ static cnnb_status layout_of(cpu_device *d, const cnnb_graph *g, const cpu_plan 
     return cpu_layout_pool(d, g, p, i, out);
   case CNNB_OP_CONCAT:
     return cpu_layout_concat(d, g, p, i, out);
+  case CNNB_OP_PAD_CHANNELS:
+    return cpu_layout_pad(d, g, p, i, out);
   case CNNB_OP_DENSE:
   case CNNB_OP_RESHAPE:
     *out = cpu_md_nchw(n->shape, d->act_dt);

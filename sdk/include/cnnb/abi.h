@@ -19,8 +19,9 @@ extern "C" {
 #endif
 
 #define CNNB_ABI_MAJOR 1
-/* Minor versions: 1.1 added CNNB_OP_RELU6 and cnnb_relu6() (graph.h). */
-#define CNNB_ABI_MINOR 1
+/* Minor versions: 1.1 added CNNB_OP_RELU6 and cnnb_relu6() (graph.h).
+ *                 1.2 added CNNB_OP_PAD_CHANNELS and cnnb_pad_channels() (graph.h). */
+#define CNNB_ABI_MINOR 2
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

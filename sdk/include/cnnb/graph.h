@@ -57,7 +57,10 @@ typedef enum cnnb_op {
   CNNB_OP_SOFTMAX_XENT = 15,   /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1] */
   /* ABI 1.1 */
   CNNB_OP_RELU6 = 16,          /* min(max(x, 0), 6), tf.nn.relu6; never fused into conv / bn */
-  CNNB_OP_COUNT_ = 17
+  /* ABI 1.2 */
+  CNNB_OP_PAD_CHANNELS = 17,   /* attr.pad: [N, C, H, W] -> [N, before + C + after, H, W], the new
+                                  channels zero (tf.pad on C only) */
+  CNNB_OP_COUNT_ = 18
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -180,6 +183,7 @@ typedef struct cnnb_node {
     struct { int32_t depth_radius; float bias, alpha, beta; } lrn;
     struct { int32_t units, use_bias; } dense;
     struct { float keep_prob; } dropout;
+    struct { int32_t before, after; } pad; /* pad_channels (1.2): zero channels added */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -227,6 +231,10 @@ CNNB_EXPORT cnnb_tensor cnnb_batch_norm(cnnb_graph *g, const char *name, cnnb_te
 CNNB_EXPORT cnnb_tensor cnnb_relu(cnnb_graph *g, const char *name, cnnb_tensor x);
 /* ABI 1.1: CNNB_OP_RELU6, MobileNet v2's activation. */
 CNNB_EXPORT cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor x);
+/* ABI 1.2: CNNB_OP_PAD_CHANNELS, `before` zero channels, then x, then `after` zero
+ * channels (both >= 0); the CIFAR ResNets' parameter-free shortcut. */
+CNNB_EXPORT cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                          int32_t before, int32_t after);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,

@@ -1,0 +1,188 @@
+/* ops_pad.c — pad_channels (ABI 1.2): `before` zero channels, x, `after` zero channels,
+ * the CIFAR ResNets' shortcut. Forward is oneDNN's concat of (a zero buffer, x, the
+ * zero buffer) made once in prepare; backward hands x the middle channel range of the
+ * output gradient (a reorder out of a sub-memory view, as concat's backward does).
+ *
+ * The output keeps its input's layout family (x in nChw16c gives y in nChw16c), so the
+ * residual add that follows meets the convolution's layout and converts nothing; only
+ * if oneDNN's concat refuses that layout does the output go plain NCHW. A blocked
+ * gradient cannot be cut at a channel offset inside a block (16 channels padded by 8),
+ * so backward then converts it to plain NCHW first, in the device's transient buffer.
+ * Nothing is allocated per step. */
+#include <stdlib.h>
+
+#include "cpu_device.h"
+
+typedef struct pad_node {
+  cpu_node base;
+  int32_t count;               /* concat sources: x and each non-empty zero range */
+  dnnl_primitive_t fwd;
+  dnnl_memory_t src[3], dst;
+  dnnl_exec_arg_t args[4];
+  void *zeros;                 /* read-only; bound to both zero sources */
+  int32_t x_arg;               /* which source is x */
+  cpu_xform to_plain;          /* backward via plain: dy -> plain */
+  int bwd_via_plain;
+  cpu_xform slice;             /* dy's middle channels (a view) -> x's gradient layout */
+} pad_node;
+
+/* Layout tags a pad output can inherit from its input; anything else goes plain. */
+static const dnnl_format_tag_t inherited_tags[] = {dnnl_nchw, dnnl_nChw16c, dnnl_nChw8c,
+                                                   dnnl_nChw4c, dnnl_nhwc};
+
+/* The tag of `md` (shape s) among inherited_tags, or dnnl_nchw. */
+static dnnl_format_tag_t tag_of(const dnnl_memory_desc_t *md, cnnb_shape s) {
+  dnnl_dim_t dims[4] = {s.n, s.c, s.h, s.w};
+  for (size_t i = 0; i < sizeof inherited_tags / sizeof *inherited_tags; i++) {
+    dnnl_memory_desc_t cand = cpu_md_tag(4, dims, md->data_type, inherited_tags[i]);
+    if (cpu_md_same(md, &cand)) return inherited_tags[i];
+  }
+  return dnnl_nchw;
+}
+
+/* The concat's sources: each non-empty zero range in layout `tag` (zeros are zeros in
+ * any layout, and sources in the destination's layout let oneDNN take its fast path),
+ * and x in its own layout. Returns their count; *x_arg is x's place, *zero_bytes the
+ * larger zero range's size. */
+static int32_t pad_sources(const cnnb_graph *g, const cpu_plan *p, const cnnb_node *n,
+                           dnnl_format_tag_t tag, dnnl_data_type_t dt, dnnl_memory_desc_t srcs[3],
+                           int32_t *x_arg, size_t *zero_bytes) {
+  cnnb_shape ys = n->shape;
+  const int32_t widths[3] = {n->attr.pad.before, cnnb_graph_node(g, n->inputs[0])->shape.c,
+                             n->attr.pad.after};
+  int32_t count = 0;
+  *zero_bytes = 0;
+  for (int k = 0; k < 3; k++) {
+    if (k == 1) {
+      *x_arg = count;
+      srcs[count++] = p->md[n->inputs[0]];
+    } else if (widths[k] > 0) {
+      dnnl_dim_t dims[4] = {ys.n, widths[k], ys.h, ys.w};
+      srcs[count] = cpu_md_tag(4, dims, dt, tag);
+      size_t bytes = dnnl_memory_desc_get_size(&srcs[count++]);
+      if (bytes > *zero_bytes) *zero_bytes = bytes;
+    }
+  }
+  return count;
+}
+
+cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                           dnnl_memory_desc_t *out) {
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  const dnnl_memory_desc_t *x = &p->md[n->inputs[0]];
+  dnnl_format_tag_t tag = tag_of(x, cnnb_graph_node(g, n->inputs[0])->shape);
+  dnnl_dim_t dims[4] = {n->shape.n, n->shape.c, n->shape.h, n->shape.w};
+  *out = cpu_md_tag(4, dims, x->data_type, tag);
+  if (tag == dnnl_nchw) return CNNB_OK;
+  dnnl_memory_desc_t srcs[3];
+  int32_t x_arg;
+  size_t zero_bytes;
+  int32_t count = pad_sources(g, p, n, tag, x->data_type, srcs, &x_arg, &zero_bytes);
+  dnnl_primitive_desc_t pd;
+  if (cpu_concat_pd(d, n, count, srcs, out, &pd, 1) == CNNB_OK) {
+    dnnl_primitive_desc_destroy(pd);
+    return CNNB_OK;
+  }
+  *out = cpu_md_nchw(n->shape, x->data_type);
+  return CNNB_OK;
+}
+
+static cnnb_status pad_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  pad_node *s = (pad_node *)n;
+  for (int32_t i = 0; i < s->count; i++)
+    cpu_bind(s->src[i], i == s->x_arg ? io->inputs[0] : s->zeros);
+  cpu_bind(s->dst, io->output);
+  return cpu_exec(d, s->fwd, s->count + 1, s->args, n->node, "pad_channels forward");
+}
+
+static cnnb_status pad_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  pad_node *s = (pad_node *)n;
+  if (!io->input_grads[0]) return CNNB_OK;
+  const void *grad = io->output_grad;
+  cnnb_status st;
+  if (s->bwd_via_plain) {
+    if ((st = cpu_xform_run(d, &s->to_plain, grad, cpu_transient(d, 0), n->node))) return st;
+    grad = cpu_transient(d, 0);
+  }
+  return cpu_xform_run(d, &s->slice, grad, io->input_grads[0], n->node);
+}
+
+static void pad_release(cpu_device *d, cpu_node *n) {
+  (void)d;
+  pad_node *s = (pad_node *)n;
+  if (s->fwd) dnnl_primitive_destroy(s->fwd);
+  for (int i = 0; i < 3; i++)
+    if (s->src[i]) dnnl_memory_destroy(s->src[i]);
+  if (s->dst) dnnl_memory_destroy(s->dst);
+  cpu_free(s->zeros);
+  cpu_xform_fini(&s->to_plain);
+  cpu_xform_fini(&s->slice);
+  free(s);
+}
+
+static const cpu_node_ops pad_ops = {pad_forward, pad_backward, pad_release};
+
+cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                            cpu_node **out) {
+  pad_node *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  cpu_node_init(&s->base, &pad_ops, g, p, index);
+  const cnnb_node *node = s->base.node;
+  const dnnl_memory_desc_t *ymd = &p->md[index];
+  const dnnl_memory_desc_t *xmd = &p->md[node->inputs[0]];
+  cnnb_shape ys = node->shape, xs = cnnb_graph_node(g, node->inputs[0])->shape;
+  int32_t before = node->attr.pad.before, after = node->attr.pad.after;
+  dnnl_primitive_desc_t pd = NULL;
+  cnnb_status st = CNNB_OK;
+  if (node->num_inputs != 1 || before < 0 || after < 0 || ys.c != before + xs.c + after) {
+    st = cnnb_error(d->ctx, CNNB_EINVAL, "cpu: pad_channels '%s': %d inputs, pads %d, %d, "
+                    "%d channels in, %d out", node->name, node->num_inputs, before, after, xs.c,
+                    ys.c);
+    goto done;
+  }
+
+  dnnl_memory_desc_t srcs[3];
+  size_t zero_bytes;
+  s->count = pad_sources(g, p, node, tag_of(ymd, ys), ymd->data_type, srcs, &s->x_arg,
+                         &zero_bytes);
+  if (zero_bytes && !(s->zeros = cpu_alloc(zero_bytes))) { /* cpu_alloc zeroes */
+    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: pad_channels '%s': %zu bytes of zeros",
+                    node->name, zero_bytes);
+    goto done;
+  }
+  if ((st = cpu_concat_pd(d, node, s->count, srcs, ymd, &pd, 0))) goto done;
+  if ((st = cpu_prim_create(d, &s->fwd, pd, node, "pad_channels"))) goto done;
+  for (int32_t i = 0; i < s->count; i++) {
+    if ((st = cpu_mem(d, &s->src[i], &srcs[i], node))) goto done;
+    s->args[i] = (dnnl_exec_arg_t){DNNL_ARG_MULTIPLE_SRC + i, s->src[i]};
+  }
+  if ((st = cpu_mem(d, &s->dst, ymd, node))) goto done;
+  s->args[s->count] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
+
+  if (d->cfg.training) {
+    dnnl_dims_t dims = {xs.n, xs.c, xs.h, xs.w}, offsets = {0, before, 0, 0};
+    dnnl_memory_desc_t view, plain = cpu_md_nchw(ys, ymd->data_type);
+    if (dnnl_memory_desc_init_submemory(&view, ymd, dims, offsets) != dnnl_success) {
+      if ((st = cpu_xform_init(d, &s->to_plain, ymd, &plain, node,
+                               "pad_channels gradient to plain")))
+        goto done;
+      if ((st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(&plain), node))) goto done;
+      s->bwd_via_plain = 1;
+      if (dnnl_memory_desc_init_submemory(&view, &plain, dims, offsets) != dnnl_success) {
+        st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cpu: pad_channels '%s': cannot slice plain NCHW",
+                        node->name);
+        goto done;
+      }
+    }
+    if ((st = cpu_xform_init(d, &s->slice, &view, xmd, node, "pad_channels gradient slice")))
+      goto done;
+  }
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (st) {
+    pad_release(d, &s->base);
+    return st;
+  }
+  *out = &s->base;
+  return CNNB_OK;
+}
