@@ -83,18 +83,19 @@ static const model_case cases[] = {
     {"resnet", "resnet101_v2", IMAGENET, 224, 32, 0.128f, 44511081, 104, 101, 0, 0, 0, 33},
     {"resnet", "resnet152", IMAGENET, 224, 32, 0.128f, 60194857, 155, 155, 0, 0, 0, 50},
     {"resnet", "resnet152_v2", IMAGENET, 224, 32, 0.128f, 60139369, 155, 152, 0, 0, 0, 50},
-    /* CIFAR: stem + 2 per block, + 2 extra for each of the 2 channel-growing blocks
-     * (their last conv built in three channel ranges, see resnet_blocks.c) */
-    {"resnet", "resnet20", CIFAR, 32, 128, 0.1f, 269722, 23, 23, 0, 0, 2, 9},
-    {"resnet", "resnet20_v2", CIFAR, 32, 128, 0.1f, 269402, 23, 20, 0, 0, 2, 9},
-    {"resnet", "resnet32", CIFAR, 32, 128, 0.1f, 464154, 35, 35, 0, 0, 2, 15},
-    {"resnet", "resnet32_v2", CIFAR, 32, 128, 0.1f, 463610, 35, 32, 0, 0, 2, 15},
-    {"resnet", "resnet44", CIFAR, 32, 128, 0.1f, 658586, 47, 47, 0, 0, 2, 21},
-    {"resnet", "resnet44_v2", CIFAR, 32, 128, 0.1f, 657818, 47, 44, 0, 0, 2, 21},
-    {"resnet", "resnet56", CIFAR, 32, 128, 0.1f, 853018, 59, 59, 0, 0, 2, 27},
-    {"resnet", "resnet56_v2", CIFAR, 32, 128, 0.1f, 852026, 59, 56, 0, 0, 2, 27},
-    {"resnet", "resnet110", CIFAR, 32, 128, 0.1f, 1727962, 113, 113, 0, 0, 2, 54},
-    {"resnet", "resnet110_v2", CIFAR, 32, 128, 0.1f, 1725962, 113, 110, 0, 0, 2, 54},
+    /* CIFAR: stem + 2 per block (3n blocks); v1 a batch norm after each conv, v2 none
+     * after a block's last conv but a pre-activation one per block and a final one; the
+     * 2 channel-growing blocks' shortcuts are pad_channels (test_resnet_cifar_shortcut) */
+    {"resnet", "resnet20", CIFAR, 32, 128, 0.1f, 269722, 19, 19, 0, 0, 0, 9},
+    {"resnet", "resnet20_v2", CIFAR, 32, 128, 0.1f, 269402, 19, 20, 0, 0, 0, 9},
+    {"resnet", "resnet32", CIFAR, 32, 128, 0.1f, 464154, 31, 31, 0, 0, 0, 15},
+    {"resnet", "resnet32_v2", CIFAR, 32, 128, 0.1f, 463610, 31, 32, 0, 0, 0, 15},
+    {"resnet", "resnet44", CIFAR, 32, 128, 0.1f, 658586, 43, 43, 0, 0, 0, 21},
+    {"resnet", "resnet44_v2", CIFAR, 32, 128, 0.1f, 657818, 43, 44, 0, 0, 0, 21},
+    {"resnet", "resnet56", CIFAR, 32, 128, 0.1f, 853018, 55, 55, 0, 0, 0, 27},
+    {"resnet", "resnet56_v2", CIFAR, 32, 128, 0.1f, 852026, 55, 56, 0, 0, 0, 27},
+    {"resnet", "resnet110", CIFAR, 32, 128, 0.1f, 1727962, 109, 109, 0, 0, 0, 54},
+    {"resnet", "resnet110_v2", CIFAR, 32, 128, 0.1f, 1725962, 109, 110, 0, 0, 0, 54},
     /* stem + 17 depthwise + 17 projections + 16 expansions + 1280 conv + logits conv;
      * residual adds in the 10 blocks that keep stride 1 and depth */
     {"mobilenet", "mobilenet", IMAGENET, 224, 32, 0.005f, 4509155, 53, 52, 1, 0, 0, 10},
@@ -214,6 +215,10 @@ START_TEST(test_model_structure) {
   int relu6s = strcmp(c->family, "mobilenet") == 0 ? MOBILENET_RELU6S : 0;
   ck_assert_msg(count_op(g, CNNB_OP_RELU6) == relu6s, "%s: %d relu6s, want %d", c->name,
                 count_op(g, CNNB_OP_RELU6), relu6s);
+  /* Only the CIFAR ResNets pad channels: one shortcut per channel-growing block. */
+  int pads = strcmp(c->family, "resnet") == 0 && c->dataset == CIFAR ? 2 : 0;
+  ck_assert_msg(count_op(g, CNNB_OP_PAD_CHANNELS) == pads, "%s: %d pad_channels, want %d",
+                c->name, count_op(g, CNNB_OP_PAD_CHANNELS), pads);
   /* The loss goes on after the model, as the host does it. */
   ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
 
@@ -471,6 +476,71 @@ START_TEST(test_mobilenet_relu6) {
 }
 END_TEST
 
+/* The CIFAR ResNets' channel-growing blocks as residual_block() writes them: the
+ * shortcut is a strided 1x1 average pool then tf.pad of (depth - in) / 2 zero channels
+ * on each side, added (v1: then ReLU) to the block's second 3x3 conv of `depth` filters
+ * (v1: through its batch norm; v2: no batch norm), whose first conv has the stride. */
+START_TEST(test_resnet_cifar_shortcut) {
+  loaded l = load_family("resnet");
+  cnnb_ctx *ctx = cnnb_ctx_create("resnet", NULL);
+  const char *const names[] = {"resnet20", "resnet20_v2", "resnet110"};
+  for (int v = 0; v < 3; v++) {
+    int v2 = strstr(names[v], "_v2") != NULL;
+    cnnb_status st;
+    cnnb_graph *g = build(&l, ctx, names[v], CIFAR, 32, 10, &st);
+    ck_assert_int_eq(st, CNNB_OK);
+    int seen = 0;
+    for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) {
+      const cnnb_node *pad = cnnb_graph_node(g, i);
+      if (pad->op != CNNB_OP_PAD_CHANNELS) continue;
+      const int32_t in_c = seen == 0 ? 16 : 32, h = seen == 0 ? 16 : 8;
+      seen++;
+      const cnnb_node *pool = cnnb_graph_node(g, pad->inputs[0]);
+      ck_assert_uint_eq(pool->op, CNNB_OP_AVG_POOL);
+      ck_assert_int_eq(pool->attr.window.kernel_h, 1);
+      ck_assert_int_eq(pool->attr.window.stride_h, 2);
+      ck_assert_int_eq(pool->shape.c, in_c);
+      ck_assert_int_eq(pad->attr.pad.before, in_c / 2);
+      ck_assert_int_eq(pad->attr.pad.after, in_c / 2);
+      ck_assert_int_eq(pad->shape.c, 2 * in_c);
+      ck_assert_int_eq(pad->shape.h, h);
+      int32_t readers = 0;
+      const int32_t *r = cnnb_graph_consumers(g, i, &readers);
+      ck_assert_int_eq(readers, 1);
+      const cnnb_node *add = cnnb_graph_node(g, r[0]);
+      ck_assert_uint_eq(add->op, CNNB_OP_ADD);
+      ck_assert_int_eq(add->inputs[0], i);
+      const cnnb_node *res = cnnb_graph_node(g, add->inputs[1]);
+      if (!v2) {
+        ck_assert_uint_eq(res->op, CNNB_OP_BATCH_NORM);
+        res = cnnb_graph_node(g, res->inputs[0]);
+      }
+      ck_assert_uint_eq(res->op, CNNB_OP_CONV2D);
+      ck_assert_int_eq(res->attr.window.filters, 2 * in_c);
+      ck_assert_int_eq(res->attr.window.kernel_h, 3);
+      ck_assert_int_eq(res->attr.window.stride_h, 1);
+      /* conv -> batch norm -> relu -> this conv; the first conv has the stride. */
+      const cnnb_node *first = cnnb_graph_node(
+          g, cnnb_graph_node(g, cnnb_graph_node(g, res->inputs[0])->inputs[0])->inputs[0]);
+      ck_assert_uint_eq(first->op, CNNB_OP_CONV2D);
+      ck_assert_int_eq(first->attr.window.stride_h, 2);
+      ck_assert_int_eq(first->attr.window.filters, 2 * in_c);
+      readers = 0;
+      r = cnnb_graph_consumers(g, r[0], &readers);
+      ck_assert_int_ge(readers, 1);
+      if (!v2) {
+        ck_assert_int_eq(readers, 1);
+        ck_assert_uint_eq(cnnb_graph_node(g, r[0])->op, CNNB_OP_RELU);
+      }
+    }
+    ck_assert_int_eq(seen, 2);
+    cnnb_graph_destroy(g);
+  }
+  cnnb_ctx_destroy(ctx);
+  dlclose(l.handle);
+}
+END_TEST
+
 /* --num_classes: the classifier follows the graph's class count. */
 START_TEST(test_num_classes_override) {
   loaded l = load_family("resnet");
@@ -661,6 +731,7 @@ static Suite *models_suite(void) {
   tcase_add_test(tc, test_inception3_and_alexnet_details);
   tcase_add_test(tc, test_mobilenet_depthwise);
   tcase_add_test(tc, test_mobilenet_relu6);
+  tcase_add_test(tc, test_resnet_cifar_shortcut);
   tcase_add_test(tc, test_num_classes_override);
   suite_add_tcase(s, tc);
   TCase *errors = tcase_create("errors");

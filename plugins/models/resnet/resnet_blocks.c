@@ -57,36 +57,23 @@ cnnb_tensor resnet_bottleneck_block(convnet *cn, cnnb_tensor x, int32_t depth,
   return bottleneck_v1(cn, x, depth, depth_bottleneck, stride, version == RESNET_V1_5);
 }
 
-/* residual_block. When the depth grows, the source's shortcut is a strided 1x1 average
- * pool zero-padded by (depth - in_size) / 2 channels on each side (tf.pad). The graph
- * IR has no pad op, so the sum is built in three channel ranges instead: the last
- * convolution becomes three convolutions of pad, in_size and pad filters (same input,
- * same init, per-channel batch norm), the middle one is added to the shortcut, and the
- * three are concatenated. Same function, same parameter count, same FLOPs. */
+/* residual_block. When the depth grows, the shortcut is the source's "plan A": a strided
+ * 1x1 average pool, then (depth - in_size) // 2 zero channels on each side (tf.pad). */
 cnnb_tensor resnet_residual_block(convnet *cn, cnnb_tensor x, int32_t depth, int32_t stride,
                                   int version) {
   int v2 = version == RESNET_V2;
   int32_t in_size = convnet_channels(cn, x);
   cnnb_tensor shortcut = x;
-  int32_t pad = 0;
   if (in_size != depth) {
+    int32_t pad = (depth - in_size) / 2;
     shortcut = convnet_apool(cn, x, 1, 1, stride, CONVNET_VALID);
-    pad = (depth - in_size) / 2;
+    shortcut = cnnb_pad_channels(cn->g, NULL, shortcut, pad, pad);
   }
   cnnb_tensor res = v2 ? convnet_relu(cn, convnet_batch_norm(cn, x, NULL)) : x;
-  cnnb_tensor y = convnet_conv(cn, res, depth, 3, 3,
-                               CONVNET_OPTS(.stride = stride, .batch_norm = 1, .no_bias = 1));
-  const convnet_conv_opts *last =
-      CONVNET_OPTS(.linear = 1, .batch_norm = v2 ? -1 : 1, .no_bias = 1);
-  cnnb_tensor out;
-  if (pad > 0 && depth - in_size - pad > 0) {
-    cnnb_tensor parts[3];
-    parts[0] = convnet_conv(cn, y, pad, 3, 3, last);
-    parts[1] = convnet_add(cn, shortcut, convnet_conv(cn, y, in_size, 3, 3, last));
-    parts[2] = convnet_conv(cn, y, depth - in_size - pad, 3, 3, last);
-    out = convnet_concat(cn, 3, parts);
-  } else {
-    out = convnet_add(cn, shortcut, convnet_conv(cn, y, depth, 3, 3, last));
-  }
+  res = convnet_conv(cn, res, depth, 3, 3,
+                     CONVNET_OPTS(.stride = stride, .batch_norm = 1, .no_bias = 1));
+  res = convnet_conv(cn, res, depth, 3, 3,
+                     CONVNET_OPTS(.linear = 1, .batch_norm = v2 ? -1 : 1, .no_bias = 1));
+  cnnb_tensor out = convnet_add(cn, shortcut, res);
   return v2 ? out : convnet_relu(cn, out);
 }
