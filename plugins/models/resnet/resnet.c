@@ -103,7 +103,7 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   cnnb_status st;
   double base_lr = cnnb_flag_float(ctx, BASE_LR_FLAG);
   if (!(base_lr >= 0.0 && base_lr < 1e6))
-    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be a positive number (0: the model's 0.128)",
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be in [0, 1e6) (0: the model's 0.128)",
                       BASE_LR_FLAG, base_lr);
   base_lr_override = base_lr;
   const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
