@@ -1,6 +1,6 @@
 # lib.sh — shared pieces of the bench/ scripts (sourced, not run): where cnnbench and
-# the helper programs are, building the helpers, machine and version facts, and reading
-# numbers out of the programs' output.
+# the helper programs are, machine and version facts, and reading numbers out of the
+# programs' output.
 #
 # Expects: REPO (the checkout's root) and BUILD (a cnnbench build directory) set.
 
@@ -15,11 +15,12 @@ TIME=/usr/bin/time
 
 die() { echo "$(basename "$0"): $*" >&2; exit 2; }
 
-# Checks the build and builds the two helper programs into $BUILD/bin when they are
-# missing or older than their source (bench/CMakeLists.txt builds them too when the top
-# CMakeLists adds bench/).
+# Checks the build; the two helper programs (cnnb_profile, onednn_peak) are targets of
+# the build itself (bench/CMakeLists.txt), so they match the commit that runs.
 bench_prepare() {
   CNNBENCH="$BUILD/bin/cnnbench"
+  PROFILE_BIN="$BUILD/bin/cnnb_profile"
+  PEAK_BIN="$BUILD/bin/onednn_peak"
   pytorch_env
   # Bring the build up to date first, so the commit the results name is what ran
   # (NO_BUILD=1 skips it, e.g. to measure a build kept on purpose).
@@ -29,18 +30,9 @@ bench_prepare() {
       die "building $BUILD failed: see $BUILD/bench-build.log"
   fi
   [ -x "$CNNBENCH" ] || die "no $CNNBENCH: build first (cmake -S $REPO -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2)"
+  [ -x "$PROFILE_BIN" ] || die "no $PROFILE_BIN: build the cnnb_profile target"
+  [ -x "$PEAK_BIN" ] || die "no $PEAK_BIN: build the onednn_peak target (needs oneDNN and OpenMP)"
   [ -x "$TIME" ] || die "no $TIME: apt-get install -y time"
-  local flags="-O2 -std=c11 -Wall -Wextra -Wno-unused-parameter"
-  PROFILE_BIN="$BUILD/bin/cnnb_profile"
-  if [ ! -x "$PROFILE_BIN" ] || [ "$REPO/bench/cnnb_profile.c" -nt "$PROFILE_BIN" ] ||
-     [ "$BUILD/lib/libcnnb.so" -nt "$PROFILE_BIN" ]; then
-    cc $flags -I "$REPO/core/src" -I "$REPO/sdk/include" "$REPO/bench/cnnb_profile.c" \
-       -L "$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lcnnb -o "$PROFILE_BIN" || die "cannot build cnnb_profile"
-  fi
-  PEAK_BIN="$BUILD/bin/onednn_peak"
-  if [ ! -x "$PEAK_BIN" ] || [ "$REPO/bench/onednn_peak.c" -nt "$PEAK_BIN" ]; then
-    cc $flags -fopenmp "$REPO/bench/onednn_peak.c" -ldnnl -o "$PEAK_BIN" || die "cannot build onednn_peak"
-  fi
 }
 
 # PYTORCH_ENV: what goes before PyTorch's command line for the BLAS PYTORCH_BLAS asks

@@ -22,7 +22,8 @@
 #define CNNB_PLUGIN_DIR_FROM_LIBDIR "cnnbench/plugins"
 #endif
 
-/* Any object inside libcnnb: dladdr() on it names the file libcnnb was loaded from. */
+/* Any object inside the core: dladdr() on it names the file it was loaded from (libcnnb,
+ * or an executable that links the core statically). */
 static const char libcnnb_anchor = 0;
 
 /* ---- records -------------------------------------------------------------------- */
@@ -76,13 +77,15 @@ static char *default_install_dir(void) {
     return strdup(CNNB_INSTALL_PLUGIN_DIR);
   char *lib = strdup(info.dli_fname);
   if (!lib) return NULL;
-  /* dli_fname is the path as found ("<prefix>/bin/../lib/libcnnb.so.0"): show it clean. */
+  /* dli_fname is the path as found ("<prefix>/bin/../lib/libcnnb.so.1"): show it clean. */
   char real_dir[PATH_MAX];
   const char *dir = dirname(lib);
   if (realpath(dir, real_dir)) dir = real_dir;
   char *result = NULL;
 #ifdef CNNB_BUILD_LIB_DIR
-  if (same_dir(dir, CNNB_BUILD_LIB_DIR)) {
+  /* libcnnb in the build tree, or a test or tool there that links the core statically
+   * (the anchor then lies in the executable, in the build's bin directory). */
+  if (same_dir(dir, CNNB_BUILD_LIB_DIR) || same_dir(dir, CNNB_BUILD_BIN_DIR)) {
     free(lib);
     return strdup(CNNB_BUILD_PLUGIN_DIR);
   }
