@@ -80,6 +80,10 @@ size_t cnnb_loader_num_rejected(const cnnb_loader *l);
 bool cnnb_loader_rejection(const cnnb_loader *l, size_t index, const char **path,
                            const char **why);
 
+/* The vtable slots of `kind` the loader refuses to see NULL (the SDK tags them
+ * [required]), in vtable order. Fills up to `max` names and returns how many there are. */
+size_t cnnb_loader_required_slots(uint32_t kind, const char **names, size_t max);
+
 /* The flag users pick a plugin of `kind` with, without dashes: "model", "device",
  * "variable_update" (strategies, tf_cnn_benchmarks' name), "datasource". */
 const char *cnnb_loader_kind_flag(uint32_t kind);

@@ -42,7 +42,8 @@ typedef struct fn_field {
 } fn_field;
 
 #define FN(type, field) {#field, offsetof(type, field)}
-/* Functions the host calls unconditionally; the headers mark the optional ones. */
+/* The slots each kind's header tags [required]; the host checks every [optional] one
+ * before calling it. test_loader (slot_tags_match_the_loader) keeps this table and the tags in step. */
 static const fn_field model_required[] = {
     FN(cnnb_model_vtable, describe), FN(cnnb_model_vtable, build), {NULL, 0}};
 static const fn_field device_required[] = {
@@ -57,7 +58,6 @@ static const fn_field device_required[] = {
     {NULL, 0}};
 static const fn_field strategy_required[] = {
     FN(cnnb_strategy_vtable, create),      FN(cnnb_strategy_vtable, destroy),
-    FN(cnnb_strategy_vtable, world_size),  FN(cnnb_strategy_vtable, rank),
     FN(cnnb_strategy_vtable, broadcast_params), FN(cnnb_strategy_vtable, bucket_ready),
     FN(cnnb_strategy_vtable, finish_step), {NULL, 0}};
 static const fn_field datasource_required[] = {
@@ -72,14 +72,14 @@ typedef struct kind_info {
 } kind_info;
 
 static const kind_info *kind_lookup(uint32_t kind) {
-  /* {1.0 size, host size, required}: equal until a vtable grows in a 1.x minor. */
-  static const kind_info model = {sizeof(cnnb_model_vtable), sizeof(cnnb_model_vtable),
-                                  model_required};
-  static const kind_info device = {sizeof(cnnb_device_vtable), sizeof(cnnb_device_vtable),
-                                   device_required};
-  static const kind_info strategy = {sizeof(cnnb_strategy_vtable),
+  /* {1.0 size: up to the first slot a minor appended, host size, required}. */
+  static const kind_info model = {offsetof(cnnb_model_vtable, learning_rate_at),
+                                  sizeof(cnnb_model_vtable), model_required};
+  static const kind_info device = {offsetof(cnnb_device_vtable, supports_op),
+                                   sizeof(cnnb_device_vtable), device_required};
+  static const kind_info strategy = {offsetof(cnnb_strategy_vtable, get_extension),
                                      sizeof(cnnb_strategy_vtable), strategy_required};
-  static const kind_info datasource = {sizeof(cnnb_datasource_vtable),
+  static const kind_info datasource = {offsetof(cnnb_datasource_vtable, probe),
                                        sizeof(cnnb_datasource_vtable), datasource_required};
   switch (kind) {
     case CNNB_KIND_MODEL: return &model;
@@ -88,6 +88,14 @@ static const kind_info *kind_lookup(uint32_t kind) {
     case CNNB_KIND_DATASOURCE: return &datasource;
     default: return NULL;
   }
+}
+
+size_t cnnb_loader_required_slots(uint32_t kind, const char **names, size_t max) {
+  const kind_info *ki = kind_lookup(kind);
+  size_t count = 0;
+  for (const fn_field *f = ki ? ki->required : NULL; f && f->name; f++, count++)
+    if (names && count < max) names[count] = f->name;
+  return count;
 }
 
 /* Records why the file is rejected. Returns CNNB_ENOMEM only when the message itself
@@ -246,8 +254,9 @@ static cnnb_status check_vtable(loader_plugin *p, const kind_info *ki) {
     void (*fn)(void);
     memcpy(&fn, (const char *)&p->vtable + f->offset, sizeof fn);
     if (!fn)
-      return reject(p, "cnnb_%s_vtable.%s is NULL, and the host needs it: implement it", kind,
-                    f->name);
+      return reject(p, "cnnb_%s_vtable.%s is NULL, but the SDK marks it [required] "
+                       "(cnnb/%s.h): implement it, then rebuild the plugin",
+                    kind, f->name, kind);
   }
   return CNNB_OK;
 }

@@ -125,7 +125,8 @@ expect_in good out "total images/sec:"
 run newer --plugin="$fx/libfixture_newer.so" --model=fixture_newer --num_batches=2 \
   --batch_size=2 --num_warmup_batches=0
 expect_rc newer 0
-expect_in newer err "built for cnnbench ABI 1.99, newer than this host's 1.2: loaded"
+abi=$(sed -n 's/^#define CNNB_ABI_MAJOR \([0-9]*\).*/\1/p; s/^#define CNNB_ABI_MINOR \([0-9]*\).*/\1/p' "$CNNB_SOURCE_DIR/sdk/include/cnnb/abi.h" | paste -sd.)
+expect_in newer err "built for cnnbench ABI 1.99, newer than this host's $abi: loaded"
 expect_in newer out "total images/sec:"
 
 # A bare file name is a file in the current directory, not a library-path lookup.

@@ -7,7 +7,25 @@
  *    appending; the host reads a field only when it lies inside both sizes;
  *  - a major version change means an incompatible layout: the host refuses the plugin;
  *    a newer minor from a plugin means it may fill fields this host does not know,
- *    which the host ignores (it reads only what fits in its own struct sizes). */
+ *    which the host ignores (it reads only what fits in its own struct sizes).
+ *
+ * Every function pointer in a descriptor or vtable carries one tag line, as CLAP's
+ * headers do, saying whether it may be NULL, which thread calls it, and how often:
+ *   [required]        the loader refuses a plugin that leaves it NULL (naming the slot);
+ *   [optional]        may be NULL; the host checks before every call, and the slot's
+ *                     comment says what the host does instead;
+ *   [main-thread]     called from the thread that sets the run up and tears it down,
+ *                     never concurrently with another call on the same plugin;
+ *   [step-thread]     called by the thread running training steps for that instance, one
+ *                     call at a time per instance (today the main thread; a device per
+ *                     replica may get a thread of its own);
+ *   [input-thread]    called from the host's input thread of that instance (prefetching
+ *                     batches while the step runs), one call at a time per instance;
+ *   [any-thread]      may be called from any thread, also concurrently: keep it pure;
+ * then how often it is called ("once per run", "per step", "per node").
+ * Lifetimes: strings and structs a plugin returns stay valid while the plugin is loaded
+ * (descriptor fields) or until the instance is destroyed (instance answers); everything
+ * the host passes in is valid only during the call unless the slot says otherwise. */
 #ifndef CNNB_ABI_H
 #define CNNB_ABI_H
 
@@ -20,8 +38,12 @@ extern "C" {
 
 #define CNNB_ABI_MAJOR 1
 /* Minor versions: 1.1 added CNNB_OP_RELU6 and cnnb_relu6() (graph.h).
- *                 1.2 added CNNB_OP_PAD_CHANNELS and cnnb_pad_channels() (graph.h). */
-#define CNNB_ABI_MINOR 2
+ *                 1.2 added CNNB_OP_PAD_CHANNELS and cnnb_pad_channels() (graph.h).
+ *                 1.3 added dataset facts (dataset.h); per-instance get_extension on the
+ *                     device, strategy and datasource vtables; the device's supports_op;
+ *                     the model's learning_rate_at (with its ctx); the datasource's
+ *                     probe and its config's dataset; cnnb_main() (main.h). */
+#define CNNB_ABI_MINOR 3
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 
@@ -76,9 +98,13 @@ typedef struct cnnb_plugin {
   /* ABI 1.0 */
   const char *const *offers;/* NULL-terminated names users pick it by; NULL means {name} */
   const void *vtable;       /* cnnb_model_vtable / cnnb_device_vtable / ... by kind */
-  /* Optional: declare the plugin's own flags (shown under its name in --help). */
+  /* [optional] [main-thread] once, before flags are parsed: declares the plugin's own
+   * flags with cnnb_flag_declare (shown under its name in --help). NULL: it has none. */
   cnnb_status (*register_flags)(cnnb_flag_registry *registry);
-  /* Optional: capabilities by string id ("cnnb.cuda.stream/1"); NULL when absent. */
+  /* [optional] [any-thread] the plugin's capabilities by string id ("cnnb.cuda.stream/1"),
+   * the same for every instance; NULL (slot or answer): it has none. A capability that
+   * depends on the instance (the GPU it drives, the precision) is asked of the instance's
+   * own get_extension in its vtable (ABI 1.3) first. */
   const void *(*get_extension)(const char *id);
 } cnnb_plugin;
 

@@ -1,12 +1,16 @@
 /* cnnb/datasource.h — what a datasource plugin provides: batches of images and labels.
  *
- * Threading: next_batch() is called from the host's input thread(s), never concurrently
- * on one instance unless the plugin sets `thread_safe`. Images are fp32, logical NCHW,
- * already normalized as the model expects (tf_cnn_benchmarks scales to [-1, 1]). */
+ * Every replica has its own instance. Images are fp32, logical NCHW, already normalized
+ * as the model expects (tf_cnn_benchmarks scales to [-1, 1]).
+ *
+ * Choosing one: --datasource=NAME picks it by name. Otherwise the host asks every
+ * datasource plugin's probe() whether it can serve the run (--data_name, --data_dir) and
+ * takes the highest priority; with none, the error names each plugin's reason. */
 #ifndef CNNB_DATASOURCE_H
 #define CNNB_DATASOURCE_H
 
 #include "ctx.h"
+#include "dataset.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,26 +21,47 @@ typedef struct cnnb_datasource_config {
   int32_t batch_size;      /* per replica */
   int32_t channels, height, width;
   int32_t num_classes;
-  int32_t rank, world_size;/* shard the data across ranks */
+  int32_t rank, world_size;/* this instance's shard and the number of shards: one per
+                              replica on every process (strategy.h); read a disjoint share */
   int32_t training;        /* 1: training (augment, shuffle); 0: evaluation */
   uint64_t seed;
-  const char *data_dir;    /* --data_dir, may be NULL for synthetic */
+  const char *data_dir;    /* --data_dir, "" or NULL for none */
+  /* ABI 1.3 */
+  uint32_t dataset;        /* cnnb_dataset_kind of --data_name (dataset.h has its facts) */
+  uint32_t reserved;
 } cnnb_datasource_config;
 
 typedef struct cnnb_datasource_vtable {
   uint32_t struct_size;
+  /* [required] [main-thread] once per replica. */
   cnnb_status (*create)(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg,
                         void **datasource);
+  /* [required] [main-thread] once per instance, after its input thread stopped. */
   void (*destroy)(void *datasource);
-  /* Fills images [batch, C, H, W] and labels [batch]. */
+  /* [required] [input-thread] per batch: fills images [batch, C, H, W] and labels
+   * [batch]. Never called concurrently on one instance; the plugin may run threads of
+   * its own inside (decoders), as long as it has joined them by destroy. */
   cnnb_status (*next_batch)(void *datasource, float *images, int32_t *labels);
-  /* Examples in one epoch, for schedules in epochs; 0 when unknown or infinite. */
+  /* [optional] [main-thread] once per run: examples in one epoch of this instance's
+   * data, summed over every shard (what --num_epochs and schedules in epochs count);
+   * 0 when unknown. NULL: unknown. A run that counts in epochs needs it. */
   int64_t (*examples_per_epoch)(void *datasource);
+  /* ABI 1.3 */
+  /* [optional] [main-thread] once per run when --datasource is not given: whether this
+   * datasource can serve `cfg` (its dataset, data_dir): a priority > 0 when it can (the
+   * highest wins; ties go to the plugin found first), 0 when it cannot, with the reason
+   * recorded through cnnb_error(ctx, ...). NULL: never picked without --datasource. */
+  int32_t (*probe)(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg);
+  /* [optional] [any-thread] this instance's capabilities by string id, valid until
+   * destroy; NULL (slot or answer): ask the descriptor's get_extension. */
+  const void *(*get_extension)(void *datasource, const char *id);
 } cnnb_datasource_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(cnnb_datasource_config) == 56, "ABI: grow only by appending");
-_Static_assert(sizeof(cnnb_datasource_vtable) == 40, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_datasource_config) == 64, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_datasource_vtable, examples_per_epoch) == 32, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_datasource_vtable) == 56, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus

@@ -6,10 +6,11 @@
  * of a tensor are `tensor_bytes` long, in whatever layout the device chose; only
  * tensor_from_host / tensor_to_host see logical NCHW fp32 (int32 for labels).
  *
- * Order of calls: create -> tensor_bytes (each tensor) -> prepare (each node, once per
- * graph) -> per step: tensor_from_host(input, labels), forward (topological order),
- * backward (reverse order), update -> release -> destroy. Calls on one device instance
- * come from one thread at a time; work may be asynchronous until synchronize(). */
+ * Order of calls: create -> supports_op (each op of the graph) -> tensor_bytes (each
+ * tensor) -> prepare (each node, once per graph) -> per step: tensor_from_host(input,
+ * labels), forward (topological order), backward (reverse order), update -> release ->
+ * destroy. Calls on one device instance come from one thread at a time (the slot tags in
+ * abi.h say which); work may be asynchronous until synchronize(). */
 #ifndef CNNB_DEVICE_H
 #define CNNB_DEVICE_H
 
@@ -27,9 +28,10 @@ typedef enum cnnb_precision {
   CNNB_PRECISION_FP16 = 3
 } cnnb_precision;
 
-/* Extensions a device plugin may answer in its descriptor's get_extension(id) (any
- * non-NULL pointer means yes). They let the host use what a device learned after 1.0
- * without old plugins computing something else silently. */
+/* Extensions a device may answer, per instance (cnnb_device_vtable.get_extension) or per
+ * plugin (the descriptor's get_extension); any non-NULL pointer means yes. They let the
+ * host use what a device learned after 1.0 without old plugins computing something else
+ * silently. */
 /* The device applies cnnb_node.fused_relu on CNNB_OP_ADD nodes too (1.0 devices apply it
  * to conv2d and batch norm only, so the host fuses a ReLU into an add only with this). */
 #define CNNB_EXT_FUSED_RELU_ADD "cnnb.device.fused_relu_add/1"
@@ -61,47 +63,88 @@ typedef struct cnnb_node_io {
 
 typedef struct cnnb_device_vtable {
   uint32_t struct_size;
-  /* Refuses (CNNB_EUNSUPPORTED) a precision it cannot do, naming those it can. */
+  /* [required] [main-thread] once per replica: a device instance for cfg->device_index.
+   * Refuses (CNNB_EUNSUPPORTED) a precision it cannot do, naming those it can; the host
+   * adds which flag asked for it. */
   cnnb_status (*create)(cnnb_ctx *ctx, const char *name, const cnnb_device_config *cfg,
                         void **device);
+  /* [required] [main-thread] once per instance, after every buffer and node state of it
+   * was freed and released. */
   void (*destroy)(void *device);
-  /* A line for the report: "CPU: AMD EPYC (2 threads, oneDNN 2.6.3)". */
+  /* [optional] [any-thread] a line for the report, valid until destroy:
+   * "CPU: AMD EPYC (2 threads, oneDNN 2.6.3)". NULL: the report shows the plugin's
+   * description. */
   const char *(*describe)(void *device);
 
+  /* [required] [main-thread] arenas and buffers, at setup (never per step). */
   cnnb_status (*alloc)(void *device, size_t bytes, void **ptr);
+  /* [required] [main-thread] at teardown; ptr is one alloc returned. */
   void (*free)(void *device, void *ptr);
+  /* [required] [step-thread] setup, display steps and checkpoints: host <-> device bytes. */
   cnnb_status (*copy_to_device)(void *device, void *dst, const void *host_src, size_t bytes);
+  /* [required] [step-thread] as copy_to_device, the other way. */
   cnnb_status (*copy_to_host)(void *device, void *host_dst, const void *src, size_t bytes);
+  /* [required] [step-thread] zeroes `bytes` at ptr. */
   cnnb_status (*fill_zero)(void *device, void *ptr, size_t bytes);
+  /* [required] [step-thread] waits until every call made so far has finished. */
   cnnb_status (*synchronize)(void *device);
 
-  /* Bytes of the activation (and of the gradient) of tensor `t` in the device's layout. */
+  /* [required] [main-thread] once per tensor at setup: bytes of the activation (and of
+   * the gradient) of tensor `t` in the device's layout. */
   cnnb_status (*tensor_bytes)(void *device, const cnnb_graph *g, cnnb_tensor t, size_t *bytes);
-  /* Logical fp32 NCHW (int32 for labels) <-> the device's layout of tensor `t`. */
+  /* [required] [step-thread] per step for the images and labels: logical fp32 NCHW (int32
+   * for labels) into the device's layout of tensor `t`. Gradient buffers use their
+   * tensor's layout, so this also converts them (the host relies on it when accumulate
+   * is NULL). */
   cnnb_status (*tensor_from_host)(void *device, const cnnb_graph *g, cnnb_tensor t,
                                   void *buffer, const void *host);
+  /* [required] [step-thread] display steps: the device's layout of `t` back to logical. */
   cnnb_status (*tensor_to_host)(void *device, const cnnb_graph *g, cnnb_tensor t,
                                 const void *buffer, void *host);
 
-  /* Kernels of one node, chosen once (primitive creation, workspace). */
+  /* [required] [main-thread] once per node at setup: the node's kernels, chosen once
+   * (primitive creation, workspace). A node whose op or attributes the device cannot run
+   * is refused with CNNB_EUNSUPPORTED naming the op, never guessed. */
   cnnb_status (*prepare)(void *device, const cnnb_graph *g, int32_t node, void **node_state);
+  /* [required] [main-thread] once per prepared node at teardown (node_state may be NULL). */
   void (*release)(void *device, void *node_state);
+  /* [required] [step-thread] per node per step, in node order. */
   cnnb_status (*forward)(void *device, void *node_state, const cnnb_node_io *io);
+  /* [required] [step-thread] per node per training step, in reverse node order. */
   cnnb_status (*backward)(void *device, void *node_state, const cnnb_node_io *io);
-  /* dst += src for the gradient of tensor t (a tensor that feeds several consumers). */
+  /* [optional] [step-thread] per extra consumer per training step: dst += src for the
+   * gradient of tensor t (a tensor that feeds several consumers: residual adds, inception
+   * branches). NULL: the host adds them itself through tensor_to_host / tensor_from_host,
+   * which is correct but slow. */
   cnnb_status (*accumulate)(void *device, const cnnb_graph *g, cnnb_tensor t, void *dst,
                             const void *src);
 
-  /* One optimizer step over a range of the arenas (optimizer.h). */
+  /* [required] [step-thread] per step, once per parameter range with one weight decay:
+   * one optimizer step (optimizer.h). */
   cnnb_status (*update)(void *device, const cnnb_update *update);
-  /* *finite = 1 when every element of grads[0, count) is finite (loss scaling). */
+  /* [optional] [step-thread] per step under dynamic loss scaling: *finite = 1 when every
+   * element of grads[0, count) is finite. NULL: the host copies the gradients to the
+   * host and checks them there. */
   cnnb_status (*all_finite)(void *device, const float *grads, int64_t count, int32_t *finite);
+
+  /* ABI 1.3 */
+  /* [optional] [any-thread] whether this instance runs graph op `op` (cnnb_op), forward
+   * and backward, in its precision: 1 yes, 0 no. The host asks for every op of a graph
+   * before allocating anything, so a run that needs an op the device lacks is refused up
+   * front, naming op and device. NULL: the ops of the ABI minor the plugin was built for
+   * (graph.h says which minor added each op). */
+  int32_t (*supports_op)(void *device, uint32_t op);
+  /* [optional] [any-thread] this instance's capabilities by string id (the extensions
+   * below), valid until destroy; NULL (slot or answer): ask the descriptor's
+   * get_extension. An instance may say no where its plugin says yes (another GPU). */
+  const void *(*get_extension)(void *device, const char *id);
 } cnnb_device_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_device_config) == 24, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_node_io) == 80, "ABI: grow only by appending");
-_Static_assert(sizeof(cnnb_device_vtable) == 160, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_device_vtable, all_finite) == 152, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_device_vtable) == 176, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus

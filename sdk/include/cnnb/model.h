@@ -1,49 +1,59 @@
 /* cnnb/model.h — what a model plugin provides: facts about each model it offers, and a
  * build function that describes the network through the graph builder (graph.h).
  *
- * A model never sees a device: it describes layers once and any device runs them. */
+ * A model never sees a device: it describes layers once and any device runs them. A model
+ * plugin has no instances: each call gets the ctx of the model the user picked (its flags,
+ * its errors), and keeps no state of its own between calls. */
 #ifndef CNNB_MODEL_H
 #define CNNB_MODEL_H
 
 #include "ctx.h"
+#include "dataset.h"
 #include "graph.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum cnnb_dataset_kind {
-  CNNB_DATASET_IMAGENET = 1, /* 1001 classes, label 0 unused, as tf_cnn_benchmarks */
-  CNNB_DATASET_CIFAR10 = 2   /* 10 classes, 32x32 */
-} cnnb_dataset_kind;
-
 /* tf_cnn_benchmarks' per-model defaults. */
 typedef struct cnnb_model_info {
   uint32_t struct_size;
   int32_t image_size;            /* height = width */
   int32_t default_batch_size;
-  float default_learning_rate;   /* when the model has no schedule of its own */
+  float default_learning_rate;   /* when the model has no schedule of its own; finite, > 0 */
   const char *description;       /* one line for --help / --list_plugins */
 } cnnb_model_info;
 
 typedef struct cnnb_model_vtable {
   uint32_t struct_size;
-  /* Facts about `name` (one of the plugin's offers) for the given dataset. Returns
-   * CNNB_EUNSUPPORTED (with a message) when the model has no variant for it. */
+  /* [required] [main-thread] once per run, before build: facts about `name` (one of the
+   * plugin's offers) for `dataset` (cnnb_dataset_kind). Returns CNNB_EUNSUPPORTED (with
+   * a message) when the model has no variant for that dataset. */
   cnnb_status (*describe)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                           cnnb_model_info *info);
-  /* Adds the network from cnnb_graph_input(g) to its logits and calls
-   * cnnb_graph_set_logits(). */
+  /* [required] [main-thread] once per run: adds the network from cnnb_graph_input(g) to
+   * its logits and calls cnnb_graph_set_logits(). A failure returns its status with a
+   * message (cnnb_error); builder errors may be left in the graph (cnnb_graph_status). */
   cnnb_status (*build)(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_graph *g);
-  /* Optional (NULL: constant --init_learning_rate or the default): the model's own
-   * learning-rate schedule, as tf_cnn_benchmarks' get_learning_rate(). */
+  /* [optional] [step-thread] per step, when no learning-rate flag overrides it: the
+   * model's own schedule, as tf_cnn_benchmarks' get_learning_rate(). Superseded by
+   * learning_rate_at (ABI 1.3), which the host calls instead when a plugin sets both.
+   * NULL (with learning_rate_at NULL too): the constant default_learning_rate. */
   float (*learning_rate)(const char *name, int64_t global_step, int32_t global_batch_size,
                          int64_t examples_per_epoch);
+  /* ABI 1.3 */
+  /* [optional] [step-thread] per step: learning_rate with the model's ctx, so a schedule
+   * can read the plugin's own flags (cnnb_flag_float(ctx, ...)) without keeping state.
+   * `examples_per_epoch` is the datasource's epoch (cnnb_datasource_vtable
+   * .examples_per_epoch), so epochs mean the same to the model as to the host. */
+  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, int64_t global_step,
+                            int32_t global_batch_size, int64_t examples_per_epoch);
 } cnnb_model_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_model_info) == 24, "ABI: grow cnnb_model_info only by appending");
-_Static_assert(sizeof(cnnb_model_vtable) == 32, "ABI: grow cnnb_model_vtable only by appending");
+_Static_assert(offsetof(cnnb_model_vtable, learning_rate) == 24, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_model_vtable) == 40, "ABI: grow cnnb_model_vtable only by appending");
 #endif
 
 #ifdef __cplusplus
