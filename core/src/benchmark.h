@@ -1,4 +1,4 @@
-/* benchmark.h — one cnnbench run as the flags describe it: resolve the four plugins,
+/* benchmark.h — one cnnbench run as its configuration describes it: resolve the four plugins,
  * build the model's graph, set up one replica per device, train (or run forward) for the
  * warm-up and timed steps, and print tf_cnn_benchmarks' report on `out`.
  * Host-internal: the CLI calls it after parsing flags and discovering plugins. */
@@ -8,11 +8,12 @@
 #include <stdio.h>
 #include "host.h"
 #include "loader.h"
+#include "run_config.h"
 
-/* Returns CNNB_OK, or a status whose message (naming what went wrong and where) is in
- * err. Input errors (flags, names, data) come back as CNNB_EINVAL, CNNB_ENOTFOUND,
- * CNNB_EUNSUPPORTED or CNNB_EDATA; everything else is a runtime failure. */
-cnnb_status cnnb_benchmark_run(const cnnb_flags *flags, cnnb_loader *loader, FILE *out,
-                               char *err, size_t err_size);
+/* Runs the configured benchmark (or --model_info) and prints the report on `out` (rank 0
+ * only). Returns CNNB_OK, or a status whose message, naming what went wrong and where,
+ * is in err. `flags` only gives the plugins' ctxs their flags. */
+cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, const cnnb_flags *flags,
+                               cnnb_loader *loader, FILE *out, char *err, size_t err_size);
 
 #endif

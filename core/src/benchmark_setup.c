@@ -1,191 +1,244 @@
-/* benchmark_setup.c — turns the flags into a ready run: the four plugins resolved by
- * name, the dataset and the model's defaults, the graph, and one replica per device
- * (device instance, executor, optimizer, datasource) joined by the strategy.
+/* benchmark_setup.c — turns a run configuration into a ready run: the four plugins
+ * resolved by name, the model's facts, the graph, one replica per device (device
+ * instance, executor, optimizer, datasource) joined by the strategy.
  *
- * Every failure names the flag or plugin at fault; the caller prints it and exits. */
+ * Every failure names the flag or the plugin at fault; the caller prints it and exits.
+ * Plugins' optional slots are NULL in the loader's copies when a plugin lacks them, so
+ * each is checked before it is called. */
+#define _GNU_SOURCE /* asprintf */
 #include "benchmark_setup.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash_guard.h"
 #include "graph_internal.h"
 #include "plan.h"
 
-#define IMAGENET_TRAIN_EXAMPLES 1281167
-#define CIFAR10_TRAIN_EXAMPLES 50000
 /* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
  * memory small (each is a full batch of fp32 images). */
 #define INPUT_PREFETCH_DEPTH 2
 
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what) {
   const char *message = from ? cnnb_error_message(from) : "";
-  return cnnb_error(run->ctx, status, "%s%s%s", what, *message ? ": " : "", message);
+  if (!*message)
+    return cnnb_error(run->ctx, status, "%s: %s (the plugin returned this status without a "
+                      "message)", what, cnnb_status_name(status));
+  return cnnb_error(run->ctx, status, "%s: %s", what, message);
 }
+
+/* ---- plugins -------------------------------------------------------------------- */
 
 static cnnb_status find_plugin(cnnb_run *run, cnnb_loader *loader, uint32_t kind,
-                               const char *name, const cnnb_plugin **plugin,
-                               const void **vtable) {
-  char err[2048];
-  cnnb_status st = cnnb_loader_find(loader, kind, name, plugin, NULL, err, sizeof err);
+                               const char *name, cnnb_run_plugin *out) {
+  char err[4096];
+  cnnb_status st = cnnb_loader_find(loader, kind, name, &out->plugin, &out->path, err, sizeof err);
   if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s", err);
-  *vtable = (*plugin)->vtable;
-  return CNNB_OK;
-}
-
-static cnnb_status resolve_dataset(cnnb_run *run) {
-  const char *data_name = cnnb_flags_string(run->flags, "data_name");
-  if (!*data_name || strcmp(data_name, "imagenet") == 0) {
-    run->dataset = CNNB_DATASET_IMAGENET;
-    run->dataset_name = "imagenet";
-    run->num_classes = 1001; /* label 0 unused, as tf_cnn_benchmarks */
-    run->examples_per_epoch = IMAGENET_TRAIN_EXAMPLES;
-  } else if (strcmp(data_name, "cifar10") == 0) {
-    run->dataset = CNNB_DATASET_CIFAR10;
-    run->dataset_name = "cifar10";
-    run->num_classes = 10;
-    run->examples_per_epoch = CIFAR10_TRAIN_EXAMPLES;
-  } else {
-    return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--data_name=%s: unknown dataset; known: imagenet, cifar10", data_name);
-  }
-  if (cnnb_flags_is_set(run->flags, "num_classes")) {
-    int64_t classes = cnnb_flags_int(run->flags, "num_classes");
-    if (classes < 2 || classes > (1 << 24))
-      return cnnb_error(run->ctx, CNNB_EINVAL, "--num_classes=%lld: must be in [2, 16777216]",
-                        (long long)classes);
-    run->num_classes = (int32_t)classes;
-  }
-  return CNNB_OK;
-}
-
-static cnnb_status resolve_precision(cnnb_run *run) {
-  const char *precision = cnnb_flags_string(run->flags, "precision");
-  if (cnnb_flags_bool(run->flags, "use_fp16")) {
-    if (cnnb_flags_is_set(run->flags, "precision") && strcmp(precision, "fp16") != 0)
-      return cnnb_error(run->ctx, CNNB_EINVAL,
-                        "--use_fp16 contradicts --precision=%s: give one of them", precision);
-    precision = "fp16";
-  }
-  if (strcmp(precision, "fp32") == 0) run->precision = CNNB_PRECISION_FP32;
-  else if (strcmp(precision, "bf16") == 0) run->precision = CNNB_PRECISION_BF16;
-  else if (strcmp(precision, "fp16") == 0) run->precision = CNNB_PRECISION_FP16;
-  else
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--precision=%s: known: fp32, bf16, fp16", precision);
-  return CNNB_OK;
-}
-
-static cnnb_status resolve_sizes(cnnb_run *run) {
-  const cnnb_flags *flags = run->flags;
-  run->info.struct_size = sizeof run->info;
-  cnnb_status st = run->model->describe(run->model_ctx, run->model_name, run->dataset, &run->info);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->model_ctx, run->model_name);
-
-  int64_t batch = cnnb_flags_int(flags, "batch_size");
-  if (batch < 0 || batch > (1 << 20))
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--batch_size=%lld: must be in [1, 1048576] (0: the model's default)",
-                      (long long)batch);
-  run->batch_size = batch ? (int32_t)batch : run->info.default_batch_size;
-
-  int64_t image = cnnb_flags_int(flags, "image_size");
-  if (image < 0 || image > 4096)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--image_size=%lld: must be in [1, 4096] (0: the model's)",
-                      (long long)image);
-  run->image_size = image ? (int32_t)image : run->info.image_size;
-
-  int64_t gpus = cnnb_flags_int(flags, "num_gpus");
-  if (gpus < 1 || gpus > 64)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--num_gpus=%lld: must be in [1, 64]", (long long)gpus);
-  run->num_replicas = (int32_t)gpus;
-
-  if (cnnb_flags_int(flags, "num_batches") < 1 && !cnnb_flags_is_set(flags, "num_epochs"))
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--num_batches=%lld: must be at least 1",
-                      (long long)cnnb_flags_int(flags, "num_batches"));
-  if (cnnb_flags_is_set(flags, "num_batches") && cnnb_flags_is_set(flags, "num_epochs"))
-    return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_batches and --num_epochs both given: give one of them");
-  if (cnnb_flags_int(flags, "num_intra_threads") < 0)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--num_intra_threads must be >= 0 (0: all cores)");
-  return CNNB_OK;
-}
-
-cnnb_status cnnb_run_resolve(cnnb_run *run, cnnb_loader *loader) {
-  const cnnb_flags *flags = run->flags;
-  run->evaluation = cnnb_flags_bool(flags, "eval");
-  run->training = !cnnb_flags_bool(flags, "forward_only") && !run->evaluation;
-
-  run->model_name = cnnb_flags_string(flags, "model");
-  run->device_name = cnnb_flags_string(flags, "device");
-  run->strategy_name = cnnb_flags_string(flags, "variable_update");
-  run->datasource_name = cnnb_flags_string(flags, "datasource");
-  if (!*run->datasource_name)
-    run->datasource_name = *cnnb_flags_string(flags, "data_dir") ? "imagenet" : "synthetic";
-
-  const cnnb_plugin *plugin;
-  cnnb_status st = find_plugin(run, loader, CNNB_KIND_MODEL, run->model_name, &plugin,
-                               (const void **)&run->model);
-  if (st != CNNB_OK) return st;
-  if (!run->model->describe || !run->model->build)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--model=%s: the plugin lacks describe/build",
-                      run->model_name);
-
-  run->model_ctx = cnnb_ctx_create(run->model_name, flags);
-  run->strategy_ctx = cnnb_ctx_create(run->strategy_name, flags);
-  if (!run->model_ctx || !run->strategy_ctx)
+  out->name = name;
+  if (asprintf(&out->label, "%s plugin '%s' (%s)", cnnb_kind_name(kind), out->plugin->name,
+               out->path) < 0) {
+    out->label = NULL;
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-
-  if ((st = resolve_dataset(run)) || (st = resolve_precision(run)) || (st = resolve_sizes(run)))
-    return st;
+  }
   return CNNB_OK;
 }
 
-cnnb_status cnnb_run_resolve_runtime(cnnb_run *run, cnnb_loader *loader) {
-  const cnnb_plugin *plugin;
-  cnnb_status st;
-  if ((st = find_plugin(run, loader, CNNB_KIND_DEVICE, run->device_name, &run->device_plugin,
-                        (const void **)&run->device)) ||
-      (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, run->strategy_name, &plugin,
-                        (const void **)&run->strategy)) ||
-      (st = find_plugin(run, loader, CNNB_KIND_DATASOURCE, run->datasource_name, &plugin,
-                        (const void **)&run->datasource)))
-    return st;
+/* The datasource: the one --datasource names, or the datasource plugin whose probe gives
+ * the highest priority for this run's data (synthetic without --data_dir). */
+static cnnb_status choose_datasource(cnnb_run *run, cnnb_loader *loader,
+                                     const cnnb_datasource_config *probe_cfg) {
+  const cnnb_run_config *cfg = run->cfg;
+  if (*cfg->datasource)
+    return find_plugin(run, loader, CNNB_KIND_DATASOURCE, cfg->datasource, &run->datasource);
+  size_t count = cnnb_loader_names(loader, CNNB_KIND_DATASOURCE, NULL, 0);
+  const char **names = calloc(count ? count : 1, sizeof *names);
+  char *reasons = NULL;
+  size_t reasons_len = 0;
+  FILE *why = open_memstream(&reasons, &reasons_len);
+  if (!names || !why) {
+    free(names);
+    if (why) fclose(why);
+    free(reasons);
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  }
+  cnnb_loader_names(loader, CNNB_KIND_DATASOURCE, names, count);
+  const char *best = NULL;
+  int32_t best_priority = 0;
+  cnnb_status st = CNNB_OK;
+  for (size_t i = 0; i < count && st == CNNB_OK; i++) {
+    const cnnb_plugin *plugin;
+    const char *path;
+    if (cnnb_loader_find(loader, CNNB_KIND_DATASOURCE, names[i], &plugin, &path, NULL, 0) != CNNB_OK)
+      continue;
+    const cnnb_datasource_vtable *vt = plugin->vtable;
+    if (!vt->probe) {
+      fprintf(why, "; %s: picked only by --datasource=%s", names[i], names[i]);
+      continue;
+    }
+    cnnb_ctx *ctx = cnnb_ctx_create(names[i], run->flags);
+    if (!ctx) {
+      st = cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+      break;
+    }
+    cnnb_crash_mark outer = cnnb_crash_enter(path, "probe", names[i]);
+    int32_t priority = vt->probe(ctx, names[i], probe_cfg);
+    cnnb_crash_leave(outer);
+    if (priority > best_priority) best = names[i], best_priority = priority;
+    if (priority <= 0)
+      fprintf(why, "; %s: %s", names[i],
+              *cnnb_error_message(ctx) ? cnnb_error_message(ctx) : "cannot serve it");
+    cnnb_ctx_destroy(ctx);
+  }
+  fclose(why);
+  if (st == CNNB_OK && best)
+    st = find_plugin(run, loader, CNNB_KIND_DATASOURCE, best, &run->datasource);
+  else if (st == CNNB_OK)
+    st = cnnb_error(run->ctx, CNNB_EINVAL,
+                    "%s%s%s--data_name=%s: no datasource plugin can serve it (%s%s); install "
+                    "one that can, or name one with --datasource=NAME (see --list_plugins)",
+                    *cfg->data_dir ? "--data_dir=" : "", cfg->data_dir,
+                    *cfg->data_dir ? " with " : "", cfg->dataset->name,
+                    count ? "" : "no datasource plugin was found",
+                    reasons && *reasons ? reasons + 2 : "");
+  free(reasons);
+  free(names);
+  return st;
+}
+
+/* ---- the model and its graph ------------------------------------------------------ */
+
+static cnnb_status check_model_info(cnnb_run *run) {
+  const cnnb_model_info *info = &run->info;
+  if (info->image_size < 1 || info->image_size > 4096 || info->default_batch_size < 1 ||
+      !isfinite(info->default_learning_rate) || !(info->default_learning_rate > 0.0f))
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "--model=%s: %s describes it with image size %d, default batch size %d "
+                      "and default learning rate %g; they must be in [1, 4096], >= 1 and a "
+                      "finite number > 0: fix the plugin",
+                      run->model.name, run->model.label, info->image_size,
+                      info->default_batch_size, (double)info->default_learning_rate);
   return CNNB_OK;
 }
 
-cnnb_status cnnb_run_build_graph(cnnb_run *run) {
-  run->graph = cnnb_graph_create(run->batch_size, 3, run->image_size, run->image_size,
-                                 run->num_classes);
+static cnnb_status describe_model(cnnb_run *run) {
+  run->info.struct_size = sizeof run->info;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->model.label, "describe", run->model.name);
+  cnnb_status st = run->model_vt->describe(run->model_ctx, run->model.name,
+                                           run->cfg->dataset->kind, &run->info);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) {
+    char what[512];
+    snprintf(what, sizeof what, "--model=%s with --data_name=%s", run->model.name,
+             run->cfg->dataset->name);
+    return cnnb_run_fail(run, st, run->model_ctx, what);
+  }
+  if ((st = check_model_info(run)) != CNNB_OK) return st;
+  run->batch_size = run->cfg->batch_size ? run->cfg->batch_size : run->info.default_batch_size;
+  run->image_size = run->cfg->image_size ? run->cfg->image_size : run->info.image_size;
+  run->num_classes = run->cfg->num_classes;
+  return CNNB_OK;
+}
+
+static cnnb_status build_graph(cnnb_run *run) {
+  run->graph = cnnb_graph_create(run->batch_size, run->cfg->dataset->channels, run->image_size,
+                                 run->image_size, run->num_classes);
   if (!run->graph) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory for the graph");
-  cnnb_status st = run->model->build(run->model_ctx, run->model_name, run->dataset, run->graph);
+  cnnb_crash_mark outer = cnnb_crash_enter(run->model.label, "build", run->model.name);
+  cnnb_status st = run->model_vt->build(run->model_ctx, run->model.name,
+                                        run->cfg->dataset->kind, run->graph);
+  cnnb_crash_leave(outer);
+  char what[512];
+  snprintf(what, sizeof what, "building model %s (%s)", run->model.name, run->model.label);
   if (st != CNNB_OK) {
     /* The model's message, or the builder's when the model only passed its status on. */
-    cnnb_ctx *from = run->model_ctx;
-    if (!*cnnb_error_message(from) && cnnb_graph_status(run->graph) != CNNB_OK)
-      return cnnb_error(run->ctx, st, "building %s: %s", run->model_name, cnnb_graph_error(run->graph));
-    return cnnb_run_fail(run, st, from, "building model");
+    if (!*cnnb_error_message(run->model_ctx) && cnnb_graph_status(run->graph) != CNNB_OK)
+      return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(run->graph));
+    return cnnb_run_fail(run, st, run->model_ctx, what);
   }
   if (cnnb_graph_status(run->graph) != CNNB_OK)
-    return cnnb_error(run->ctx, cnnb_graph_status(run->graph), "building %s: %s", run->model_name,
+    return cnnb_error(run->ctx, cnnb_graph_status(run->graph), "%s: %s", what,
                       cnnb_graph_error(run->graph));
   if (cnnb_graph_logits(run->graph) == CNNB_NO_TENSOR)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "model %s returned OK without setting its logits",
-                      run->model_name);
+    return cnnb_error(run->ctx, CNNB_EINVAL, "%s: it returned OK without setting its logits "
+                      "(cnnb_graph_set_logits)", what);
   /* The loss is added even for forward-only runs: it costs one small node and lets the
    * report print total_loss as tf_cnn_benchmarks does. */
   st = cnnb_graph_add_loss(run->graph);
-  if (st != CNNB_OK)
-    return cnnb_error(run->ctx, st, "building %s: %s", run->model_name, cnnb_graph_error(run->graph));
+  if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(run->graph));
   return CNNB_OK;
 }
 
-/* A ReLU right after a conv or batch norm (or an add, when the device says it can) runs
- * inside it, sharing its buffers. */
+cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, const cnnb_flags *flags,
+                          cnnb_loader *loader) {
+  run->cfg = cfg;
+  run->flags = flags;
+  run->num_replicas = cfg->num_replicas;
+  run->rank = 0;
+  run->world_size = 1;
+  if (!run->ctx && !(run->ctx = cnnb_ctx_create("cnnbench", flags)))
+    return CNNB_ENOMEM;
+  cnnb_status st = find_plugin(run, loader, CNNB_KIND_MODEL, cfg->model, &run->model);
+  if (st != CNNB_OK) return st;
+  run->model_vt = run->model.plugin->vtable;
+  if (!(run->model_ctx = cnnb_ctx_create(cfg->model, flags)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  if ((st = describe_model(run)) != CNNB_OK) return st;
+  return build_graph(run);
+}
+
+/* ---- replicas -------------------------------------------------------------------------- */
+
+/* Whether every replica's device offers extension `id`: its instance's answer, or its
+ * plugin's when the instance gives none. */
+static bool devices_offer(const cnnb_run *run, const char *id) {
+  const cnnb_device_vtable *vt = run->device_vt;
+  const cnnb_plugin *plugin = run->device.plugin;
+  for (int32_t i = 0; i < run->num_replicas; i++) {
+    void *device = run->replicas[i].device;
+    bool yes = (vt->get_extension && vt->get_extension(device, id)) ||
+               (plugin->get_extension && plugin->get_extension(id));
+    if (!yes) return false;
+  }
+  return true;
+}
+
+/* A ReLU right after a conv or batch norm (or an add, when the devices say they can)
+ * runs inside it, sharing its buffers. Every replica shares the graph. */
 static void fuse_relus(cnnb_run *run) {
   uint32_t ops = CNNB_FUSE_ABI_1_0;
-  const cnnb_plugin *device = run->device_plugin;
-  if (device->get_extension && device->get_extension(CNNB_EXT_FUSED_RELU_ADD))
-    ops |= CNNB_FUSE_OP(CNNB_OP_ADD);
+  if (devices_offer(run, CNNB_EXT_FUSED_RELU_ADD)) ops |= CNNB_FUSE_OP(CNNB_OP_ADD);
   int32_t fused = cnnb_plan_fuse_relus(run->graph, ops);
   cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
+}
+
+static cnnb_status create_device(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  const cnnb_run_config *cfg = run->cfg;
+  if (!(r->device_ctx = cnnb_ctx_create(run->device.name, run->flags)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_device_config dcfg = {
+      .struct_size = sizeof dcfg,
+      .device_index = index,
+      .num_threads = cfg->num_threads,
+      .precision = cfg->precision,
+      .training = cfg->mode == CNNB_MODE_TRAIN,
+      .seed = (uint32_t)cfg->seed,
+  };
+  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "create", NULL);
+  cnnb_status st = run->device_vt->create(r->device_ctx, run->device.name, &dcfg, &r->device);
+  cnnb_crash_leave(outer);
+  if (st == CNNB_OK) return CNNB_OK;
+  r->device = NULL;
+  char what[512];
+  /* A device that cannot do the precision was refused a flag's request: name that flag. */
+  if (st == CNNB_EUNSUPPORTED && cfg->precision != CNNB_PRECISION_FP32)
+    snprintf(what, sizeof what, "%s: device %s cannot run it", cfg->precision_flag,
+             run->device.name);
+  else
+    snprintf(what, sizeof what, "--device=%s (replica %d)", run->device.name, (int)index);
+  return cnnb_run_fail(run, st, r->device_ctx, what);
 }
 
 /* The executor's bucket callback: the strategy hears of a bucket once every local replica
@@ -194,125 +247,216 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
   cnnb_replica *replica = user;
   cnnb_run *run = replica->run;
   if (replica->index != run->num_replicas - 1 || run->bucket_status != CNNB_OK) return;
-  cnnb_status st = run->strategy->bucket_ready(run->strategy_state, run->grads, offset, count);
+  cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "bucket_ready", NULL);
+  cnnb_status st = run->strategy_vt->bucket_ready(run->strategy_state, run->grads, offset, count);
+  cnnb_crash_leave(outer);
   if (st != CNNB_OK) run->bucket_status = cnnb_run_fail(run, st, run->strategy_ctx, "gradient exchange");
 }
 
-static cnnb_status setup_replica(cnnb_run *run, int32_t index) {
+static cnnb_status create_executor(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
-  const cnnb_flags *flags = run->flags;
-  cnnb_status st;
-
-  r->device_ctx = cnnb_ctx_create(run->device_name, flags);
-  r->datasource_ctx = cnnb_ctx_create(run->datasource_name, flags);
-  if (!r->device_ctx || !r->datasource_ctx) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-
-  cnnb_device_config dcfg = {
-      .struct_size = sizeof dcfg,
-      .device_index = index,
-      .num_threads = (int32_t)cnnb_flags_int(flags, "num_intra_threads"),
-      .precision = run->precision,
-      .training = run->training,
-      .seed = (uint32_t)cnnb_flags_int(flags, "seed"),
-  };
-  st = run->device->create(r->device_ctx, run->device_name, &dcfg, &r->device);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->device_ctx, "--device");
-
   cnnb_executor_config ecfg = {
-      .training = run->training,
-      .bucket_bytes = (int64_t)(cnnb_flags_float(flags, "gradient_bucket_mb") * (1 << 20)),
+      .training = run->cfg->mode == CNNB_MODE_TRAIN,
+      .bucket_bytes = run->cfg->gradient_bucket_bytes,
       .on_bucket = on_bucket,
       .user = r,
       .device_ctx = r->device_ctx,
+      .profile = run->profile,
+      .crash_label = run->device.label,
   };
-  st = cnnb_executor_create(run->ctx, run->device, r->device, run->graph, &ecfg, &r->executor);
+  cnnb_status st = cnnb_executor_create(run->ctx, run->device_vt, r->device, run->graph, &ecfg,
+                                        &r->executor);
   if (st != CNNB_OK) return st;
   /* Every replica draws the same initial values; the strategy's broadcast then makes
    * strategies that need it agree even across processes. */
-  st = cnnb_executor_init_params(r->executor, (uint64_t)cnnb_flags_int(flags, "seed"));
-  if (st != CNNB_OK) return st;
-
-  if (run->training) {
-    cnnb_trainer_model lr_model = {
-        .name = run->model_name,
-        .learning_rate = run->model->struct_size > offsetof(cnnb_model_vtable, learning_rate)
-                             ? run->model->learning_rate : NULL,
-        .default_learning_rate = run->info.default_learning_rate,
-    };
-    st = cnnb_trainer_create(run->ctx, flags, r->executor, &lr_model, run->examples_per_epoch,
-                             run->batch_size * run->num_replicas, &r->trainer);
-    if (st != CNNB_OK) return st;
-  }
-
-  cnnb_datasource_config scfg = {
-      .struct_size = sizeof scfg,
-      .batch_size = run->batch_size,
-      .channels = 3,
-      .height = run->image_size,
-      .width = run->image_size,
-      .num_classes = run->num_classes,
-      .rank = index,
-      .world_size = run->num_replicas,
-      .training = run->training,
-      .seed = (uint64_t)cnnb_flags_int(flags, "seed"),
-      .data_dir = cnnb_flags_string(flags, "data_dir"),
-  };
-  st = run->datasource->create(r->datasource_ctx, run->datasource_name, &scfg, &r->datasource);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "--datasource");
-
-  size_t pixels = (size_t)run->batch_size * 3 * run->image_size * run->image_size;
-  st = cnnb_prefetch_create(run->datasource, r->datasource, r->datasource_ctx, pixels,
-                            run->batch_size, INPUT_PREFETCH_DEPTH, &r->input);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "input pipeline");
-
+  if ((st = cnnb_executor_init_params(r->executor, run->cfg->seed)) != CNNB_OK) return st;
   run->params[index] = cnnb_executor_params(r->executor);
   run->grads[index] = cnnb_executor_grads(r->executor);
   return CNNB_OK;
 }
 
-cnnb_status cnnb_run_setup_replicas(cnnb_run *run) {
+static cnnb_status create_strategy(cnnb_run *run) {
   int32_t n = run->num_replicas;
-  fuse_relus(run);
+  void **devices = malloc((size_t)n * sizeof *devices);
+  if (!devices) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  for (int32_t i = 0; i < n; i++) devices[i] = run->replicas[i].device;
+  cnnb_strategy_config cfg = {
+      .struct_size = sizeof cfg,
+      .local_replicas = n,
+      .device = run->device_vt,
+      .devices = devices,
+      .param_count = cnnb_executor_param_count(run->replicas[0].executor),
+  };
+  const cnnb_strategy_vtable *vt = run->strategy_vt;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "create", NULL);
+  cnnb_status st = vt->create(run->strategy_ctx, run->strategy.name, &cfg, &run->strategy_state);
+  free(devices); /* the strategy copies what it keeps */
+  if (st != CNNB_OK) {
+    cnnb_crash_leave(outer);
+    run->strategy_state = NULL;
+    char what[256];
+    snprintf(what, sizeof what, "--variable_update=%s", run->strategy.name);
+    return cnnb_run_fail(run, st, run->strategy_ctx, what);
+  }
+  run->world_size = vt->world_size ? vt->world_size(run->strategy_state) : 1;
+  run->rank = vt->rank ? vt->rank(run->strategy_state) : 0;
+  cnnb_crash_leave(outer);
+  if (run->world_size < 1 || run->rank < 0 || run->rank >= run->world_size)
+    return cnnb_error(run->ctx, CNNB_EINTERNAL, "%s reports rank %d of world size %d",
+                      run->strategy.label, (int)run->rank, (int)run->world_size);
+  outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
+  st = vt->broadcast_params(run->strategy_state, run->params, cfg.param_count);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "broadcasting parameters");
+  return CNNB_OK;
+}
+
+static cnnb_datasource_config datasource_config(const cnnb_run *run, int32_t index) {
+  return (cnnb_datasource_config){
+      .struct_size = sizeof(cnnb_datasource_config),
+      .batch_size = run->batch_size,
+      .channels = run->cfg->dataset->channels,
+      .height = run->image_size,
+      .width = run->image_size,
+      .num_classes = run->num_classes,
+      .rank = run->rank * run->num_replicas + index,
+      .world_size = run->world_size * run->num_replicas,
+      .training = run->cfg->mode == CNNB_MODE_TRAIN,
+      .seed = run->cfg->seed,
+      .data_dir = run->cfg->data_dir,
+      .dataset = run->cfg->dataset->kind,
+  };
+}
+
+static cnnb_status create_datasource(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  if (!(r->datasource_ctx = cnnb_ctx_create(run->datasource.name, run->flags)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_datasource_config scfg = datasource_config(run, index);
+  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "create", NULL);
+  cnnb_status st = run->datasource_vt->create(r->datasource_ctx, run->datasource.name, &scfg,
+                                              &r->datasource);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) {
+    r->datasource = NULL;
+    char what[4096];
+    snprintf(what, sizeof what, "datasource %s%s%s", run->datasource.name,
+             *run->cfg->data_dir ? " reading --data_dir=" : "", run->cfg->data_dir);
+    return cnnb_run_fail(run, st, r->datasource_ctx, what);
+  }
+  return CNNB_OK;
+}
+
+/* The timed steps: --num_batches, or --num_epochs over the datasource's epoch. */
+static cnnb_status count_batches(cnnb_run *run) {
+  const cnnb_run_config *cfg = run->cfg;
+  if (!(cfg->num_epochs > 0.0)) {
+    run->num_batches = cfg->num_batches;
+    return CNNB_OK;
+  }
+  if (run->examples_per_epoch <= 0)
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "--num_epochs=%g: datasource %s does not say how many examples an "
+                      "epoch holds; give --num_batches instead", cfg->num_epochs,
+                      run->datasource.name);
+  double global = (double)run->batch_size * run->num_replicas * run->world_size;
+  double steps = ceil(cfg->num_epochs * (double)run->examples_per_epoch / global);
+  if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "--num_epochs=%g: that is %g steps of %g images over %lld examples per "
+                      "epoch, more than a run can count", cfg->num_epochs, steps, global,
+                      (long long)run->examples_per_epoch);
+  run->num_batches = (int64_t)steps;
+  return CNNB_OK;
+}
+
+static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  cnnb_lr_model lr_model = {
+      .name = run->model.name,
+      .ctx = run->model_ctx,
+      .dataset = run->cfg->dataset->kind,
+      .learning_rate_at = run->model_vt->learning_rate_at,
+      .learning_rate = run->model_vt->learning_rate,
+      .default_learning_rate = run->info.default_learning_rate,
+      .crash_label = run->model.label,
+  };
+  cnnb_trainer_config tcfg = run->cfg->trainer;
+  tcfg.lr.examples_per_epoch = run->examples_per_epoch;
+  tcfg.lr.global_batch_size = run->batch_size * run->num_replicas * run->world_size;
+  tcfg.lr.model = &lr_model;
+  return cnnb_trainer_create(run->ctx, &tcfg, r->executor, &r->trainer);
+}
+
+static cnnb_status start_input(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  size_t pixels = (size_t)run->batch_size * (size_t)run->cfg->dataset->channels *
+                  (size_t)run->image_size * (size_t)run->image_size;
+  cnnb_status st = cnnb_prefetch_create(run->datasource_vt, r->datasource, r->datasource_ctx,
+                                        run->datasource.label, pixels, run->batch_size,
+                                        INPUT_PREFETCH_DEPTH, &r->input);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "input pipeline");
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
+  const cnnb_run_config *cfg = run->cfg;
+  int32_t n = run->num_replicas;
+  cnnb_status st;
+  cnnb_datasource_config probe_cfg = datasource_config(run, 0);
+  if ((st = find_plugin(run, loader, CNNB_KIND_DEVICE, cfg->device, &run->device)) ||
+      (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, cfg->strategy, &run->strategy)) ||
+      (st = choose_datasource(run, loader, &probe_cfg)))
+    return st;
+  run->device_vt = run->device.plugin->vtable;
+  run->strategy_vt = run->strategy.plugin->vtable;
+  run->datasource_vt = run->datasource.plugin->vtable;
+  if (!(run->strategy_ctx = cnnb_ctx_create(run->strategy.name, run->flags)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+
   run->replicas = calloc((size_t)n, sizeof(cnnb_replica));
   run->params = calloc((size_t)n, sizeof *run->params);
   run->grads = calloc((size_t)n, sizeof *run->grads);
   if (!run->replicas || !run->params || !run->grads)
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st;
   for (int32_t i = 0; i < n; i++) {
     run->replicas[i].run = run;
     run->replicas[i].index = i;
-    if ((st = setup_replica(run, i)) != CNNB_OK) return st;
+    if ((st = create_device(run, i)) != CNNB_OK) return st;
   }
+  const char *description = run->device_vt->describe ? run->device_vt->describe(run->replicas[0].device)
+                                                      : NULL;
+  run->device_description = description && *description ? description
+                                                        : run->device.plugin->description;
+  fuse_relus(run);
+  for (int32_t i = 0; i < n; i++)
+    if ((st = create_executor(run, i)) != CNNB_OK) return st;
+  if ((st = create_strategy(run)) != CNNB_OK) return st;
+  for (int32_t i = 0; i < n; i++)
+    if ((st = create_datasource(run, i)) != CNNB_OK) return st;
 
-  cnnb_strategy_config cfg = {
-      .struct_size = sizeof cfg,
-      .local_replicas = n,
-      .device = run->device,
-      .devices = NULL,
-      .param_count = cnnb_executor_param_count(run->replicas[0].executor),
-  };
-  void **devices = malloc((size_t)n * sizeof *devices);
-  if (!devices) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  for (int32_t i = 0; i < n; i++) devices[i] = run->replicas[i].device;
-  cfg.devices = devices;
-  st = run->strategy->create(run->strategy_ctx, run->strategy_name, &cfg, &run->strategy_state);
-  free(devices); /* the strategy copies what it keeps */
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "--variable_update");
-  st = run->strategy->broadcast_params(run->strategy_state, run->params, cfg.param_count);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "broadcasting parameters");
+  const cnnb_datasource_vtable *dvt = run->datasource_vt;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "examples_per_epoch", NULL);
+  int64_t examples = dvt->examples_per_epoch ? dvt->examples_per_epoch(run->replicas[0].datasource) : 0;
+  cnnb_crash_leave(outer);
+  run->examples_per_epoch = examples > 0 ? examples : 0;
+  if ((st = count_batches(run)) != CNNB_OK) return st;
+  for (int32_t i = 0; i < n && cfg->mode == CNNB_MODE_TRAIN; i++)
+    if ((st = create_trainer(run, i)) != CNNB_OK) return st;
+  for (int32_t i = 0; i < n; i++)
+    if ((st = start_input(run, i)) != CNNB_OK) return st;
   return CNNB_OK;
 }
 
-void cnnb_run_teardown(cnnb_run *run) {
-  if (run->strategy_state) run->strategy->destroy(run->strategy_state);
+void cnnb_run_close(cnnb_run *run) {
+  if (run->strategy_state) run->strategy_vt->destroy(run->strategy_state);
   for (int32_t i = 0; run->replicas && i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
-    if (r->datasource) run->datasource->destroy(r->datasource);
+    if (r->datasource) run->datasource_vt->destroy(r->datasource);
     cnnb_trainer_destroy(r->trainer);
     cnnb_executor_destroy(r->executor);
-    if (r->device) run->device->destroy(r->device);
+    if (r->device) run->device_vt->destroy(r->device);
     cnnb_ctx_destroy(r->device_ctx);
     cnnb_ctx_destroy(r->datasource_ctx);
   }
@@ -322,4 +466,10 @@ void cnnb_run_teardown(cnnb_run *run) {
   cnnb_graph_destroy(run->graph);
   cnnb_ctx_destroy(run->model_ctx);
   cnnb_ctx_destroy(run->strategy_ctx);
+  free(run->model.label);
+  free(run->device.label);
+  free(run->strategy.label);
+  free(run->datasource.label);
+  cnnb_ctx_destroy(run->ctx);
+  memset(run, 0, sizeof *run);
 }

@@ -1,5 +1,11 @@
 /* benchmark_setup.h — the pieces of one run and how they are put together and taken
- * apart; benchmark.c drives the steps. Host-internal. */
+ * apart; benchmark.c drives the steps. Host-internal (cnnb_profile reuses it).
+ *
+ * Order, so nothing is allocated for a run that cannot work: resolve the model, ask its
+ * facts, build the graph; resolve the device, strategy and datasource plugins; create
+ * every replica's device and check it runs every op of the graph; then plan and
+ * allocate (executors), join the replicas through the strategy (which tells this
+ * process's rank), and last give each replica its shard of the data. */
 #ifndef CNNB_BENCHMARK_SETUP_H
 #define CNNB_BENCHMARK_SETUP_H
 
@@ -7,9 +13,18 @@
 #include "host.h"
 #include "loader.h"
 #include "prefetch.h"
+#include "run_config.h"
 #include "trainer.h"
 
 typedef struct cnnb_run cnnb_run;
+
+/* A plugin the run uses, as the user picked it. */
+typedef struct cnnb_run_plugin {
+  const char *name;          /* what the user picked it by: "resnet50", "cpu" */
+  const cnnb_plugin *plugin; /* the loader's host-sized copy: missing slots read NULL */
+  const char *path;          /* its file */
+  char *label;               /* "model plugin 'resnet' (FILE)": for crash reports */
+} cnnb_run_plugin;
 
 /* One replica: a device instance, the executor running the graph on it, its optimizer
  * and its own datasource. */
@@ -27,30 +42,29 @@ typedef struct cnnb_replica {
 } cnnb_replica;
 
 struct cnnb_run {
-  const cnnb_flags *flags;
-  cnnb_ctx *ctx; /* "cnnbench": the run's own errors */
+  const cnnb_run_config *cfg;
+  const cnnb_flags *flags; /* only for the plugins' ctxs: they read their own flags */
+  cnnb_ctx *ctx;           /* "cnnbench": the run's own errors */
+  bool profile;            /* executors time every node (bench/cnnb_profile) */
 
-  const char *model_name, *device_name, *strategy_name, *datasource_name;
-  const cnnb_model_vtable *model;
-  const cnnb_plugin *device_plugin; /* for its extensions */
-  const cnnb_device_vtable *device;
-  const cnnb_strategy_vtable *strategy;
-  const cnnb_datasource_vtable *datasource;
+  cnnb_run_plugin model, device, strategy, datasource;
+  const cnnb_model_vtable *model_vt;
+  const cnnb_device_vtable *device_vt;
+  const cnnb_strategy_vtable *strategy_vt;
+  const cnnb_datasource_vtable *datasource_vt;
   cnnb_ctx *model_ctx, *strategy_ctx;
 
-  uint32_t dataset;        /* cnnb_dataset_kind */
-  const char *dataset_name;
   cnnb_model_info info;
   int32_t batch_size;      /* per replica */
   int32_t image_size;
   int32_t num_classes;
-  uint32_t precision;
-  bool training;           /* false: --forward_only / --eval */
-  bool evaluation;
-  int64_t examples_per_epoch;
+  int32_t num_replicas;    /* in this process */
+  int32_t rank, world_size;/* the strategy's: processes taking part, and this one */
+  int64_t examples_per_epoch; /* the datasource's; 0 when it does not know */
+  int64_t num_batches;     /* timed steps: --num_batches, or --num_epochs in steps */
+  const char *device_description; /* replica 0's describe(), or the plugin's description */
 
   cnnb_graph *graph;
-  int32_t num_replicas;
   cnnb_replica *replicas;
   void *strategy_state;
   float **params;          /* [num_replicas] device pointers, for the strategy */
@@ -58,17 +72,17 @@ struct cnnb_run {
   cnnb_status bucket_status; /* the first failure inside a bucket callback */
 };
 
-/* Resolves the model named by the flags, the dataset and the model's defaults. */
-cnnb_status cnnb_run_resolve(cnnb_run *run, cnnb_loader *loader);
-/* Resolves the device, strategy and datasource plugins (not needed for --model_info). */
-cnnb_status cnnb_run_resolve_runtime(cnnb_run *run, cnnb_loader *loader);
-/* Builds the model's graph (and its loss when training). */
-cnnb_status cnnb_run_build_graph(cnnb_run *run);
-/* Devices, executors, strategy, datasources and optimizers for every replica. */
-cnnb_status cnnb_run_setup_replicas(cnnb_run *run);
-void cnnb_run_teardown(cnnb_run *run);
+/* Resolves the model, reads its facts (the sizes the config leaves to it) and builds
+ * its graph with the loss. Enough for --model_info. `cfg` and `flags` must outlive run. */
+cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, const cnnb_flags *flags,
+                          cnnb_loader *loader);
+/* Everything else: device, strategy and datasource plugins, replicas, strategy, data. */
+cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader);
+/* Frees what open and prepare made, in reverse; safe after a failure at any point. */
+void cnnb_run_close(cnnb_run *run);
 
-/* "<what>: <message of ctx>" into the run's ctx; returns status. */
+/* "<what>: <message of ctx>" into the run's ctx; returns status. A plugin that failed
+ * without a message gets its status's name and a note saying so. */
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what);
 
 #endif

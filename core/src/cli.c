@@ -1,22 +1,36 @@
-/* cli.c — the cnnbench command line (cnnb_main, cnnb/main.h): declare flags, discover
- * plugins (whose flags join the table), parse, then list, describe or benchmark.
+/* cli.c — the cnnbench command line (cnnb_main, cnnb/main.h).
  *
- * Exit codes: 0 success; 2 bad input (flags, plugin names, rejected --plugin files, data
- * the run cannot use); 1 a failure while running (out of memory, device or I/O error). */
+ * Two passes over argv. The first reads only the core's flags, ignoring the rest, to learn
+ * what the command needs: --version needs no plugin at all, so a broken plugin file can
+ * never stop it; --plugin files and --log_level apply before plugins load. Then the
+ * plugins are discovered and declare their flags, and the second pass parses the whole
+ * command line strictly. The run configuration is read from it once (run_config.h).
+ *
+ * Exit statuses (also in --help and the README): 0 success; 2 bad input (flags, plugin
+ * names, rejected --plugin files, a model / device / data combination that cannot run);
+ * 1 a failure while running (out of memory, device or I/O error, divergence, a report
+ * that cannot be written). A plugin that crashes the process gets one line naming it
+ * (crash_guard.h) and the signal's own status. */
+#define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cnnb/main.h>
 
 #include "benchmark.h"
+#include "crash_guard.h"
 #include "host.h"
 #include "loader.h"
+#include "run_config.h"
 
-enum { EXIT_INPUT = 2, EXIT_RUNTIME = 1 };
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
+enum { ERR_SIZE = 8192 };
 
 static int exit_code(cnnb_status st) {
   switch (st) {
-    case CNNB_OK: return 0;
+    case CNNB_OK: return EXIT_OK;
     case CNNB_EINVAL:
     case CNNB_ENOTFOUND:
     case CNNB_EUNSUPPORTED:
@@ -25,79 +39,145 @@ static int exit_code(cnnb_status st) {
   }
 }
 
-/* --plugin files must be known before parsing: their flags are part of the table. So
- * they are picked out of argv first (both spellings), joined with ':'. */
-static void collect_plugin_files(int argc, char **argv, char *out, size_t size) {
-  out[0] = '\0';
-  for (int i = 1; i < argc; i++) {
-    const char *value = NULL;
-    if (strncmp(argv[i], "--plugin=", 9) == 0) value = argv[i] + 9;
-    else if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc) value = argv[++i];
-    if (!value) continue;
-    size_t used = strlen(out);
-    snprintf(out + used, size - used, "%s%s", used ? ":" : "", value);
+static const char exit_status_help[] =
+    "\nExit status: 0 success; 2 bad input (a flag, a plugin name, a rejected --plugin\n"
+    "file, a model, device or dataset combination that cannot run); 1 a failure while\n"
+    "running (out of memory, a device or I/O error, divergence, an unwritable report).\n";
+
+/* What the first pass learns: the core flags that decide what to load. */
+typedef struct command {
+  bool version, help, list_plugins;
+  char *plugin_files;     /* --plugin values joined by ':' (owned) */
+  cnnb_log_level log_level;
+} command;
+
+static cnnb_status read_command(int argc, char **argv, command *cmd) {
+  cnnb_flags *core = cnnb_flags_create();
+  if (!core || cnnb_flags_declare_core(core) != CNNB_OK) {
+    cnnb_flags_destroy(core);
+    return CNNB_ENOMEM;
   }
+  /* Unknown names may be plugin flags: the second pass judges them. */
+  cnnb_flags_parse_known(core, argc, argv);
+  cmd->version = cnnb_flags_bool(core, "version");
+  cmd->help = cnnb_flags_bool(core, "help");
+  cmd->list_plugins = cnnb_flags_bool(core, "list_plugins");
+  cmd->plugin_files = strdup(cnnb_flags_string(core, "plugin"));
+  if (!cnnb_log_level_parse(cnnb_flags_string(core, "log_level"), &cmd->log_level))
+    cmd->log_level = CNNB_LOG_INFO;
+  cnnb_flags_destroy(core);
+  return cmd->plugin_files ? CNNB_OK : CNNB_ENOMEM;
 }
 
-/* --log_level must apply before discovery logs its warnings. */
-static void apply_early_log_level(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    const char *value = NULL;
-    if (strncmp(argv[i], "--log_level=", 12) == 0) value = argv[i] + 12;
-    else if (strcmp(argv[i], "--log_level") == 0 && i + 1 < argc) value = argv[i + 1];
-    cnnb_log_level level;
-    if (value && cnnb_log_level_parse(value, &level)) cnnb_log_set_level(level);
-  }
-}
-
-int cnnb_main(int argc, char **argv) {
-  static char err[8192];
-  static char plugin_files[8192];
-  int code = 0;
-  cnnb_flags *flags = cnnb_flags_create();
-  cnnb_loader *loader = cnnb_loader_create();
-  if (!flags || !loader || cnnb_flags_declare_core(flags) != CNNB_OK) {
-    fprintf(stderr, "cnnbench: error: out of memory while starting\n");
-    return EXIT_RUNTIME;
-  }
-  apply_early_log_level(argc, argv);
-  collect_plugin_files(argc, argv, plugin_files, sizeof plugin_files);
-  cnnb_status discovered = cnnb_loader_discover(loader, plugin_files, err, sizeof err);
-  char discover_err[sizeof err];
-  snprintf(discover_err, sizeof discover_err, "%s", err);
-  cnnb_loader_register_flags(loader, flags);
-
-  cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, sizeof err);
-  if (st != CNNB_OK) {
-    fprintf(stderr, "cnnbench: error: %s\n", err); /* the message names the flag; unknown ones point at --help */
-    code = EXIT_INPUT;
-  } else if (cnnb_flags_bool(flags, "help")) {
-    printf("cnnbench %s: train and benchmark image-classification CNNs.\n"
-           "Usage: cnnbench [--flag=value ...]\n\n",
-           CNNB_VERSION_STRING);
-    cnnb_flags_print_help(flags, stdout);
-  } else if (cnnb_flags_bool(flags, "version")) {
-    printf("cnnbench %s (plugin ABI %d.%d)\n", CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
-  } else if (cnnb_flags_bool(flags, "list_plugins")) {
-    cnnb_loader_print(loader, stdout);
-    if (discovered != CNNB_OK) {
-      fprintf(stderr, "cnnbench: error: %s\n", discover_err);
-      code = EXIT_INPUT;
+/* --help lists what is installed beside the flags that pick plugins. */
+static void note_installed(const cnnb_loader *loader, cnnb_flags *flags) {
+  static const struct {
+    uint32_t kind;
+    const char *flag;
+  } pickers[] = {{CNNB_KIND_MODEL, "model"},
+                 {CNNB_KIND_DEVICE, "device"},
+                 {CNNB_KIND_STRATEGY, "variable_update"},
+                 {CNNB_KIND_DATASOURCE, "datasource"}};
+  for (size_t k = 0; k < sizeof pickers / sizeof pickers[0]; k++) {
+    size_t count = cnnb_loader_names(loader, pickers[k].kind, NULL, 0);
+    const char **names = calloc(count ? count : 1, sizeof *names);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = names ? open_memstream(&text, &len) : NULL;
+    if (out) {
+      cnnb_loader_names(loader, pickers[k].kind, names, count);
+      fputs(count ? "Installed here:" : "No plugin of this kind is installed here.", out);
+      for (size_t i = 0; i < count; i++) fprintf(out, "%s %s", i ? "," : "", names[i]);
+      fputs(count ? "." : "", out);
+      if (fclose(out) == 0 && text) cnnb_flags_append_help(flags, pickers[k].flag, text);
     }
-  } else if (discovered != CNNB_OK) {
+    free(text);
+    free(names);
+  }
+}
+
+static void print_help(const cnnb_flags *flags) {
+  printf("cnnbench %s: train and benchmark image-classification CNNs.\n"
+         "Usage: cnnbench [--flag=value ...]\n\n",
+         CNNB_VERSION_STRING);
+  cnnb_flags_print_help(flags, stdout);
+  fputs(exit_status_help, stdout);
+}
+
+/* The command after discovery: help, the plugin list, or a run. */
+static int run_command(const command *cmd, cnnb_flags *flags, cnnb_loader *loader,
+                       cnnb_status discovered, const char *discover_err, int argc,
+                       char **argv) {
+  char *err = malloc(ERR_SIZE);
+  if (!err) return EXIT_RUNTIME;
+  int code = EXIT_OK;
+  cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, ERR_SIZE);
+  if (st != CNNB_OK) {
+    fprintf(stderr, "cnnbench: error: %s\n", err); /* names the flag; unknown ones point at --help */
+    code = EXIT_INPUT;
+  } else if (cmd->help) {
+    print_help(flags);
+  } else if (cmd->list_plugins) {
+    cnnb_loader_print(loader, stdout);
+  }
+  if (code == EXIT_OK && discovered != CNNB_OK) {
     fprintf(stderr, "cnnbench: error: %s\n", discover_err);
     code = EXIT_INPUT;
-  } else {
-    cnnb_log_level level;
-    if (cnnb_log_level_parse(cnnb_flags_string(flags, "log_level"), &level)) cnnb_log_set_level(level);
-    st = cnnb_benchmark_run(flags, loader, stdout, err, sizeof err);
-    fflush(stdout);
+  }
+  if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
+    cnnb_run_config cfg;
+    st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
+    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, flags, loader, stdout, err, ERR_SIZE);
     if (st != CNNB_OK) {
+      fflush(stdout);
       fprintf(stderr, "cnnbench: error: %s\n", err);
       code = exit_code(st);
     }
   }
+  free(err);
+  return code;
+}
+
+/* A report that could not be written (a full disk, a closed pipe) is a failure, not a
+ * success with nothing to show. */
+static int check_output(int code) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return code;
+  fprintf(stderr, "cnnbench: error: writing to standard output failed: %s\n",
+          errno ? strerror(errno) : "I/O error");
+  return code == EXIT_OK ? EXIT_RUNTIME : code;
+}
+
+int cnnb_main(int argc, char **argv) {
+  cnnb_crash_guard_install();
+  command cmd = {0};
+  if (read_command(argc, argv, &cmd) != CNNB_OK) {
+    free(cmd.plugin_files);
+    fprintf(stderr, "cnnbench: error: out of memory while starting\n");
+    return EXIT_RUNTIME;
+  }
+  cnnb_log_set_level(cmd.log_level);
+  if (cmd.version) {
+    free(cmd.plugin_files);
+    printf("cnnbench %s (plugin ABI %d.%d)\n", CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
+    return check_output(EXIT_OK);
+  }
+
+  cnnb_flags *flags = cnnb_flags_create();
+  cnnb_loader *loader = cnnb_loader_create();
+  char *discover_err = malloc(ERR_SIZE);
+  int code = EXIT_RUNTIME;
+  if (!flags || !loader || !discover_err || cnnb_flags_declare_core(flags) != CNNB_OK) {
+    fprintf(stderr, "cnnbench: error: out of memory while starting\n");
+  } else {
+    cnnb_status discovered = cnnb_loader_discover(loader, cmd.plugin_files, discover_err, ERR_SIZE);
+    cnnb_loader_register_flags(loader, flags);
+    note_installed(loader, flags);
+    code = run_command(&cmd, flags, loader, discovered, discover_err, argc, argv);
+  }
+  free(discover_err);
+  free(cmd.plugin_files);
   cnnb_loader_destroy(loader);
   cnnb_flags_destroy(flags);
-  return code;
+  return check_output(code);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "crash_guard.h"
 #include "graph_internal.h"
 #include "init.h"
 
@@ -43,6 +44,8 @@ struct cnnb_executor {
   bool stepped;
   bool *reads_labels;      /* [n] the node reads the labels, directly or through others */
   double *fwd_time, *bwd_time;
+  float *host_accumulate;  /* [2 * host_accumulate_count]: a device without accumulate */
+  size_t host_accumulate_count;
 };
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -175,6 +178,33 @@ static cnnb_status wire_nodes(cnnb_executor *ex) {
   return CNNB_OK;
 }
 
+/* Host room for two copies of the largest gradient the host must add itself. */
+static cnnb_status reserve_host_accumulate(cnnb_executor *ex) {
+  if (ex->dv->accumulate || !ex->cfg.training)
+    return CNNB_OK;
+  int64_t largest = 0;
+  for (int32_t i = 0; i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    for (int32_t k = 0; k < node->num_inputs; ++k) {
+      if (!ex->plan->accumulate[ex->plan->slot_base[i] + k])
+        continue;
+      cnnb_tensor t = cnnb_plan_resolve(ex->plan, node->inputs[k]);
+      int64_t count = cnnb_shape_count(cnnb_graph_node(ex->g, t)->shape);
+      if (count > largest)
+        largest = count;
+    }
+  }
+  if (largest == 0)
+    return CNNB_OK;
+  ex->host_accumulate = malloc(2 * (size_t)largest * sizeof(float));
+  if (!ex->host_accumulate)
+    return cnnb_error(ex->ctx, CNNB_ENOMEM,
+                      "executor: out of memory for host gradient accumulation (%lld floats; the "
+                      "device has no accumulate)", (long long)(2 * largest));
+  ex->host_accumulate_count = (size_t)largest;
+  return CNNB_OK;
+}
+
 cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, void *device,
                                  const cnnb_graph *g, const cnnb_executor_config *cfg,
                                  cnnb_executor **out) {
@@ -217,6 +247,8 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
     st = wire_nodes(ex);
   if (st == CNNB_OK)
     st = make_buckets(ex);
+  if (st == CNNB_OK)
+    st = reserve_host_accumulate(ex);
   if (st == CNNB_OK) {
     cnnb_shape ls = cnnb_graph_node(g, ex->logits)->shape;
     ex->host_logits = malloc(sizeof(float) * (size_t)(cnnb_shape_count(ls) ? cnnb_shape_count(ls) : 1));
@@ -279,6 +311,7 @@ void cnnb_executor_destroy(cnnb_executor *ex) {
   free(ex->reads_labels);
   free(ex->fwd_time);
   free(ex->bwd_time);
+  free(ex->host_accumulate);
   free(ex);
 }
 
@@ -356,6 +389,7 @@ static cnnb_status timed_sync(cnnb_executor *ex, double t0, double *acc) {
  * plan gives their buffers a lifetime starting at their own index, and the labels node
  * sits near the end of the graph, so its buffer may hold another activation until then. */
 static cnnb_status upload(cnnb_executor *ex, int32_t i, const void *host) {
+  cnnb_crash_enter(ex->cfg.crash_label, "tensor_from_host", cnnb_graph_node(ex->g, i)->name);
   cnnb_status st = ex->dv->tensor_from_host(ex->device, ex->g, i, ex->io[i].output, host);
   if (st != CNNB_OK)
     return node_error(ex, st, "uploading into", i);
@@ -381,6 +415,7 @@ static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t
     }
     ex->io[i].step = step;
     double t0 = ex->cfg.profile ? now_s() : 0.0;
+    cnnb_crash_enter(ex->cfg.crash_label, "forward", node->name);
     st = ex->dv->forward(ex->device, ex->state[i], &ex->io[i]);
     if (st == CNNB_OK && ex->cfg.profile)
       st = timed_sync(ex, t0, &ex->fwd_time[i]);
@@ -400,6 +435,23 @@ static cnnb_status announce_ready(cnnb_executor *ex, int32_t *next, int32_t done
   return CNNB_OK;
 }
 
+/* dst += src for the gradient of t: the device's accumulate, or, for a device without
+ * one (it is optional), the sum on the host through the device's own conversions. */
+static cnnb_status accumulate(cnnb_executor *ex, cnnb_tensor t, void *dst, const void *src) {
+  if (ex->dv->accumulate)
+    return ex->dv->accumulate(ex->device, ex->g, t, dst, src);
+  float *sum = ex->host_accumulate, *add = sum + ex->host_accumulate_count;
+  size_t n = (size_t)cnnb_shape_count(cnnb_graph_node(ex->g, t)->shape);
+  cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g, t, dst, sum);
+  if (st == CNNB_OK)
+    st = ex->dv->tensor_to_host(ex->device, ex->g, t, src, add);
+  for (size_t i = 0; st == CNNB_OK && i < n; ++i)
+    sum[i] += add[i];
+  if (st == CNNB_OK)
+    st = ex->dv->tensor_from_host(ex->device, ex->g, t, dst, sum);
+  return st;
+}
+
 static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) {
   const cnnb_plan *p = ex->plan;
   int32_t next = 0;
@@ -408,17 +460,18 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
       ex->io[i].step = step;
       ex->io[i].loss_scale = loss_scale;
       double t0 = ex->cfg.profile ? now_s() : 0.0;
+      const cnnb_node *node = cnnb_graph_node(ex->g, i);
+      cnnb_crash_enter(ex->cfg.crash_label, "backward", node->name);
       cnnb_status st = ex->dv->backward(ex->device, ex->state[i], &ex->io[i]);
       if (st != CNNB_OK)
         return node_error(ex, st, "backward", i);
-      const cnnb_node *node = cnnb_graph_node(ex->g, i);
       for (int32_t k = 0; k < node->num_inputs; ++k) {
         int32_t slot = p->slot_base[i] + k;
         if (!p->accumulate[slot])
           continue;
         cnnb_tensor t = cnnb_plan_resolve(p, node->inputs[k]);
         unsigned char *dst = ex->arena + p->buffers[p->gradient[t]].offset;
-        st = ex->dv->accumulate(ex->device, ex->g, t, dst, ex->input_grads[slot]);
+        st = accumulate(ex, t, dst, ex->input_grads[slot]);
         if (st != CNNB_OK)
           return cnnb_executor_device_error(
               ex, st, "accumulating the gradient of '%s' from node '%s' (%s)",
@@ -441,9 +494,13 @@ cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int
   bool have_labels = labels && ex->labels != CNNB_NO_TENSOR;
   ex->have_labels = false;
   ex->stepped = false;
+  /* Each kernel call marks the thread with its node (crash_guard.h); the mark the step
+   * started with comes back at its end. */
+  cnnb_crash_mark outer = cnnb_crash_enter(NULL, NULL, NULL);
   cnnb_status st = forward(ex, images, have_labels ? labels : NULL, step);
   if (st == CNNB_OK && ex->cfg.training)
     st = backward(ex, loss_scale, step);
+  cnnb_crash_leave(outer);
   ex->have_labels = st == CNNB_OK && have_labels;
   ex->stepped = st == CNNB_OK;
   return st;

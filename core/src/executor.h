@@ -35,6 +35,9 @@ typedef struct cnnb_executor_config {
    * "forward of node ...". NULL: the device shares `ctx`. */
   cnnb_ctx *device_ctx;
   bool profile;             /* synchronize after every node and time it */
+  /* Names the device plugin if a kernel crashes the process (crash_guard.h): kept, not
+   * copied, so it must outlive the executor. NULL: no mark. */
+  const char *crash_label;
 } cnnb_executor_config;
 
 typedef struct cnnb_executor cnnb_executor;

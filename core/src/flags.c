@@ -218,6 +218,18 @@ cnnb_status cnnb_flags_alias(cnnb_flags *flags, const char *alias, const char *n
   return CNNB_OK;
 }
 
+cnnb_status cnnb_flags_append_help(cnnb_flags *flags, const char *name, const char *text) {
+  cnnb_flag_entry *f = cnnb_flags_find(flags, name);
+  if (!f || !text) return CNNB_EINVAL;
+  size_t have = strlen(f->help), add = strlen(text);
+  char *help = realloc(f->help, have + 1 + add + 1);
+  if (!help) return CNNB_ENOMEM;
+  if (have) help[have++] = ' ';
+  memcpy(help + have, text, add + 1);
+  f->help = help;
+  return CNNB_OK;
+}
+
 cnnb_flag_entry *cnnb_flags_find(const cnnb_flags *flags, const char *name) {
   if (!flags || !name) return NULL;
   for (size_t i = 0; i < flags->n; i++)

@@ -40,19 +40,22 @@ static const core_flag model_and_data[] = {
     {"num_batches", CNNB_FLAG_INT, "100", NULL,
      "Number of batches to run, excluding warmup. At most one of --num_batches and "
      "--num_epochs may be given."},
-    {"num_warmup_batches", CNNB_FLAG_INT, "-1", NULL,
-     "Number of batches to run before timing; -1 picks 10, as tf_cnn_benchmarks does."},
+    {"num_warmup_batches", CNNB_FLAG_INT, "10", NULL,
+     "Number of batches to run before timing (tf_cnn_benchmarks' default, 10)."},
     {"display_every", CNNB_FLAG_INT, "10", NULL,
-     "Number of local steps after which progress is printed out."},
+     "Number of local steps after which progress is printed out (at least 1)."},
     {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
-     "Number of epochs to run, excluding warmup; 0 means use --num_batches."},
+     "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
+     "counts the dataset's training set). When not given, --num_batches counts the steps."},
     {"data_name", CNNB_FLAG_STRING, "", NULL,
-     "Name of dataset: imagenet or cifar10. If empty, imagenet, or guessed from --data_dir."},
+     "Name of dataset: imagenet or cifar10. If empty, imagenet."},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
-     "Path to the dataset (TFRecord shards or JPEG folders). If empty, synthetic data is used."},
+     "Path to the dataset, read by a datasource that understands what it holds. If empty, "
+     "synthetic data is used."},
     {"datasource", CNNB_FLAG_STRING, "", NULL,
-     "Datasource plugin to read batches with; empty picks synthetic without --data_dir "
-     "and imagenet with it."},
+     "Datasource plugin to read batches with; empty asks every datasource plugin whether "
+     "it can serve --data_name and --data_dir, and takes the best (synthetic without "
+     "--data_dir)."},
     {"num_classes", CNNB_FLAG_INT, "0", NULL,
      "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks)."},
     {"image_size", CNNB_FLAG_INT, "0", NULL,
@@ -70,12 +73,12 @@ static const core_flag model_and_data[] = {
 
 static const core_flag devices[] = {
     {"device", CNNB_FLAG_STRING, "cpu", NULL,
-     "Device plugin to compute on: cpu or cuda (tf_cnn_benchmarks defaults to gpu; we "
-     "default to what every machine has)."},
+     "Device plugin to compute on (tf_cnn_benchmarks defaults to gpu; we default to what "
+     "every machine has)."},
     {"num_gpus", CNNB_FLAG_INT, "1", NULL,
      "Number of devices to run on (replicas in this process), whatever their kind."},
     {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
-     "Threads for intra-op parallelism; 0 lets the device choose."},
+     "Threads for intra-op parallelism; 0 lets the device choose. At most 4 per core."},
     {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
      "Accepted so tf_cnn_benchmarks command lines run unchanged; cnnbench runs one op "
      "at a time, so it has no effect."},
@@ -96,15 +99,14 @@ static const core_flag devices[] = {
 
 static const core_flag distribution[] = {
     {"variable_update", CNNB_FLAG_STRING, "independent", NULL,
-     "Strategy plugin for variables and gradients: independent, parameter_server, "
-     "replicated, horovod, ... (tf_cnn_benchmarks defaults to parameter_server; we default "
-     "to independent, which works on any number of devices)."},
+     "Strategy plugin for variables and gradients (tf_cnn_benchmarks' default needs a "
+     "parameter server; we default to independent, which works on any number of devices)."},
     {"all_reduce_spec", CNNB_FLAG_STRING, "", NULL,
      "All-reduce algorithm for replicated strategies, e.g. nccl, xring, pscpu; empty lets "
      "the strategy choose."},
     {"gradient_bucket_mb", CNNB_FLAG_FLOAT, "25", NULL,
-     "Gradients are grouped into buckets of about this many MiB, each reduced as soon as "
-     "backward finishes it."},
+     "Gradients are grouped into buckets of about this many MiB (> 0), each reduced as "
+     "soon as backward finishes it."},
 };
 
 static const core_flag optimization[] = {
@@ -122,12 +124,13 @@ static const core_flag optimization[] = {
      "The learning rate never decays below this value."},
     {"num_learning_rate_warmup_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Increase the learning rate linearly to its initial value over these first epochs."},
-    {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum for training (Nesterov, as tf_cnn_benchmarks)."},
-    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp."},
-    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp."},
+    {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL,
+     "Momentum for training (Nesterov, as tf_cnn_benchmarks), in [0, 1)."},
+    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp, in [0, 1)."},
+    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp, in [0, 1)."},
     {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp."},
-    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer."},
-    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer."},
+    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer, in [0, 1)."},
+    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer, in [0, 1)."},
     {"adam_epsilon", CNNB_FLAG_FLOAT, "1e-8", NULL, "Epsilon term for the Adam optimizer."},
     {"weight_decay", CNNB_FLAG_FLOAT, "0.00004", NULL, "Weight decay (L2) factor for training."},
     {"gradient_clip", CNNB_FLAG_FLOAT, "0", NULL,

@@ -79,8 +79,11 @@ static cnnb_status positional(int argc, char **argv, int first, char *err, size_
   return CNNB_EINVAL;
 }
 
-cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err,
-                             size_t err_size) {
+/* The parse behind both entry points. lenient: skip what strict parsing would refuse
+ * (unknown names, stray arguments, bad values), so a first pass can read the flags it
+ * knows before the rest of the table exists. */
+static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient, char *err,
+                         size_t err_size) {
   if (err && err_size) err[0] = '\0';
   char scratch[2];
   if (!err || !err_size) err = scratch, err_size = sizeof scratch;
@@ -92,10 +95,11 @@ cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err
     const char *arg = argv[i];
     if (!arg) continue;
     if (strcmp(arg, "--") == 0) {
-      if (i + 1 < argc) return positional(argc, argv, i + 1, err, err_size);
+      if (i + 1 < argc && !lenient) return positional(argc, argv, i + 1, err, err_size);
       break;
     }
     if (!is_flag(arg)) {
+      if (lenient) continue;
       /* Name every stray argument before the next flag, not just the first. */
       int last = i;
       while (last + 1 < argc && argv[last + 1] && !is_flag(argv[last + 1])) last++;
@@ -114,23 +118,36 @@ cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err
           return CNNB_EINVAL;
         }
         cnnb_status st = cnnb_flags_assign(pos, "false", err, err_size);
-        if (st != CNNB_OK) return st;
+        if (st != CNNB_OK && !lenient) return st;
         continue;
       }
     }
-    if (!f) return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+    if (!f) {
+      if (lenient) continue;
+      return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+    }
     if (!value) {
       if (f->type == CNNB_FLAG_BOOL) {
         value = "true";
       } else if (i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0) {
         value = argv[++i];
       } else {
+        if (lenient) continue;
         snprintf(err, err_size, "flag --%s: missing value (write --%s=VALUE)", name, name);
         return CNNB_EINVAL;
       }
     }
     cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
-    if (st != CNNB_OK) return st;
+    if (st != CNNB_OK && !lenient) return st;
   }
   return CNNB_OK;
+}
+
+cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err,
+                             size_t err_size) {
+  return parse(flags, argc, argv, false, err, err_size);
+}
+
+void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv) {
+  parse(flags, argc, argv, true, NULL, 0);
 }

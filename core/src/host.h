@@ -24,9 +24,16 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags);
  * On an unknown flag or a bad value: returns CNNB_EINVAL with a message in err naming
  * the flag (and "did you mean --x?" when a declared name is close). */
 cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size);
+/* The same parse, forgiving: unknown names, stray arguments and bad values are skipped,
+ * not refused. For a first pass that reads the flags it knows before the plugins that
+ * declare the others are loaded; the strict parse then judges the whole line. */
+void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv);
 /* Sets one flag from its command-line spelling, as parsing would. */
 cnnb_status cnnb_flags_set(cnnb_flags *flags, const char *name, const char *value, char *err,
                            size_t err_size);
+/* Adds a sentence to a declared flag's help ("Installed here: cpu."), for facts known
+ * only after plugins load. CNNB_EINVAL for an unknown flag. */
+cnnb_status cnnb_flags_append_help(cnnb_flags *flags, const char *name, const char *text);
 /* --help: every group, its flags, type, default and help text. */
 void cnnb_flags_print_help(const cnnb_flags *flags, FILE *out);
 

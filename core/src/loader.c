@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "crash_guard.h"
 #include "loader_impl.h"
 
 #ifndef CNNB_INSTALL_PLUGIN_DIR
@@ -238,6 +239,14 @@ static void report_rejection(cnnb_loader *l, const loader_plugin *p, cnnb_status
   append(err, err_size, "%s: %s", p->path, p->why);
 }
 
+static const char *file_type(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
 static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit,
                             cnnb_status *result, char *err, size_t err_size) {
   struct stat st;
@@ -269,6 +278,11 @@ static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit,
   } else if (S_ISDIR(st.st_mode)) {
     p->why = strdup("is a directory: --plugin takes a .so file; put directories on "
                     "CNNB_PLUGIN_PATH");
+  } else if (!S_ISREG(st.st_mode)) {
+    /* Opening a FIFO waits for a writer forever; a device file is no plugin either. */
+    if (asprintf(&p->why, "is not a regular file (%s): a plugin is a .so file; remove it "
+                 "from the plugin path", file_type(st.st_mode)) < 0)
+      p->why = NULL;
   } else {
     p->dev = st.st_dev;
     p->ino = st.st_ino;
@@ -472,7 +486,9 @@ void cnnb_loader_register_flags(cnnb_loader *l, cnnb_flags *flags) {
     loader_plugin *p = l->plugins[i];
     if (p->why || !p->desc.register_flags) continue;
     cnnb_flag_registry *registry = cnnb_flags_registry(flags, p->desc.name);
+    cnnb_crash_mark outer = cnnb_crash_enter(p->path, "register_flags", p->desc.name);
     cnnb_status st = registry ? p->desc.register_flags(registry) : CNNB_ENOMEM;
+    cnnb_crash_leave(outer);
     if (st != CNNB_OK)
       cnnb_log(l->ctx, CNNB_LOG_WARN, "%s (%s): declaring its flags failed (%s)%s%s; they are "
                "missing from this run", p->desc.name, p->path, cnnb_status_name(st),

@@ -4,10 +4,13 @@
 #include "lr_schedule.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "crash_guard.h"
 
 typedef enum kind { KIND_PIECEWISE, KIND_DECAY, KIND_MODEL } kind;
 
@@ -32,14 +35,15 @@ struct cnnb_lr_schedule {
   char description[256];
 };
 
-void cnnb_lr_config_from_flags(const cnnb_flags *flags, cnnb_lr_config *cfg) {
-  cfg->has_init_learning_rate = cnnb_flags_is_set(flags, "init_learning_rate");
-  cfg->init_learning_rate = cnnb_flags_float(flags, "init_learning_rate");
-  cfg->piecewise = cnnb_flags_string(flags, "piecewise_learning_rate_schedule");
-  cfg->num_epochs_per_decay = cnnb_flags_float(flags, "num_epochs_per_decay");
-  cfg->learning_rate_decay_factor = cnnb_flags_float(flags, "learning_rate_decay_factor");
-  cfg->minimum_learning_rate = cnnb_flags_float(flags, "minimum_learning_rate");
-  cfg->warmup_epochs = cnnb_flags_float(flags, "num_learning_rate_warmup_epochs");
+/* Writes the message into err and returns CNNB_EINVAL: the checks here run both from
+ * the command line (no ctx yet) and at setup (the caller moves it into its ctx). */
+static cnnb_status fail(char *err, size_t size, const char *fmt, ...) CNNB_PRINTF(3, 4);
+static cnnb_status fail(char *err, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, size, fmt, ap);
+  va_end(ap);
+  return CNNB_EINVAL;
 }
 
 /* Copies piece [begin, end) of the schedule into buf, trimmed of spaces. */
@@ -76,20 +80,22 @@ static bool parse_epoch(const char *text, long long *out) {
   return true;
 }
 
-static cnnb_status parse_piecewise(cnnb_ctx *ctx, cnnb_lr_schedule *s, const char *spec) {
+static cnnb_status parse_piecewise(cnnb_lr_schedule *s, const char *spec, char *err, size_t size) {
   int32_t pieces = 1;
   for (const char *p = spec; *p; ++p)
     pieces += *p == ';';
   if (pieces % 2 == 0)
-    return cnnb_error(ctx, CNNB_EINVAL,
+    return fail(err, size,
                       "--piecewise_learning_rate_schedule=\"%s\": needs an odd number of "
                       "';'-separated parts (rate;epoch;rate;...;rate), got %d",
                       spec, (int)pieces);
   s->num_boundaries = pieces / 2;
   s->values = calloc((size_t)s->num_boundaries + 1, sizeof *s->values);
   s->boundaries = calloc((size_t)s->num_boundaries + 1, sizeof *s->boundaries);
-  if (!s->values || !s->boundaries)
-    return cnnb_error(ctx, CNNB_ENOMEM, "learning-rate schedule: out of memory");
+  if (!s->values || !s->boundaries) {
+    snprintf(err, size, "learning-rate schedule: out of memory");
+    return CNNB_ENOMEM;
+  }
   const char *begin = spec;
   long long prev_epoch = 0;
   for (int32_t i = 0; i < pieces; ++i) {
@@ -100,19 +106,19 @@ static cnnb_status parse_piecewise(cnnb_ctx *ctx, cnnb_lr_schedule *s, const cha
     piece_text(begin, end, text, sizeof text);
     if (i % 2 == 0) {
       if (!parse_rate(text, &s->values[i / 2]))
-        return cnnb_error(ctx, CNNB_EINVAL,
+        return fail(err, size,
                           "--piecewise_learning_rate_schedule=\"%s\": invalid learning rate "
                           "'%s' (part %d): expected a non-negative number",
                           spec, text, (int)i + 1);
     } else {
       long long epoch;
       if (!parse_epoch(text, &epoch))
-        return cnnb_error(ctx, CNNB_EINVAL,
+        return fail(err, size,
                           "--piecewise_learning_rate_schedule=\"%s\": invalid epoch '%s' "
                           "(part %d): expected a whole number of epochs",
                           spec, text, (int)i + 1);
       if (epoch <= prev_epoch)
-        return cnnb_error(ctx, CNNB_EINVAL,
+        return fail(err, size,
                           "--piecewise_learning_rate_schedule=\"%s\": epoch %lld (part %d) "
                           "must be greater than %lld: epochs increase left to right",
                           spec, epoch, (int)i + 1, prev_epoch);
@@ -124,37 +130,70 @@ static cnnb_status parse_piecewise(cnnb_ctx *ctx, cnnb_lr_schedule *s, const cha
   return CNNB_OK;
 }
 
-static cnnb_status validate(cnnb_ctx *ctx, const cnnb_lr_config *cfg, bool piecewise) {
+static cnnb_status check_flags(const cnnb_lr_config *cfg, char *err, size_t size) {
+  bool piecewise = cfg->piecewise && *cfg->piecewise;
   bool decay = cfg->num_epochs_per_decay != 0.0 || cfg->learning_rate_decay_factor != 0.0;
   if (piecewise && (cfg->has_init_learning_rate || decay || cfg->minimum_learning_rate != 0.0))
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "--piecewise_learning_rate_schedule excludes --init_learning_rate, "
-                      "--num_epochs_per_decay, --learning_rate_decay_factor and "
-                      "--minimum_learning_rate: the schedule gives every rate");
+    return fail(err, size,
+                "--piecewise_learning_rate_schedule excludes --init_learning_rate, "
+                "--num_epochs_per_decay, --learning_rate_decay_factor and "
+                "--minimum_learning_rate: the schedule gives every rate");
   bool full_decay = cfg->has_init_learning_rate && cfg->num_epochs_per_decay != 0.0 &&
                     cfg->learning_rate_decay_factor != 0.0;
   if (decay && !full_decay)
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "--num_epochs_per_decay and --learning_rate_decay_factor go together, "
-                      "and need --init_learning_rate (got %g and %g%s)",
-                      cfg->num_epochs_per_decay, cfg->learning_rate_decay_factor,
-                      cfg->has_init_learning_rate ? "" : ", no --init_learning_rate");
+    return fail(err, size,
+                "--num_epochs_per_decay and --learning_rate_decay_factor go together, "
+                "and need --init_learning_rate (got %g and %g%s)",
+                cfg->num_epochs_per_decay, cfg->learning_rate_decay_factor,
+                cfg->has_init_learning_rate ? "" : ", no --init_learning_rate");
   if (cfg->minimum_learning_rate != 0.0 && !full_decay)
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "--minimum_learning_rate needs --init_learning_rate, "
-                      "--num_epochs_per_decay and --learning_rate_decay_factor");
+    return fail(err, size,
+                "--minimum_learning_rate needs --init_learning_rate, "
+                "--num_epochs_per_decay and --learning_rate_decay_factor");
   if (cfg->has_init_learning_rate && (!isfinite(cfg->init_learning_rate) ||
                                       cfg->init_learning_rate < 0.0))
-    return cnnb_error(ctx, CNNB_EINVAL, "--init_learning_rate=%g: must be a non-negative number",
-                      cfg->init_learning_rate);
+    return fail(err, size, "--init_learning_rate=%g: must be a non-negative number",
+                cfg->init_learning_rate);
   if (cfg->num_epochs_per_decay < 0.0 || cfg->learning_rate_decay_factor < 0.0 ||
       cfg->minimum_learning_rate < 0.0 || cfg->warmup_epochs < 0.0)
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "learning-rate flags must not be negative (--num_epochs_per_decay=%g "
-                      "--learning_rate_decay_factor=%g --minimum_learning_rate=%g "
-                      "--num_learning_rate_warmup_epochs=%g)",
-                      cfg->num_epochs_per_decay, cfg->learning_rate_decay_factor,
-                      cfg->minimum_learning_rate, cfg->warmup_epochs);
+    return fail(err, size,
+                "learning-rate flags must not be negative (--num_epochs_per_decay=%g "
+                "--learning_rate_decay_factor=%g --minimum_learning_rate=%g "
+                "--num_learning_rate_warmup_epochs=%g)",
+                cfg->num_epochs_per_decay, cfg->learning_rate_decay_factor,
+                cfg->minimum_learning_rate, cfg->warmup_epochs);
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_lr_config_check(const cnnb_lr_config *cfg, char *err, size_t err_size) {
+  cnnb_status st = check_flags(cfg, err, err_size);
+  if (st != CNNB_OK || !cfg->piecewise || !*cfg->piecewise)
+    return st;
+  /* The schedule's syntax does not depend on the epoch's size: parse it against one. */
+  cnnb_lr_schedule probe = {.batches_per_epoch = 1.0};
+  st = parse_piecewise(&probe, cfg->piecewise, err, err_size);
+  free(probe.values);
+  free(probe.boundaries);
+  return st;
+}
+
+/* The flag that makes the schedule count epochs, or NULL when it counts none. */
+static const char *epoch_flag(const cnnb_lr_config *cfg, bool piecewise) {
+  if (piecewise) return "--piecewise_learning_rate_schedule";
+  if (cfg->has_init_learning_rate && cfg->num_epochs_per_decay > 0.0)
+    return "--num_epochs_per_decay";
+  if (cfg->warmup_epochs > 0.0 && (piecewise || cfg->has_init_learning_rate))
+    return "--num_learning_rate_warmup_epochs";
+  return NULL;
+}
+
+cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
+                                    cnnb_lr_schedule **out) {
+  *out = NULL;
+  char err[512];
+  bool piecewise = cfg->piecewise && *cfg->piecewise;
+  if (check_flags(cfg, err, sizeof err) != CNNB_OK)
+    return cnnb_error(ctx, CNNB_EINVAL, "%s", err);
   if (cfg->global_batch_size <= 0)
     return cnnb_error(ctx, CNNB_EINVAL, "learning-rate schedule: global batch size %d",
                       (int)cfg->global_batch_size);
@@ -162,30 +201,25 @@ static cnnb_status validate(cnnb_ctx *ctx, const cnnb_lr_config *cfg, bool piece
     return cnnb_error(ctx, CNNB_EINVAL,
                       "no learning rate: give --init_learning_rate or "
                       "--piecewise_learning_rate_schedule (no model default is known)");
-  return CNNB_OK;
-}
-
-cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
-                                    cnnb_lr_schedule **out) {
-  *out = NULL;
-  bool piecewise = cfg->piecewise && *cfg->piecewise;
-  cnnb_status st = validate(ctx, cfg, piecewise);
-  if (st != CNNB_OK)
-    return st;
+  const char *in_epochs = epoch_flag(cfg, piecewise);
+  if (in_epochs && cfg->examples_per_epoch <= 0)
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "%s counts epochs, but the datasource does not say how many examples "
+                      "an epoch holds: give the schedule in steps (--init_learning_rate alone) "
+                      "or use a datasource that knows its size", in_epochs);
   cnnb_lr_schedule *s = calloc(1, sizeof *s);
   if (!s)
     return cnnb_error(ctx, CNNB_ENOMEM, "learning-rate schedule: out of memory");
-  s->examples_per_epoch =
-      cfg->examples_per_epoch > 0 ? cfg->examples_per_epoch : CNNB_IMAGENET_TRAIN_EXAMPLES;
+  s->examples_per_epoch = cfg->examples_per_epoch > 0 ? cfg->examples_per_epoch : 0;
   s->global_batch_size = cfg->global_batch_size;
   s->batches_per_epoch = (double)s->examples_per_epoch / (double)cfg->global_batch_size;
 
   if (piecewise) {
     s->kind = KIND_PIECEWISE;
-    st = parse_piecewise(ctx, s, cfg->piecewise);
+    cnnb_status st = parse_piecewise(s, cfg->piecewise, err, sizeof err);
     if (st != CNNB_OK) {
       cnnb_lr_schedule_destroy(s);
-      return st;
+      return cnnb_error(ctx, st, "%s", err);
     }
     s->warmup_target = s->values[0];
     snprintf(s->description, sizeof s->description, "piecewise %s", cfg->piecewise);
@@ -214,7 +248,7 @@ cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
     s->kind = KIND_MODEL;
     s->model = *cfg->model;
     s->init_lr = cfg->model->default_learning_rate;
-    if (s->model.learning_rate)
+    if (s->model.learning_rate_at || s->model.learning_rate)
       snprintf(s->description, sizeof s->description, "%s's own schedule",
                s->model.name ? s->model.name : "the model");
     else
@@ -267,9 +301,17 @@ float cnnb_lr_schedule_at(const cnnb_lr_schedule *s, int64_t step) {
     break;
   case KIND_MODEL:
   default:
-    if (s->model.learning_rate)
-      return s->model.learning_rate(s->model.name, step, s->global_batch_size,
-                                    s->examples_per_epoch);
+    if (s->model.learning_rate_at || s->model.learning_rate) {
+      cnnb_crash_mark outer = cnnb_crash_enter(s->model.crash_label, "learning_rate", s->model.name);
+      float rate = s->model.learning_rate_at
+                       ? s->model.learning_rate_at(s->model.ctx, s->model.name,
+                                                   s->model.dataset, step,
+                                                   s->global_batch_size, s->examples_per_epoch)
+                       : s->model.learning_rate(s->model.name, step, s->global_batch_size,
+                                                s->examples_per_epoch);
+      cnnb_crash_leave(outer);
+      return rate;
+    }
     lr = s->init_lr;
     break;
   }

@@ -8,23 +8,28 @@
  *  - otherwise the model's own schedule, or its default constant rate.
  * A linear warm-up over --num_learning_rate_warmup_epochs (lr = init * step / warmup
  * steps, from 0) applies to the first two, never to a model's own schedule (as TF).
- * Epochs become steps through batches_per_epoch = examples_per_epoch / global batch. */
+ * Epochs become steps through batches_per_epoch = examples_per_epoch / global batch, with
+ * the datasource's epoch: a schedule in epochs with a datasource that cannot say how big
+ * an epoch is gets refused, naming the flag. */
 #ifndef CNNB_LR_SCHEDULE_H
 #define CNNB_LR_SCHEDULE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <cnnb/ctx.h>
-#include "host.h"
 
-/* ImageNet's training set, for a datasource that does not say how big an epoch is. */
-#define CNNB_IMAGENET_TRAIN_EXAMPLES 1281167
-
-/* The model's part (cnnb_model_vtable.learning_rate and cnnb_model_info). */
+/* The model's part (cnnb_model_vtable's learning-rate hooks and cnnb_model_info). */
 typedef struct cnnb_lr_model {
   const char *name;                /* as the user picked it ("resnet50") */
+  cnnb_ctx *ctx;                   /* the model's, for learning_rate_at */
+  uint32_t dataset;                /* cnnb_dataset_kind, for learning_rate_at */
+  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                            int64_t global_step, int32_t global_batch_size,
+                            int64_t examples_per_epoch);
   float (*learning_rate)(const char *name, int64_t global_step, int32_t global_batch_size,
-                         int64_t examples_per_epoch); /* NULL: the default rate */
-  float default_learning_rate;
+                         int64_t examples_per_epoch); /* ABI 1.0's hook, when _at is NULL */
+  float default_learning_rate;     /* when neither hook is set */
+  const char *crash_label;         /* names the model plugin if a hook crashes (kept) */
 } cnnb_lr_model;
 
 typedef struct cnnb_lr_config {
@@ -35,20 +40,21 @@ typedef struct cnnb_lr_config {
   double learning_rate_decay_factor; /* 0: none */
   double minimum_learning_rate;    /* 0: no floor */
   double warmup_epochs;            /* 0: none */
-  int64_t examples_per_epoch;      /* <= 0: CNNB_IMAGENET_TRAIN_EXAMPLES */
+  int64_t examples_per_epoch;      /* the datasource's; 0: unknown */
   int32_t global_batch_size;       /* every replica on every rank */
   const cnnb_lr_model *model;      /* may be NULL when one of the flags sets a rate */
 } cnnb_lr_config;
 
 typedef struct cnnb_lr_schedule cnnb_lr_schedule;
 
-/* Fills cfg's flag fields from the core flags (tf_cnn_benchmarks' names). The
- * piecewise string is borrowed from `flags`. Leaves examples/batch/model alone. */
-void cnnb_lr_config_from_flags(const cnnb_flags *flags, cnnb_lr_config *cfg);
+/* Checks the flag fields alone (tf_cnn_benchmarks' rules: piecewise excludes the other
+ * rate flags; decay needs both of its flags and an initial rate; the floor needs decay;
+ * nothing negative; the piecewise schedule's syntax), so the command line is refused
+ * before anything is built. CNNB_EINVAL with a message naming the flag in err. */
+cnnb_status cnnb_lr_config_check(const cnnb_lr_config *cfg, char *err, size_t err_size);
 
-/* Validates the combination (tf_cnn_benchmarks' rules: piecewise excludes the other
- * rate flags; decay needs both of its flags and an initial rate; the floor needs decay)
- * and parses the schedule. CNNB_EINVAL with a message naming the flag otherwise. */
+/* Checks cfg (as cnnb_lr_config_check, plus the batch size and, for a schedule in epochs,
+ * the epoch's size) and builds the schedule. CNNB_EINVAL with a message naming the flag. */
 cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
                                     cnnb_lr_schedule **out);
 void cnnb_lr_schedule_destroy(cnnb_lr_schedule *s);

@@ -6,6 +6,8 @@
 #define _POSIX_C_SOURCE 200809L /* pthread */
 #include "prefetch.h"
 
+#include "crash_guard.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@ struct cnnb_prefetch {
   const cnnb_datasource_vtable *vt;
   void *datasource;
   cnnb_ctx *ctx;
+  const char *crash_label;
   int32_t num_slots;
   slot *slots;
   pthread_t thread;
@@ -35,6 +38,8 @@ struct cnnb_prefetch {
 
 static void *produce(void *arg) {
   cnnb_prefetch *p = arg;
+  /* This thread only ever runs the datasource's code. */
+  cnnb_crash_enter(p->crash_label, "next_batch", NULL);
   pthread_mutex_lock(&p->lock);
   for (;;) {
     /* Free slots: all but those filled and the one the consumer holds. */
@@ -59,8 +64,8 @@ static void *produce(void *arg) {
 }
 
 cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
-                                 cnnb_ctx *ctx, size_t image_floats, int32_t batch,
-                                 int32_t depth, cnnb_prefetch **out) {
+                                 cnnb_ctx *ctx, const char *crash_label, size_t image_floats,
+                                 int32_t batch, int32_t depth, cnnb_prefetch **out) {
   *out = NULL;
   if (depth < 1) depth = 1;
   cnnb_prefetch *p = calloc(1, sizeof *p);
@@ -68,6 +73,7 @@ cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasou
   p->vt = vt;
   p->datasource = datasource;
   p->ctx = ctx;
+  p->crash_label = crash_label;
   p->num_slots = depth + 1;
   p->slots = calloc((size_t)p->num_slots, sizeof *p->slots);
   pthread_mutex_init(&p->lock, NULL);

@@ -10,10 +10,11 @@ typedef struct cnnb_prefetch cnnb_prefetch;
 
 /* Starts a thread calling vt->next_batch(datasource, ...) into `depth` batches of
  * `image_floats` floats and `batch` labels. `ctx` is the datasource's (its message is
- * read when a batch fails). */
+ * read when a batch fails); `crash_label` names the plugin if next_batch crashes the
+ * process (crash_guard.h; kept, not copied; may be NULL). */
 cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
-                                 cnnb_ctx *ctx, size_t image_floats, int32_t batch,
-                                 int32_t depth, cnnb_prefetch **out);
+                                 cnnb_ctx *ctx, const char *crash_label, size_t image_floats,
+                                 int32_t batch, int32_t depth, cnnb_prefetch **out);
 /* The next batch, waiting for it if the thread is behind. The pointers stay valid until
  * the next call. A datasource failure is returned here (once the batches read before it
  * are used), with its message in `ctx`. */

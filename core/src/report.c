@@ -18,12 +18,16 @@ void cnnb_report_print_header(FILE *out, const cnnb_report_header *h) {
   fprintf(out, "Batch size:  %lld global\n", (long long)h->global_batch);
   fprintf(out, "             %lld per device\n", (long long)h->per_device_batch);
   fprintf(out, "Num batches: %lld\n", (long long)h->num_batches);
-  fprintf(out, "Num epochs:  %.2f\n", h->num_epochs);
+  if (isfinite(h->num_epochs))
+    fprintf(out, "Num epochs:  %.2f\n", h->num_epochs);
+  else
+    fputs("Num epochs:  None\n", out); /* the datasource does not know its epoch */
   /* A Python list's repr, as tf_cnn_benchmarks prints its device list. */
   fputs("Devices:     [", out);
   for (size_t i = 0; i < h->num_devices; i++)
     fprintf(out, "%s'%s'", i ? ", " : "", h->devices ? str_or_none(h->devices[i]) : "None");
   fputs("]\n", out);
+  if (h->device_description) fprintf(out, "             %s\n", h->device_description);
   fprintf(out, "Data format: %s\n", str_or_none(h->data_format));
   fprintf(out, "Optimizer:   %s\n", str_or_none(h->optimizer));
   fprintf(out, "Variables:   %s\n", str_or_none(h->variable_update));

@@ -11,6 +11,7 @@
  *   Num batches: 100
  *   Num epochs:  0.00
  *   Devices:     ['/cpu:0']
+ *                CPU: AMD EPYC 9654 (2 threads, oneDNN 2.6.3, ...)
  *   Data format: NCHW
  *   Optimizer:   sgd
  *   Variables:   independent
@@ -46,9 +47,12 @@ typedef struct cnnb_report_header {
   int64_t global_batch;         /* images per step over all devices and processes */
   int64_t per_device_batch;
   int64_t num_batches;
-  double num_epochs;            /* num_batches * global_batch / examples per epoch */
+  double num_epochs;            /* num_batches * global_batch / examples per epoch;
+                                   NaN (printed "None") when the epoch's size is unknown */
   const char *const *devices;   /* "/cpu:0", "/cuda:1", "horovod/cuda:0" ... */
   size_t num_devices;
+  const char *device_description; /* the device's own line (its describe()), below the
+                                     list, indented like "per device"; NULL omits it */
   const char *data_format;      /* "NCHW" */
   const char *optimizer;        /* "sgd" */
   const char *variable_update;  /* "independent" */

@@ -23,6 +23,7 @@ const char *cnnb_status_name(cnnb_status status) {
     case CNNB_ECOMM: return "communication error";
     case CNNB_EINTERNAL: return "internal error";
     case CNNB_ENOTFOUND: return "not found";
+    case CNNB_ENUMERIC: return "numerical failure";
   }
   return "unknown status";
 }

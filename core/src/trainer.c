@@ -26,6 +26,7 @@ struct cnnb_trainer {
   int32_t num_runs;
   int64_t updates;
   float *host_params; /* for the weight-decay loss, allocated when first asked */
+  float *host_grads;  /* for the finiteness check of a device without all_finite */
   char description[512];
 };
 
@@ -41,39 +42,6 @@ uint32_t cnnb_optimizer_rule_parse(const char *name) {
   if (strcmp(name, "adam") == 0)
     return CNNB_OPT_ADAM;
   return 0;
-}
-
-cnnb_status cnnb_trainer_config_from_flags(cnnb_ctx *ctx, const cnnb_flags *flags,
-                                           const cnnb_trainer_model *model,
-                                           int64_t examples_per_epoch,
-                                           int32_t global_batch_size,
-                                           cnnb_trainer_config *cfg) {
-  memset(cfg, 0, sizeof *cfg);
-  const char *opt = cnnb_flags_string(flags, "optimizer");
-  cfg->rule = cnnb_optimizer_rule_parse(opt);
-  if (!cfg->rule)
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)", opt);
-  cfg->nesterov = true;
-  cfg->momentum = (float)cnnb_flags_float(flags, "momentum");
-  cfg->rmsprop_decay = (float)cnnb_flags_float(flags, "rmsprop_decay");
-  cfg->rmsprop_momentum = (float)cnnb_flags_float(flags, "rmsprop_momentum");
-  cfg->rmsprop_epsilon = (float)cnnb_flags_float(flags, "rmsprop_epsilon");
-  cfg->adam_beta1 = (float)cnnb_flags_float(flags, "adam_beta1");
-  cfg->adam_beta2 = (float)cnnb_flags_float(flags, "adam_beta2");
-  cfg->adam_epsilon = (float)cnnb_flags_float(flags, "adam_epsilon");
-  cfg->weight_decay = (float)cnnb_flags_float(flags, "weight_decay");
-  cfg->gradient_clip = (float)cnnb_flags_float(flags, "gradient_clip");
-  const char *precision = cnnb_flags_string(flags, "precision");
-  cfg->fp16 = cnnb_flags_bool(flags, "use_fp16") || (precision && strcmp(precision, "fp16") == 0);
-  cfg->fp16_loss_scale = (float)cnnb_flags_float(flags, "fp16_loss_scale");
-  cfg->auto_loss_scale = cnnb_flags_bool(flags, "fp16_enable_auto_loss_scale");
-  cfg->inc_loss_scale_every_n = cnnb_flags_int(flags, "fp16_inc_loss_scale_every_n");
-  cnnb_lr_config_from_flags(flags, &cfg->lr);
-  cfg->lr.examples_per_epoch = examples_per_epoch;
-  cfg->lr.global_batch_size = global_batch_size;
-  cfg->lr.model = model;
-  return CNNB_OK;
 }
 
 static cnnb_status validate(cnnb_ctx *ctx, const cnnb_trainer_config *c) {
@@ -166,7 +134,7 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
   return CNNB_OK;
 }
 
-static const char *rule_name(uint32_t rule) {
+const char *cnnb_optimizer_rule_name(uint32_t rule) {
   switch (rule) {
   case CNNB_OPT_SGD: return "sgd";
   case CNNB_OPT_MOMENTUM: return "momentum";
@@ -192,7 +160,7 @@ static void describe(cnnb_trainer *tr) {
              c->adam_epsilon);
     break;
   default:
-    snprintf(rule, sizeof rule, "%s", rule_name(c->rule));
+    snprintf(rule, sizeof rule, "%s", cnnb_optimizer_rule_name(c->rule));
     break;
   }
   int n = snprintf(tr->description, sizeof tr->description, "%s, lr %s, weight decay %g", rule,
@@ -205,8 +173,8 @@ static void describe(cnnb_trainer *tr) {
              tr->loss_scale.scale, c->auto_loss_scale ? " (auto)" : "");
 }
 
-cnnb_status cnnb_trainer_create_with_config(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
-                                            cnnb_executor *ex, cnnb_trainer **out) {
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                cnnb_executor *ex, cnnb_trainer **out) {
   *out = NULL;
   if (!ex || !cnnb_executor_training(ex))
     return cnnb_error(ctx, CNNB_EINVAL, "trainer: needs an executor created for training");
@@ -246,19 +214,6 @@ cnnb_status cnnb_trainer_create_with_config(cnnb_ctx *ctx, const cnnb_trainer_co
   return CNNB_OK;
 }
 
-cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_flags *flags, cnnb_executor *ex,
-                                const cnnb_trainer_model *model_schedule,
-                                int64_t examples_per_epoch, int32_t global_batch_size,
-                                cnnb_trainer **out) {
-  *out = NULL;
-  cnnb_trainer_config cfg;
-  cnnb_status st = cnnb_trainer_config_from_flags(ctx, flags, model_schedule, examples_per_epoch,
-                                                  global_batch_size, &cfg);
-  if (st != CNNB_OK)
-    return st;
-  return cnnb_trainer_create_with_config(ctx, &cfg, ex, out);
-}
-
 void cnnb_trainer_destroy(cnnb_trainer *tr) {
   if (!tr)
     return;
@@ -269,6 +224,7 @@ void cnnb_trainer_destroy(cnnb_trainer *tr) {
   cnnb_lr_schedule_destroy(tr->schedule);
   free(tr->runs);
   free(tr->host_params);
+  free(tr->host_grads);
   free(tr);
 }
 
@@ -276,6 +232,31 @@ float cnnb_trainer_loss_scale(const cnnb_trainer *tr) { return tr->loss_scale.sc
 
 float cnnb_trainer_learning_rate(const cnnb_trainer *tr, int64_t step) {
   return cnnb_lr_schedule_at(tr->schedule, step);
+}
+
+/* The device's all_finite, or, for a device without one (it is optional), the same
+ * check on a host copy of the gradients. */
+static cnnb_status grads_finite(cnnb_trainer *tr, const float *grads, int64_t count,
+                                bool *finite) {
+  cnnb_status st;
+  if (tr->dv->all_finite) {
+    int32_t all = 0;
+    st = tr->dv->all_finite(tr->device, grads, count, &all);
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(tr->ex, st, "trainer: checking gradients for inf/NaN");
+    *finite = all != 0;
+    return CNNB_OK;
+  }
+  if (!tr->host_grads && !(tr->host_grads = malloc((size_t)count * sizeof(float))))
+    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for a host copy of the "
+                      "gradients (the device has no all_finite)");
+  st = tr->dv->copy_to_host(tr->device, tr->host_grads, grads, (size_t)count * sizeof(float));
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(tr->ex, st, "trainer: copying gradients to check them");
+  *finite = true;
+  for (int64_t i = 0; i < count && *finite; ++i)
+    *finite = isfinite(tr->host_grads[i]);
+  return CNNB_OK;
 }
 
 cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, float *lr_used) {
@@ -291,11 +272,9 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
   float scale = tr->loss_scale.scale;
   bool finite = true;
   if (cnnb_loss_scale_needs_check(&tr->loss_scale) && count > 0) {
-    int32_t all = 0;
-    cnnb_status st = tr->dv->all_finite(tr->device, grads, count, &all);
+    cnnb_status st = grads_finite(tr, grads, count, &finite);
     if (st != CNNB_OK)
-      return cnnb_executor_device_error(tr->ex, st, "trainer: checking gradients for inf/NaN");
-    finite = all != 0;
+      return st;
   }
   if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {
     if (skipped)
@@ -332,7 +311,7 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
     if (st != CNNB_OK)
       return cnnb_executor_device_error(tr->ex, st,
                                         "trainer: %s update of parameters [%lld, %lld)",
-                                        rule_name(c->rule), (long long)rn->offset,
+                                        cnnb_optimizer_rule_name(c->rule), (long long)rn->offset,
                                         (long long)(rn->offset + rn->count));
   }
   /* Adam's t counts applied updates: TF's beta powers only advance in apply_gradients,

@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <cnnb/optimizer.h>
 #include "executor.h"
-#include "host.h"
 #include "loss_scale.h"
 #include "lr_schedule.h"
 
@@ -39,24 +38,11 @@ typedef struct cnnb_trainer_config {
 
 typedef struct cnnb_trainer cnnb_trainer;
 
-/* Fills cfg from the core flags (--optimizer, --momentum, --rmsprop_*, --adam_*,
- * --weight_decay, --gradient_clip, --precision/--use_fp16, --fp16_*, and the learning
- * rate flags). CNNB_EINVAL with a message for an unknown --optimizer. */
-cnnb_status cnnb_trainer_config_from_flags(cnnb_ctx *ctx, const cnnb_flags *flags,
-                                           const cnnb_trainer_model *model,
-                                           int64_t examples_per_epoch,
-                                           int32_t global_batch_size,
-                                           cnnb_trainer_config *cfg);
-
-/* The flags path: config_from_flags, then create_with_config. */
-cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_flags *flags, cnnb_executor *ex,
-                                const cnnb_trainer_model *model_schedule,
-                                int64_t examples_per_epoch, int32_t global_batch_size,
-                                cnnb_trainer **out);
 /* Allocates the slots on ex's device (zeros; RMSProp's mean square starts at ones, as
- * TF's) and builds the schedule. `ex` must be a training executor and outlive `tr`. */
-cnnb_status cnnb_trainer_create_with_config(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
-                                            cnnb_executor *ex, cnnb_trainer **out);
+ * TF's) and builds the schedule. `ex` must be a training executor and outlive `tr`; cfg
+ * comes from the run configuration (run_config.h), its lr part completed at setup. */
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                cnnb_executor *ex, cnnb_trainer **out);
 void cnnb_trainer_destroy(cnnb_trainer *tr);
 
 /* The scale to multiply the loss by in this step's backward (1 without fp16). */
@@ -85,5 +71,7 @@ int64_t cnnb_trainer_updates(const cnnb_trainer *tr);
 
 /* "sgd" | "momentum" | "rmsprop" | "adam" -> rule; 0 when unknown. */
 uint32_t cnnb_optimizer_rule_parse(const char *name);
+/* The other way: the rule's name, "unknown" for none. */
+const char *cnnb_optimizer_rule_name(uint32_t rule);
 
 #endif

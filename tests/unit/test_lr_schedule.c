@@ -1,9 +1,10 @@
 /* test_lr_schedule.c — tf_cnn_benchmarks' learning-rate rules: piecewise boundaries
  * (the rate changes on the first step of the named epoch, also with fractional batches
  * per epoch), staircase exponential decay and its floor, linear warm-up from 0, the
- * model's own schedule (never warmed up), the ImageNet epoch when none is known, the
- * flag combinations tf_cnn_benchmarks refuses, and bad schedule strings refused with a
- * message naming the flag and the bad part. */
+ * model's own schedule (never warmed up; both hooks), schedules in epochs refused when
+ * the epoch's size is unknown, the flag combinations tf_cnn_benchmarks refuses (also
+ * before setup), and bad schedule strings refused with a message naming the flag and
+ * the bad part. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -27,6 +28,8 @@ static cnnb_lr_schedule *make(const cnnb_lr_config *cfg) {
   ck_assert_msg(st == CNNB_OK, "create: %s", cnnb_error_message(ctx));
   return s;
 }
+
+static void refused(const cnnb_lr_config *cfg, const char *needle1, const char *needle2);
 
 static void expect(const cnnb_lr_schedule *s, int64_t step, double want) {
   float got = cnnb_lr_schedule_at(s, step);
@@ -57,14 +60,26 @@ START_TEST(piecewise_boundaries) {
 }
 END_TEST
 
-START_TEST(imagenet_epoch_by_default) {
+START_TEST(unknown_epoch) {
+  /* A datasource that does not know its epoch: schedules counted in epochs are refused,
+   * naming the flag; a rate in steps still works. */
   cnnb_lr_config c = base();
-  c.examples_per_epoch = 0; /* unknown: 1,281,167 */
-  c.global_batch_size = 256; /* 5004.56 steps per epoch */
+  c.examples_per_epoch = 0;
   c.piecewise = "0.1;1;0.01";
+  refused(&c, "--piecewise_learning_rate_schedule counts epochs", "how many examples");
+  c = base();
+  c.examples_per_epoch = 0;
+  c.has_init_learning_rate = true;
+  c.init_learning_rate = 0.1;
+  c.num_epochs_per_decay = 1;
+  c.learning_rate_decay_factor = 0.5;
+  refused(&c, "--num_epochs_per_decay counts epochs", NULL);
+  c.num_epochs_per_decay = c.learning_rate_decay_factor = 0;
+  c.warmup_epochs = 1;
+  refused(&c, "--num_learning_rate_warmup_epochs counts epochs", NULL);
+  c.warmup_epochs = 0;
   cnnb_lr_schedule *s = make(&c);
-  expect(s, 5003, 0.1);
-  expect(s, 5004, 0.01);
+  expect(s, 12345, 0.1);
   cnnb_lr_schedule_destroy(s);
 }
 END_TEST
@@ -144,6 +159,15 @@ static float model_lr(const char *name, int64_t step, int32_t batch, int64_t exa
   return (float)(0.001 * (double)batch * (double)step / (double)examples);
 }
 
+/* Returns step + batch / examples, and checks it was handed the model's ctx. */
+static float model_lr_at(cnnb_ctx *c, const char *name, uint32_t dataset, int64_t step,
+                         int32_t batch, int64_t examples) {
+  ck_assert_ptr_eq(c, ctx);
+  ck_assert_uint_eq(dataset, CNNB_DATASET_CIFAR10);
+  ck_assert_str_eq(name, "toy");
+  return (float)((double)step + (double)batch / (double)examples);
+}
+
 START_TEST(model_schedule) {
   cnnb_lr_model m = {.name = "toy", .learning_rate = model_lr, .default_learning_rate = 9};
   cnnb_lr_config c = base();
@@ -160,6 +184,15 @@ START_TEST(model_schedule) {
   expect(s, 0, 9.0);
   expect(s, 77, 9.0);
   cnnb_lr_schedule_destroy(s);
+
+  /* ABI 1.3's hook gets the model's ctx, and wins over the 1.0 hook. */
+  m.learning_rate_at = model_lr_at;
+  m.ctx = ctx;
+  m.dataset = CNNB_DATASET_CIFAR10;
+  s = make(&c);
+  expect(s, 4, 4.0 + 100.0 / 1000.0);
+  cnnb_lr_schedule_destroy(s);
+  m.learning_rate_at = NULL;
 
   /* A user's rate wins over the model's. */
   c.has_init_learning_rate = true;
@@ -244,26 +277,22 @@ START_TEST(bad_combinations) {
 }
 END_TEST
 
-START_TEST(config_from_flags) {
-  cnnb_flags *flags = cnnb_flags_create();
-  ck_assert_int_eq(cnnb_flags_declare_core(flags), CNNB_OK);
-  cnnb_lr_config c = base();
-  cnnb_lr_config_from_flags(flags, &c);
-  ck_assert(!c.has_init_learning_rate);
-  ck_assert_str_eq(c.piecewise, "");
-  char err[256];
-  ck_assert_int_eq(cnnb_flags_set(flags, "init_learning_rate", "0.3", err, sizeof err), CNNB_OK);
-  ck_assert_int_eq(cnnb_flags_set(flags, "num_learning_rate_warmup_epochs", "2", err, sizeof err),
-                   CNNB_OK);
-  cnnb_lr_config_from_flags(flags, &c);
-  ck_assert(c.has_init_learning_rate);
-  ck_assert(c.init_learning_rate == 0.3);
-  ck_assert(c.warmup_epochs == 2.0);
-  ck_assert_int_eq(c.global_batch_size, 100); /* left alone */
-  cnnb_lr_schedule *s = make(&c);
-  expect(s, 10, 0.15);
-  cnnb_lr_schedule_destroy(s);
-  cnnb_flags_destroy(flags);
+START_TEST(flag_check_before_setup) {
+  /* The command line is checked before anything is built: the same refusals, with no
+   * batch size or epoch known yet. */
+  char err[512];
+  cnnb_lr_config c = {0};
+  ck_assert_int_eq(cnnb_lr_config_check(&c, err, sizeof err), CNNB_OK);
+  c.piecewise = "0.1;two;0.01";
+  ck_assert_int_eq(cnnb_lr_config_check(&c, err, sizeof err), CNNB_EINVAL);
+  ck_assert_msg(strstr(err, "invalid epoch 'two'"), "%s", err);
+  c.piecewise = "0.1;2;0.01";
+  c.has_init_learning_rate = true;
+  ck_assert_int_eq(cnnb_lr_config_check(&c, err, sizeof err), CNNB_EINVAL);
+  ck_assert_msg(strstr(err, "--piecewise_learning_rate_schedule excludes"), "%s", err);
+  c = (cnnb_lr_config){.warmup_epochs = -1};
+  ck_assert_int_eq(cnnb_lr_config_check(&c, err, sizeof err), CNNB_EINVAL);
+  ck_assert_msg(strstr(err, "--num_learning_rate_warmup_epochs=-1"), "%s", err);
 }
 END_TEST
 
@@ -272,13 +301,13 @@ int main(void) {
   TCase *tc = tcase_create("lr_schedule");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, piecewise_boundaries);
-  tcase_add_test(tc, imagenet_epoch_by_default);
+  tcase_add_test(tc, unknown_epoch);
   tcase_add_test(tc, decay_staircase_floor);
   tcase_add_test(tc, warmup);
   tcase_add_test(tc, model_schedule);
   tcase_add_test(tc, bad_schedules);
   tcase_add_test(tc, bad_combinations);
-  tcase_add_test(tc, config_from_flags);
+  tcase_add_test(tc, flag_check_before_setup);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

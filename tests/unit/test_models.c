@@ -624,48 +624,59 @@ END_TEST
 
 /* ---- learning-rate schedules ------------------------------------------------------------ */
 
+/* The hook as the host calls it: the model's ctx (NULL: no flags), its dataset, the
+ * datasource's epoch. */
+typedef float (*lr_fn)(cnnb_ctx *, const char *, uint32_t, int64_t, int32_t, int64_t);
+
 START_TEST(test_learning_rates) {
   loaded l = load_family("resnet");
-  ck_assert_ptr_nonnull(l.vt->learning_rate);
-  float (*lr)(const char *, int64_t, int32_t, int64_t) = l.vt->learning_rate;
+  ck_assert_ptr_null(l.vt->learning_rate); /* ABI 1.3's hook only */
+  ck_assert_ptr_nonnull(l.vt->learning_rate_at);
+  lr_fn lr = l.vt->learning_rate_at;
+  cnnb_ctx *ctx = cnnb_ctx_create("resnet", NULL); /* no flags: --resnet_base_lr reads 0 */
   /* ImageNet, batch 256: 0.128; 1281167 / 256 = 5004.56 batches per epoch, so the
    * warm-up is int(5 * 5004.56) = 25022 steps and epoch 30 ends at step 150136. */
-  ck_assert_float_eq_tol(lr("resnet50", 0, 256, 1281167), 0.0f, 1e-9);
-  ck_assert_float_eq_tol(lr("resnet50", 12511, 256, 1281167), 0.128f * 12511 / 25022, 1e-6);
-  ck_assert_float_eq_tol(lr("resnet50", 25022, 256, 1281167), 0.128f, 1e-6);
-  ck_assert_float_eq_tol(lr("resnet50", 150136, 256, 1281167), 0.128f, 1e-6);
-  ck_assert_float_eq_tol(lr("resnet50", 150137, 256, 1281167), 0.0128f, 1e-7);
-  ck_assert_float_eq_tol(lr("resnet152_v2", 500000, 256, 1281167), 0.0000128f, 1e-10);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 0, 256, 1281167), 0.0f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 12511, 256, 1281167), 0.128f * 12511 / 25022, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 25022, 256, 1281167), 0.128f, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150136, 256, 1281167), 0.128f, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150137, 256, 1281167), 0.0128f, 1e-7);
+  ck_assert_float_eq_tol(lr(ctx, "resnet152_v2", IMAGENET, 500000, 256, 1281167), 0.0000128f, 1e-10);
+  /* An unknown epoch (0) is the dataset's own: the same numbers. */
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150137, 256, 0), 0.0128f, 1e-7);
+  /* The datasource's epoch counts: half the examples, the drop comes twice as early. */
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 75100, 256, 1281167 / 2), 0.0128f, 1e-7);
   /* Scaled by batch: 1024 -> 0.512 after its 6255 warm-up steps. */
-  ck_assert_float_eq_tol(lr("resnet50_v1.5", 6254, 1024, 1281167), 0.512f * 6254 / 6255, 1e-6);
-  ck_assert_float_eq_tol(lr("resnet50_v1.5", 10000, 1024, 1281167), 0.512f, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50_v1.5", IMAGENET, 6254, 1024, 1281167), 0.512f * 6254 / 6255, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50_v1.5", IMAGENET, 10000, 1024, 1281167), 0.512f, 1e-6);
   /* CIFAR, batch 128: 390 batches per epoch; 0.1 until step 31980 (epoch 82). */
-  ck_assert_float_eq_tol(lr("resnet20", 0, 128, 50000), 0.1f, 1e-9);
-  ck_assert_float_eq_tol(lr("resnet20", 31980, 128, 50000), 0.1f, 1e-9);
-  ck_assert_float_eq_tol(lr("resnet56_v2", 31981, 128, 50000), 0.01f, 1e-9);
-  ck_assert_float_eq_tol(lr("resnet44", 47971, 128, 50000), 0.001f, 1e-9);
-  ck_assert_float_eq_tol(lr("resnet110", 117001, 128, 50000), 0.0002f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet20", CIFAR, 0, 128, 50000), 0.1f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet20", CIFAR, 31980, 128, 50000), 0.1f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet56_v2", CIFAR, 31981, 128, 50000), 0.01f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet44", CIFAR, 47971, 128, 50000), 0.001f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet110", CIFAR, 117001, 128, 0), 0.0002f, 1e-9);
   dlclose(l.handle);
 
   l = load_family("densenet");
-  lr = l.vt->learning_rate;
+  lr = l.vt->learning_rate_at;
   ck_assert_ptr_nonnull(lr);
   /* batch 64: 781 batches per epoch; boundaries 117150, 175725, 234300. */
-  ck_assert_float_eq_tol(lr("densenet40_k12", 117150, 64, 50000), 0.1f, 1e-9);
-  ck_assert_float_eq_tol(lr("densenet40_k12", 117151, 64, 50000), 0.01f, 1e-9);
-  ck_assert_float_eq_tol(lr("densenet100_k24", 234301, 64, 50000), 0.0001f, 1e-10);
+  ck_assert_float_eq_tol(lr(ctx, "densenet40_k12", CIFAR, 117150, 64, 50000), 0.1f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "densenet40_k12", CIFAR, 117151, 64, 50000), 0.01f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "densenet100_k24", CIFAR, 234301, 64, 0), 0.0001f, 1e-10);
   dlclose(l.handle);
 
   l = load_family("alexnet");
-  lr = l.vt->learning_rate;
+  lr = l.vt->learning_rate_at;
   ck_assert_ptr_nonnull(lr);
   /* CIFAR, batch 128: decay 10x every 39062 steps (100 epochs). */
-  ck_assert_float_eq_tol(lr("alexnet", 39061, 128, 50000), 0.1f, 1e-8);
-  ck_assert_float_eq_tol(lr("alexnet", 39062, 128, 50000), 0.01f, 1e-8);
-  ck_assert_float_eq_tol(lr("alexnet", 78124, 128, 50000), 0.001f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "alexnet", CIFAR, 39061, 128, 50000), 0.1f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "alexnet", CIFAR, 39062, 128, 50000), 0.01f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "alexnet", CIFAR, 78124, 128, 0), 0.001f, 1e-9);
   /* ImageNet: the constant default. */
-  ck_assert_float_eq_tol(lr("alexnet", 1000000, 512, 1281167), 0.005f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "alexnet", IMAGENET, 1000000, 512, 1281167), 0.005f, 1e-9);
   dlclose(l.handle);
+  cnnb_ctx_destroy(ctx);
 
   /* Models without a schedule of their own leave it to the host. */
   const char *constant[] = {"trivial", "lenet", "overfeat", "googlenet", "vgg", "inception",
@@ -673,14 +684,15 @@ START_TEST(test_learning_rates) {
   for (size_t i = 0; i < sizeof constant / sizeof constant[0]; i++) {
     l = load_family(constant[i]);
     ck_assert_ptr_null(l.vt->learning_rate);
+    ck_assert_ptr_null(l.vt->learning_rate_at);
     dlclose(l.handle);
   }
 }
 END_TEST
 
 /* --resnet_base_lr (the resnet plugin's own flag) replaces 0.128 in the ImageNet
- * schedule, read when the model is built; the CIFAR schedule ignores it; a negative
- * value is refused naming the flag. */
+ * schedule, read through the ctx the schedule is given (no state in the plugin); the
+ * CIFAR schedule ignores it; a negative value is refused at build, naming the flag. */
 START_TEST(test_resnet_base_lr_flag) {
   loaded l = load_family("resnet");
   ck_assert_ptr_nonnull(l.plugin->register_flags);
@@ -688,6 +700,7 @@ START_TEST(test_resnet_base_lr_flag) {
   ck_assert_ptr_nonnull(flags);
   ck_assert_int_eq(l.plugin->register_flags(cnnb_flags_registry(flags, "resnet")), CNNB_OK);
   cnnb_ctx *ctx = cnnb_ctx_create("resnet", flags);
+  lr_fn lr = l.vt->learning_rate_at;
   char err[256];
   cnnb_status st;
 
@@ -696,10 +709,14 @@ START_TEST(test_resnet_base_lr_flag) {
   ck_assert_msg(st == CNNB_OK, "%s", cnnb_error_message(ctx));
   cnnb_graph_destroy(g);
   /* Batch 256 after warm-up: the base itself; batch 512: twice it; epoch 30 drops 10x. */
-  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 30000, 256, 1281167), 0.05f, 1e-7);
-  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 20000, 512, 1281167), 0.1f, 1e-7);
-  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 150137, 256, 1281167), 0.005f, 1e-8);
-  ck_assert_float_eq_tol(l.vt->learning_rate("resnet20", 0, 128, 50000), 0.1f, 1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 30000, 256, 1281167), 0.05f, 1e-7);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 20000, 512, 1281167), 0.1f, 1e-7);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150137, 256, 1281167), 0.005f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "resnet20", CIFAR, 0, 128, 50000), 0.1f, 1e-9);
+  /* Another ctx (another run) with its own value is not affected: no state is shared. */
+  cnnb_ctx *plain = cnnb_ctx_create("resnet", NULL);
+  ck_assert_float_eq_tol(lr(plain, "resnet50", IMAGENET, 30000, 256, 1281167), 0.128f, 1e-7);
+  cnnb_ctx_destroy(plain);
 
   ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "-1", err, sizeof err), CNNB_OK);
   g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
@@ -710,10 +727,7 @@ START_TEST(test_resnet_base_lr_flag) {
 
   /* Back to 0: the model's 0.128. */
   ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "0", err, sizeof err), CNNB_OK);
-  g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
-  ck_assert_int_eq(st, CNNB_OK);
-  cnnb_graph_destroy(g);
-  ck_assert_float_eq_tol(l.vt->learning_rate("resnet50", 30000, 256, 1281167), 0.128f, 1e-7);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 30000, 256, 1281167), 0.128f, 1e-7);
   cnnb_ctx_destroy(ctx);
   cnnb_flags_destroy(flags);
   dlclose(l.handle);

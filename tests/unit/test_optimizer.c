@@ -13,6 +13,7 @@
 #include "executor.h"
 #include "graph_internal.h"
 #include "host.h"
+#include "run_config.h"
 #include "trainer.h"
 
 #define N 4
@@ -322,7 +323,7 @@ START_TEST(trainer_decay_runs) {
   fixture f = make_fixture();
   cnnb_trainer_config c = sgd_config();
   cnnb_trainer *tr;
-  ck_assert_msg(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr) == CNNB_OK, "%s",
+  ck_assert_msg(cnnb_trainer_create(f.ctx, &c, f.ex, &tr) == CNNB_OK, "%s",
                 cnnb_error_message(f.ctx));
   int64_t n = cnnb_executor_param_count(f.ex);
   float *w = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
@@ -360,13 +361,13 @@ START_TEST(trainer_slots) {
   fixture f = make_fixture();
   cnnb_trainer_config c = sgd_config();
   cnnb_trainer *tr;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
   ck_assert_ptr_null(cnnb_trainer_slot1(tr)); /* sgd keeps no state */
   ck_assert_ptr_null(cnnb_trainer_slot2(tr));
   cnnb_trainer_destroy(tr);
 
   c.rule = CNNB_OPT_RMSPROP;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
   int64_t n = cnnb_executor_param_count(f.ex);
   for (int64_t i = 0; i < n; ++i) {
     ck_assert_float_eq(cnnb_trainer_slot1(tr)[i], 1.0f);
@@ -376,7 +377,7 @@ START_TEST(trainer_slots) {
 
   /* Adam's t counts applied updates, not the global step the caller passes. */
   c.rule = CNNB_OPT_ADAM;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
   float *w = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
   fill(&f, w, g);
   update_calls = 0;
@@ -401,7 +402,7 @@ START_TEST(trainer_loss_scale_skips_nonfinite) {
   c.auto_loss_scale = true;
   c.inc_loss_scale_every_n = 2;
   cnnb_trainer *tr;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
   ck_assert_float_eq(cnnb_trainer_loss_scale(tr), 64.0f);
   int64_t n = cnnb_executor_param_count(f.ex);
   float *w = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
@@ -429,14 +430,14 @@ START_TEST(trainer_loss_scale_skips_nonfinite) {
 
   /* Without fp16 there is no scaling and no check, even when asked for auto. */
   c.fp16 = false;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
   ck_assert_float_eq(cnnb_trainer_loss_scale(tr), 1.0f);
   cnnb_trainer_destroy(tr);
   free_fixture(&f);
 }
 END_TEST
 
-START_TEST(trainer_from_flags) {
+START_TEST(trainer_from_run_config) {
   fixture f = make_fixture();
   cnnb_flags *flags = cnnb_flags_create();
   ck_assert_int_eq(cnnb_flags_declare_core(flags), CNNB_OK);
@@ -445,8 +446,13 @@ START_TEST(trainer_from_flags) {
   ck_assert_int_eq(cnnb_flags_set(flags, "momentum", "0.8", err, sizeof err), CNNB_OK);
   ck_assert_int_eq(cnnb_flags_set(flags, "init_learning_rate", "0.2", err, sizeof err), CNNB_OK);
   ck_assert_int_eq(cnnb_flags_set(flags, "weight_decay", "0", err, sizeof err), CNNB_OK);
+  /* The flags reach the trainer through the run configuration, read once. */
+  cnnb_run_config cfg;
+  ck_assert_msg(cnnb_run_config_from_flags(flags, &cfg, err, sizeof err) == CNNB_OK, "%s", err);
+  cfg.trainer.lr.examples_per_epoch = 100;
+  cfg.trainer.lr.global_batch_size = 2;
   cnnb_trainer *tr;
-  cnnb_status st = cnnb_trainer_create(f.ctx, flags, f.ex, NULL, 100, 2, &tr);
+  cnnb_status st = cnnb_trainer_create(f.ctx, &cfg.trainer, f.ex, &tr);
   ck_assert_msg(st == CNNB_OK, "%s", cnnb_error_message(f.ctx));
   ck_assert_float_eq(cnnb_trainer_learning_rate(tr, 7), 0.2f);
   ck_assert_ptr_nonnull(cnnb_trainer_slot1(tr));
@@ -481,7 +487,7 @@ START_TEST(trainer_refuses_forward_only) {
   ck_assert_ptr_null(cnnb_executor_grads(ex));
   cnnb_trainer_config c = sgd_config();
   cnnb_trainer *tr = (void *)1;
-  ck_assert_int_eq(cnnb_trainer_create_with_config(ctx, &c, ex, &tr), CNNB_EINVAL);
+  ck_assert_int_eq(cnnb_trainer_create(ctx, &c, ex, &tr), CNNB_EINVAL);
   ck_assert_ptr_null(tr);
   ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), "training"));
   cnnb_executor_destroy(ex);
@@ -507,7 +513,7 @@ int main(void) {
   tcase_add_test(trainer, trainer_decay_runs);
   tcase_add_test(trainer, trainer_slots);
   tcase_add_test(trainer, trainer_loss_scale_skips_nonfinite);
-  tcase_add_test(trainer, trainer_from_flags);
+  tcase_add_test(trainer, trainer_from_run_config);
   tcase_add_test(trainer, trainer_refuses_forward_only);
   suite_add_tcase(s, trainer);
   SRunner *sr = srunner_create(s);

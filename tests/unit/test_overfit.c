@@ -17,6 +17,7 @@
 #include "executor.h"
 #include "graph_internal.h"
 #include "host.h"
+#include "run_config.h"
 #include "trainer.h"
 
 /* The plugin, loaded by the shared test harness as the host loads it. */
@@ -76,8 +77,12 @@ START_TEST(overfits_a_fixed_batch) {
   ck_assert_int_eq(cnnb_flags_set(flags, "optimizer", "momentum", err, sizeof err), CNNB_OK);
   ck_assert_int_eq(cnnb_flags_set(flags, "init_learning_rate", "0.05", err, sizeof err), CNNB_OK);
   ck_assert_int_eq(cnnb_flags_set(flags, "weight_decay", "0", err, sizeof err), CNNB_OK);
+  cnnb_run_config cfg;
+  ck_assert_msg(cnnb_run_config_from_flags(flags, &cfg, err, sizeof err) == CNNB_OK, "%s", err);
+  cfg.trainer.lr.examples_per_epoch = BATCH;
+  cfg.trainer.lr.global_batch_size = BATCH;
   cnnb_trainer *tr;
-  ck_assert_msg(cnnb_trainer_create(ctx, flags, ex, NULL, BATCH, BATCH, &tr) == CNNB_OK, "%s",
+  ck_assert_msg(cnnb_trainer_create(ctx, &cfg.trainer, ex, &tr) == CNNB_OK, "%s",
                 cnnb_error_message(ctx));
 
   float first = 0, loss = 0;

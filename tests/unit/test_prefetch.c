@@ -30,7 +30,7 @@ START_TEST(batches_arrive_in_order) {
   counting_source source = {.next = 0, .fail_at = -1};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 4, 1, 2, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 4, 1, 2, &p), CNNB_OK);
   for (int32_t i = 0; i < 100; i++) {
     const float *images;
     const int32_t *labels;
@@ -49,7 +49,7 @@ START_TEST(failure_after_good_batches) {
   counting_source source = {.next = 0, .fail_at = 3};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 1, 1, 4, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 4, &p), CNNB_OK);
   const float *images;
   const int32_t *labels;
   for (int32_t i = 0; i < 3; i++) {
@@ -67,7 +67,7 @@ START_TEST(destroy_while_full) {
   counting_source source = {.next = 0, .fail_at = -1};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, 1, 1, 1, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 1, &p), CNNB_OK);
   const float *images;
   const int32_t *labels;
   ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);

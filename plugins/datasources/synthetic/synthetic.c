@@ -4,7 +4,11 @@
  *
  * Unlike tf_cnn_benchmarks, whose synthetic labels change every step (its loss stays
  * flat), the labels are fixed: the network can fit them, so a falling loss shows that
- * training really trains. Each rank draws its own batch (seed + rank). */
+ * training really trains. Each shard draws its own batch (seed + shard).
+ *
+ * It imitates the dataset the run names (--data_name): its epoch is that dataset's
+ * training set (or evaluation split), so runs and schedules counted in epochs mean what
+ * they would on the real data. It is the datasource picked when there is no --data_dir. */
 #include <stdlib.h>
 #include <string.h>
 #include <cnnb/cnnb.h>
@@ -14,6 +18,7 @@ typedef struct synthetic {
   int32_t *labels; /* [N] */
   size_t image_count;
   int32_t batch;
+  int64_t examples_per_epoch; /* the imitated dataset's; 0 when the host names none */
 } synthetic;
 
 /* splitmix64: small, seedable, and the same on every platform. */
@@ -50,6 +55,9 @@ static cnnb_status synthetic_create(cnnb_ctx *ctx, const char *name,
     return cnnb_error(ctx, CNNB_ENOMEM, "synthetic: out of memory for a batch of %zu floats",
                       count);
   }
+  /* cfg->dataset and cnnb_dataset_lookup() are ABI 1.3: this plugin needs a 1.3 host. */
+  const cnnb_dataset_info *dataset = cnnb_dataset_lookup(cfg->dataset);
+  if (dataset) s->examples_per_epoch = cfg->training ? dataset->train_examples : dataset->eval_examples;
   uint64_t state = cfg->seed * 1000003ull + (uint64_t)cfg->rank;
   for (size_t i = 0; i < s->image_count; i++) s->images[i] = 2.0f * uniform01(&state) - 1.0f;
   /* tf_cnn_benchmarks draws labels in [0, num_classes - 1). */
@@ -75,8 +83,18 @@ static cnnb_status synthetic_next_batch(void *datasource, float *images, int32_t
 }
 
 static int64_t synthetic_examples_per_epoch(void *datasource) {
-  (void)datasource;
-  return 0; /* infinite: schedules in epochs use the dataset's nominal size */
+  return ((const synthetic *)datasource)->examples_per_epoch;
+}
+
+/* Any run without data on disk: priority 1, so a datasource that reads real data wins
+ * whenever it can, and this one never claims a --data_dir. */
+static int32_t synthetic_probe(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg) {
+  (void)name;
+  if (cfg->data_dir && cfg->data_dir[0]) {
+    cnnb_error(ctx, CNNB_EINVAL, "generates its images and reads no --data_dir");
+    return 0;
+  }
+  return 1;
 }
 
 static const cnnb_datasource_vtable vtable = {
@@ -85,6 +103,7 @@ static const cnnb_datasource_vtable vtable = {
     .destroy = synthetic_destroy,
     .next_batch = synthetic_next_batch,
     .examples_per_epoch = synthetic_examples_per_epoch,
+    .probe = synthetic_probe,
 };
 
 static const char *const offers[] = {"synthetic", NULL};

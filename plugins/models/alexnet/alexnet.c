@@ -15,9 +15,6 @@ static const convnet_model models[] = {
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
-/* CIFAR-10's training set: AlexnetCifar10Model hard-codes it in its schedule. */
-#define CIFAR10_TRAIN_EXAMPLES 50000
-
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   return convnet_describe(ctx, "alexnet", models, NUM_MODELS, name, dataset, info);
@@ -67,15 +64,17 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
 }
 
 /* The CIFAR-10 variant's exponential decay (staircase): 0.1 * 0.1^floor(step /
- * decay_steps), decay_steps = 100 epochs of 50000 images. The ImageNet variant has no
- * schedule of its own (a constant 0.005). learning_rate() is not told the dataset, so
- * the epoch size tells them apart: 50000 is CIFAR-10's training set. */
-static float learning_rate(const char *name, int64_t global_step, int32_t global_batch_size,
-                           int64_t examples_per_epoch) {
-  (void)name;
-  if (examples_per_epoch != CIFAR10_TRAIN_EXAMPLES || global_batch_size <= 0)
+ * decay_steps), decay_steps = 100 epochs (of CIFAR-10's 50000 images in the source; here
+ * the datasource's epoch, or the dataset's when it does not know). The ImageNet variant
+ * has no schedule of its own (a constant 0.005). */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name;
+  if (dataset != CNNB_DATASET_CIFAR10 || global_batch_size <= 0)
     return models[0].default_learning_rate;
-  int64_t decay_steps = 100LL * CIFAR10_TRAIN_EXAMPLES / global_batch_size;
+  if (examples_per_epoch <= 0) examples_per_epoch = cnnb_dataset_lookup(dataset)->train_examples;
+  int64_t decay_steps = 100LL * examples_per_epoch / global_batch_size;
   if (decay_steps < 1) decay_steps = 1;
   return models[1].default_learning_rate * powf(0.1f, (float)(global_step / decay_steps));
 }
@@ -83,7 +82,7 @@ static float learning_rate(const char *name, int64_t global_step, int32_t global
 static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable),
                                          .describe = describe,
                                          .build = build,
-                                         .learning_rate = learning_rate};
+                                         .learning_rate_at = learning_rate_at};
 
 static const char *const offers[] = {"alexnet", NULL};
 

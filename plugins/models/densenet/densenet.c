@@ -64,12 +64,15 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
 }
 
 /* DensenetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0001 with boundaries at
- * epochs 150, 225 and 300 of CIFAR-10's 50000 images (a constant in the source). */
-static float learning_rate(const char *name, int64_t global_step, int32_t global_batch_size,
-                           int64_t examples_per_epoch) {
-  (void)name;
-  (void)examples_per_epoch;
-  int64_t batches_per_epoch = 50000 / (global_batch_size > 0 ? global_batch_size : 1);
+ * epochs 150, 225 and 300 of the epoch (CIFAR-10's 50000 images in the source; here the
+ * datasource's, which is that for synthetic data, or the dataset's when it does not know). */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name;
+  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
+  if (examples_per_epoch <= 0) examples_per_epoch = facts ? facts->train_examples : 1;
+  int64_t batches_per_epoch = examples_per_epoch / (global_batch_size > 0 ? global_batch_size : 1);
   const int64_t boundaries[3] = {batches_per_epoch * 150, batches_per_epoch * 225,
                                  batches_per_epoch * 300};
   static const float values[4] = {0.1f, 0.01f, 0.001f, 0.0001f};
@@ -79,7 +82,7 @@ static float learning_rate(const char *name, int64_t global_step, int32_t global
 static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable),
                                          .describe = describe,
                                          .build = build,
-                                         .learning_rate = learning_rate};
+                                         .learning_rate_at = learning_rate_at};
 
 static const char *const offers[] = {"densenet40_k12", "densenet100_k12", "densenet100_k24",
                                      NULL};

@@ -85,10 +85,9 @@ static cnnb_tensor cifar10(convnet *cn, cnnb_tensor x, const int32_t counts[3], 
 }
 
 /* --resnet_base_lr: the ImageNet ResNets' base learning rate at batch 256 (0.128 when
- * unset), as tf_cnn_benchmarks' flag. The learning_rate hook gets no ctx, so build() —
- * which runs before the first step's learning rate is asked for — reads the flag here. */
+ * unset), as tf_cnn_benchmarks' flag. build() checks it, so a bad value stops the run
+ * before it starts; the schedule reads it through its ctx at every step. */
 #define BASE_LR_FLAG "resnet_base_lr"
-static double base_lr_override; /* 0: the model's own */
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
   return cnnb_flag_declare(registry, BASE_LR_FLAG, CNNB_FLAG_FLOAT, "0",
@@ -105,7 +104,6 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!(base_lr >= 0.0 && base_lr < 1e6))
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be in [0, 1e6) (0: the model's 0.128)",
                       BASE_LR_FLAG, base_lr);
-  base_lr_override = base_lr;
   const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
   if (!m) return st;
   const int32_t *counts = layer_counts[m - models];
@@ -117,20 +115,25 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   return convnet_finish(&cn, ctx, name, x);
 }
 
-/* ResnetModel.get_learning_rate: 0.128 (or --resnet_base_lr) scaled by batch / 256, linear warm-up over 5
- * epochs, then piecewise constant dropping 10x at epochs 30, 60, 80 and 90 (of
- * ImageNet's 1281167 images, a constant in the source).
- * ResnetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0002 with boundaries at
- * epochs 82, 123 and 300 of 50000 images, not scaled by batch size. */
-static float learning_rate(const char *name, int64_t global_step, int32_t global_batch_size,
-                           int64_t examples_per_epoch) {
-  (void)examples_per_epoch; /* the source hard-codes each dataset's epoch */
+/* ResnetModel.get_learning_rate: 0.128 (or --resnet_base_lr) scaled by batch / 256,
+ * linear warm-up over 5 epochs, then piecewise constant dropping 10x at epochs 30, 60,
+ * 80 and 90. ResnetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0002 with
+ * boundaries at epochs 82, 123 and 300, not scaled by batch size. The source counts
+ * epochs of each dataset's training set; here of the datasource's epoch, which is that
+ * for synthetic data and the full dataset (the dataset's own when the datasource does
+ * not know). */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
   if (global_batch_size <= 0) global_batch_size = 1;
-  const convnet_model *m = convnet_find(models, NUM_MODELS, name, CNNB_DATASET_IMAGENET);
-  if (m) {
-    double base_lr = base_lr_override > 0.0 ? base_lr_override : m->default_learning_rate;
+  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
+  if (examples_per_epoch <= 0 && facts) examples_per_epoch = facts->train_examples;
+  double batches_per_epoch = (double)examples_per_epoch / global_batch_size;
+  const convnet_model *m = convnet_find(models, NUM_MODELS, name, dataset);
+  if (m && dataset == CNNB_DATASET_IMAGENET) {
+    double base_lr = cnnb_flag_float(ctx, BASE_LR_FLAG);
+    if (!(base_lr > 0.0)) base_lr = m->default_learning_rate;
     double rescaled = base_lr * global_batch_size / 256.0;
-    double batches_per_epoch = 1281167.0 / global_batch_size;
     static const double epochs[4] = {30, 60, 80, 90};
     int64_t boundaries[4];
     float values[5];
@@ -142,9 +145,9 @@ static float learning_rate(const char *name, int64_t global_step, int32_t global
       return (float)(rescaled * (double)global_step / (double)warmup_steps);
     return convnet_piecewise(global_step, 4, boundaries, values);
   }
-  int64_t batches_per_epoch = 50000 / global_batch_size;
-  const int64_t boundaries[3] = {batches_per_epoch * 82, batches_per_epoch * 123,
-                                 batches_per_epoch * 300};
+  /* The source's int(num_examples / batch). */
+  int64_t whole_batches = (int64_t)batches_per_epoch;
+  const int64_t boundaries[3] = {whole_batches * 82, whole_batches * 123, whole_batches * 300};
   static const float values[4] = {0.1f, 0.01f, 0.001f, 0.0002f};
   return convnet_piecewise(global_step, 3, boundaries, values);
 }
@@ -152,7 +155,7 @@ static float learning_rate(const char *name, int64_t global_step, int32_t global
 static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable),
                                          .describe = describe,
                                          .build = build,
-                                         .learning_rate = learning_rate};
+                                         .learning_rate_at = learning_rate_at};
 
 static const char *const offers[] = {
     "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152",

@@ -42,7 +42,8 @@ extern "C" {
  *                 1.3 added dataset facts (dataset.h); per-instance get_extension on the
  *                     device, strategy and datasource vtables; the device's supports_op;
  *                     the model's learning_rate_at (with its ctx); the datasource's
- *                     probe and its config's dataset; cnnb_main() (main.h). */
+ *                     probe and its config's dataset; cnnb_main() (main.h);
+ *                     CNNB_ENUMERIC. */
 #define CNNB_ABI_MINOR 3
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
@@ -64,7 +65,10 @@ typedef enum cnnb_status {
   CNNB_EDATA = 5,       /* corrupt input data */
   CNNB_ECOMM = 6,       /* communication with another rank failed */
   CNNB_EINTERNAL = 7,   /* a bug: an invariant did not hold */
-  CNNB_ENOTFOUND = 8    /* a name that nothing offers */
+  CNNB_ENOTFOUND = 8,   /* a name that nothing offers */
+  /* ABI 1.3 */
+  CNNB_ENUMERIC = 9     /* the numbers went wrong at run time: a loss or gradient is not
+                           finite (training diverged) */
 } cnnb_status;
 
 typedef enum cnnb_plugin_kind {

@@ -43,11 +43,13 @@ typedef struct cnnb_model_vtable {
                          int64_t examples_per_epoch);
   /* ABI 1.3 */
   /* [optional] [step-thread] per step: learning_rate with the model's ctx, so a schedule
-   * can read the plugin's own flags (cnnb_flag_float(ctx, ...)) without keeping state.
-   * `examples_per_epoch` is the datasource's epoch (cnnb_datasource_vtable
-   * .examples_per_epoch), so epochs mean the same to the model as to the host. */
-  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, int64_t global_step,
-                            int32_t global_batch_size, int64_t examples_per_epoch);
+   * can read the plugin's own flags (cnnb_flag_float(ctx, ...)) without keeping state,
+   * and the dataset, as describe and build get it. `examples_per_epoch` is the
+   * datasource's epoch (cnnb_datasource_vtable.examples_per_epoch), so epochs mean the
+   * same to the model as to the host; 0 when the datasource does not know it. */
+  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                            int64_t global_step, int32_t global_batch_size,
+                            int64_t examples_per_epoch);
 } cnnb_model_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -1,0 +1,74 @@
+/* run_config.h — one run, as the core's flags describe it: parsed and validated once, at
+ * the top, into typed fields. Everything below the command line (setup, trainer,
+ * learning-rate schedule, run loop, report) takes this struct and never reads a flag.
+ * Plugins still read their own flags through their ctx. Host-internal.
+ *
+ * Strings are borrowed from the flag table, which outlives the run. Values the user
+ * left to a plugin are 0 here ("the model's default batch size") and resolved at setup,
+ * where the plugin's answer is known. */
+#ifndef CNNB_RUN_CONFIG_H
+#define CNNB_RUN_CONFIG_H
+
+#include <stdbool.h>
+#include <cnnb/dataset.h>
+#include "host.h"
+#include "trainer.h"
+
+typedef enum cnnb_run_mode {
+  CNNB_MODE_TRAIN = 1,       /* forward, backward, update */
+  CNNB_MODE_FORWARD_ONLY = 2,/* --forward_only: inference speed */
+  CNNB_MODE_EVAL = 3         /* --eval: forward with accuracy */
+} cnnb_run_mode;
+
+typedef struct cnnb_run_config {
+  /* Plugins, by the names users pick them with. datasource "" lets the datasources'
+   * probes choose. */
+  const char *model, *device, *strategy, *datasource;
+  cnnb_run_mode mode;
+  bool model_info;                /* --model_info: describe the model, run nothing */
+
+  /* Data. */
+  const cnnb_dataset_info *dataset; /* --data_name (imagenet when empty) */
+  const char *data_dir;           /* "" for none */
+  int32_t num_classes;            /* the dataset's unless --num_classes */
+  int32_t image_size;             /* 0: the model's */
+  int32_t batch_size;             /* per replica; 0: the model's default */
+  uint64_t seed;
+
+  /* Steps. Exactly one of num_batches and num_epochs counts the timed steps. */
+  int64_t num_batches;
+  double num_epochs;              /* > 0 when --num_epochs was given */
+  int64_t num_warmup_batches;
+  int64_t display_every;
+  bool print_accuracy;            /* --print_training_accuracy, or any run without updates */
+
+  /* Devices. */
+  int32_t num_replicas;           /* --num_gpus */
+  int32_t num_threads;            /* --num_intra_threads; 0: the device's choice */
+  uint32_t precision;             /* cnnb_precision */
+  const char *precision_flag;     /* "--precision=bf16" / "--use_fp16": what asked for it */
+  const char *data_format;        /* shown in the report only */
+
+  /* Distribution. */
+  const char *all_reduce_spec;    /* "" when not given */
+  int64_t gradient_bucket_bytes;
+
+  /* Optimization: the optimizer, loss scaling and the learning-rate flags. The
+   * schedule's dataset-dependent part (epoch size, global batch, the model's hook) is
+   * filled at setup. */
+  cnnb_trainer_config trainer;
+} cnnb_run_config;
+
+/* The most --num_intra_threads may ask for: oversubscribing the cores this many times
+ * over only slows a run, and far larger counts exhaust the OpenMP runtime. */
+#define CNNB_MAX_THREADS_PER_CORE 4
+
+/* Reads and checks every core flag. On a bad value or combination: CNNB_EINVAL with a
+ * message naming the flag(s) in err (exit status 2). */
+cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                       size_t err_size);
+
+/* "training" | "forward-only" | "evaluation". */
+const char *cnnb_run_mode_name(cnnb_run_mode mode);
+
+#endif
