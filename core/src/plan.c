@@ -101,31 +101,34 @@ static int32_t add_buffer(cnnb_plan *p, uint32_t kind, cnnb_tensor t, int32_t fi
 
 /* ---- offsets: greedy best-fit by size ---------------------------------------------- */
 
-static const cnnb_plan_buffer *sort_buffers;
+/* qsort (C11: no user pointer) sorts these, so each entry carries its own keys. */
+typedef struct sort_entry {
+  size_t key;      /* bytes (placement order) or offset (gaps) */
+  int32_t first;   /* among equal sizes, the buffer alive first is placed first */
+  int32_t index;   /* the buffer; the last tie-break, so the order is total */
+} sort_entry;
 
 static int by_size_desc(const void *a, const void *b) {
-  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
-  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
-  if (x->bytes != y->bytes)
-    return x->bytes > y->bytes ? -1 : 1;
+  const sort_entry *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
   if (x->first != y->first)
     return x->first < y->first ? -1 : 1;
-  return *(const int32_t *)a - *(const int32_t *)b;
+  return x->index - y->index;
 }
 
 static int by_offset(const void *a, const void *b) {
-  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
-  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
-  if (x->offset != y->offset)
-    return x->offset < y->offset ? -1 : 1;
-  return *(const int32_t *)a - *(const int32_t *)b;
+  const sort_entry *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return x->index - y->index;
 }
 
 static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
   int32_t nb = p->num_buffers;
-  int32_t *order = malloc(sizeof *order * (size_t)(nb ? nb : 1));
+  sort_entry *order = malloc(sizeof *order * (size_t)(nb ? nb : 1));
   int32_t *placed = malloc(sizeof *placed * (size_t)(nb ? nb : 1));
-  int32_t *live = malloc(sizeof *live * (size_t)(nb ? nb : 1));
+  sort_entry *live = malloc(sizeof *live * (size_t)(nb ? nb : 1));
   if (!order || !placed || !live) {
     free(order);
     free(placed);
@@ -133,24 +136,22 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
     return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
   }
   for (int32_t i = 0; i < nb; ++i)
-    order[i] = i;
-  /* qsort has no user pointer in C11; the plan is built on one thread at a time. */
-  sort_buffers = p->buffers;
+    order[i] = (sort_entry){.key = p->buffers[i].bytes, .first = p->buffers[i].first, .index = i};
   qsort(order, (size_t)nb, sizeof *order, by_size_desc);
   int32_t num_placed = 0;
   size_t arena = 0;
   for (int32_t i = 0; i < nb; ++i) {
-    cnnb_plan_buffer *b = &p->buffers[order[i]];
+    cnnb_plan_buffer *b = &p->buffers[order[i].index];
     int32_t num_live = 0;
     for (int32_t j = 0; j < num_placed; ++j) {
       const cnnb_plan_buffer *o = &p->buffers[placed[j]];
       if (o->first <= b->last && b->first <= o->last)
-        live[num_live++] = placed[j];
+        live[num_live++] = (sort_entry){.key = o->offset, .index = placed[j]};
     }
     qsort(live, (size_t)num_live, sizeof *live, by_offset);
     size_t need = align_up(b->bytes), cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
     for (int32_t j = 0; j < num_live; ++j) {
-      const cnnb_plan_buffer *o = &p->buffers[live[j]];
+      const cnnb_plan_buffer *o = &p->buffers[live[j].index];
       if (o->offset > cursor) {
         size_t gap = o->offset - cursor;
         if (gap >= need && gap < best_gap) {
@@ -165,7 +166,7 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
     b->offset = best != SIZE_MAX ? best : cursor;
     if (b->offset + need > arena)
       arena = b->offset + need;
-    placed[num_placed++] = order[i];
+    placed[num_placed++] = order[i].index;
   }
   p->arena_bytes = arena;
   free(order);
