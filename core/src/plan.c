@@ -9,66 +9,11 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "op_table.h"
 
+/* The op table's rule (op_table.c), kept under the planner's name for its callers. */
 void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output) {
-  *inputs = 0;
-  *output = false;
-  switch (node->op) {
-  case CNNB_OP_INPUT:
-  case CNNB_OP_LABELS:
-    break; /* no backward */
-  case CNNB_OP_CONV2D:
-  case CNNB_OP_DENSE:
-    /* Weight gradients need the input; backward-data needs only weights and dy. */
-    *inputs = 1u;
-    /* A fused ReLU masks dy by the output's sign inside the node. */
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_BATCH_NORM:
-    /* Batch statistics are saved inside the device's node state, but dx and the
-     * scale/offset gradients still need x itself. */
-    *inputs = 1u;
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_ADD:
-    /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_RELU:
-    *output = true; /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd) */
-    break;
-  case CNNB_OP_RELU6:
-    /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
-     * input does, so keep the output, as for relu. The input (usually a batch norm's
-     * output) is then free once forward has read it, and a device may run it in place
-     * (oneDNN clip_v2_use_dst_for_bwd). */
-    *output = true;
-    break;
-  case CNNB_OP_MAX_POOL:
-  case CNNB_OP_LRN:
-    /* Both re-derive where the maximum / the normaliser came from; keeping both sides
-     * stays correct whether a device keeps a workspace or recomputes. */
-    *inputs = 1u;
-    *output = true;
-    break;
-  case CNNB_OP_AVG_POOL:
-  case CNNB_OP_GLOBAL_AVG_POOL:
-  case CNNB_OP_DROPOUT: /* the mask lives in the device's node state */
-  case CNNB_OP_CONCAT:
-  case CNNB_OP_PAD_CHANNELS: /* dx is dy's middle channels */
-  case CNNB_OP_RESHAPE:
-    break; /* shapes alone are enough */
-  case CNNB_OP_SOFTMAX_XENT:
-    /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
-     * and they are a few bytes: keep them rather than trust a device to copy them. */
-    *inputs = node->num_inputs > 1 ? 2u : 0u;
-    break;
-  default:
-    /* An op this table does not know: keep everything it could read. */
-    *inputs = ~0u;
-    *output = true;
-    break;
-  }
+  cnnb_op_backward_reads(node, inputs, output);
 }
 
 static bool reads_input(uint32_t mask, int32_t k) { return (mask >> (k < 31 ? k : 31)) & 1u; }
@@ -188,13 +133,12 @@ int32_t cnnb_plan_fuse_relus(cnnb_graph *g, uint32_t ops) {
       continue;
     cnnb_tensor b = relu->inputs[0];
     const cnnb_node *prod = cnnb_graph_node(g, b);
+    const cnnb_op_row *row = cnnb_op_row_of(prod->op);
     int32_t count = 0;
     cnnb_graph_consumers(g, b, &count);
     /* Fusing changes what every reader of b sees, so only b's sole reader may be the
      * ReLU; the logits stay as the model wrote them. */
-    bool fusable = prod->op < 32 && (ops & CNNB_FUSE_OP(prod->op)) &&
-                   (prod->op == CNNB_OP_CONV2D || prod->op == CNNB_OP_BATCH_NORM ||
-                    prod->op == CNNB_OP_ADD); /* the residual add + ReLU of ResNets */
+    bool fusable = row && row->fuse_relu && prod->op < 32 && (ops & CNNB_FUSE_OP(prod->op));
     if (!fusable || prod->fused_relu || count != 1 || b == logits)
       continue;
     if (cnnb_graph_set_fused_relu(g, b, 1) == CNNB_OK)

@@ -1,0 +1,151 @@
+/* test_op_table.c — the op table (core/src/op_table.c): every op code has a whole row
+ * indexed by its op, with a unique name and an ABI minor no newer than this SDK's; the
+ * ReLU fusion sets, backward reads and FLOPs it derives. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cnnb/cnnb.h>
+#include "graph_internal.h"
+#include "host.h"
+#include "op_table.h"
+#include "plan.h"
+
+static cnnb_ctx *ctx;
+static void setup(void) { ctx = cnnb_ctx_create("test", NULL); }
+static void teardown(void) { cnnb_ctx_destroy(ctx); }
+
+#define ck_assert_message_has(needle)                                                     \
+  ck_assert_msg(strstr(cnnb_error_message(ctx), (needle)) != NULL, "message '%s' lacks '%s'", \
+                cnnb_error_message(ctx), (needle))
+
+START_TEST(rows_complete) {
+  for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++) {
+    const cnnb_op_row *row = cnnb_op_row_of(op);
+    ck_assert_msg(row != NULL, "op %u has no row", op);
+    ck_assert_uint_eq(row->op, op);
+    ck_assert_msg(row->name && row->name[0], "op %u has no name", op);
+    ck_assert_str_eq(cnnb_op_name(op), row->name);
+    ck_assert_msg(row->min_inputs >= 0 && row->max_inputs >= row->min_inputs,
+                  "%s: arity %d..%d", row->name, row->min_inputs, row->max_inputs);
+    ck_assert_msg(row->infer != NULL, "%s has no shape rule", row->name);
+    ck_assert_msg(row->flops != NULL, "%s has no FLOPs rule", row->name);
+    ck_assert_msg(row->backward_output >= CNNB_OP_OUTPUT_UNREAD &&
+                      row->backward_output <= CNNB_OP_OUTPUT_READ_IF_FUSED,
+                  "%s: backward reads of its output not stated (%u)", row->name,
+                  row->backward_output);
+    ck_assert_msg(row->since_minor <= CNNB_ABI_MINOR, "%s since ABI 1.%u, this SDK is 1.%d",
+                  row->name, row->since_minor, CNNB_ABI_MINOR);
+    ck_assert_msg(row->fuse_relu || !row->fuse_relu_ext, "%s: an extension for no fusion",
+                  row->name);
+    for (uint32_t other = 1; other < op; other++)
+      ck_assert_msg(strcmp(cnnb_op_row_of(other)->name, row->name) != 0,
+                    "ops %u and %u are both '%s'", other, op, row->name);
+  }
+  ck_assert_ptr_null(cnnb_op_row_of(0));
+  ck_assert_ptr_null(cnnb_op_row_of(CNNB_OP_COUNT_));
+  ck_assert_ptr_null(cnnb_op_row_of(99));
+  ck_assert_str_eq(cnnb_op_name(99), "unknown");
+}
+END_TEST
+
+START_TEST(since_minor) {
+  /* The versions graph.h and abi.h state; they never change once released. */
+  ck_assert_uint_eq(cnnb_op_row_of(CNNB_OP_CONV2D)->since_minor, 0);
+  ck_assert_uint_eq(cnnb_op_row_of(CNNB_OP_SOFTMAX_XENT)->since_minor, 0);
+  ck_assert_uint_eq(cnnb_op_row_of(CNNB_OP_RELU6)->since_minor, 1);
+  ck_assert_uint_eq(cnnb_op_row_of(CNNB_OP_PAD_CHANNELS)->since_minor, 2);
+  for (uint32_t op = 1; op < CNNB_OP_RELU6; op++)
+    ck_assert_uint_eq(cnnb_op_row_of(op)->since_minor, 0);
+}
+END_TEST
+
+static int only_add_ext(void *user, const char *id) {
+  ++*(int *)user;
+  return strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0;
+}
+
+static int no_ext(void *user, const char *id) {
+  ++*(int *)user;
+  return 0;
+}
+
+START_TEST(relu_fusion_sets) {
+  const uint32_t v10 = CNNB_FUSE_OP(CNNB_OP_CONV2D) | CNNB_FUSE_OP(CNNB_OP_BATCH_NORM);
+  ck_assert_uint_eq(CNNB_FUSE_ABI_1_0, v10);
+  ck_assert_uint_eq(CNNB_FUSE_ALL, v10 | CNNB_FUSE_OP(CNNB_OP_ADD));
+  int asked = 0;
+  ck_assert_uint_eq(cnnb_ops_relu_fusion(only_add_ext, &asked), CNNB_FUSE_ALL);
+  ck_assert_int_eq(asked, 1); /* only rows behind an extension ask */
+  asked = 0;
+  ck_assert_uint_eq(cnnb_ops_relu_fusion(no_ext, &asked), v10);
+  ck_assert_int_eq(asked, 1);
+}
+END_TEST
+
+START_TEST(backward_reads) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
+  cnnb_tensor c = cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 5, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor p = cnnb_global_avg_pool(g, "p", c);
+  cnnb_tensor l = cnnb_dense(g, "logits", p, CNNB_DENSE(.units = 5));
+  cnnb_graph_set_logits(g, l);
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  uint32_t mask;
+  bool out;
+  cnnb_op_backward_reads(cnnb_graph_node(g, c), &mask, &out);
+  ck_assert_uint_eq(mask, 1);
+  ck_assert(!out);
+  ck_assert_int_eq(cnnb_graph_set_fused_relu(g, c, 1), CNNB_OK);
+  cnnb_op_backward_reads(cnnb_graph_node(g, c), &mask, &out);
+  ck_assert_uint_eq(mask, 1);
+  ck_assert(out); /* the fused ReLU's mask */
+  cnnb_op_backward_reads(cnnb_graph_node(g, cnnb_graph_loss(g)), &mask, &out);
+  ck_assert_uint_eq(mask, 2); /* the labels, not the logits */
+  ck_assert(!out);
+  cnnb_op_backward_reads(cnnb_graph_node(g, 0), &mask, &out);
+  ck_assert_uint_eq(mask, 0);
+  ck_assert(!out);
+  /* An op the host does not know keeps everything. */
+  cnnb_node unknown = *cnnb_graph_node(g, p);
+  unknown.op = 99;
+  cnnb_op_backward_reads(&unknown, &mask, &out);
+  ck_assert_uint_eq(mask, ~0u);
+  ck_assert(out);
+  /* A fused ReLU counts 1 per output element on top of the op's own FLOPs. */
+  int64_t flops, matmul;
+  cnnb_op_flops(g, cnnb_graph_node(g, c), &flops, &matmul);
+  ck_assert_int_eq(matmul, 2 * 3 * 5 * 16);
+  ck_assert_int_eq(flops, matmul + 5 * 16);
+  cnnb_op_flops(g, &unknown, &flops, &matmul);
+  ck_assert_int_eq(flops, 0);
+  ck_assert_int_eq(matmul, 0);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(arity_refused_by_name) {
+  cnnb_graph *g = cnnb_graph_create(1, 3, 4, 4, 5);
+  ck_assert_int_eq(cnnb_concat(g, "cat", 0, NULL), CNNB_NO_TENSOR);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_EINVAL);
+  ck_assert_str_eq(cnnb_graph_error(g), "concat 'cat': count 0 must be >= 1");
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("op_table");
+  TCase *tc = tcase_create("table");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, rows_complete);
+  tcase_add_test(tc, since_minor);
+  tcase_add_test(tc, relu_fusion_sets);
+  tcase_add_test(tc, backward_reads);
+  tcase_add_test(tc, arity_refused_by_name);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed != 0;
+}
