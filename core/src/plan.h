@@ -75,7 +75,8 @@ void cnnb_plan_destroy(cnnb_plan *plan);
 /* Ops a device applies fused_relu to, as bits (1u << op). Which ops take a fused ReLU,
  * and which extension a device needs for each, are their op table rows (fuse_relu,
  * fuse_relu_ext): ABI_1_0 is what every device does (conv2d, batch norm), ALL adds the
- * ops behind an extension (add, CNNB_EXT_FUSED_RELU_ADD). */
+ * ops behind an extension (add, CNNB_EXT_FUSED_RELU_ADD). For a real device,
+ * cnnb_ops_device_relu_fusion (op_device.h) asks it. */
 #define CNNB_FUSE_OP(op) (1u << (op))
 #define CNNB_FUSE_ABI_1_0 (cnnb_ops_relu_fusion(NULL, NULL))
 #define CNNB_FUSE_ALL (cnnb_ops_relu_fusion(cnnb_ops_every_ext, NULL))

@@ -1,6 +1,8 @@
 /* test_op_table.c — the op table (core/src/op_table.c): every op code has a whole row
  * indexed by its op, with a unique name and an ABI minor no newer than this SDK's; the
- * ReLU fusion sets, backward reads and FLOPs it derives. */
+ * ReLU fusion sets and backward reads it derives; and cnnb_ops_check_device
+ * (op_device.c), which refuses a device lacking an op before anything is allocated,
+ * against fake device vtables. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <cnnb/cnnb.h>
 #include "graph_internal.h"
 #include "host.h"
+#include "op_device.h"
 #include "op_table.h"
 #include "plan.h"
 
@@ -133,6 +136,157 @@ START_TEST(arity_refused_by_name) {
 }
 END_TEST
 
+/* ---- cnnb_ops_check_device with fake devices -------------------------------------------- */
+
+typedef struct fake_device {
+  uint32_t refuse;   /* op it says no to; 0: none */
+  int asked[CNNB_OP_COUNT_ + 1];
+} fake_device;
+
+static int32_t fake_supports_op(void *device, uint32_t op) {
+  fake_device *d = device;
+  d->asked[op < CNNB_OP_COUNT_ ? op : CNNB_OP_COUNT_]++;
+  return op != d->refuse;
+}
+
+/* Nothing may be allocated or sized before the check passes. */
+static cnnb_status fake_alloc(void *device, size_t bytes, void **ptr) {
+  ck_abort_msg("alloc called during the op check");
+  return CNNB_EINTERNAL;
+}
+
+static cnnb_status fake_tensor_bytes(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                     size_t *bytes) {
+  ck_abort_msg("tensor_bytes called during the op check");
+  return CNNB_EINTERNAL;
+}
+
+static cnnb_device_vtable fake_vtable(bool with_supports_op) {
+  return (cnnb_device_vtable){.struct_size = sizeof(cnnb_device_vtable),
+                              .alloc = fake_alloc,
+                              .tensor_bytes = fake_tensor_bytes,
+                              .supports_op = with_supports_op ? fake_supports_op : NULL};
+}
+
+/* input -> conv -> relu6 "act1" -> pad_channels -> relu6 "act2" -> relu6 -> gap -> dense,
+ * and the loss. */
+static cnnb_graph *mobile_graph(void) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 6, 6, 5);
+  cnnb_tensor t = cnnb_conv2d(g, "conv", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
+  t = cnnb_relu6(g, "act1", t);
+  t = cnnb_pad_channels(g, "pad", t, 1, 1);
+  t = cnnb_relu6(g, "act2", t);
+  t = cnnb_relu6(g, "act3", t);
+  t = cnnb_global_avg_pool(g, "gap", t);
+  cnnb_graph_set_logits(g, cnnb_dense(g, "logits", t, CNNB_DENSE(.units = 5)));
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  return g;
+}
+
+START_TEST(check_refused_op_named) {
+  cnnb_graph *g = mobile_graph();
+  cnnb_device_vtable dv = fake_vtable(true);
+  fake_device dev = {.refuse = CNNB_OP_RELU6};
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"),
+                   CNNB_EUNSUPPORTED);
+  ck_assert_message_has("device 'fake' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
+  ck_assert_message_has("the device says it does not support relu6");
+  ck_assert_int_eq(dev.asked[CNNB_OP_RELU6], 1);
+  ck_assert_int_eq(dev.asked[CNNB_OP_PAD_CHANNELS], 0); /* stops at the first refusal */
+  cnnb_clear_error(ctx);
+
+  /* Refusing an op used once: no "more" clause. */
+  dev = (fake_device){.refuse = CNNB_OP_PAD_CHANNELS};
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"),
+                   CNNB_EUNSUPPORTED);
+  ck_assert_message_has("cannot run op pad_channels, which node 'pad' uses: the device says");
+  cnnb_clear_error(ctx);
+
+  /* Even the host's own nodes are asked about: a device must run the loss too. */
+  dev = (fake_device){.refuse = CNNB_OP_SOFTMAX_XENT};
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"),
+                   CNNB_EUNSUPPORTED);
+  ck_assert_message_has("op softmax_xent, which node 'loss' uses");
+  cnnb_clear_error(ctx);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(check_old_minor_refuses_newer_op) {
+  cnnb_graph *g = mobile_graph();
+  cnnb_device_vtable dv = fake_vtable(false);
+  fake_device dev = {0};
+  /* Built for 1.0, no supports_op: relu6 (1.1) comes first in node order. */
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 0, "old"), CNNB_EUNSUPPORTED);
+  ck_assert_message_has("device 'old' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
+  ck_assert_message_has("built for cnnbench ABI 1.0, before relu6 was added in ABI 1.1; "
+                        "rebuild it against the 1.1 SDK or newer");
+  cnnb_clear_error(ctx);
+  /* Built for 1.1: relu6 is fine, pad_channels (1.2) is not. */
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 1, "old"), CNNB_EUNSUPPORTED);
+  ck_assert_message_has("op pad_channels, which node 'pad' uses: the device was built for "
+                        "cnnbench ABI 1.1, before pad_channels was added in ABI 1.2");
+  cnnb_clear_error(ctx);
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 2, "old"), CNNB_OK);
+
+  /* A supports_op that says yes to an op from after its minor is not believed. */
+  dv = fake_vtable(true);
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 1, "liar"), CNNB_EUNSUPPORTED);
+  ck_assert_message_has("built for cnnbench ABI 1.1, before pad_channels");
+  cnnb_clear_error(ctx);
+
+  /* A 1.2-sized vtable has no supports_op slot, whatever lies past its end. */
+  dev = (fake_device){.refuse = CNNB_OP_RELU6};
+  dv.struct_size = (uint32_t)offsetof(cnnb_device_vtable, supports_op);
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 2, "old"), CNNB_OK);
+  ck_assert_int_eq(dev.asked[CNNB_OP_RELU6], 0);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(check_accepting_device) {
+  cnnb_graph *g = mobile_graph();
+  cnnb_device_vtable dv = fake_vtable(true);
+  fake_device dev = {0};
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"), CNNB_OK);
+  ck_assert_str_eq(cnnb_error_message(ctx), "");
+  /* Each distinct op once. */
+  int distinct = 0;
+  for (uint32_t op = 0; op <= CNNB_OP_COUNT_; op++) {
+    ck_assert_int_le(dev.asked[op], 1);
+    distinct += dev.asked[op];
+  }
+  ck_assert_int_eq(distinct, 8); /* input conv relu6 pad gap dense labels loss */
+  ck_assert_int_eq(dev.asked[CNNB_OP_RELU6], 1);
+  ck_assert_int_eq(dev.asked[CNNB_OP_LABELS], 1);
+
+  /* A failed graph, or no device, is not checked. */
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, NULL, &dev, CNNB_ABI_MINOR, "fake"), CNNB_EINVAL);
+  cnnb_clear_error(ctx);
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(1, 3, 2, 2, 5);
+  cnnb_max_pool(g, "p", 0, CNNB_POOL(.kernel_h = 3, .kernel_w = 3));
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"), CNNB_EINVAL);
+  ck_assert_message_has("graph has an error");
+  cnnb_clear_error(ctx);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
+/* An op code this host has no row for (a patched node) is refused by number. */
+START_TEST(check_unknown_op) {
+  cnnb_graph *g = mobile_graph();
+  ((cnnb_node *)cnnb_graph_node(g, cnnb_graph_find_node(g, "act2")))->op = 99;
+  cnnb_device_vtable dv = fake_vtable(true);
+  fake_device dev = {0};
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"),
+                   CNNB_EUNSUPPORTED);
+  ck_assert_message_has("device 'fake' cannot run op 99, which node 'act2' uses");
+  cnnb_clear_error(ctx);
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("op_table");
   TCase *tc = tcase_create("table");
@@ -142,6 +296,10 @@ int main(void) {
   tcase_add_test(tc, relu_fusion_sets);
   tcase_add_test(tc, backward_reads);
   tcase_add_test(tc, arity_refused_by_name);
+  tcase_add_test(tc, check_refused_op_named);
+  tcase_add_test(tc, check_old_minor_refuses_newer_op);
+  tcase_add_test(tc, check_accepting_device);
+  tcase_add_test(tc, check_unknown_op);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
