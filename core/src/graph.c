@@ -1,6 +1,7 @@
 /* graph.c — the graph's lifetime, names and scopes, its sticky first error, node and
  * parameter storage, and the read side of the IR (graph.h, graph_internal.h). The op
- * builders and their shape inference live in graph_build.c.
+ * builders live in graph_build.c; what each op is (name, shape rule, params) is its row
+ * in the op table (op_table.c).
  *
  * The first error wins: once the graph has failed, no node is added any more, so a model
  * written as straight-line builder calls reports the real cause, not its consequences. */
@@ -10,31 +11,6 @@
 #include <string.h>
 
 #include "graph_impl.h"
-
-static const char *const op_names[CNNB_OP_COUNT_] = {
-    [CNNB_OP_INPUT] = "input",
-    [CNNB_OP_LABELS] = "labels",
-    [CNNB_OP_CONV2D] = "conv2d",
-    [CNNB_OP_BATCH_NORM] = "batch_norm",
-    [CNNB_OP_RELU] = "relu",
-    [CNNB_OP_MAX_POOL] = "max_pool",
-    [CNNB_OP_AVG_POOL] = "avg_pool",
-    [CNNB_OP_GLOBAL_AVG_POOL] = "global_avg_pool",
-    [CNNB_OP_LRN] = "lrn",
-    [CNNB_OP_DENSE] = "dense",
-    [CNNB_OP_DROPOUT] = "dropout",
-    [CNNB_OP_CONCAT] = "concat",
-    [CNNB_OP_ADD] = "add",
-    [CNNB_OP_RESHAPE] = "reshape",
-    [CNNB_OP_SOFTMAX_XENT] = "softmax_xent",
-    [CNNB_OP_RELU6] = "relu6",
-    [CNNB_OP_PAD_CHANNELS] = "pad_channels",
-};
-
-const char *cnnb_op_name(uint32_t op) {
-  if (op >= CNNB_OP_COUNT_ || !op_names[op]) return "unknown";
-  return op_names[op];
-}
 
 int64_t cnnb_shape_count(cnnb_shape s) {
   return (int64_t)s.n * s.c * s.h * s.w;
@@ -116,11 +92,9 @@ cnnb_graph *cnnb_graph_create(int32_t batch, int32_t channels, int32_t height, i
 
   /* The input node goes in even for bad dimensions, so index 0 is always the images;
    * the error then stops any further building. */
-  cnnb_node_start s;
-  if (!cnnb_graph_start(&s, g, CNNB_OP_INPUT, "input", "input", 0, NULL) ||
-      cnnb_graph_finish(&s, &(cnnb_node){.op = CNNB_OP_INPUT,
-                                         .shape = {batch, channels, height, width}},
-                        0, NULL) != 0) {
+  cnnb_op_request r = {.op = CNNB_OP_INPUT, .name = "input", .by_host = 1,
+                       .node.shape = {batch, channels, height, width}};
+  if (cnnb_graph_add_op(g, &r) != 0) {
     cnnb_graph_destroy(g);
     return NULL; /* only out of memory gets here */
   }
@@ -203,7 +177,8 @@ int32_t cnnb_graph_find_param(const cnnb_graph *g, const char *name) {
 }
 
 bool cnnb_graph_start(cnnb_node_start *s, cnnb_graph *g, uint32_t op, const char *auto_base,
-                      const char *name, int32_t num_inputs, const cnnb_tensor *inputs) {
+                      const char *name, int32_t num_inputs, const cnnb_tensor *inputs,
+                      bool by_host) {
   s->g = g;
   s->op = op;
   s->name[0] = '\0';
@@ -258,7 +233,8 @@ bool cnnb_graph_start(cnnb_node_start *s, cnnb_graph *g, uint32_t op, const char
                         (int)i, (int)t, (int)g->num_nodes);
       return false;
     }
-    if (g->nodes[t]->node.op == CNNB_OP_SOFTMAX_XENT || g->nodes[t]->node.op == CNNB_OP_LABELS) {
+    const cnnb_op_row *src = cnnb_op_row_of(g->nodes[t]->node.op);
+    if (src && src->hidden && !by_host) {
       cnnb_graph_reject(s, CNNB_EINVAL, "input %d is the %s node '%s', which no layer may read",
                         (int)i, cnnb_op_name(g->nodes[t]->node.op), g->nodes[t]->name);
       return false;
@@ -401,17 +377,14 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
   /* The loss nodes live at the root, whatever scope the model left open. */
   int32_t saved_scopes = g->num_scopes;
   g->num_scopes = 0;
-  cnnb_node_start s;
-  cnnb_tensor labels = CNNB_NO_TENSOR, loss = CNNB_NO_TENSOR;
-  if (cnnb_graph_start(&s, g, CNNB_OP_LABELS, "labels", NULL, 0, NULL))
-    labels = cnnb_graph_finish(
-        &s, &(cnnb_node){.op = CNNB_OP_LABELS, .shape = {g->batch, 1, 1, 1}}, 0, NULL);
+  cnnb_op_request r = {.op = CNNB_OP_LABELS, .by_host = 1, .node.shape = {g->batch, 1, 1, 1}};
+  cnnb_tensor labels = cnnb_graph_add_op(g, &r), loss = CNNB_NO_TENSOR;
   if (labels != CNNB_NO_TENSOR) {
-    /* labels is readable only by the loss, so it is linked here, not through start(). */
-    cnnb_tensor in[2] = {g->logits, labels};
-    if (cnnb_graph_start(&s, g, CNNB_OP_SOFTMAX_XENT, "loss", NULL, 1, in))
-      loss = cnnb_graph_finish(&s, &(cnnb_node){.op = CNNB_OP_SOFTMAX_XENT, .shape = {1, 1, 1, 1}},
-                               2, in);
+    /* The labels are readable by the loss alone: by_host lets it. */
+    const cnnb_tensor in[2] = {g->logits, labels};
+    r = (cnnb_op_request){.op = CNNB_OP_SOFTMAX_XENT, .auto_base = "loss", .num_inputs = 2,
+                          .inputs = in, .by_host = 1};
+    loss = cnnb_graph_add_op(g, &r);
   }
   g->num_scopes = saved_scopes;
   if (loss == CNNB_NO_TENSOR) return g->status != CNNB_OK ? g->status : CNNB_EINTERNAL;
@@ -423,8 +396,8 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused) {
   if (!g || index < 0 || index >= g->num_nodes) return CNNB_EINVAL;
   cnnb_node *n = &g->nodes[index]->node;
-  if (n->op != CNNB_OP_CONV2D && n->op != CNNB_OP_BATCH_NORM && n->op != CNNB_OP_ADD)
-    return CNNB_EINVAL;
+  const cnnb_op_row *row = cnnb_op_row_of(n->op);
+  if (!row || !row->fuse_relu) return CNNB_EINVAL;
   n->fused_relu = fused ? 1 : 0;
   return CNNB_OK;
 }

@@ -1,6 +1,7 @@
 /* graph_impl.h — the graph's storage, shared only by graph.c (lifetime, names, errors,
- * reading) and graph_build.c (the op builders and their shape inference). Nothing else
- * includes it: the executor and tests read graphs through graph.h and graph_internal.h.
+ * reading) and graph_build.c (the op builders and the one path into the graph). Nothing
+ * else includes it: the executor and tests read graphs through graph.h and
+ * graph_internal.h, and the op table's rules read them the same way.
  *
  * Nodes and params are allocated one by one and reached through pointer arrays, so the
  * pointers cnnb_graph_node()/cnnb_graph_param() hand out never move while building. */
@@ -9,6 +10,7 @@
 
 #include <stdbool.h>
 #include "graph_internal.h"
+#include "op_table.h"
 
 #define CNNB_GRAPH_NAME_MAX 512
 #define CNNB_GRAPH_ERROR_MAX 1024
@@ -50,10 +52,13 @@ typedef struct cnnb_node_start {
 
 /* Begins a node of `op`. `name` NULL takes an automatic one from `auto_base` ("conv2d",
  * then "conv2d_1", ...) inside the current scope. Checks the name is free and every
- * input exists. Returns false when the node must not be built: the graph already failed
- * (nothing new is recorded: the first error stays) or this call recorded an error. */
+ * input exists, and that none is an output no layer may read (a hidden row: labels,
+ * loss) unless `by_host` (the loss reads the labels). Returns false when the node must
+ * not be built: the graph already failed (nothing new is recorded: the first error
+ * stays) or this call recorded an error. */
 bool cnnb_graph_start(cnnb_node_start *s, cnnb_graph *g, uint32_t op, const char *auto_base,
-                      const char *name, int32_t num_inputs, const cnnb_tensor *inputs);
+                      const char *name, int32_t num_inputs, const cnnb_tensor *inputs,
+                      bool by_host);
 
 /* Records "<op> '<name>': <message>" as the graph's error; returns CNNB_NO_TENSOR. */
 cnnb_tensor cnnb_graph_reject(const cnnb_node_start *s, cnnb_status status, const char *fmt, ...)
@@ -70,5 +75,11 @@ cnnb_tensor cnnb_graph_finish(cnnb_node_start *s, const cnnb_node *proto, int32_
  * false when out of memory (recorded). */
 bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const char *suffix, int32_t is_stat,
                           uint32_t flags, int32_t ndims, const int32_t *dims, cnnb_init init);
+
+/* The one way a node enters the graph (graph_build.c): starts it (name, inputs, the
+ * op's arity), runs its row's shape rule on r, appends it, then adds the parameters the
+ * row declares. Returns its tensor, or CNNB_NO_TENSOR with the error recorded ("<op>
+ * '<name>': <why>") or the graph already failed. */
+cnnb_tensor cnnb_graph_add_op(cnnb_graph *g, cnnb_op_request *r);
 
 #endif

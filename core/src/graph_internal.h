@@ -15,7 +15,8 @@
 
 #include <cnnb/graph.h>
 
-/* Lowercase op name ("conv2d", "batch_norm", "softmax_xent"); "unknown" when out of range. */
+/* Lowercase op name ("conv2d", "batch_norm", "softmax_xent") from the op table
+ * (op_table.c); "unknown" for a code it has no row for. */
 const char *cnnb_op_name(uint32_t op);
 
 /* Appends the loss after the model's logits: a CNNB_OP_LABELS node "labels" [N, 1, 1, 1]
@@ -47,9 +48,10 @@ int32_t cnnb_graph_find_param(const cnnb_graph *g, const char *name);
 cnnb_status cnnb_graph_fail(cnnb_graph *g, cnnb_status status, const char *fmt, ...)
     CNNB_PRINTF(3, 4);
 
-/* Marks node `index` (a conv2d, batch_norm or add) as followed by a ReLU inside it
- * (cnnb_node.fused_relu). A planner pass may use it when the ReLU's input has no other
- * consumer; the graph itself does not rewrite nodes. CNNB_EINVAL for another op. */
+/* Marks node `index` (an op whose row has fuse_relu: conv2d, batch_norm, add) as
+ * followed by a ReLU inside it (cnnb_node.fused_relu). A planner pass may use it when the
+ * ReLU's input has no other consumer; the graph itself does not rewrite nodes.
+ * CNNB_EINVAL for another op. */
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused);
 
 #endif

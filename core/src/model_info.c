@@ -1,73 +1,20 @@
 /* model_info.c — per-layer parameters, FLOPs and activation memory of a graph, and the
- * table `cnnbench --model_info` prints. The counting rules are stated in model_info.h. */
+ * table `cnnbench --model_info` prints. The counting rules are stated in model_info.h;
+ * each op's FLOPs are its row's rule in the op table (op_table.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph_internal.h"
 #include "model_info.h"
-
-/* Per image: the output's elements for one image. */
-static int64_t per_image(cnnb_shape s) {
-  return (int64_t)s.c * s.h * s.w;
-}
+#include "op_table.h"
 
 static void count_node(const cnnb_graph *g, const cnnb_node *n, cnnb_model_layer *l) {
-  int64_t out = per_image(n->shape);
-  int64_t flops = 0, matmul = 0;
-  switch (n->op) {
-    case CNNB_OP_CONV2D: {
-      cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
-      int64_t cin_per_group = in.c / (n->attr.window.groups > 0 ? n->attr.window.groups : 1);
-      matmul = 2 * (int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w * cin_per_group * out;
-      if (n->attr.window.use_bias) matmul += out;
-      flops = matmul;
-      break;
-    }
-    case CNNB_OP_DENSE: {
-      int64_t k = per_image(cnnb_graph_tensor_shape(g, n->inputs[0]));
-      matmul = 2 * k * n->attr.dense.units;
-      if (n->attr.dense.use_bias) matmul += n->attr.dense.units;
-      flops = matmul;
-      break;
-    }
-    case CNNB_OP_BATCH_NORM:
-      flops = out * (3 + 2 + 1 + (n->attr.batch_norm.scale ? 1 : 0));
-      break;
-    case CNNB_OP_RELU:
-    case CNNB_OP_ADD:
-      flops = out;
-      break;
-    case CNNB_OP_RELU6: /* max, then min */
-    case CNNB_OP_DROPOUT:
-      flops = 2 * out;
-      break;
-    case CNNB_OP_MAX_POOL:
-      flops = out * n->attr.window.kernel_h * n->attr.window.kernel_w;
-      break;
-    case CNNB_OP_AVG_POOL:
-      flops = out * ((int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w + 1);
-      break;
-    case CNNB_OP_GLOBAL_AVG_POOL: {
-      cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
-      flops = (int64_t)in.c * ((int64_t)in.h * in.w + 1);
-      break;
-    }
-    case CNNB_OP_LRN:
-      flops = out * (2 * (2 * (int64_t)n->attr.lrn.depth_radius + 1) + 4);
-      break;
-    case CNNB_OP_SOFTMAX_XENT:
-      flops = 4 * per_image(cnnb_graph_tensor_shape(g, n->inputs[0])) + 1;
-      break;
-    default: /* input, labels, concat, pad_channels, reshape: data movement only */
-      break;
-  }
-  if (n->fused_relu &&
-      (n->op == CNNB_OP_CONV2D || n->op == CNNB_OP_BATCH_NORM || n->op == CNNB_OP_ADD))
-    flops += out;
-  l->flops = flops;
-  l->flops_matmul = matmul;
-  /* The loss is one scalar for the whole batch, not a per-image activation. */
-  l->activation_bytes = n->op == CNNB_OP_SOFTMAX_XENT ? 0 : out * (int64_t)sizeof(float);
+  cnnb_op_flops(g, n, &l->flops, &l->flops_matmul);
+  const cnnb_op_row *row = cnnb_op_row_of(n->op);
+  /* The loss (a scalar_output row) is one value for the whole batch, not a per-image
+   * activation. */
+  int64_t out = (int64_t)n->shape.c * n->shape.h * n->shape.w;
+  l->activation_bytes = row && row->scalar_output ? 0 : out * (int64_t)sizeof(float);
   l->params = 0;
   for (int32_t i = 0; i < n->num_params; i++) {
     const cnnb_param *p = cnnb_graph_param(g, n->params[i]);

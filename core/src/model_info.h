@@ -1,7 +1,8 @@
 /* model_info.h — the per-layer model report behind `cnnbench --model_info`: output
  * shapes, parameter counts, forward FLOPs and activation memory, per layer and in total.
  *
- * Counting rules (per image, forward pass, training mode):
+ * Counting rules (per image, forward pass, training mode), each op's implemented by its
+ * row's FLOPs rule in the op table (op_table.c):
  *  - a multiply-add counts 2 FLOPs;
  *  - conv2d: 2*KH*KW*(C_in/groups)*C_out*H_out*W_out, + C_out*H_out*W_out with a bias;
  *  - dense: 2*K*units, + units with a bias;

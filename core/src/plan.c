@@ -9,66 +9,11 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "op_table.h"
 
+/* The op table's rule (op_table.c), kept under the planner's name for its callers. */
 void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output) {
-  *inputs = 0;
-  *output = false;
-  switch (node->op) {
-  case CNNB_OP_INPUT:
-  case CNNB_OP_LABELS:
-    break; /* no backward */
-  case CNNB_OP_CONV2D:
-  case CNNB_OP_DENSE:
-    /* Weight gradients need the input; backward-data needs only weights and dy. */
-    *inputs = 1u;
-    /* A fused ReLU masks dy by the output's sign inside the node. */
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_BATCH_NORM:
-    /* Batch statistics are saved inside the device's node state, but dx and the
-     * scale/offset gradients still need x itself. */
-    *inputs = 1u;
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_ADD:
-    /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
-    *output = node->fused_relu != 0;
-    break;
-  case CNNB_OP_RELU:
-    *output = true; /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd) */
-    break;
-  case CNNB_OP_RELU6:
-    /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
-     * input does, so keep the output, as for relu. The input (usually a batch norm's
-     * output) is then free once forward has read it, and a device may run it in place
-     * (oneDNN clip_v2_use_dst_for_bwd). */
-    *output = true;
-    break;
-  case CNNB_OP_MAX_POOL:
-  case CNNB_OP_LRN:
-    /* Both re-derive where the maximum / the normaliser came from; keeping both sides
-     * stays correct whether a device keeps a workspace or recomputes. */
-    *inputs = 1u;
-    *output = true;
-    break;
-  case CNNB_OP_AVG_POOL:
-  case CNNB_OP_GLOBAL_AVG_POOL:
-  case CNNB_OP_DROPOUT: /* the mask lives in the device's node state */
-  case CNNB_OP_CONCAT:
-  case CNNB_OP_PAD_CHANNELS: /* dx is dy's middle channels */
-  case CNNB_OP_RESHAPE:
-    break; /* shapes alone are enough */
-  case CNNB_OP_SOFTMAX_XENT:
-    /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
-     * and they are a few bytes: keep them rather than trust a device to copy them. */
-    *inputs = node->num_inputs > 1 ? 2u : 0u;
-    break;
-  default:
-    /* An op this table does not know: keep everything it could read. */
-    *inputs = ~0u;
-    *output = true;
-    break;
-  }
+  cnnb_op_backward_reads(node, inputs, output);
 }
 
 static bool reads_input(uint32_t mask, int32_t k) { return (mask >> (k < 31 ? k : 31)) & 1u; }
@@ -101,31 +46,34 @@ static int32_t add_buffer(cnnb_plan *p, uint32_t kind, cnnb_tensor t, int32_t fi
 
 /* ---- offsets: greedy best-fit by size ---------------------------------------------- */
 
-static const cnnb_plan_buffer *sort_buffers;
+/* qsort (C11: no user pointer) sorts these, so each entry carries its own keys. */
+typedef struct sort_entry {
+  size_t key;      /* bytes (placement order) or offset (gaps) */
+  int32_t first;   /* among equal sizes, the buffer alive first is placed first */
+  int32_t index;   /* the buffer; the last tie-break, so the order is total */
+} sort_entry;
 
 static int by_size_desc(const void *a, const void *b) {
-  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
-  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
-  if (x->bytes != y->bytes)
-    return x->bytes > y->bytes ? -1 : 1;
+  const sort_entry *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
   if (x->first != y->first)
     return x->first < y->first ? -1 : 1;
-  return *(const int32_t *)a - *(const int32_t *)b;
+  return x->index - y->index;
 }
 
 static int by_offset(const void *a, const void *b) {
-  const cnnb_plan_buffer *x = &sort_buffers[*(const int32_t *)a];
-  const cnnb_plan_buffer *y = &sort_buffers[*(const int32_t *)b];
-  if (x->offset != y->offset)
-    return x->offset < y->offset ? -1 : 1;
-  return *(const int32_t *)a - *(const int32_t *)b;
+  const sort_entry *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return x->index - y->index;
 }
 
 static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
   int32_t nb = p->num_buffers;
-  int32_t *order = malloc(sizeof *order * (size_t)(nb ? nb : 1));
+  sort_entry *order = malloc(sizeof *order * (size_t)(nb ? nb : 1));
   int32_t *placed = malloc(sizeof *placed * (size_t)(nb ? nb : 1));
-  int32_t *live = malloc(sizeof *live * (size_t)(nb ? nb : 1));
+  sort_entry *live = malloc(sizeof *live * (size_t)(nb ? nb : 1));
   if (!order || !placed || !live) {
     free(order);
     free(placed);
@@ -133,24 +81,22 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
     return cnnb_error(ctx, CNNB_ENOMEM, "memory plan: out of memory");
   }
   for (int32_t i = 0; i < nb; ++i)
-    order[i] = i;
-  /* qsort has no user pointer in C11; the plan is built on one thread at a time. */
-  sort_buffers = p->buffers;
+    order[i] = (sort_entry){.key = p->buffers[i].bytes, .first = p->buffers[i].first, .index = i};
   qsort(order, (size_t)nb, sizeof *order, by_size_desc);
   int32_t num_placed = 0;
   size_t arena = 0;
   for (int32_t i = 0; i < nb; ++i) {
-    cnnb_plan_buffer *b = &p->buffers[order[i]];
+    cnnb_plan_buffer *b = &p->buffers[order[i].index];
     int32_t num_live = 0;
     for (int32_t j = 0; j < num_placed; ++j) {
       const cnnb_plan_buffer *o = &p->buffers[placed[j]];
       if (o->first <= b->last && b->first <= o->last)
-        live[num_live++] = placed[j];
+        live[num_live++] = (sort_entry){.key = o->offset, .index = placed[j]};
     }
     qsort(live, (size_t)num_live, sizeof *live, by_offset);
     size_t need = align_up(b->bytes), cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
     for (int32_t j = 0; j < num_live; ++j) {
-      const cnnb_plan_buffer *o = &p->buffers[live[j]];
+      const cnnb_plan_buffer *o = &p->buffers[live[j].index];
       if (o->offset > cursor) {
         size_t gap = o->offset - cursor;
         if (gap >= need && gap < best_gap) {
@@ -165,7 +111,7 @@ static cnnb_status assign_offsets(cnnb_ctx *ctx, cnnb_plan *p) {
     b->offset = best != SIZE_MAX ? best : cursor;
     if (b->offset + need > arena)
       arena = b->offset + need;
-    placed[num_placed++] = order[i];
+    placed[num_placed++] = order[i].index;
   }
   p->arena_bytes = arena;
   free(order);
@@ -187,13 +133,12 @@ int32_t cnnb_plan_fuse_relus(cnnb_graph *g, uint32_t ops) {
       continue;
     cnnb_tensor b = relu->inputs[0];
     const cnnb_node *prod = cnnb_graph_node(g, b);
+    const cnnb_op_row *row = cnnb_op_row_of(prod->op);
     int32_t count = 0;
     cnnb_graph_consumers(g, b, &count);
     /* Fusing changes what every reader of b sees, so only b's sole reader may be the
      * ReLU; the logits stay as the model wrote them. */
-    bool fusable = prod->op < 32 && (ops & CNNB_FUSE_OP(prod->op)) &&
-                   (prod->op == CNNB_OP_CONV2D || prod->op == CNNB_OP_BATCH_NORM ||
-                    prod->op == CNNB_OP_ADD); /* the residual add + ReLU of ResNets */
+    bool fusable = row && row->fuse_relu && prod->op < 32 && (ops & CNNB_FUSE_OP(prod->op));
     if (!fusable || prod->fused_relu || count != 1 || b == logits)
       continue;
     if (cnnb_graph_set_fused_relu(g, b, 1) == CNNB_OK)

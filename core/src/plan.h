@@ -6,8 +6,9 @@
  * nodes). A buffer lives over an inclusive interval of that timeline; two buffers whose
  * intervals overlap never overlap in memory (greedy best-fit by size, 64-byte aligned).
  *  - activation of t: from forward(t) to the last forward that reads it, extended to
- *    the last backward that reads it (per-op table in plan.c); the logits and the loss
- *    live to the end, so the host can read them after the step;
+ *    the last backward that reads it (each op's row in the op table says which inputs,
+ *    and whether its output, its backward reads); the logits and the loss live to the
+ *    end, so the host can read them after the step;
  *  - gradient of t (d loss / d t): from the backward of t's last consumer (which
  *    writes it) to t's own backward (which reads it);
  *  - scratch: when t has several consumers (residual add, inception branches), the first
@@ -24,6 +25,7 @@
 #include <stddef.h>
 #include <cnnb/ctx.h>
 #include <cnnb/graph.h>
+#include "op_table.h"
 
 #define CNNB_PLAN_ALIGN 64
 
@@ -70,17 +72,20 @@ cnnb_status cnnb_plan_create(cnnb_ctx *ctx, const cnnb_graph *g, bool training,
                              cnnb_plan_bytes_fn bytes, void *user, cnnb_plan **out);
 void cnnb_plan_destroy(cnnb_plan *plan);
 
-/* Ops a device applies fused_relu to, as bits (1u << op): conv2d and batch norm for every
- * device (ABI 1.0), add for devices with CNNB_EXT_FUSED_RELU_ADD. */
+/* Ops a device applies fused_relu to, as bits (1u << op). Which ops take a fused ReLU,
+ * and which extension a device needs for each, are their op table rows (fuse_relu,
+ * fuse_relu_ext): ABI_1_0 is what every device does (conv2d, batch norm), ALL adds the
+ * ops behind an extension (add, CNNB_EXT_FUSED_RELU_ADD). For a real device,
+ * cnnb_ops_device_relu_fusion (op_device.h) asks it. */
 #define CNNB_FUSE_OP(op) (1u << (op))
-#define CNNB_FUSE_ABI_1_0 (CNNB_FUSE_OP(CNNB_OP_CONV2D) | CNNB_FUSE_OP(CNNB_OP_BATCH_NORM))
-#define CNNB_FUSE_ALL (CNNB_FUSE_ABI_1_0 | CNNB_FUSE_OP(CNNB_OP_ADD))
+#define CNNB_FUSE_ABI_1_0 (cnnb_ops_relu_fusion(NULL, NULL))
+#define CNNB_FUSE_ALL (cnnb_ops_relu_fusion(cnnb_ops_every_ext, NULL))
 
-/* The fusion pass: marks every node of an op in `ops` (CNNB_FUSE_OP bits) whose only
- * reader is a ReLU as fused_relu (the device applies the ReLU inside it), so the ReLU
- * node becomes an alias that never runs. Call it on the built graph before planning
- * (every replica shares the graph). The logits are never fused. Returns how many nodes
- * it fused. */
+/* The fusion pass: marks every node of a fusible op (its row's fuse_relu) in `ops`
+ * (CNNB_FUSE_OP bits) whose only reader is a ReLU as fused_relu (the device applies the
+ * ReLU inside it), so the ReLU node becomes an alias that never runs. Call it on the
+ * built graph before planning (every replica shares the graph). The logits are never
+ * fused. Returns how many nodes it fused. */
 int32_t cnnb_plan_fuse_relus(cnnb_graph *g, uint32_t ops);
 
 /* The tensor whose buffers hold t (t itself unless t is an alias). */
@@ -89,7 +94,8 @@ static inline cnnb_tensor cnnb_plan_resolve(const cnnb_plan *p, cnnb_tensor t) {
 }
 
 /* Which activations the backward of `node` reads (beyond its output gradient): bit k
- * of *inputs for input k (inputs past 31 share bit 31), *output for its own output. */
+ * of *inputs for input k (inputs past 31 share bit 31), *output for its own output.
+ * Its op table row says (cnnb_op_backward_reads). */
 void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output);
 
 static inline int32_t cnnb_plan_forward_time(const cnnb_plan *p, int32_t node) {

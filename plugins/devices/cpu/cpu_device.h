@@ -207,6 +207,20 @@ cnnb_status cpu_tensor_to_host(cpu_device *d, cpu_plan *p, cnnb_tensor t, const 
 void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cpu_plan *p,
                    int32_t index);
 
+/* The layout rule of an op's output (in node order, its inputs' layouts already in p). */
+typedef cnnb_status (*cpu_layout_fn)(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
+                                     int32_t index, dnnl_memory_desc_t *out);
+/* Shared rules (plan.c): plain NCHW in the activation type; the input's layout; int32
+ * labels; plain fp32 (the loss). */
+cnnb_status cpu_layout_plain(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                             dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_same(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                            dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_labels(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                              dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_f32(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                           dnnl_memory_desc_t *out);
+/* Op families that ask oneDNN (ops_*.c). */
 cnnb_status cpu_layout_conv(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
                             dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_pool(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
@@ -252,6 +266,18 @@ cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_pla
                                      int32_t index, cpu_node **out);
 cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out);
+
+/* ---- the op table (ops.c) ------------------------------------------------------------ */
+
+/* One graph op the device runs: its output's layout rule and its prepare. supports_op,
+ * the layout plan and prepare all look ops up here, so they cannot disagree. */
+typedef struct cpu_op {
+  uint32_t op;               /* cnnb_op */
+  cpu_layout_fn layout;
+  cpu_prepare_fn prepare;
+} cpu_op;
+/* The entry of `op`; NULL when the device does not run it. */
+const cpu_op *cpu_op_find(uint32_t op);
 
 /* The ReLU fused into a producer (conv2d, add; fused_relu.c). Forward: the device's
  * attributes plus a ReLU post-op (destroy *attr after use). Backward: dx = dy * (y > 0)

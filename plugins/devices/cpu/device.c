@@ -1,6 +1,7 @@
 /* device.c — the `cpu` device plugin: its descriptor and vtable, creation (engine,
  * stream, threads, precision), memory, tensor sizes and host conversions, and the
- * dispatch of prepare / forward / backward to the op families (ops_*.c).
+ * dispatch of prepare / forward / backward to the op families (ops_*.c) through the op
+ * table (ops.c), which supports_op answers from.
  *
  * Device memory is host memory (64-byte aligned so oneDNN's vector loads are aligned);
  * every kernel runs synchronously on the device's oneDNN stream, so synchronize() has
@@ -212,29 +213,6 @@ static cnnb_status device_tensor_to_host(void *device, const cnnb_graph *g, cnnb
   return cpu_tensor_to_host(d, p, t, buffer, host);
 }
 
-static cpu_prepare_fn prepare_for(uint32_t op) {
-  switch (op) {
-  case CNNB_OP_INPUT:
-  case CNNB_OP_LABELS: return cpu_prepare_source;
-  case CNNB_OP_CONV2D: return cpu_prepare_conv;
-  case CNNB_OP_BATCH_NORM: return cpu_prepare_batch_norm;
-  case CNNB_OP_RELU: return cpu_prepare_relu;
-  case CNNB_OP_RELU6: return cpu_prepare_relu6;
-  case CNNB_OP_MAX_POOL:
-  case CNNB_OP_AVG_POOL:
-  case CNNB_OP_GLOBAL_AVG_POOL: return cpu_prepare_pool;
-  case CNNB_OP_LRN: return cpu_prepare_lrn;
-  case CNNB_OP_DENSE: return cpu_prepare_dense;
-  case CNNB_OP_DROPOUT: return cpu_prepare_dropout;
-  case CNNB_OP_CONCAT: return cpu_prepare_concat;
-  case CNNB_OP_PAD_CHANNELS: return cpu_prepare_pad;
-  case CNNB_OP_ADD: return cpu_prepare_add;
-  case CNNB_OP_RESHAPE: return cpu_prepare_reshape;
-  case CNNB_OP_SOFTMAX_XENT: return cpu_prepare_softmax_xent;
-  default: return NULL;
-  }
-}
-
 static cnnb_status device_prepare(void *device, const cnnb_graph *g, int32_t index,
                                   void **node_state) {
   cpu_device *d = device;
@@ -246,16 +224,21 @@ static cnnb_status device_prepare(void *device, const cnnb_graph *g, int32_t ind
     return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: node %d is not in the graph (%d nodes)", index,
                       p->num_nodes);
   const cnnb_node *node = cnnb_graph_node(g, index);
-  cpu_prepare_fn fn = prepare_for(node->op);
-  if (!fn)
+  const cpu_op *op = cpu_op_find(node->op);
+  if (!op)
     return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: node '%s': op %u is not supported",
                       node->name, node->op);
   cpu_threads_apply(d);
   cpu_node *n = NULL;
-  st = fn(d, g, p, index, &n);
+  st = op->prepare(d, g, p, index, &n);
   if (st) return st;
   *node_state = n;
   return CNNB_OK;
+}
+
+/* Every op of its table, in either precision, training or not. */
+static int32_t device_supports_op(void *device, uint32_t op) {
+  return cpu_op_find(op) != NULL;
 }
 
 static void device_release(void *device, void *node_state) {
@@ -336,6 +319,7 @@ static const cnnb_device_vtable vtable = {
     .accumulate = device_accumulate,
     .update = device_update,
     .all_finite = device_all_finite,
+    .supports_op = device_supports_op,
 };
 
 static const char *const offers[] = {"cpu", NULL};

@@ -2,11 +2,12 @@
  * tensor, chosen in node order (a node's inputs are always earlier nodes), and the
  * conversions between those layouts and the logical NCHW the host sees.
  *
- * Who decides a tensor's layout: its producer. A convolution or a pool asks oneDNN for
- * its preferred output layout; ops that keep their input's shape (batch norm, relu,
- * relu6, LRN, dropout, add) keep its layout too, so a chain conv -> bn -> relu -> conv
- * never converts; pad_channels keeps its input's layout (more channels) where oneDNN's
- * concat can write it, else goes plain; dense, reshape and the loss produce plain NCHW.
+ * Who decides a tensor's layout: its producer, through its layout rule in the op table
+ * (ops.c). A convolution or a pool asks oneDNN for its preferred output layout; ops that
+ * keep their input's shape (batch norm, relu, relu6, LRN, dropout, add) keep its layout
+ * too, so a chain conv -> bn -> relu -> conv never converts; pad_channels keeps its
+ * input's layout (more channels) where oneDNN's concat can write it, else goes plain;
+ * dense, reshape and the loss produce plain NCHW.
  * tensor_bytes, prepare and the host conversions all read the same plan, so they always
  * agree. */
 #include <stdlib.h>
@@ -37,6 +38,36 @@ static uint64_t fingerprint(const cnnb_graph *g) {
   return h;
 }
 
+/* ---- layouts every op family shares (the op table, ops.c, names each op's) -------- */
+
+/* Plain NCHW in the activation type: the images, and what dense and reshape write. */
+cnnb_status cpu_layout_plain(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t i,
+                             dnnl_memory_desc_t *out) {
+  *out = cpu_md_nchw(cnnb_graph_node(g, i)->shape, d->act_dt);
+  return CNNB_OK;
+}
+
+/* The input's layout: ops that keep their input's shape keep its layout too. */
+cnnb_status cpu_layout_same(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t i,
+                            dnnl_memory_desc_t *out) {
+  *out = p->md[cnnb_graph_node(g, i)->inputs[0]];
+  return CNNB_OK;
+}
+
+/* Class ids: plain int32. */
+cnnb_status cpu_layout_labels(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t i,
+                              dnnl_memory_desc_t *out) {
+  *out = cpu_md_nchw(cnnb_graph_node(g, i)->shape, dnnl_s32);
+  return CNNB_OK;
+}
+
+/* Plain fp32 whatever the precision: the loss the host reads. */
+cnnb_status cpu_layout_f32(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t i,
+                           dnnl_memory_desc_t *out) {
+  *out = cpu_md_nchw(cnnb_graph_node(g, i)->shape, dnnl_f32);
+  return CNNB_OK;
+}
+
 static cnnb_status layout_of(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t i,
                              dnnl_memory_desc_t *out) {
   const cnnb_node *n = cnnb_graph_node(g, i);
@@ -44,42 +75,11 @@ static cnnb_status layout_of(cpu_device *d, const cnnb_graph *g, const cpu_plan 
     if (n->inputs[k] < 0 || n->inputs[k] >= i)
       return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: node '%s' reads tensor %d, not an earlier node",
                         n->name, n->inputs[k]);
-  switch (n->op) {
-  case CNNB_OP_INPUT:
-    *out = cpu_md_nchw(n->shape, d->act_dt);
-    return CNNB_OK;
-  case CNNB_OP_LABELS:
-    *out = cpu_md_nchw(n->shape, dnnl_s32);
-    return CNNB_OK;
-  case CNNB_OP_CONV2D:
-    return cpu_layout_conv(d, g, p, i, out);
-  case CNNB_OP_BATCH_NORM:
-  case CNNB_OP_RELU:
-  case CNNB_OP_RELU6:
-  case CNNB_OP_LRN:
-  case CNNB_OP_DROPOUT:
-  case CNNB_OP_ADD:
-    *out = p->md[n->inputs[0]];
-    return CNNB_OK;
-  case CNNB_OP_MAX_POOL:
-  case CNNB_OP_AVG_POOL:
-  case CNNB_OP_GLOBAL_AVG_POOL:
-    return cpu_layout_pool(d, g, p, i, out);
-  case CNNB_OP_CONCAT:
-    return cpu_layout_concat(d, g, p, i, out);
-  case CNNB_OP_PAD_CHANNELS:
-    return cpu_layout_pad(d, g, p, i, out);
-  case CNNB_OP_DENSE:
-  case CNNB_OP_RESHAPE:
-    *out = cpu_md_nchw(n->shape, d->act_dt);
-    return CNNB_OK;
-  case CNNB_OP_SOFTMAX_XENT:
-    *out = cpu_md_nchw(n->shape, dnnl_f32);
-    return CNNB_OK;
-  default:
+  const cpu_op *op = cpu_op_find(n->op);
+  if (!op)
     return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: node '%s': op %u is not supported",
                       n->name, n->op);
-  }
+  return op->layout(d, g, p, i, out);
 }
 
 static void plan_free(cpu_plan *p) {

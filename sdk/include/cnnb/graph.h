@@ -34,11 +34,20 @@ typedef struct cnnb_shape {
  *  - A model plugin that emits it needs a host of at least that version: an older
  *    host's libcnnb has no builder for it, so dlopen refuses the plugin there
  *    (undefined symbol). The loader itself still accepts a newer minor.
- *  - A device plugin built before the op does not know it: given a graph that has it,
- *    the device must refuse the node in tensor_bytes / prepare (CNNB_EUNSUPPORTED naming
- *    the op), never guess.
+ *  - A device plugin says which ops it runs (supports_op, device.h; without it, the ops
+ *    of the minor it was built for), and the host refuses a run that needs another
+ *    before allocating anything, naming the op and the device. A device built before
+ *    the op does not know it: given a graph that has it anyway, it must refuse the node
+ *    in tensor_bytes / prepare (CNNB_EUNSUPPORTED naming the op), never guess.
  * CNNB_OP_COUNT_ is not ABI: it is this header's bound for the host's own tables and
- * grows with every op; plugins must not store it or compare against it. */
+ * grows with every op; plugins must not store it or compare against it.
+ *
+ * Adding an op: its code here with the minor that adds it; its builder below and in the
+ * core's graph_build.c (reading its desc into a request, nothing more); its row in the
+ * core's op table, op_table.c (name, minor, arity, shape rule and checks, parameters,
+ * FLOPs, what backward reads, whether a ReLU fuses into it); a kernel per device and
+ * that device's op table line (plugins/devices/cpu/ops.c); a reference op in
+ * tests/support/ref_ops.c and its test. */
 typedef enum cnnb_op {
   CNNB_OP_INPUT = 1,           /* images, fp32 [N, C, H, W]; filled by the executor */
   CNNB_OP_LABELS = 2,          /* int32 class ids [N, 1, 1, 1]; filled by the executor */
