@@ -1,15 +1,13 @@
-/* test_cpu_gradcheck.c — finite-difference gradient checks through the `cpu` device on
- * small whole graphs: a residual block (conv, batch norm with fused ReLU, add) and an
- * Inception-style block (branches of different convs, concat, LRN, pools, dropout),
- * each ending in dense + softmax cross-entropy. A graph's analytic gradient (backward,
- * with the harness accumulating where a tensor feeds several consumers) must match the
- * central difference (L(w + e) - L(w - e)) / 2e of the device's own fp32 loss.
+/* test_device_gradcheck.c — finite-difference gradient checks through the device under
+ * test (`test_device_gradcheck NAME`, device_harness.h) on small whole graphs: a
+ * residual block (conv, batch norm with fused ReLU, add) and an Inception-style block
+ * (branches of different convs, concat, LRN, pools, dropout), each ending in dense +
+ * softmax cross-entropy. A graph's analytic gradient (backward, with the harness
+ * accumulating where a tensor feeds several consumers) must match the central
+ * difference (L(w + e) - L(w - e)) / 2e of the device's own loss.
  *
- * Tolerance: |analytic - numeric| <= 2e-3 + 5e-2 * |numeric|. With e = 1e-3 the
- * truncation error is O(e^2) and fp32 rounding of a loss near 2 contributes about
- * 2.4e-7 / e = 2.4e-4. e is small on purpose: a probe moves every activation
- * downstream, and each one pushed across a ReLU or max-pool kink puts an O(1) error in
- * the difference quotient (at e = 5e-3 such crossings alone broke the check).
+ * Runs in each precision whose row of tests/support/tolerance.c has a gradient-check
+ * tolerance (fp32: that file says why not bf16 / fp16, and what e and the bounds are).
  * Dropout is in the graph with a fixed step, so its mask is the same for every probe. */
 #include <check.h>
 #include <math.h>
@@ -17,14 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_harness.h"
+#include "device_run.h"
 #include "graph_internal.h"
 #include "host.h"
-
-#define FD_EPS 1e-3f
-#define ABS_TOL 2e-3
-#define REL_TOL 5e-2
-
 
 static uint64_t rng_next(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -38,46 +31,52 @@ static float uniform(uint64_t *s, float lo, float hi) {
 }
 
 typedef struct gc {
-  cpu_harness h;
+  device_harness h;
+  const test_tolerance *tol;
   cnnb_graph *g;
-  cpu_run *r;
+  device_run *r;
   float *params, *stats, *images;
   int32_t *labels;
   int64_t pc, sc, xc;
 } gc;
 
 static float loss_of(gc *t) {
-  ck_assert_msg(cpu_run_set_params(t->r, t->params, t->stats) == 0, "%s", t->h.error);
-  ck_assert_msg(cpu_run_forward(t->r, t->images, t->labels, 5) == 0, "%s", t->h.error);
+  ck_assert_msg(device_run_set_params(t->r, t->params, t->stats) == 0, "%s", t->h.error);
+  ck_assert_msg(device_run_forward(t->r, t->images, t->labels, 5) == 0, "%s", t->h.error);
   float loss;
-  ck_assert_msg(cpu_run_activation(t->r, cnnb_graph_loss(t->g), &loss) == 0, "%s", t->h.error);
+  ck_assert_msg(device_run_activation(t->r, cnnb_graph_loss(t->g), &loss) == 0, "%s", t->h.error);
   return loss;
 }
 
 static void check_entry(const char *what, int64_t i, float analytic, float *slot, gc *t,
                         int *checked) {
+  const float eps = t->tol->gradcheck_eps;
   float saved = *slot;
-  *slot = saved + FD_EPS;
+  *slot = saved + eps;
   float up = loss_of(t);
-  *slot = saved - FD_EPS;
+  *slot = saved - eps;
   float down = loss_of(t);
   *slot = saved;
-  double numeric = ((double)up - down) / (2.0 * FD_EPS);
-  ck_assert_msg(fabs(analytic - numeric) <= ABS_TOL + REL_TOL * fabs(numeric),
-                "%s[%lld]: backward %.6g, finite difference %.6g", what, (long long)i, analytic,
-                numeric);
+  double numeric = ((double)up - down) / (2.0 * eps);
+  ck_assert_msg(fabs(analytic - numeric) <= t->tol->gradcheck_abs + t->tol->gradcheck_rel * fabs(numeric),
+                "%s[%lld] (%s): backward %.6g, finite difference %.6g", what, (long long)i,
+                t->tol->name, analytic, numeric);
   (*checked)++;
 }
 
-/* Builds the loss, runs one forward/backward, then probes every parameter tensor and
- * the images at a few seeded positions each. */
-static void gradcheck(cnnb_graph *g, uint64_t seed) {
+/* Runs one forward/backward of g (its loss added) in `precision`, then probes every
+ * parameter tensor and the images at a few seeded positions each. */
+static void gradcheck_in(cnnb_graph *g, uint32_t precision, uint64_t seed) {
   gc t = {0};
   t.g = g;
-  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
-  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
-  ck_assert_msg(cpu_harness_open(&t.h, CNNB_PRECISION_FP32, 1, 77) == 0, "%s", t.h.error);
-  t.r = cpu_run_create(&t.h, g);
+  t.tol = test_tolerance_of(precision);
+  int rc = device_harness_open(&t.h, precision, 1, 77);
+  if (rc == DEVICE_HARNESS_REFUSED) { /* refused: device_harness_main printed why */
+    device_harness_close(&t.h);
+    return;
+  }
+  ck_assert_msg(rc == 0, "%s", t.h.error);
+  t.r = device_run_create(&t.h, g);
   ck_assert_msg(t.r != NULL, "%s", t.h.error);
   t.pc = cnnb_graph_param_arena_count(g);
   t.sc = cnnb_graph_stat_arena_count(g);
@@ -107,9 +106,9 @@ static void gradcheck(cnnb_graph *g, uint64_t seed) {
 
   float loss = loss_of(&t);
   ck_assert_msg(isfinite(loss) && loss > 0.0f, "loss %g", loss);
-  ck_assert_msg(cpu_run_backward(t.r, -1, NULL, 1.0f, 5) == 0, "%s", t.h.error);
-  ck_assert_msg(cpu_run_get_param_grads(t.r, grads) == 0, "%s", t.h.error);
-  ck_assert_msg(cpu_run_gradient(t.r, cnnb_graph_input(g), dimg) == 0, "%s", t.h.error);
+  ck_assert_msg(device_run_backward(t.r, -1, NULL, 1.0f, 5) == 0, "%s", t.h.error);
+  ck_assert_msg(device_run_get_param_grads(t.r, grads) == 0, "%s", t.h.error);
+  ck_assert_msg(device_run_gradient(t.r, cnnb_graph_input(g), dimg) == 0, "%s", t.h.error);
 
   int checked = 0;
   for (int32_t p = 0; p < cnnb_graph_num_params(g); p++) {
@@ -131,8 +130,22 @@ static void gradcheck(cnnb_graph *g, uint64_t seed) {
   free(t.stats);
   free(t.images);
   free(t.labels);
-  cpu_run_destroy(t.r);
-  cpu_harness_close(&t.h);
+  device_run_destroy(t.r);
+  device_harness_close(&t.h);
+}
+
+/* g in every precision the tolerance table gives a gradient check. */
+static void gradcheck(cnnb_graph *g, uint64_t seed) {
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  int ran = 0;
+  for (uint32_t p = CNNB_PRECISION_FP32; p <= CNNB_PRECISION_FP16; p++) {
+    const test_tolerance *tol = test_tolerance_of(p);
+    if (!tol || tol->gradcheck_eps <= 0.0f) continue;
+    gradcheck_in(g, p, seed);
+    ran++;
+  }
+  ck_assert_int_gt(ran, 0);
   cnnb_graph_destroy(g);
 }
 
@@ -183,7 +196,7 @@ START_TEST(test_inception_block) {
 END_TEST
 
 static Suite *suite(void) {
-  Suite *s = suite_create("cpu_gradcheck");
+  Suite *s = suite_create("device_gradcheck");
   TCase *tc = tcase_create("graphs");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_block);
@@ -192,7 +205,6 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  cpu_harness h;
-  return cpu_harness_main("test_cpu_gradcheck", &h, suite);
+int main(int argc, char **argv) {
+  return device_harness_run(argc, argv, "test_device_gradcheck", suite);
 }

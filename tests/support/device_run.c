@@ -1,11 +1,9 @@
-/* cpu_harness.c — see cpu_harness.h: loading the cpu device plugin and a deliberately
- * simple executor for tests (every buffer its own allocation, every gradient summed
- * from per-slot buffers with the device's accumulate), so a bug in the real planner
- * cannot hide or fake a bug in the device. */
+/* device_run.c — see device_run.h: every buffer its own allocation; a tensor's gradient
+ * is taken over from its first consumer's slot and summed with the others' through the
+ * device's accumulate, or through the host when the device has none. */
 #define _POSIX_C_SOURCE 200809L
-#include "cpu_harness.h"
+#include "device_run.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +11,8 @@
 
 #include "host.h"
 
-static int fail(cpu_harness *h, const char *fmt, ...) CNNB_PRINTF(2, 3);
-static int fail(cpu_harness *h, const char *fmt, ...) {
+static int fail(device_harness *h, const char *fmt, ...) CNNB_PRINTF(2, 3);
+static int fail(device_harness *h, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(h->error, sizeof h->error, fmt, ap);
@@ -23,69 +21,12 @@ static int fail(cpu_harness *h, const char *fmt, ...) {
 }
 
 /* Appends the device's own message to h->error. */
-static int fail_dev(cpu_harness *h, const char *what, cnnb_status st) {
+static int fail_dev(device_harness *h, const char *what, cnnb_status st) {
   return fail(h, "%s: %s (%s)", what, cnnb_error_message(h->ctx), cnnb_status_name(st));
 }
 
-int cpu_harness_load(cpu_harness *h) {
-  memset(h, 0, sizeof *h);
-  const char *dir = getenv("CNNB_PLUGIN_DIR");
-  if (!dir) {
-    snprintf(h->error, sizeof h->error, "CNNB_PLUGIN_DIR is not set");
-    return 1;
-  }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/libcnnb_device_cpu.so", dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(h->error, sizeof h->error, "%.900s not built (oneDNN missing?): skipping", path);
-    return 1;
-  }
-  fclose(f);
-  h->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h->dl) return fail(h, "dlopen %.900s: %.100s", path, dlerror());
-  cnnb_plugin_entry_fn entry = (cnnb_plugin_entry_fn)(uintptr_t)dlsym(h->dl, CNNB_PLUGIN_ENTRY_SYMBOL);
-  if (!entry) return fail(h, "%s: no %s", path, CNNB_PLUGIN_ENTRY_SYMBOL);
-  cnnb_host host = {sizeof host, CNNB_ABI_MAJOR, CNNB_ABI_MINOR, 0, "test"};
-  h->plugin = entry(&host);
-  if (!h->plugin || h->plugin->kind != CNNB_KIND_DEVICE || !h->plugin->vtable)
-    return fail(h, "%s: not a device plugin", path);
-  h->dv = h->plugin->vtable;
-  h->ctx = cnnb_ctx_create("cpu", NULL);
-  if (!h->ctx) return fail(h, "out of memory");
-  return 0;
-}
-
-int cpu_harness_open(cpu_harness *h, uint32_t precision, int training, uint32_t seed) {
-  int rc = cpu_harness_load(h);
-  if (rc) return rc;
-  /* One compute thread unless CNNB_TEST_THREADS says otherwise: the test graphs are
-   * tiny, and on a loaded 2-core machine OpenMP's barriers cost more than they save. */
-  const char *threads = getenv("CNNB_TEST_THREADS");
-  cnnb_device_config cfg = {.struct_size = sizeof cfg,
-                            .device_index = 0,
-                            .num_threads = threads ? atoi(threads) : 1,
-                            .precision = precision,
-                            .training = training,
-                            .seed = seed};
-  cnnb_status st = h->dv->create(h->ctx, "cpu", &cfg, &h->dev);
-  if (st == CNNB_EUNSUPPORTED && precision != CNNB_PRECISION_FP32) {
-    fail_dev(h, "create", st);
-    return 2;
-  }
-  if (st) return fail_dev(h, "create", st);
-  return 0;
-}
-
-void cpu_harness_close(cpu_harness *h) {
-  if (h->dev) h->dv->destroy(h->dev);
-  if (h->ctx) cnnb_ctx_destroy(h->ctx);
-  if (h->dl) dlclose(h->dl);
-  memset(h, 0, sizeof *h);
-}
-
-struct cpu_run {
-  cpu_harness *h;
+struct device_run {
+  device_harness *h;
   const cnnb_graph *g;
   int32_t n;
   size_t *bytes;
@@ -98,9 +39,9 @@ struct cpu_run {
   int no_image_grads;
 };
 
-void cpu_run_want_image_grads(cpu_run *r, int wanted) { r->no_image_grads = !wanted; }
+void device_run_want_image_grads(device_run *r, int wanted) { r->no_image_grads = !wanted; }
 
-void cpu_run_destroy(cpu_run *r) {
+void device_run_destroy(device_run *r) {
   if (!r) return;
   const cnnb_device_vtable *dv = r->h->dv;
   void *dev = r->h->dev;
@@ -127,8 +68,8 @@ void cpu_run_destroy(cpu_run *r) {
   free(r);
 }
 
-cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
-  cpu_run *r = calloc(1, sizeof *r);
+device_run *device_run_create(device_harness *h, const cnnb_graph *g) {
+  device_run *r = calloc(1, sizeof *r);
   if (!r) return fail(h, "out of memory"), NULL;
   r->h = h;
   r->g = g;
@@ -141,7 +82,7 @@ cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
   r->slot = calloc(n, sizeof *r->slot);
   r->state = calloc(n, sizeof *r->state);
   if (!r->bytes || !r->act || !r->grad || !r->grad_set || !r->slot || !r->state) {
-    cpu_run_destroy(r);
+    device_run_destroy(r);
     return fail(h, "out of memory"), NULL;
   }
   const cnnb_device_vtable *dv = h->dv;
@@ -151,7 +92,7 @@ cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
         (st = dv->alloc(h->dev, r->bytes[t], &r->act[t])) ||
         (st = dv->alloc(h->dev, r->bytes[t], &r->grad[t]))) {
       fail_dev(h, "tensor buffers", st);
-      cpu_run_destroy(r);
+      device_run_destroy(r);
       return NULL;
     }
   }
@@ -159,13 +100,13 @@ cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
     const cnnb_node *node = cnnb_graph_node(g, i);
     r->slot[i] = calloc((size_t)(node->num_inputs ? node->num_inputs : 1), sizeof(void *));
     if (!r->slot[i]) {
-      cpu_run_destroy(r);
+      device_run_destroy(r);
       return fail(h, "out of memory"), NULL;
     }
     for (int32_t k = 0; k < node->num_inputs; k++)
       if ((st = dv->alloc(h->dev, r->bytes[node->inputs[k]], &r->slot[i][k]))) {
         fail_dev(h, "gradient slots", st);
-        cpu_run_destroy(r);
+        device_run_destroy(r);
         return NULL;
       }
   }
@@ -175,7 +116,7 @@ cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
       (st = dv->alloc(h->dev, (size_t)r->param_count * sizeof(float), (void **)&r->grads)) ||
       (st = dv->alloc(h->dev, (size_t)r->stat_count * sizeof(float), (void **)&r->stats))) {
     fail_dev(h, "arenas", st);
-    cpu_run_destroy(r);
+    device_run_destroy(r);
     return NULL;
   }
   for (int32_t i = 0; i < r->n; i++)
@@ -183,15 +124,15 @@ cpu_run *cpu_run_create(cpu_harness *h, const cnnb_graph *g) {
       char what[256];
       snprintf(what, sizeof what, "prepare node '%s'", cnnb_graph_node(g, i)->name);
       fail_dev(h, what, st);
-      cpu_run_destroy(r);
+      device_run_destroy(r);
       return NULL;
     }
   return r;
 }
 
-size_t cpu_run_tensor_bytes(const cpu_run *r, cnnb_tensor t) { return r->bytes[t]; }
+size_t device_run_tensor_bytes(const device_run *r, cnnb_tensor t) { return r->bytes[t]; }
 
-int cpu_run_set_params(cpu_run *r, const float *params, const float *stats) {
+int device_run_set_params(device_run *r, const float *params, const float *stats) {
   cnnb_status st;
   if (params && (st = r->h->dv->copy_to_device(r->h->dev, r->params, params,
                                                (size_t)r->param_count * sizeof(float))))
@@ -202,7 +143,7 @@ int cpu_run_set_params(cpu_run *r, const float *params, const float *stats) {
   return 0;
 }
 
-int cpu_run_get_params(cpu_run *r, float *params, float *stats) {
+int device_run_get_params(device_run *r, float *params, float *stats) {
   cnnb_status st;
   if (params && (st = r->h->dv->copy_to_host(r->h->dev, params, r->params,
                                              (size_t)r->param_count * sizeof(float))))
@@ -213,13 +154,13 @@ int cpu_run_get_params(cpu_run *r, float *params, float *stats) {
   return 0;
 }
 
-int cpu_run_get_param_grads(cpu_run *r, float *grads) {
+int device_run_get_param_grads(device_run *r, float *grads) {
   cnnb_status st = r->h->dv->copy_to_host(r->h->dev, grads, r->grads,
                                           (size_t)r->param_count * sizeof(float));
   return st ? fail_dev(r->h, "download grads", st) : 0;
 }
 
-static cnnb_node_io make_io(cpu_run *r, int32_t i, void **inputs, void **input_grads,
+static cnnb_node_io make_io(device_run *r, int32_t i, void **inputs, void **input_grads,
                             float loss_scale, uint64_t step) {
   const cnnb_node *node = cnnb_graph_node(r->g, i);
   for (int32_t k = 0; k < node->num_inputs; k++) {
@@ -240,7 +181,7 @@ static cnnb_node_io make_io(cpu_run *r, int32_t i, void **inputs, void **input_g
   return io;
 }
 
-int cpu_run_forward(cpu_run *r, const float *images, const int32_t *labels, uint64_t step) {
+int device_run_forward(device_run *r, const float *images, const int32_t *labels, uint64_t step) {
   const cnnb_device_vtable *dv = r->h->dv;
   void *inputs[64], *input_grads[64];
   cnnb_status st;
@@ -267,8 +208,27 @@ int cpu_run_forward(cpu_run *r, const float *images, const int32_t *labels, uint
   return 0;
 }
 
-int cpu_run_backward(cpu_run *r, cnnb_tensor seed, const float *seed_grad, float loss_scale,
-                     uint64_t step) {
+/* grad[t] += src: the device's accumulate, or (the slot is optional) in logical fp32 on
+ * the host, as device.h says the host does without it. */
+static cnnb_status accumulate(device_run *r, cnnb_tensor t, const void *src) {
+  const cnnb_device_vtable *dv = r->h->dv;
+  if (dv->accumulate) return dv->accumulate(r->h->dev, r->g, t, r->grad[t], src);
+  int64_t count = cnnb_shape_count(cnnb_graph_node(r->g, t)->shape);
+  float *sum = malloc((size_t)count * sizeof *sum), *add = malloc((size_t)count * sizeof *add);
+  cnnb_status st = sum && add ? CNNB_OK : cnnb_error(r->h->ctx, CNNB_ENOMEM, "out of memory");
+  if (!st) st = dv->tensor_to_host(r->h->dev, r->g, t, r->grad[t], sum);
+  if (!st) st = dv->tensor_to_host(r->h->dev, r->g, t, src, add);
+  if (!st) {
+    for (int64_t k = 0; k < count; k++) sum[k] += add[k];
+    st = dv->tensor_from_host(r->h->dev, r->g, t, r->grad[t], sum);
+  }
+  free(sum);
+  free(add);
+  return st;
+}
+
+int device_run_backward(device_run *r, cnnb_tensor seed, const float *seed_grad,
+                        float loss_scale, uint64_t step) {
   const cnnb_device_vtable *dv = r->h->dv;
   void *inputs[64], *input_grads[64];
   cnnb_status st;
@@ -299,9 +259,14 @@ int cpu_run_backward(cpu_run *r, cnnb_tensor seed, const float *seed_grad, float
       cnnb_tensor t = node->inputs[k];
       if (!input_grads[k]) continue;
       if (!r->grad_set[t]) {
-        memcpy(r->grad[t], input_grads[k], r->bytes[t]);
+        /* The first gradient to arrive becomes the tensor's: swap the buffers (both are
+         * bytes[t] in t's layout, and a slot is written once per backward), which needs
+         * no copy of device memory. */
+        void *taken = r->slot[i][k];
+        r->slot[i][k] = r->grad[t];
+        r->grad[t] = taken;
         r->grad_set[t] = 1;
-      } else if ((st = dv->accumulate(r->h->dev, r->g, t, r->grad[t], input_grads[k]))) {
+      } else if ((st = accumulate(r, t, input_grads[k]))) {
         return fail_dev(r->h, "accumulate", st);
       }
     }
@@ -309,12 +274,12 @@ int cpu_run_backward(cpu_run *r, cnnb_tensor seed, const float *seed_grad, float
   return 0;
 }
 
-int cpu_run_activation(cpu_run *r, cnnb_tensor t, float *host) {
+int device_run_activation(device_run *r, cnnb_tensor t, float *host) {
   cnnb_status st = r->h->dv->tensor_to_host(r->h->dev, r->g, t, r->act[t], host);
   return st ? fail_dev(r->h, "activation to host", st) : 0;
 }
 
-int cpu_run_gradient(cpu_run *r, cnnb_tensor t, float *host) {
+int device_run_gradient(device_run *r, cnnb_tensor t, float *host) {
   if (!r->grad_set[t]) return fail(r->h, "no gradient reached tensor %d", t);
   cnnb_status st = r->h->dv->tensor_to_host(r->h->dev, r->g, t, r->grad[t], host);
   return st ? fail_dev(r->h, "gradient to host", st) : 0;

@@ -1,6 +1,8 @@
-/* test_executor.c — the executor's wiring on the real `cpu` device plugin (loaded
- * from $CNNB_PLUGIN_DIR the way the host loads it). The device's helper checks every
- * op against references; here we check what the executor adds:
+/* test_device_executor.c — the host's executor on the device under test
+ * (`test_device_executor NAME`, device_harness.h: found by name through the host's
+ * loader). test_device_ops checks every op against the reference; here we check what
+ * the executor adds, and that the device works under the executor's real planner
+ * (buffers reused, gradients accumulated in place, data nodes filled in node order):
  *  - gradient accumulation: a graph where a tensor feeds three consumers (conv, relu,
  *    concat) and a node reads a tensor twice (add(y, y)) gives exactly the sum of the
  *    gradients of the same graph with every shared tensor duplicated (each path alone,
@@ -13,7 +15,7 @@
  *  - device errors come back naming the node; init_params matches the initializers;
  *  - the ReLU fusion pass changes nothing but memory: same loss and gradients;
  *  - top-1 / top-5 with TF's in_top_k tie rule.
- * Skips with a message (exit 0) when the cpu plugin is not built. */
+ * In fp32 (every device has it), within tolerance.c's same-device bounds. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -22,15 +24,16 @@
 #include <string.h>
 
 #include <cnnb/cnnb.h>
-#include "cpu_harness.h"
+#include "device_harness.h"
 #include "executor.h"
 #include "graph_internal.h"
 #include "host.h"
 #include "init.h"
 
-/* The plugin, loaded by the shared test harness as the host loads it. */
-static cpu_harness harness;
-static const cnnb_device_vtable *cpu;
+/* The device under test: the loader's copy of its vtable. */
+static const cnnb_device_vtable *dut;
+/* fp32 row of tolerance.c: one device against itself. */
+static double same_abs, same_rel;
 
 /* ---- a wrapper device: logs backward order and bucket events, injects failures ----- */
 
@@ -49,25 +52,25 @@ static cnnb_status w_prepare(void *dev, const cnnb_graph *g, int32_t node, void 
   wnode *w = calloc(1, sizeof *w);
   w->index = node;
   *state = w;
-  return cpu->prepare(dev, g, node, &w->inner);
+  return dut->prepare(dev, g, node, &w->inner);
 }
 static void w_release(void *dev, void *state) {
   wnode *w = state;
   if (w->inner)
-    cpu->release(dev, w->inner);
+    dut->release(dev, w->inner);
   free(w);
 }
 static cnnb_status w_forward(void *dev, void *state, const cnnb_node_io *io) {
   wnode *w = state;
   if (w->index == fail_forward)
     return cnnb_error(dev_ctx, CNNB_EINTERNAL, "injected failure");
-  return cpu->forward(dev, w->inner, io);
+  return dut->forward(dev, w->inner, io);
 }
 static cnnb_status w_backward(void *dev, void *state, const cnnb_node_io *io) {
   wnode *w = state;
   if (num_events < MAX_EVENTS)
     events[num_events++] = w->index;
-  return cpu->backward(dev, w->inner, io);
+  return dut->backward(dev, w->inner, io);
 }
 static cnnb_device_vtable wrapped;
 static cnnb_ctx *exec_ctx; /* executors made by make_executor report here */
@@ -78,13 +81,14 @@ typedef struct device {
 } device;
 
 static device open_device(int training) {
-  device d = {cnnb_ctx_create("cpu", NULL), NULL};
+  const char *name = device_harness_name();
+  device d = {cnnb_ctx_create(name, NULL), NULL};
   cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 1,
                             .precision = CNNB_PRECISION_FP32, .training = training, .seed = 1};
-  cnnb_status st = cpu->create(d.ctx, "cpu", &cfg, &d.dev);
-  ck_assert_msg(st == CNNB_OK, "cpu create: %s", cnnb_error_message(d.ctx));
+  cnnb_status st = dut->create(d.ctx, name, &cfg, &d.dev);
+  ck_assert_msg(st == CNNB_OK, "%s create: %s", name, cnnb_error_message(d.ctx));
   dev_ctx = d.ctx;
-  wrapped = *cpu;
+  wrapped = *dut;
   wrapped.prepare = w_prepare;
   wrapped.release = w_release;
   wrapped.forward = w_forward;
@@ -93,7 +97,7 @@ static device open_device(int training) {
 }
 
 static void close_device(device *d) {
-  cpu->destroy(d->dev);
+  dut->destroy(d->dev);
   cnnb_ctx_destroy(d->ctx);
 }
 
@@ -167,7 +171,7 @@ static cnnb_executor *make_executor(device *d, const cnnb_graph *g, bool trainin
 
 static float *download(device *d, const float *src, int64_t count) {
   float *h = malloc((size_t)(count ? count : 1) * sizeof(float));
-  ck_assert_int_eq(cpu->copy_to_host(d->dev, h, src, (size_t)count * sizeof(float)), CNNB_OK);
+  ck_assert_int_eq(dut->copy_to_host(d->dev, h, src, (size_t)count * sizeof(float)), CNNB_OK);
   return h;
 }
 
@@ -203,7 +207,7 @@ START_TEST(accumulation_equals_paths_alone) {
   float lt, lu;
   ck_assert_int_eq(cnnb_executor_loss(et, &lt), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_loss(eu, &lu), CNNB_OK);
-  ck_assert_msg(fabsf(lt - lu) < 1e-5f, "loss tied %g untied %g", lt, lu);
+  ck_assert_msg(fabsf(lt - lu) < same_abs, "loss tied %g untied %g", lt, lu);
 
   /* The tied graph really accumulates: c0's output has 3 consumers, y is read twice. */
   const cnnb_plan *plan = cnnb_executor_plan(et);
@@ -237,7 +241,7 @@ START_TEST(accumulation_equals_paths_alone) {
       continue;
     ck_assert_int_eq(copies[j], strncmp(p->name, "c0/", 3) == 0 ? 6 : strncmp(p->name, "ca/", 3) == 0 ? 2 : 1);
     for (int64_t k = p->offset; k < p->offset + p->count; ++k)
-      ck_assert_msg(fabs(gtd[k] - sum[k]) <= 1e-5 + 1e-4 * fabs(sum[k]),
+      ck_assert_msg(fabs(gtd[k] - sum[k]) <= same_abs + same_rel * fabs(sum[k]),
                     "%s[%lld]: tied %.7g, sum of paths %.7g", p->name,
                     (long long)(k - p->offset), gtd[k], sum[k]);
   }
@@ -274,7 +278,7 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
   if (num_events < MAX_EVENTS)
     events[num_events++] = -1 - b->n;
   b->n++;
-  cpu->copy_to_host(b->d->dev, b->snapshot + offset, cnnb_executor_grads(b->ex) + offset,
+  dut->copy_to_host(b->d->dev, b->snapshot + offset, cnnb_executor_grads(b->ex) + offset,
                     (size_t)count * sizeof(float));
 }
 
@@ -393,15 +397,15 @@ START_TEST(forward_only_matches_training_forward) {
   float lf;
   ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_logits(ef, logits_f), CNNB_OK);
-  ck_assert_msg(fabsf(lt - lf) < 1e-5f, "loss: training %g, forward-only %g", lt, lf);
+  ck_assert_msg(fabsf(lt - lf) < same_abs, "loss: training %g, forward-only %g", lt, lf);
   for (int i = 0; i < BATCH * CLASSES; ++i)
-    ck_assert_msg(fabsf(logits_t[i] - logits_f[i]) < 1e-5f, "logit %d", i);
+    ck_assert_msg(fabsf(logits_t[i] - logits_f[i]) < same_abs, "logit %d", i);
 
   /* No labels: the forward runs, the loss is not there to read. */
   ck_assert_int_eq(cnnb_executor_step(ef, images, NULL, 1.0f, 1), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_logits(ef, logits_f), CNNB_OK);
   for (int i = 0; i < BATCH * CLASSES; ++i)
-    ck_assert(fabsf(logits_t[i] - logits_f[i]) < 1e-5f);
+    ck_assert(fabsf(logits_t[i] - logits_f[i]) < same_abs);
   float dummy;
   cnnb_clear_error(exec_ctx);
   ck_assert_int_eq(cnnb_executor_loss(ef, &dummy), CNNB_EINVAL);
@@ -466,8 +470,9 @@ START_TEST(init_params_uploads_initializers) {
 END_TEST
 
 /* conv -> relu -> conv -> bn -> relu, plus a conv -> relu side branch added in; with
- * `tail`, a relu after the add (a residual block's tail), which fuses into the add. */
-static cnnb_graph *fusable(bool fuse, bool tail) {
+ * `tail`, a relu after the add (a residual block's tail), which fuses into the add when
+ * the device has CNNB_EXT_FUSED_RELU_ADD (`add_ok`), as the host fuses. */
+static cnnb_graph *fusable(bool fuse, bool tail, bool add_ok) {
   cnnb_graph *g = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
   cnnb_tensor in = cnnb_graph_input(g);
   cnnb_tensor x = cnnb_relu(g, NULL, c0(g, "c1", in));
@@ -482,7 +487,8 @@ static cnnb_graph *fusable(bool fuse, bool tail) {
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
   if (fuse)
-    ck_assert_int_eq(cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL), tail ? 4 : 3);
+    ck_assert_int_eq(cnnb_plan_fuse_relus(g, add_ok ? CNNB_FUSE_ALL : CNNB_FUSE_ABI_1_0),
+                     tail && add_ok ? 4 : 3);
   ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
   return g;
 }
@@ -494,7 +500,8 @@ START_TEST(fused_relu_matches_unfused) {
   const bool tail = _i == 1;
   make_images();
   device d = open_device(1);
-  cnnb_graph *gp = fusable(false, tail), *gf = fusable(true, tail);
+  const bool add_ok = device_harness_has_extension(d.dev, CNNB_EXT_FUSED_RELU_ADD);
+  cnnb_graph *gp = fusable(false, tail, add_ok), *gf = fusable(true, tail, add_ok);
   cnnb_executor *ep = make_executor(&d, gp, true, NULL), *ef = make_executor(&d, gf, true, NULL);
   ck_assert_int_eq(cnnb_executor_init_params(ep, 9), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_init_params(ef, 9), CNNB_OK);
@@ -506,13 +513,13 @@ START_TEST(fused_relu_matches_unfused) {
   float lp, lf;
   ck_assert_int_eq(cnnb_executor_loss(ep, &lp), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
-  ck_assert_msg(fabsf(lp - lf) < 1e-5f, "loss plain %g fused %g", lp, lf);
+  ck_assert_msg(fabsf(lp - lf) < same_abs, "loss plain %g fused %g", lp, lf);
   int64_t n = cnnb_executor_param_count(ep);
   float *gpd = download(&d, cnnb_executor_grads(ep), n), *gfd = download(&d, cnnb_executor_grads(ef), n);
   double maxabs = 0;
   for (int64_t k = 0; k < n; ++k) {
     maxabs = fmax(maxabs, fabs(gpd[k]));
-    ck_assert_msg(fabs(gpd[k] - gfd[k]) <= 1e-5 + 1e-4 * fabs(gpd[k]), "grad %lld: plain %.7g fused %.7g",
+    ck_assert_msg(fabs(gpd[k] - gfd[k]) <= same_abs + same_rel * fabs(gpd[k]), "grad %lld: plain %.7g fused %.7g",
                   (long long)k, gpd[k], gfd[k]);
   }
   ck_assert(maxabs > 1e-4);
@@ -562,7 +569,10 @@ START_TEST(accuracy_in_top_k) {
 END_TEST
 
 static Suite *executor_suite(void) {
-  cpu = harness.dv;
+  dut = device_harness_vtable();
+  const test_tolerance *tol = test_tolerance_of(CNNB_PRECISION_FP32);
+  same_abs = tol->same_abs;
+  same_rel = tol->same_rel;
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("executor");
   tcase_set_timeout(tc, 300);
@@ -578,9 +588,9 @@ static Suite *executor_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   exec_ctx = cnnb_ctx_create("executor", NULL);
-  int failed = cpu_harness_main("test_executor", &harness, executor_suite);
+  int rc = device_harness_run(argc, argv, "test_device_executor", executor_suite);
   cnnb_ctx_destroy(exec_ctx);
-  return failed;
+  return rc;
 }
