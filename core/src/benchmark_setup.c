@@ -15,6 +15,7 @@
 
 #include "crash_guard.h"
 #include "graph_internal.h"
+#include "op_device.h"
 #include "plan.h"
 
 /* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
@@ -190,25 +191,29 @@ cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, const cnnb_
 
 /* ---- replicas -------------------------------------------------------------------------- */
 
-/* Whether every replica's device offers extension `id`: its instance's answer, or its
- * plugin's when the instance gives none. */
-static bool devices_offer(const cnnb_run *run, const char *id) {
-  const cnnb_device_vtable *vt = run->device_vt;
-  const cnnb_plugin *plugin = run->device.plugin;
+/* Every replica's device runs every op of the graph: refused here, before the executors
+ * plan and allocate anything, naming the op, a node using it and the device. */
+static cnnb_status check_ops(cnnb_run *run) {
   for (int32_t i = 0; i < run->num_replicas; i++) {
-    void *device = run->replicas[i].device;
-    bool yes = (vt->get_extension && vt->get_extension(device, id)) ||
-               (plugin->get_extension && plugin->get_extension(id));
-    if (!yes) return false;
+    cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "supports_op", NULL);
+    cnnb_status st = cnnb_ops_check_device(run->ctx, run->graph, run->device_vt,
+                                           run->replicas[i].device,
+                                           run->device.plugin->abi_minor, run->device.name);
+    cnnb_crash_leave(outer);
+    if (st != CNNB_OK) return st;
   }
-  return true;
+  return CNNB_OK;
 }
 
-/* A ReLU right after a conv or batch norm (or an add, when the devices say they can)
- * runs inside it, sharing its buffers. Every replica shares the graph. */
+/* A ReLU right after an op that can take it (conv, batch norm; add when the device says
+ * it can) runs inside it, sharing its buffers. Every replica shares the graph, so only
+ * what every replica's device offers is fused. */
 static void fuse_relus(cnnb_run *run) {
-  uint32_t ops = CNNB_FUSE_ABI_1_0;
-  if (devices_offer(run, CNNB_EXT_FUSED_RELU_ADD)) ops |= CNNB_FUSE_OP(CNNB_OP_ADD);
+  uint32_t ops = ~0u;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "get_extension", NULL);
+  for (int32_t i = 0; i < run->num_replicas; i++)
+    ops &= cnnb_ops_device_relu_fusion(run->device.plugin, run->device_vt, run->replicas[i].device);
+  cnnb_crash_leave(outer);
   int32_t fused = cnnb_plan_fuse_relus(run->graph, ops);
   cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
 }
@@ -428,6 +433,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
                                                       : NULL;
   run->device_description = description && *description ? description
                                                         : run->device.plugin->description;
+  if ((st = check_ops(run)) != CNNB_OK) return st;
   fuse_relus(run);
   for (int32_t i = 0; i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;

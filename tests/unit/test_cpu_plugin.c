@@ -14,8 +14,11 @@
 
 #include "device_harness.h"
 #include "device_harness_internal.h"
+#include "device_run.h"
 #include "graph_internal.h"
 #include "host.h"
+#include "op_device.h"
+#include "plan.h"
 
 /* This executable, for the child runs. */
 static char self[4096];
@@ -156,6 +159,58 @@ START_TEST(test_bf16_refused_below_avx512_bf16) {
 }
 END_TEST
 
+/* The cpu device runs every op of the core's table: supports_op says so, the core's
+ * check agrees, it fuses a ReLU into every op that can take one, and it prepares a
+ * graph holding every op. */
+static cnnb_graph *every_op_graph(void) {
+  cnnb_graph *g = cnnb_graph_create(2, 4, 8, 8, 5);
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor t = cnnb_batch_norm(g, NULL, c, NULL);
+  t = cnnb_relu(g, NULL, t);
+  t = cnnb_relu6(g, NULL, t);
+  t = cnnb_lrn(g, NULL, t, CNNB_LRN(.depth_radius = 1, .bias = 1, .alpha = 1e-3f, .beta = 0.75f));
+  t = cnnb_max_pool(g, NULL, t, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
+  cnnb_tensor a = cnnb_avg_pool(g, NULL, c, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
+  t = cnnb_add(g, NULL, t, a);
+  t = cnnb_concat(g, NULL, 2, (cnnb_tensor[]){t, a});
+  t = cnnb_pad_channels(g, NULL, t, 1, 2);
+  t = cnnb_global_avg_pool(g, NULL, t);
+  t = cnnb_reshape(g, NULL, t, 19, 1, 1);
+  t = cnnb_dense(g, NULL, cnnb_flatten(g, NULL, t), CNNB_DENSE(.units = 16));
+  t = cnnb_dropout(g, NULL, t, 0.5f);
+  cnnb_graph_set_logits(g, cnnb_dense(g, "logits", t, CNNB_DENSE(.units = 5)));
+  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  return g;
+}
+
+START_TEST(cpu_supports_every_op) {
+  device_harness h;
+  ck_assert_msg(device_harness_open(&h, CNNB_PRECISION_FP32, 1, 1) == 0, "%s", h.error);
+  ck_assert_uint_ge(h.dv->struct_size, offsetof(cnnb_device_vtable, supports_op) +
+                                           sizeof(h.dv->supports_op));
+  ck_assert_ptr_nonnull(h.dv->supports_op);
+  for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
+    ck_assert_msg(h.dv->supports_op(h.dev, op) == 1, "cpu does not run %s", cnnb_op_name(op));
+  ck_assert_int_eq(h.dv->supports_op(h.dev, 0), 0);
+  ck_assert_int_eq(h.dv->supports_op(h.dev, CNNB_OP_COUNT_), 0);
+  ck_assert_int_eq(h.dv->supports_op(h.dev, 99), 0);
+
+  cnnb_graph *g = every_op_graph();
+  bool seen[CNNB_OP_COUNT_] = {false};
+  for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) seen[cnnb_graph_node(g, i)->op] = true;
+  for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
+    ck_assert_msg(seen[op], "every_op_graph lacks %s", cnnb_op_name(op));
+  ck_assert_int_eq(cnnb_ops_check_device(h.ctx, g, h.dv, h.dev, h.plugin->abi_minor, "cpu"), CNNB_OK);
+  ck_assert_uint_eq(cnnb_ops_device_relu_fusion(h.plugin, h.dv, h.dev), CNNB_FUSE_ALL);
+  /* And what it says it runs, it prepares. */
+  device_run *run = device_run_create(&h, g);
+  ck_assert_msg(run != NULL, "%s", h.error);
+  device_run_destroy(run);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("cpu_plugin");
   TCase *tc = tcase_create("cpu");
@@ -164,6 +219,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_unknown_op_messages);
   tcase_add_test(tc, test_pad_keeps_conv_layout);
   tcase_add_test(tc, test_bf16_refused_below_avx512_bf16);
+  tcase_add_test(tc, cpu_supports_every_op);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,6 +670,95 @@ START_TEST(plugin_flags_are_registered_under_the_plugin) {
 }
 END_TEST
 
+/* ---- slot tags: the headers and the loader agree ---------------------------------- */
+
+/* Reads sdk/include/cnnb/<file> and, inside `struct_name`'s braces, pairs every function
+ * pointer "(*name)" with the tag line before it. Fails the test for a slot without both
+ * a [required]/[optional] tag and a thread tag. Fills required[] with the [required]
+ * ones, in order; returns how many slots there are. */
+static size_t read_slot_tags(const char *file, const char *struct_name, const char **required,
+                             size_t *num_required, char *storage, size_t storage_size) {
+  const char *src = getenv("CNNB_SOURCE_DIR");
+  ck_assert_msg(src != NULL, "CNNB_SOURCE_DIR is not set (run through ctest)");
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/sdk/include/cnnb/%s", src, file);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot read %s", path);
+  static char text[1 << 16];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  char open_marker[128];
+  snprintf(open_marker, sizeof open_marker, "typedef struct %s {", struct_name);
+  const char *p = strstr(text, open_marker);
+  ck_assert_msg(p != NULL, "%s: no '%s'", file, open_marker);
+  char close_marker[128];
+  snprintf(close_marker, sizeof close_marker, "} %s;", struct_name);
+  const char *end = strstr(p, close_marker);
+  ck_assert_msg(end != NULL, "%s: no '%s'", file, close_marker);
+  size_t slots = 0, used = 0;
+  *num_required = 0;
+  const char *tag = NULL; /* the latest [required]/[optional] since the last slot */
+  bool thread = false;
+  for (const char *q = p; q < end; q++) {
+    if (strncmp(q, "[required]", 10) == 0 || strncmp(q, "[optional]", 10) == 0) {
+      tag = q;
+      thread = false;
+    } else if (tag && (strncmp(q, "[main-thread]", 13) == 0 || strncmp(q, "[step-thread]", 13) == 0 ||
+                       strncmp(q, "[input-thread]", 14) == 0 || strncmp(q, "[any-thread]", 12) == 0)) {
+      thread = true;
+    } else if (strncmp(q, "(*", 2) == 0) {
+      const char *name = q + 2;
+      size_t n = strcspn(name, ")");
+      ck_assert_msg(tag != NULL, "%s: slot %.*s of %s has no [required]/[optional] tag", file,
+                    (int)n, name, struct_name);
+      ck_assert_msg(thread, "%s: slot %.*s of %s has no thread tag", file, (int)n, name, struct_name);
+      if (strncmp(tag, "[required]", 10) == 0) {
+        ck_assert(used + n + 1 <= storage_size);
+        memcpy(storage + used, name, n);
+        storage[used + n] = '\0';
+        required[(*num_required)++] = storage + used;
+        used += n + 1;
+      }
+      slots++;
+      tag = NULL;
+    }
+  }
+  return slots;
+}
+
+START_TEST(slot_tags_match_the_loader) {
+  static const struct {
+    uint32_t kind;
+    const char *file, *vtable;
+  } kinds[] = {{CNNB_KIND_MODEL, "model.h", "cnnb_model_vtable"},
+               {CNNB_KIND_DEVICE, "device.h", "cnnb_device_vtable"},
+               {CNNB_KIND_STRATEGY, "strategy.h", "cnnb_strategy_vtable"},
+               {CNNB_KIND_DATASOURCE, "datasource.h", "cnnb_datasource_vtable"}};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    const char *tagged[64], *loader[64];
+    size_t num_tagged = 0;
+    char storage[2048];
+    size_t slots = read_slot_tags(kinds[k].file, kinds[k].vtable, tagged, &num_tagged, storage,
+                                  sizeof storage);
+    ck_assert_msg(slots >= 3, "%s: only %zu slots found", kinds[k].vtable, slots);
+    size_t num_loader = cnnb_loader_required_slots(kinds[k].kind, loader, 64);
+    ck_assert_msg(num_loader == num_tagged, "%s: the header tags %zu slots [required], the loader "
+                  "checks %zu", kinds[k].vtable, num_tagged, num_loader);
+    for (size_t i = 0; i < num_tagged; i++)
+      ck_assert_msg(strcmp(tagged[i], loader[i]) == 0, "%s: slot %zu is %s in the header, %s in "
+                    "the loader", kinds[k].vtable, i, tagged[i], loader[i]);
+  }
+  /* The descriptor's function pointers are tagged too (both optional). */
+  const char *tagged[8];
+  size_t num_tagged = 0;
+  char storage[256];
+  ck_assert_uint_eq(read_slot_tags("abi.h", "cnnb_plugin", tagged, &num_tagged, storage,
+                                   sizeof storage), 2);
+  ck_assert_uint_eq(num_tagged, 0);
+}
+END_TEST
+
 int main(void) {
   setup_messages();
   Suite *s = suite_create("loader");
@@ -694,6 +784,7 @@ int main(void) {
   tcase_add_test(tc, list_plugins_shows_accepted_and_rejected);
   tcase_add_test(tc, list_plugins_with_nothing_found);
   tcase_add_test(tc, plugin_flags_are_registered_under_the_plugin);
+  tcase_add_test(tc, slot_tags_match_the_loader);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

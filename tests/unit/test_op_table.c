@@ -2,14 +2,13 @@
  * indexed by its op, with a unique name and an ABI minor no newer than this SDK's; the
  * ReLU fusion sets and backward reads it derives; and cnnb_ops_check_device
  * (op_device.c), which refuses a device lacking an op before anything is allocated,
- * against fake device vtables and against the real cpu device. */
+ * against fake device vtables (the real cpu device's answers: test_cpu_plugin.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cnnb/cnnb.h>
-#include "cpu_harness.h"
 #include "graph_internal.h"
 #include "host.h"
 #include "op_device.h"
@@ -291,59 +290,6 @@ END_TEST
 /* ---- the cpu device ------------------------------------------------------------------------- */
 
 /* A graph with every op a model can emit, and the loss. */
-static cnnb_graph *every_op_graph(void) {
-  cnnb_graph *g = cnnb_graph_create(2, 4, 8, 8, 5);
-  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
-  cnnb_tensor t = cnnb_batch_norm(g, NULL, c, NULL);
-  t = cnnb_relu(g, NULL, t);
-  t = cnnb_relu6(g, NULL, t);
-  t = cnnb_lrn(g, NULL, t, CNNB_LRN(.depth_radius = 1, .bias = 1, .alpha = 1e-3f, .beta = 0.75f));
-  t = cnnb_max_pool(g, NULL, t, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
-  cnnb_tensor a = cnnb_avg_pool(g, NULL, c, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
-  t = cnnb_add(g, NULL, t, a);
-  t = cnnb_concat(g, NULL, 2, (cnnb_tensor[]){t, a});
-  t = cnnb_pad_channels(g, NULL, t, 1, 2);
-  t = cnnb_global_avg_pool(g, NULL, t);
-  t = cnnb_reshape(g, NULL, t, 19, 1, 1);
-  t = cnnb_dense(g, NULL, cnnb_flatten(g, NULL, t), CNNB_DENSE(.units = 16));
-  t = cnnb_dropout(g, NULL, t, 0.5f);
-  cnnb_graph_set_logits(g, cnnb_dense(g, "logits", t, CNNB_DENSE(.units = 5)));
-  ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
-  return g;
-}
-
-START_TEST(cpu_supports_every_op) {
-  cpu_harness h;
-  int rc = cpu_harness_open(&h, CNNB_PRECISION_FP32, 1, 1);
-  if (rc == 1) {
-    printf("cpu_supports_every_op: skipped: %s\n", h.error);
-    return;
-  }
-  ck_assert_msg(rc == 0, "%s", h.error);
-  ck_assert_uint_ge(h.dv->struct_size, offsetof(cnnb_device_vtable, supports_op) +
-                                           sizeof(h.dv->supports_op));
-  ck_assert_ptr_nonnull(h.dv->supports_op);
-  for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
-    ck_assert_msg(h.dv->supports_op(h.dev, op) == 1, "cpu does not run %s", cnnb_op_name(op));
-  ck_assert_int_eq(h.dv->supports_op(h.dev, 0), 0);
-  ck_assert_int_eq(h.dv->supports_op(h.dev, CNNB_OP_COUNT_), 0);
-  ck_assert_int_eq(h.dv->supports_op(h.dev, 99), 0);
-
-  cnnb_graph *g = every_op_graph();
-  bool seen[CNNB_OP_COUNT_] = {false};
-  for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) seen[cnnb_graph_node(g, i)->op] = true;
-  for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
-    ck_assert_msg(seen[op], "every_op_graph lacks %s", cnnb_op_name(op));
-  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, h.dv, h.dev, h.plugin->abi_minor, "cpu"), CNNB_OK);
-  ck_assert_uint_eq(cnnb_ops_device_relu_fusion(h.plugin, h.dv, h.dev), CNNB_FUSE_ALL);
-  /* And what it says it runs, it prepares. */
-  cpu_run *run = cpu_run_create(&h, g);
-  ck_assert_msg(run != NULL, "%s", h.error);
-  cpu_run_destroy(run);
-  cnnb_graph_destroy(g);
-  cpu_harness_close(&h);
-}
-END_TEST
 
 int main(void) {
   Suite *s = suite_create("op_table");
@@ -358,7 +304,6 @@ int main(void) {
   tcase_add_test(tc, check_old_minor_refuses_newer_op);
   tcase_add_test(tc, check_accepting_device);
   tcase_add_test(tc, check_unknown_op);
-  tcase_add_test(tc, cpu_supports_every_op);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
