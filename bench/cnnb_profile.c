@@ -187,8 +187,9 @@ int main(int argc, char **argv) {
   char err[8192];
   int top = take_top(&argc, argv);
   cnnb_flags *flags = cnnb_flags_create();
-  cnnb_loader *loader = cnnb_loader_create();
-  if (!flags || !loader || cnnb_flags_declare_core(flags) != CNNB_OK) {
+  cnnb_ctx *root = flags ? cnnb_ctx_create("cnnb_profile", flags) : NULL;
+  cnnb_loader *loader = root ? cnnb_loader_create(root) : NULL;
+  if (!loader || cnnb_flags_declare_core(flags) != CNNB_OK) {
     fprintf(stderr, "cnnb_profile: out of memory\n");
     return 1;
   }
@@ -203,7 +204,7 @@ int main(int argc, char **argv) {
   }
   cfg.num_replicas = 1; /* the table is one device's */
   cnnb_run run = {.profile = true};
-  if ((st = cnnb_run_open(&run, &cfg, flags, loader)) != CNNB_OK ||
+  if ((st = cnnb_run_open(&run, &cfg, root, loader)) != CNNB_OK ||
       (st = cnnb_run_prepare(&run, loader)) != CNNB_OK) {
     fprintf(stderr, "cnnb_profile: %s\n", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");
     return 1;
@@ -236,6 +237,7 @@ int main(int argc, char **argv) {
   free(warm);
   cnnb_run_close(&run);
   cnnb_loader_destroy(loader);
+  cnnb_ctx_destroy(root);
   cnnb_flags_destroy(flags);
   return 0;
 }

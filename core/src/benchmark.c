@@ -208,14 +208,10 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   return CNNB_OK;
 }
 
-cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, const cnnb_flags *flags,
-                               cnnb_loader *loader, FILE *out, char *err, size_t err_size) {
-  cnnb_run run = {.ctx = cnnb_ctx_create("cnnbench", flags)};
-  if (!run.ctx) {
-    snprintf(err, err_size, "out of memory");
-    return CNNB_ENOMEM;
-  }
-  cnnb_status st = cnnb_run_open(&run, cfg, flags, loader);
+cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
+                               FILE *out, char *err, size_t err_size) {
+  cnnb_run run = {0};
+  cnnb_status st = cnnb_run_open(&run, cfg, parent, loader);
   if (st == CNNB_OK && cfg->model_info) {
     st = print_model_info(&run, out);
   } else if (st == CNNB_OK) {
@@ -224,7 +220,8 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, const cnnb_flags *fla
     st = cnnb_run_prepare(&run, loader);
     if (st == CNNB_OK) st = train(&run, run.rank == 0 ? out : NULL);
   }
-  if (st != CNNB_OK) snprintf(err, err_size, "%s", cnnb_error_message(run.ctx));
+  if (st != CNNB_OK)
+    snprintf(err, err_size, "%s", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");
   cnnb_run_close(&run);
   return st;
 }

@@ -12,8 +12,9 @@
 
 /* Runs the configured benchmark (or --model_info) and prints the report on `out` (rank 0
  * only). Returns CNNB_OK, or a status whose message, naming what went wrong and where,
- * is in err. `flags` only gives the plugins' ctxs their flags. */
-cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, const cnnb_flags *flags,
-                               cnnb_loader *loader, FILE *out, char *err, size_t err_size);
+ * is in err. Every ctx of the run is a child of `parent`: its flag table (the plugins
+ * read their own flags there) and its log settings. */
+cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
+                               FILE *out, char *err, size_t err_size);
 
 #endif

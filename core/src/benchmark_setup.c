@@ -78,7 +78,7 @@ static cnnb_status choose_datasource(cnnb_run *run, cnnb_loader *loader,
       fprintf(why, "; %s: picked only by --datasource=%s", names[i], names[i]);
       continue;
     }
-    cnnb_ctx *ctx = cnnb_ctx_create(names[i], run->flags);
+    cnnb_ctx *ctx = cnnb_ctx_create_child(run->ctx, names[i]);
     if (!ctx) {
       st = cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
       break;
@@ -171,19 +171,17 @@ static cnnb_status build_graph(cnnb_run *run) {
   return CNNB_OK;
 }
 
-cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, const cnnb_flags *flags,
+cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *parent,
                           cnnb_loader *loader) {
   run->cfg = cfg;
-  run->flags = flags;
   run->num_replicas = cfg->num_replicas;
   run->rank = 0;
   run->world_size = 1;
-  if (!run->ctx && !(run->ctx = cnnb_ctx_create("cnnbench", flags)))
-    return CNNB_ENOMEM;
+  if (!(run->ctx = cnnb_ctx_create_child(parent, "cnnbench"))) return CNNB_ENOMEM;
   cnnb_status st = find_plugin(run, loader, CNNB_KIND_MODEL, cfg->model, &run->model);
   if (st != CNNB_OK) return st;
   run->model_vt = run->model.plugin->vtable;
-  if (!(run->model_ctx = cnnb_ctx_create(cfg->model, flags)))
+  if (!(run->model_ctx = cnnb_ctx_create_child(run->ctx, cfg->model)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   if ((st = describe_model(run)) != CNNB_OK) return st;
   return build_graph(run);
@@ -221,7 +219,7 @@ static void fuse_relus(cnnb_run *run) {
 static cnnb_status create_device(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
   const cnnb_run_config *cfg = run->cfg;
-  if (!(r->device_ctx = cnnb_ctx_create(run->device.name, run->flags)))
+  if (!(r->device_ctx = cnnb_ctx_create_child(run->ctx, run->device.name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_device_config dcfg = {
       .struct_size = sizeof dcfg,
@@ -309,6 +307,13 @@ static cnnb_status create_strategy(cnnb_run *run) {
   if (run->world_size < 1 || run->rank < 0 || run->rank >= run->world_size)
     return cnnb_error(run->ctx, CNNB_EINTERNAL, "%s reports rank %d of world size %d",
                       run->strategy.label, (int)run->rank, (int)run->world_size);
+  if (run->world_size > 1) {
+    /* Several processes share a terminal: every line says whose it is. Set before the
+     * input threads start, as the tag's rule wants. */
+    char tag[32];
+    snprintf(tag, sizeof tag, "[rank %d]", (int)run->rank);
+    cnnb_ctx_set_log_tag(run->ctx, tag);
+  }
   outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
   st = vt->broadcast_params(run->strategy_state, run->params, cfg.param_count);
   cnnb_crash_leave(outer);
@@ -335,7 +340,7 @@ static cnnb_datasource_config datasource_config(const cnnb_run *run, int32_t ind
 
 static cnnb_status create_datasource(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
-  if (!(r->datasource_ctx = cnnb_ctx_create(run->datasource.name, run->flags)))
+  if (!(r->datasource_ctx = cnnb_ctx_create_child(run->ctx, run->datasource.name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_datasource_config scfg = datasource_config(run, index);
   cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "create", NULL);
@@ -416,7 +421,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   run->device_vt = run->device.plugin->vtable;
   run->strategy_vt = run->strategy.plugin->vtable;
   run->datasource_vt = run->datasource.plugin->vtable;
-  if (!(run->strategy_ctx = cnnb_ctx_create(run->strategy.name, run->flags)))
+  if (!(run->strategy_ctx = cnnb_ctx_create_child(run->ctx, run->strategy.name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
 
   run->replicas = calloc((size_t)n, sizeof(cnnb_replica));

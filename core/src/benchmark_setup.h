@@ -43,8 +43,8 @@ typedef struct cnnb_replica {
 
 struct cnnb_run {
   const cnnb_run_config *cfg;
-  const cnnb_flags *flags; /* only for the plugins' ctxs: they read their own flags */
-  cnnb_ctx *ctx;           /* "cnnbench": the run's own errors */
+  cnnb_ctx *ctx;           /* "cnnbench": the run's own errors; every plugin's ctx is its
+                              child (the flag table, the log level and rank tag) */
   bool profile;            /* executors time every node (bench/cnnb_profile) */
 
   cnnb_run_plugin model, device, strategy, datasource;
@@ -73,8 +73,9 @@ struct cnnb_run {
 };
 
 /* Resolves the model, reads its facts (the sizes the config leaves to it) and builds
- * its graph with the loss. Enough for --model_info. `cfg` and `flags` must outlive run. */
-cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, const cnnb_flags *flags,
+ * its graph with the loss. Enough for --model_info. run->ctx becomes a child of `parent`
+ * (its flags and log settings; NULL: none). `cfg` and `parent` must outlive run. */
+cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *parent,
                           cnnb_loader *loader);
 /* Everything else: device, strategy and datasource plugins, replicas, strategy, data. */
 cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader);

@@ -105,9 +105,9 @@ static void print_help(const cnnb_flags *flags) {
 }
 
 /* The command after discovery: help, the plugin list, or a run. */
-static int run_command(const command *cmd, cnnb_flags *flags, cnnb_loader *loader,
-                       cnnb_status discovered, const char *discover_err, int argc,
-                       char **argv) {
+static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
+                       cnnb_loader *loader, cnnb_status discovered, const char *discover_err,
+                       int argc, char **argv) {
   char *err = malloc(ERR_SIZE);
   if (!err) return EXIT_RUNTIME;
   int code = EXIT_OK;
@@ -127,7 +127,7 @@ static int run_command(const command *cmd, cnnb_flags *flags, cnnb_loader *loade
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
     st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
-    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, flags, loader, stdout, err, ERR_SIZE);
+    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE);
     if (st != CNNB_OK) {
       fflush(stdout);
       fprintf(stderr, "cnnbench: error: %s\n", err);
@@ -156,28 +156,31 @@ int cnnb_main(int argc, char **argv) {
     fprintf(stderr, "cnnbench: error: out of memory while starting\n");
     return EXIT_RUNTIME;
   }
-  cnnb_log_set_level(cmd.log_level);
   if (cmd.version) {
     free(cmd.plugin_files);
     printf("cnnbench %s (plugin ABI %d.%d)\n", CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
     return check_output(EXIT_OK);
   }
 
+  /* Every ctx of this command descends from `root`: one flag table, one log level. */
   cnnb_flags *flags = cnnb_flags_create();
-  cnnb_loader *loader = cnnb_loader_create();
+  cnnb_ctx *root = flags ? cnnb_ctx_create("cnnbench", flags) : NULL;
+  if (root) cnnb_ctx_set_log_level(root, cmd.log_level);
+  cnnb_loader *loader = root ? cnnb_loader_create(root) : NULL;
   char *discover_err = malloc(ERR_SIZE);
   int code = EXIT_RUNTIME;
-  if (!flags || !loader || !discover_err || cnnb_flags_declare_core(flags) != CNNB_OK) {
+  if (!loader || !discover_err || cnnb_flags_declare_core(flags) != CNNB_OK) {
     fprintf(stderr, "cnnbench: error: out of memory while starting\n");
   } else {
     cnnb_status discovered = cnnb_loader_discover(loader, cmd.plugin_files, discover_err, ERR_SIZE);
     cnnb_loader_register_flags(loader, flags);
     note_installed(loader, flags);
-    code = run_command(&cmd, flags, loader, discovered, discover_err, argc, argv);
+    code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv);
   }
   free(discover_err);
   free(cmd.plugin_files);
   cnnb_loader_destroy(loader);
+  cnnb_ctx_destroy(root);
   cnnb_flags_destroy(flags);
   return check_output(code);
 }

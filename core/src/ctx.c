@@ -3,10 +3,11 @@
  * the component's name as prefix. Flag getters on a ctx live in flags.c.
  *
  * Each log line is formatted whole and written under the stream's lock, so lines from
- * the input pipeline's threads never interleave mid-line. */
+ * the input pipeline's threads never interleave mid-line, and however long it is: a
+ * message is never cut. The level and tag a line is filtered and prefixed by belong to
+ * the ctx's family (ctx_internal.h), not to the process. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +19,54 @@
 /* Error messages are bounded so a loop that keeps adding context cannot grow forever. */
 #define MAX_ERROR_CHARS 4096
 
-static atomic_int log_level = CNNB_LOG_INFO;
+/* What a NULL ctx logs with. */
+static const cnnb_log_settings default_log = {CNNB_LOG_INFO, ""};
 
-cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags) {
+static cnnb_ctx *create(const char *component, const cnnb_flags *flags,
+                        cnnb_log_settings *shared) {
   cnnb_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->component = strdup(component ? component : "cnnbench");
-  if (!ctx->component) {
-    free(ctx);
+  ctx->log = shared ? shared : calloc(1, sizeof *ctx->log);
+  ctx->owns_log = !shared;
+  if (!ctx->component || !ctx->log) {
+    cnnb_ctx_destroy(ctx);
     return NULL;
   }
+  if (ctx->owns_log) *ctx->log = default_log;
   ctx->flags = flags;
   return ctx;
 }
 
+cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags) {
+  return create(component, flags, NULL);
+}
+
+cnnb_ctx *cnnb_ctx_create_child(const cnnb_ctx *parent, const char *component) {
+  return parent ? create(component, parent->flags, parent->log) : create(component, NULL, NULL);
+}
+
 void cnnb_ctx_destroy(cnnb_ctx *ctx) {
   if (!ctx) return;
+  if (ctx->owns_log) free(ctx->log);
   free(ctx->component);
   free(ctx->error);
   free(ctx);
 }
+
+void cnnb_ctx_set_log_level(cnnb_ctx *ctx, cnnb_log_level level) {
+  if (ctx) ctx->log->level = level;
+}
+
+void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag) {
+  if (ctx) snprintf(ctx->log->tag, sizeof ctx->log->tag, "%s", tag ? tag : "");
+}
+
+cnnb_log_level cnnb_ctx_log_level(const cnnb_ctx *ctx) {
+  return ctx ? ctx->log->level : default_log.level;
+}
+
+const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx) { return ctx ? ctx->flags : NULL; }
 
 const char *cnnb_ctx_component(const cnnb_ctx *ctx) {
   return ctx && ctx->component ? ctx->component : "cnnbench";
@@ -100,10 +129,6 @@ void cnnb_clear_error(cnnb_ctx *ctx) {
 
 /* ---- logging ------------------------------------------------------------------ */
 
-void cnnb_log_set_level(cnnb_log_level level) { atomic_store(&log_level, (int)level); }
-
-cnnb_log_level cnnb_log_get_level(void) { return (cnnb_log_level)atomic_load(&log_level); }
-
 bool cnnb_log_level_parse(const char *name, cnnb_log_level *level) {
   static const struct {
     const char *name;
@@ -130,30 +155,43 @@ static const char *level_tag(cnnb_log_level level) {
   return "";
 }
 
-static void vlog(const char *component, cnnb_log_level level, const char *fmt, va_list ap) {
-  if ((int)level > atomic_load(&log_level)) return;
-  char line[2048];
-  int n = snprintf(line, sizeof line, "%s: %s", component ? component : "cnnbench",
-                   level_tag(level));
-  if (n < 0) return;
-  if ((size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+static void vlog(const cnnb_log_settings *settings, const char *component, cnnb_log_level level,
+                 const char *fmt, va_list ap) {
+  if ((int)level > (int)settings->level) return;
+  /* Formatted whole, in one buffer: on the stack when it fits, else allocated. */
+  char stack[2048], *line = stack;
+  va_list copy;
+  va_copy(copy, ap);
+  int head = snprintf(stack, sizeof stack, "%s%s%s: %s", settings->tag,
+                      settings->tag[0] ? " " : "", component ? component : "cnnbench",
+                      level_tag(level));
+  int body = head < 0 ? -1 : vsnprintf(NULL, 0, fmt, copy);
+  va_end(copy);
+  if (head < 0 || body < 0) return;
+  size_t need = (size_t)head + (size_t)body + 1;
+  if (need > sizeof stack && (line = malloc(need)) != NULL)
+    memcpy(line, stack, (size_t)head);
+  if (!line) line = stack; /* out of memory: the line is cut, not lost */
+  size_t size = line == stack ? sizeof stack : need;
+  if ((size_t)head < size) vsnprintf(line + head, size - (size_t)head, fmt, ap);
   flockfile(stderr);
   fputs(line, stderr);
   size_t len = strlen(line);
   if (len == 0 || line[len - 1] != '\n') fputc('\n', stderr);
   funlockfile(stderr);
+  if (line != stack) free(line);
 }
 
 void cnnb_log(const cnnb_ctx *ctx, cnnb_log_level level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vlog(cnnb_ctx_component(ctx), level, fmt, ap);
+  vlog(ctx ? ctx->log : &default_log, cnnb_ctx_component(ctx), level, fmt, ap);
   va_end(ap);
 }
 
 void cnnb_log_component(const char *component, cnnb_log_level level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vlog(component, level, fmt, ap);
+  vlog(&default_log, component, level, fmt, ap);
   va_end(ap);
 }

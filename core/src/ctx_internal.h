@@ -5,10 +5,20 @@
 
 #include "host.h"
 
+/* How a family of ctxs logs: the least severe level shown and a tag before every line
+ * ("[rank 1] "). One per root ctx, shared by its children, so the command line's
+ * --log_level and the process's rank reach every plugin's lines; nothing process-wide. */
+typedef struct cnnb_log_settings {
+  cnnb_log_level level;
+  char tag[32];
+} cnnb_log_settings;
+
 struct cnnb_ctx {
   char *component;          /* log prefix: the plugin's or core part's name */
   const cnnb_flags *flags;  /* what flag getters read; NULL in some tests */
   char *error;              /* first error since the last clear, plus context; NULL = none */
+  cnnb_log_settings *log;   /* the root's; owned when owns_log */
+  bool owns_log;
 };
 
 /* "cnnbench" when ctx is NULL. */

@@ -44,12 +44,22 @@ bool cnnb_flags_bool(const cnnb_flags *flags, const char *name);
 const char *cnnb_flags_string(const cnnb_flags *flags, const char *name);
 bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
 
-/* A context for one component: `component` prefixes its log lines ("cpu: ..."), and
- * flag getters read `flags` (may be NULL in tests: getters then return defaults of 0). */
+/* A root context for one component: `component` prefixes its log lines ("cpu: ..."), and
+ * flag getters read `flags` (may be NULL in tests: getters then return defaults of 0). It
+ * logs at CNNB_LOG_INFO and above until told otherwise. */
 cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags);
+/* A context for another component in the same family: it reads the parent's flags and
+ * logs with the parent's settings (level, tag), also when they change later. It must not
+ * outlive its root. parent NULL: a new root without flags. */
+cnnb_ctx *cnnb_ctx_create_child(const cnnb_ctx *parent, const char *component);
 void cnnb_ctx_destroy(cnnb_ctx *ctx);
-/* Log lines below this level are dropped (default CNNB_LOG_INFO). */
-void cnnb_log_set_level(cnnb_log_level level);
+/* For ctx's whole family: lines less severe than `level` are dropped, and every line
+ * starts with `tag` (NULL or "": none). Set them before other threads log. */
+void cnnb_ctx_set_log_level(cnnb_ctx *ctx, cnnb_log_level level);
+void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag);
+cnnb_log_level cnnb_ctx_log_level(const cnnb_ctx *ctx);
+/* The flag table ctx reads (NULL when none). */
+const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx);
 
 /* Edit distance, for "did you mean" everywhere (flags, plugin names). */
 int cnnb_edit_distance(const char *a, const char *b);
@@ -82,10 +92,10 @@ const char *cnnb_flags_error(const cnnb_flags *flags);
 
 /* ---- logging without a ctx (core code) ----------------------------------------- */
 
-/* As cnnb_log, with `component` as the prefix ("cnnbench"). */
+/* As cnnb_log, with `component` as the prefix ("cnnbench"), at the default level (info):
+ * for errors found where no ctx is at hand (declaring flags). */
 void cnnb_log_component(const char *component, cnnb_log_level level, const char *fmt, ...)
     CNNB_PRINTF(3, 4);
-cnnb_log_level cnnb_log_get_level(void);
 /* "error" | "warn" | "info" | "debug" (as --log_level spells them); false otherwise. */
 bool cnnb_log_level_parse(const char *name, cnnb_log_level *level);
 

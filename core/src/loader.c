@@ -96,10 +96,10 @@ static char *default_install_dir(void) {
   return result;
 }
 
-cnnb_loader *cnnb_loader_create(void) {
+cnnb_loader *cnnb_loader_create(const cnnb_ctx *parent) {
   cnnb_loader *l = calloc(1, sizeof *l);
   if (!l) return NULL;
-  l->ctx = cnnb_ctx_create("loader", NULL);
+  l->ctx = cnnb_ctx_create_child(parent, "loader");
   l->install_dir = default_install_dir();
   if (!l->ctx || !l->install_dir) {
     cnnb_loader_destroy(l);

@@ -28,8 +28,9 @@
 
 typedef struct cnnb_loader cnnb_loader;
 
-/* NULL only when out of memory. */
-cnnb_loader *cnnb_loader_create(void);
+/* NULL only when out of memory. Its warnings log as `parent`'s family does (its level;
+ * parent NULL: the defaults). */
+cnnb_loader *cnnb_loader_create(const cnnb_ctx *parent);
 void cnnb_loader_destroy(cnnb_loader *l);
 
 /* Replaces the install's plugin directory for this loader (tests; NULL: none). By default

@@ -29,6 +29,7 @@ typedef struct probe {
 enum { NUM_PRECISIONS = 3 }; /* CNNB_PRECISION_FP32 .. CNNB_PRECISION_FP16 */
 
 static struct {
+  cnnb_ctx *log;          /* the root every ctx of the suite descends from */
   cnnb_loader *loader;
   const char *name;
   const char *path;
@@ -56,7 +57,7 @@ static void probe_child(int fd) {
   probe probes[NUM_PRECISIONS];
   memset(probes, 0, sizeof probes);
   for (uint32_t p = 0; p < NUM_PRECISIONS; p++) {
-    cnnb_ctx *ctx = cnnb_ctx_create(dut.name, NULL);
+    cnnb_ctx *ctx = cnnb_ctx_create_child(dut.log, dut.name);
     cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 1,
                               .precision = CNNB_PRECISION_FP32 + p, .training = 1, .seed = 1};
     void *dev = NULL;
@@ -150,7 +151,11 @@ static int judge_probes(char *msg, size_t size) {
 int device_harness_init(const char *device, char *msg, size_t size) {
   msg[0] = '\0';
   dut.name = device;
-  dut.loader = cnnb_loader_create();
+  /* Discovery warns about rejected plugins; info lines from every plugin would drown the
+   * test's own output. Every ctx of the suite descends from this one. */
+  dut.log = cnnb_ctx_create("device_harness", NULL);
+  if (dut.log) cnnb_ctx_set_log_level(dut.log, CNNB_LOG_WARN);
+  dut.loader = dut.log ? cnnb_loader_create(dut.log) : NULL;
   if (!dut.loader) return say(msg, size, "out of memory"), -1;
   const char *dir = getenv("CNNB_PLUGIN_DIR");
   if (dir && *dir && cnnb_loader_set_install_dir(dut.loader, dir) != CNNB_OK)
@@ -171,6 +176,7 @@ int device_harness_init(const char *device, char *msg, size_t size) {
 
 void device_harness_fini(void) {
   cnnb_loader_destroy(dut.loader);
+  cnnb_ctx_destroy(dut.log);
   memset(&dut, 0, sizeof dut);
 }
 
@@ -221,7 +227,7 @@ int device_harness_load(device_harness *h) {
   h->name = dut.name;
   h->plugin = dut.plugin;
   h->dv = dut.dv;
-  h->ctx = cnnb_ctx_create(dut.name, NULL);
+  h->ctx = cnnb_ctx_create_child(dut.log, dut.name);
   if (!h->ctx) {
     snprintf(h->error, sizeof h->error, "out of memory");
     return -1;

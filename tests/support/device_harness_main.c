@@ -10,9 +10,6 @@
 #include "host.h"
 
 int device_harness_main(const char *test, const char *device, Suite *(*make_suite)(void)) {
-  /* Discovery warns about rejected plugins; info lines from every plugin would drown the
-   * test's own output. */
-  cnnb_log_set_level(CNNB_LOG_WARN);
   char msg[2048];
   int rc = device_harness_init(device, msg, sizeof msg);
   if (rc == DEVICE_HARNESS_SKIP) {

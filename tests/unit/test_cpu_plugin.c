@@ -128,7 +128,6 @@ END_TEST
  * and what create(bf16) said. */
 static int bf16_child(void) {
   char msg[2048];
-  cnnb_log_set_level(CNNB_LOG_WARN);
   int rc = device_harness_init("cpu", msg, sizeof msg);
   if (rc != 0) {
     printf("init: %s\n", msg);

@@ -73,19 +73,25 @@ static char *capture_stderr(void (*emit)(void)) {
 }
 
 static void emit_levels(void) {
-  cnnb_ctx *ctx = cnnb_ctx_create("cpu", NULL);
-  cnnb_log_set_level(CNNB_LOG_INFO);
+  cnnb_ctx *root = cnnb_ctx_create("cnnbench", NULL);
+  cnnb_ctx *ctx = cnnb_ctx_create_child(root, "cpu");
   cnnb_log(ctx, CNNB_LOG_INFO, "oneDNN %d.%d", 2, 6);
   cnnb_log(ctx, CNNB_LOG_WARN, "slow path");
   cnnb_log(ctx, CNNB_LOG_ERROR, "bad %s", "thing");
   cnnb_log(ctx, CNNB_LOG_DEBUG, "hidden at info");
-  cnnb_log_set_level(CNNB_LOG_DEBUG);
+  cnnb_ctx_set_log_level(root, CNNB_LOG_DEBUG); /* the root's setting reaches its children */
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shown at debug\n");
-  cnnb_log_set_level(CNNB_LOG_ERROR);
-  cnnb_log(ctx, CNNB_LOG_WARN, "hidden at error");
+  cnnb_ctx_set_log_level(ctx, CNNB_LOG_ERROR);  /* and a child's, the whole family */
+  cnnb_log(root, CNNB_LOG_WARN, "hidden at error");
   cnnb_log_component("cnnbench", CNNB_LOG_ERROR, "core says %s", "hi");
-  cnnb_log_set_level(CNNB_LOG_INFO);
+  /* Another family keeps its own level. */
+  cnnb_ctx *other = cnnb_ctx_create("other", NULL);
+  cnnb_log(other, CNNB_LOG_INFO, "still at info");
+  cnnb_ctx_set_log_tag(root, "[rank 3]");
+  cnnb_log(ctx, CNNB_LOG_ERROR, "tagged");
+  cnnb_ctx_destroy(other);
   cnnb_ctx_destroy(ctx);
+  cnnb_ctx_destroy(root);
 }
 
 START_TEST(log_prefix_and_level) {
@@ -95,9 +101,29 @@ START_TEST(log_prefix_and_level) {
                    "cpu: warning: slow path\n"
                    "cpu: error: bad thing\n"
                    "cpu: debug: shown at debug\n"
-                   "cnnbench: error: core says hi\n");
+                   "cnnbench: error: core says hi\n"
+                   "other: still at info\n"
+                   "[rank 3] cpu: error: tagged\n");
   free(text);
-  ck_assert_int_eq(cnnb_log_get_level(), CNNB_LOG_INFO);
+}
+END_TEST
+
+/* A line is never cut, however long the message (a reason at the end of a long path). */
+static void emit_long(void) {
+  cnnb_ctx *ctx = cnnb_ctx_create("loader", NULL);
+  char path[6000];
+  memset(path, 'p', sizeof path - 1);
+  path[sizeof path - 1] = '\0';
+  cnnb_log(ctx, CNNB_LOG_WARN, "%s: the reason at the end", path);
+  cnnb_ctx_destroy(ctx);
+}
+
+START_TEST(long_lines_are_whole) {
+  char *text = capture_stderr(emit_long);
+  size_t len = strlen(text);
+  ck_assert_uint_eq(len, strlen("loader: warning: ") + 5999 + strlen(": the reason at the end\n"));
+  ck_assert_str_eq(text + len - strlen(": the reason at the end\n"), ": the reason at the end\n");
+  free(text);
 }
 END_TEST
 
@@ -144,6 +170,7 @@ int main(void) {
   tcase_add_test(tc, error_message_is_bounded);
   tcase_add_test(tc, null_ctx_is_safe);
   tcase_add_test(tc, log_prefix_and_level);
+  tcase_add_test(tc, long_lines_are_whole);
   tcase_add_test(tc, log_level_names);
   tcase_add_test(tc, status_and_kind_names);
   suite_add_tcase(s, tc);

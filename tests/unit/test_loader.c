@@ -32,7 +32,7 @@ static const char *fixture(const char *name) {
 /* A loader that sees only what a test gives it: no install dir, no CNNB_PLUGIN_PATH. */
 static cnnb_loader *isolated_loader(void) {
   unsetenv("CNNB_PLUGIN_PATH");
-  cnnb_loader *l = cnnb_loader_create();
+  cnnb_loader *l = cnnb_loader_create(NULL);
   ck_assert_ptr_nonnull(l);
   ck_assert_int_eq(cnnb_loader_set_install_dir(l, NULL), CNNB_OK);
   return l;
@@ -556,7 +556,7 @@ END_TEST
 START_TEST(default_install_dir_is_the_build_tree) {
   const char *plugin_dir = getenv("CNNB_PLUGIN_DIR");
   ck_assert_ptr_nonnull(plugin_dir);
-  cnnb_loader *l = cnnb_loader_create();
+  cnnb_loader *l = cnnb_loader_create(NULL);
   ck_assert_ptr_nonnull(l);
   ck_assert_ptr_nonnull(cnnb_loader_install_dir(l));
   ck_assert_str_eq(cnnb_loader_install_dir(l), plugin_dir);
