@@ -264,6 +264,15 @@ static const cnnb_device_vtable host_dev = {
     .tensor_to_host = h_to, .prepare = h_prepare, .release = h_release, .forward = h_run,
     .backward = h_run, .accumulate = h_acc, .update = h_update, .all_finite = h_finite};
 
+/* The same device without its optional slots (accumulate, all_finite): the trainer must
+ * check for inf/NaN itself, on a host copy. */
+static const cnnb_device_vtable host_dev_minimal = {
+    .struct_size = sizeof(cnnb_device_vtable), .alloc = h_alloc, .free = h_free,
+    .copy_to_device = h_copy, .copy_to_host = h_copy, .fill_zero = h_zero,
+    .synchronize = h_sync, .tensor_bytes = h_bytes, .tensor_from_host = h_from,
+    .tensor_to_host = h_to, .prepare = h_prepare, .release = h_release, .forward = h_run,
+    .backward = h_run, .update = h_update};
+
 typedef struct fixture {
   cnnb_ctx *ctx;
   cnnb_graph *g;
@@ -273,7 +282,7 @@ typedef struct fixture {
 
 /* dense(5) -> batch norm (scale + offset: no decay) -> dense(3) logits: three runs of
  * decay (decayed, not decayed, decayed). */
-static fixture make_fixture(void) {
+static fixture make_fixture_on(const cnnb_device_vtable *dv) {
   fixture f = {0};
   f.ctx = cnnb_ctx_create("test", NULL);
   f.g = cnnb_graph_create(2, 1, 2, 2, 3);
@@ -285,10 +294,12 @@ static fixture make_fixture(void) {
   cnnb_graph_add_loss(f.g);
   ck_assert_msg(cnnb_graph_status(f.g) == CNNB_OK, "graph: %s", cnnb_graph_error(f.g));
   cnnb_executor_config cfg = {.training = true};
-  cnnb_status st = cnnb_executor_create(f.ctx, &host_dev, &f.dummy, f.g, &cfg, &f.ex);
+  cnnb_status st = cnnb_executor_create(f.ctx, dv, &f.dummy, f.g, &cfg, &f.ex);
   ck_assert_msg(st == CNNB_OK, "executor: %s", cnnb_error_message(f.ctx));
   return f;
 }
+
+static fixture make_fixture(void) { return make_fixture_on(&host_dev); }
 
 static void free_fixture(fixture *f) {
   cnnb_executor_destroy(f->ex);
@@ -437,6 +448,36 @@ START_TEST(trainer_loss_scale_skips_nonfinite) {
 }
 END_TEST
 
+START_TEST(trainer_checks_gradients_without_all_finite) {
+  fixture f = make_fixture_on(&host_dev_minimal);
+  cnnb_trainer_config c = sgd_config();
+  c.fp16 = true;
+  c.fp16_loss_scale = 8.0f;
+  c.auto_loss_scale = true;
+  c.inc_loss_scale_every_n = 1000;
+  cnnb_trainer *tr;
+  ck_assert_int_eq(cnnb_trainer_create(f.ctx, &c, f.ex, &tr), CNNB_OK);
+  int64_t n = cnnb_executor_param_count(f.ex);
+  float *w = malloc((size_t)n * 4), *g = malloc((size_t)n * 4);
+  fill(&f, w, g);
+  cnnb_executor_grads(f.ex)[n - 1] = NAN; /* the last element: the whole range is read */
+  int skipped = 0;
+  update_calls = 0;
+  ck_assert_int_eq(cnnb_trainer_apply(tr, 0, &skipped, NULL), CNNB_OK);
+  ck_assert_int_eq(skipped, 1);
+  ck_assert_int_eq(update_calls, 0);
+  ck_assert_float_eq(cnnb_trainer_loss_scale(tr), 4.0f);
+  memcpy(cnnb_executor_grads(f.ex), g, (size_t)n * 4);
+  ck_assert_int_eq(cnnb_trainer_apply(tr, 1, &skipped, NULL), CNNB_OK);
+  ck_assert_int_eq(skipped, 0);
+  ck_assert_int_gt(update_calls, 0);
+  free(w);
+  free(g);
+  cnnb_trainer_destroy(tr);
+  free_fixture(&f);
+}
+END_TEST
+
 START_TEST(trainer_from_run_config) {
   fixture f = make_fixture();
   cnnb_flags *flags = cnnb_flags_create();
@@ -514,6 +555,7 @@ int main(void) {
   tcase_add_test(trainer, trainer_slots);
   tcase_add_test(trainer, trainer_loss_scale_skips_nonfinite);
   tcase_add_test(trainer, trainer_from_run_config);
+  tcase_add_test(trainer, trainer_checks_gradients_without_all_finite);
   tcase_add_test(trainer, trainer_refuses_forward_only);
   suite_add_tcase(s, trainer);
   SRunner *sr = srunner_create(s);

@@ -1,0 +1,134 @@
+/* test_run_config.c — the core's flags read once into a run configuration: defaults,
+ * each flag landing in its typed field, the spelling a precision refusal will name, and
+ * refusals that name the flag (the command-line side is tests/cli/bad_input.sh). */
+#include <check.h>
+#include <string.h>
+
+#include "host.h"
+#include "run_config.h"
+
+static cnnb_flags *flags;
+static char err[1024];
+
+static void setup(void) {
+  flags = cnnb_flags_create();
+  ck_assert_int_eq(cnnb_flags_declare_core(flags), CNNB_OK);
+}
+static void teardown(void) { cnnb_flags_destroy(flags); }
+
+/* Parses argv (NULL-terminated, after the program name) into cfg; returns the status. */
+static cnnb_status config(cnnb_run_config *cfg, const char *const *args) {
+  char *argv[32] = {"cnnbench"};
+  int argc = 1;
+  for (; args[argc - 1]; argc++) argv[argc] = (char *)args[argc - 1];
+  ck_assert_msg(cnnb_flags_parse(flags, argc, argv, err, sizeof err) == CNNB_OK, "%s", err);
+  return cnnb_run_config_from_flags(flags, cfg, err, sizeof err);
+}
+
+START_TEST(defaults) {
+  cnnb_run_config c;
+  ck_assert_int_eq(config(&c, (const char *[]){NULL}), CNNB_OK);
+  ck_assert_str_eq(c.model, "trivial");
+  ck_assert_str_eq(c.device, "cpu");
+  ck_assert_str_eq(c.strategy, "independent");
+  ck_assert_str_eq(c.datasource, "");
+  ck_assert_int_eq(c.mode, CNNB_MODE_TRAIN);
+  ck_assert_str_eq(c.dataset->name, "imagenet");
+  ck_assert_int_eq(c.num_classes, 1001);
+  ck_assert_int_eq(c.batch_size, 0);
+  ck_assert_int_eq(c.num_batches, 100);
+  ck_assert(c.num_epochs == 0.0);
+  ck_assert_int_eq(c.num_warmup_batches, 10);
+  ck_assert_int_eq(c.display_every, 10);
+  ck_assert(!c.print_accuracy);
+  ck_assert_int_eq(c.num_replicas, 1);
+  ck_assert_uint_eq(c.precision, CNNB_PRECISION_FP32);
+  ck_assert_str_eq(c.precision_flag, "--precision=fp32");
+  ck_assert_int_eq(c.gradient_bucket_bytes, (int64_t)25 << 20);
+  ck_assert_uint_eq(c.trainer.rule, CNNB_OPT_SGD);
+  ck_assert(!c.trainer.fp16);
+}
+END_TEST
+
+START_TEST(flags_land_in_their_fields) {
+  cnnb_run_config c;
+  ck_assert_msg(config(&c, (const char *[]){"--model=resnet20", "--data_name=cifar10",
+                                            "--batch_size=8", "--num_epochs=2.5",
+                                            "--forward_only", "--use_fp16", "--num_gpus=3",
+                                            "--optimizer=momentum", "--momentum=0.5",
+                                            "--init_learning_rate=0.2", "--gradient_bucket_mb=0.5",
+                                            "--datasource=synthetic", NULL}) == CNNB_OK,
+                "%s", err);
+  ck_assert_str_eq(c.model, "resnet20");
+  ck_assert_str_eq(c.dataset->name, "cifar10");
+  ck_assert_int_eq(c.num_classes, 10);
+  ck_assert_int_eq(c.batch_size, 8);
+  ck_assert(c.num_epochs == 2.5);
+  ck_assert_int_eq(c.mode, CNNB_MODE_FORWARD_ONLY);
+  ck_assert(c.print_accuracy); /* every run without updates shows accuracy */
+  ck_assert_uint_eq(c.precision, CNNB_PRECISION_FP16);
+  ck_assert_str_eq(c.precision_flag, "--use_fp16");
+  ck_assert(c.trainer.fp16);
+  ck_assert_int_eq(c.num_replicas, 3);
+  ck_assert_uint_eq(c.trainer.rule, CNNB_OPT_MOMENTUM);
+  ck_assert_float_eq(c.trainer.momentum, 0.5f);
+  ck_assert(c.trainer.lr.has_init_learning_rate && c.trainer.lr.init_learning_rate == 0.2);
+  ck_assert_int_eq(c.gradient_bucket_bytes, (int64_t)1 << 19);
+  ck_assert_str_eq(c.datasource, "synthetic");
+}
+END_TEST
+
+START_TEST(num_classes_overrides_the_dataset) {
+  cnnb_run_config c;
+  ck_assert_int_eq(config(&c, (const char *[]){"--num_classes=17", NULL}), CNNB_OK);
+  ck_assert_int_eq(c.num_classes, 17);
+}
+END_TEST
+
+/* Each refusal names the flag (the full list runs through the CLI in bad_input.sh). */
+START_TEST(refusals_name_the_flag) {
+  static const struct {
+    const char *arg, *want;
+  } cases[] = {
+      {"--num_epochs=-2", "--num_epochs=-2: must be > 0"},
+      {"--display_every=0", "--display_every=0: must be at least 1"},
+      {"--num_warmup_batches=-3", "--num_warmup_batches=-3"},
+      {"--gradient_bucket_mb=0", "--gradient_bucket_mb=0"},
+      {"--momentum=1.5", "--momentum=1.5: must be in [0, 1)"},
+      {"--rmsprop_decay=-0.1", "--rmsprop_decay=-0.1"},
+      {"--adam_epsilon=0", "--adam_epsilon=0"},
+      {"--weight_decay=-1", "--weight_decay=-1"},
+      {"--fp16_inc_loss_scale_every_n=0", "--fp16_inc_loss_scale_every_n=0"},
+      {"--num_intra_threads=1000000", "--num_intra_threads=1000000: must be in [0, "},
+      {"--data_name=mnist", "--data_name=mnist: unknown dataset; known: imagenet, cifar10"},
+      {"--num_classes=1", "--num_classes=1"},
+      {"--model=", "--model is empty"},
+      {"--piecewise_learning_rate_schedule=0.1;2", "odd number"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    teardown();
+    setup();
+    cnnb_run_config c;
+    ck_assert_msg(config(&c, (const char *[]){cases[i].arg, NULL}) == CNNB_EINVAL,
+                  "%s was accepted", cases[i].arg);
+    ck_assert_msg(strstr(err, cases[i].want), "%s: message '%s' lacks '%s'", cases[i].arg, err,
+                  cases[i].want);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("run_config");
+  TCase *tc = tcase_create("run_config");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, defaults);
+  tcase_add_test(tc, flags_land_in_their_fields);
+  tcase_add_test(tc, num_classes_overrides_the_dataset);
+  tcase_add_test(tc, refusals_name_the_flag);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
