@@ -47,8 +47,8 @@ static const core_flag model_and_data[] = {
     {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
      "counts the dataset's training set). When not given, --num_batches counts the steps."},
-    {"data_name", CNNB_FLAG_STRING, "", NULL,
-     "Name of dataset: imagenet or cifar10. If empty, imagenet."},
+    {"data_name", CNNB_FLAG_STRING, "imagenet", NULL,
+     "Name of the dataset: imagenet or cifar10."},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
      "Path to the dataset, read by a datasource that understands what it holds. If empty, "
      "synthetic data is used."},

@@ -88,7 +88,7 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
 static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                              size_t size) {
   const char *name = cnnb_flags_string(flags, "data_name");
-  cfg->dataset = cnnb_dataset_find(*name ? name : "imagenet");
+  cfg->dataset = cnnb_dataset_find(name);
   if (!cfg->dataset) {
     size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; known:", name);
     const cnnb_dataset_info *d;
