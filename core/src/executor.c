@@ -79,7 +79,8 @@ static cnnb_status node_error(cnnb_executor *ex, cnnb_status st, const char *wha
 
 static cnnb_status plan_bytes(void *user, const cnnb_graph *g, cnnb_tensor t, size_t *bytes) {
   cnnb_executor *ex = user;
-  return ex->dv->tensor_bytes(ex->device, g, t, bytes);
+  cnnb_status st = ex->dv->tensor_bytes(ex->device, g, t, bytes);
+  return st == CNNB_OK ? st : cnnb_executor_device_error(ex, st, "tensor sizes");
 }
 
 static cnnb_status alloc_arena(cnnb_executor *ex, size_t bytes, const char *what, void **ptr) {
