@@ -86,6 +86,10 @@ typedef struct cpu_host_io {
 
 /* CNNB_OK, or an error naming the node and what failed with oneDNN's status. */
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what);
+/* CNNB_ENOMEM: "cpu: node '<name>' [n,c,h,w]: out of memory: cannot allocate <bytes> (MiB)
+ * for <what>" plus a hint; bytes 0 leaves the size out. node may be NULL. */
+cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const char *fmt, ...)
+    CNNB_PRINTF(4, 5);
 #define CPU_TRY(st, d, call, node, what) \
   do { \
     if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \
@@ -96,9 +100,11 @@ cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, con
 cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
                           const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
                           const cnnb_node *node, const char *what);
-/* Like cpu_pd_create, but returns 0 without recording an error when oneDNN refuses. */
-int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
-               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
+/* Like cpu_pd_create, but CNNB_EUNSUPPORTED without recording an error when oneDNN
+ * refuses; out of memory is still an error with its message. */
+cnnb_status cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                       const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                       const cnnb_node *node, const char *what);
 cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
                             const cnnb_node *node, const char *what);
 /* Grows the shared scratchpad to cover `pd`'s (prepare time, never per step). */

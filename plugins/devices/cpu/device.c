@@ -83,7 +83,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     return cnnb_error(ctx, CNNB_EINVAL, "cpu: %d threads", cfg->num_threads);
 
   cpu_device *d = calloc(1, sizeof *d);
-  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cpu: out of memory for the device");
   d->ctx = ctx;
   memset(&d->cfg, 0, sizeof d->cfg);
   memcpy(&d->cfg, cfg, cfg->struct_size < sizeof d->cfg ? cfg->struct_size : sizeof d->cfg);
@@ -109,7 +109,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     dnnl_memory_desc_t md = cpu_md_tag(1, &one, dnnl_u8, dnnl_a);
     d->scratch = cpu_alloc(64);
     if (!d->scratch) {
-      st = cnnb_error(ctx, CNNB_ENOMEM, "cpu: scratchpad");
+      st = cpu_oom(d, NULL, 64, "the oneDNN scratchpad");
       goto done;
     }
     d->scratch_bytes = 64;
@@ -158,7 +158,7 @@ static const char *device_describe(void *device) { return ((cpu_device *)device)
 static cnnb_status device_alloc(void *device, size_t bytes, void **ptr) {
   cpu_device *d = device;
   *ptr = cpu_alloc(bytes);
-  if (!*ptr) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: cannot allocate %zu bytes", bytes);
+  if (!*ptr) return cpu_oom(d, NULL, bytes, "device memory");
   return CNNB_OK;
 }
 

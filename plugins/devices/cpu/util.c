@@ -5,6 +5,7 @@
  * Every primitive runs with a user-provided scratchpad: one buffer for the whole device,
  * grown at prepare time to the largest need, so a step allocates nothing. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +14,38 @@
 
 #include "cpu_device.h"
 
+#define OOM_HINT "a smaller --batch_size needs less"
+
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what) {
   if (s == dnnl_success) return CNNB_OK;
   cnnb_status st = s == dnnl_unimplemented ? CNNB_EUNSUPPORTED
                    : s == dnnl_out_of_memory ? CNNB_ENOMEM
                                               : CNNB_EINTERNAL;
+  const char *hint = st == CNNB_ENOMEM ? " (out of memory; " OOM_HINT ")" : "";
   if (node)
-    return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s", "node",
+    return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s%s", "node",
                       node->name ? node->name : "?", node->shape.n, node->shape.c,
-                      node->shape.h, node->shape.w, what, dnnl_status2str(s));
-  return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s", what, dnnl_status2str(s));
+                      node->shape.h, node->shape.w, what, dnnl_status2str(s), hint);
+  return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s%s", what, dnnl_status2str(s), hint);
 }
+
+cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  char where[160] = "";
+  if (node)
+    snprintf(where, sizeof where, "node '%s' [%d,%d,%d,%d]: ", node->name ? node->name : "?",
+             node->shape.n, node->shape.c, node->shape.h, node->shape.w);
+  if (bytes)
+    return cnnb_error(d->ctx, CNNB_ENOMEM,
+                      "cpu: %sout of memory: cannot allocate %zu bytes (%.1f MiB) for %s; " OOM_HINT,
+                      where, bytes, (double)bytes / 1048576.0, what);
+  return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %sout of memory: %s; " OOM_HINT, where, what);
+}
+
 
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index) {
   return dnnl_primitive_desc_query_md(pd, what, index);
@@ -35,7 +57,7 @@ cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, c
   if (need <= d->scratch_bytes && d->scratch_mem) return CNNB_OK;
   if (need < d->scratch_bytes) need = d->scratch_bytes;
   void *buf = cpu_alloc(need);
-  if (!buf) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: scratchpad of %zu bytes", need);
+  if (!buf) return cpu_oom(d, node, need, "the oneDNN scratchpad");
   dnnl_dim_t dims[1] = {(dnnl_dim_t)(need ? need : 1)};
   dnnl_memory_desc_t smd = cpu_md_tag(1, dims, dnnl_u8, dnnl_a);
   dnnl_memory_t mem = NULL;
@@ -53,20 +75,22 @@ cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, c
   return CNNB_OK;
 }
 
-int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
-               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint) {
+cnnb_status cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                       const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                       const cnnb_node *node, const char *what) {
   *pd = NULL;
-  if (dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint) !=
-      dnnl_success) {
+  dnnl_status_t s = dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint);
+  if (s == dnnl_out_of_memory) return cpu_check(d, s, node, what);
+  if (s != dnnl_success) {
     *pd = NULL;
-    return 0;
+    return CNNB_EUNSUPPORTED;
   }
-  if (cpu_scratch_reserve(d, *pd, NULL) != CNNB_OK) {
+  cnnb_status st = cpu_scratch_reserve(d, *pd, node);
+  if (st) {
     dnnl_primitive_desc_destroy(*pd);
     *pd = NULL;
-    return 0;
   }
-  return 1;
+  return st;
 }
 
 cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
@@ -167,9 +191,7 @@ const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size) {
 cnnb_status cpu_transient_reserve(cpu_device *d, int slot, size_t bytes, const cnnb_node *node) {
   if (bytes <= d->transient_bytes[slot]) return CNNB_OK;
   void *p = cpu_alloc(bytes);
-  if (!p)
-    return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: %zu bytes of scratch",
-                      node && node->name ? node->name : "device", bytes);
+  if (!p) return cpu_oom(d, node, bytes, "a scratch buffer");
   cpu_free(d->transient[slot]);
   d->transient[slot] = p;
   d->transient_bytes[slot] = bytes;
@@ -240,7 +262,7 @@ cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memor
   if (cpu_xform_needed(&w->to_compute)) {
     w->compute_buf = cpu_alloc(dnnl_memory_desc_get_size(compute));
     if (!w->compute_buf)
-      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weights buffer", node->name);
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(compute), "the weights in the kernel's layout");
   }
   return CNNB_OK;
 }
@@ -252,7 +274,7 @@ cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memor
   if (cpu_xform_needed(&w->to_arena)) {
     w->diff_buf = cpu_alloc(dnnl_memory_desc_get_size(diff));
     if (!w->diff_buf)
-      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weight gradient buffer", node->name);
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(diff), "the weight gradients in the kernel's layout");
   }
   return CNNB_OK;
 }
