@@ -47,6 +47,9 @@ struct cpu_device {
   size_t scratch_bytes;
   dnnl_memory_t scratch_mem;
   cpu_plan *plans;
+  void *room;                /* address space kept for oneDNN (util.c, cpu_room_open) */
+  dnnl_primitive_t *unrun;   /* primitives not yet executed (a set; util.c) */
+  size_t unrun_cap, unrun_count;
   void *transient[2];        /* buffers that live within one kernel call (cpu_transient) */
   size_t transient_bytes[2];
   uint64_t reorders_planned; /* per-step layout conversions prepared (weights and activations) */
@@ -90,6 +93,15 @@ cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, con
  * for <what>" plus a hint; bytes 0 leaves the size out. node may be NULL. */
 cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const char *fmt, ...)
     CNNB_PRINTF(4, 5);
+
+/* Address space kept free for oneDNN, which cannot report every failure to get some
+ * (its JIT writes kernels through a NULL buffer when mmap fails; util.c explains).
+ * Around every oneDNN call that may allocate (and each primitive's first run): open
+ * (hands the room over, or checks it can be had: CNNB_ENOMEM naming `what` when not),
+ * the call, close (takes it back). free: at device destruction. */
+cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what);
+void cpu_room_close(cpu_device *d);
+void cpu_room_free(cpu_device *d);
 #define CPU_TRY(st, d, call, node, what) \
   do { \
     if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \

@@ -93,10 +93,21 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   if (d->threads < 1) d->threads = 1;
   if (!cpu_threads_runtime_ok())
     cnnb_log(ctx, CNNB_LOG_WARN, "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
+
+  /* The room kept for oneDNN (util.c) first, so that nothing after takes it: open checks
+   * that it can be had (none is held yet), close takes it. */
+  cnnb_status st = cpu_room_open(d, NULL, "engine");
+  if (st) goto done;
+  cpu_room_close(d);
   cpu_threads_apply(d);
   cpu_flush_denormals(d);
-
-  cnnb_status st;
+  d->scratch = cpu_alloc(64);
+  if (!d->scratch) {
+    st = cpu_oom(d, NULL, 64, "the oneDNN scratchpad");
+    goto done;
+  }
+  d->scratch_bytes = 64;
+  if ((st = cpu_room_open(d, NULL, "engine"))) goto done;
   CPU_TRY(st, d, dnnl_engine_create(&d->engine, dnnl_cpu, 0), NULL, "engine");
   CPU_TRY(st, d, dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags), NULL,
           "stream");
@@ -107,15 +118,10 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     /* A minimal scratchpad memory, so every primitive has one to be given. */
     dnnl_dim_t one = 64;
     dnnl_memory_desc_t md = cpu_md_tag(1, &one, dnnl_u8, dnnl_a);
-    d->scratch = cpu_alloc(64);
-    if (!d->scratch) {
-      st = cpu_oom(d, NULL, 64, "the oneDNN scratchpad");
-      goto done;
-    }
-    d->scratch_bytes = 64;
     CPU_TRY(st, d, dnnl_memory_create(&d->scratch_mem, &md, d->engine, d->scratch), NULL,
             "scratchpad memory");
   }
+  cpu_room_close(d);
   {
     char model[160];
     cpu_model(model, sizeof model);
@@ -150,6 +156,7 @@ static void device_destroy(void *device) {
   if (d->attr) dnnl_primitive_attr_destroy(d->attr);
   if (d->stream) dnnl_stream_destroy(d->stream);
   if (d->engine) dnnl_engine_destroy(d->engine);
+  cpu_room_free(d);
   free(d);
 }
 

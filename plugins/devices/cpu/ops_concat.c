@@ -25,13 +25,17 @@ typedef struct concat_node {
 cnnb_status cpu_concat_pd(cpu_device *d, const cnnb_node *n, int32_t count,
                           const dnnl_memory_desc_t *srcs, const dnnl_memory_desc_t *dst,
                           dnnl_primitive_desc_t *pd, int quiet) {
+  *pd = NULL;
+  cnnb_status st = cpu_room_open(d, n, "concat");
+  if (st) return st;
   dnnl_status_t s = dnnl_concat_primitive_desc_create(pd, dst, count, 1, srcs, d->attr, d->engine);
+  cpu_room_close(d);
   if (s != dnnl_success) {
     *pd = NULL;
     if (quiet && s != dnnl_out_of_memory) return CNNB_EUNSUPPORTED;
     return cpu_check(d, s, n, "concat");
   }
-  cnnb_status st = cpu_scratch_reserve(d, *pd, n);
+  st = cpu_scratch_reserve(d, *pd, n);
   if (st) {
     dnnl_primitive_desc_destroy(*pd);
     *pd = NULL;
