@@ -199,6 +199,10 @@ static inline float *cpu_param_ptr(const cnnb_graph *g, float *base, int32_t ind
   return base + cnnb_graph_param(g, index)->offset;
 }
 
+/* Starts the device's threads on the OpenMP pool (at creation), first checking that
+ * their stacks fit in the address space left: CNNB_ENOMEM with a message, where libgomp
+ * would exit the process. */
+cnnb_status cpu_threads_start(cpu_device *d);
 /* Sets the compute threads on the calling thread (the OMP runtime keeps it per thread;
  * threads.c). */
 void cpu_threads_apply(const cpu_device *d);

@@ -99,8 +99,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   cnnb_status st = cpu_room_open(d, NULL, "engine");
   if (st) goto done;
   cpu_room_close(d);
-  cpu_threads_apply(d);
-  cpu_flush_denormals(d);
+  if ((st = cpu_threads_start(d))) goto done;
   d->scratch = cpu_alloc(64);
   if (!d->scratch) {
     st = cpu_oom(d, NULL, 64, "the oneDNN scratchpad");
