@@ -16,6 +16,10 @@
 #include <stdlib.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "cpu_device.h"
 
@@ -64,22 +68,10 @@ static void set_ftz_daz(void *unused) {
 #endif
 }
 
-/* A pool thread's first malloc makes glibc give it an arena of its own, reserving 64 MiB
- * of address space; left to the first step (oneDNN's GEMM mallocs in the workers) that
- * reservation can take the room kept for oneDNN's kernels (util.c) under RLIMIT_AS, so
- * each thread makes it when the pool starts. If glibc cannot, the thread shares another
- * arena: nothing fails. */
-static void pool_thread_init(void *unused) {
-  set_ftz_daz(unused);
-  void *volatile p = malloc(64);
-  free(p);
-}
-
 void cpu_flush_denormals(const cpu_device *d) {
   set_ftz_daz(NULL);
   look_up();
-  if (omp.parallel)
-    omp.parallel(pool_thread_init, NULL, (unsigned)(d->threads > 0 ? d->threads : 0), 0);
+  if (omp.parallel) omp.parallel(set_ftz_daz, NULL, (unsigned)(d->threads > 0 ? d->threads : 0), 0);
 }
 
 /* libgomp's stack size for its threads: OMP_STACKSIZE, else GOMP_STACKSIZE ("<n>[BKMG]",
@@ -108,12 +100,37 @@ static size_t env_stacksize(void) {
   return 0;
 }
 
+/* Under an address-space limit glibc's malloc is costly in threads: a thread's first
+ * malloc reserves a 64 MiB arena of its own, taken from what the buffers and oneDNN's
+ * kernels need, and a thread that cannot get one (less than 64-128 MiB left) is not sent
+ * to an existing arena but maps every allocation separately, a page or more each: the
+ * GEMM kernels oneDNN generates in a worker on a first run then took ~90 MiB of 4 KiB
+ * mmaps instead of ~6 MiB, and the failing operator new aborted the process (resnet20
+ * --forward_only --batch_size=128 under prlimit --as=131M). So when RLIMIT_AS is set, the
+ * process's threads share the main arena (M_ARENA_MAX 1), before the pool's threads make
+ * theirs; its lock costs little next to the kernels. Without a limit nothing changes. */
+static void share_malloc_arena_under_limit(const cpu_device *d) {
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+  static int done;
+  struct rlimit as;
+  if (done || getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return;
+  done = 1;
+  if (mallopt(M_ARENA_MAX, 1))
+    cnnb_log(d->ctx, CNNB_LOG_DEBUG,
+             "cpu: address space limited to %llu bytes: threads share one malloc arena",
+             (unsigned long long)as.rlim_cur);
+#else
+  (void)d;
+#endif
+}
+
 /* When libgomp cannot create a pool thread (under RLIMIT_AS: no address space for its
  * stack) it prints "libgomp: Thread creation failed" and exits the process, so the pool
  * is started only after checking that the stacks of all but the calling thread fit. The
  * pool is the process's: once it has started with n threads, n or fewer need nothing. */
 cnnb_status cpu_threads_start(cpu_device *d) {
   static int32_t started; /* threads the pool has started with (devices share it) */
+  share_malloc_arena_under_limit(d);
   look_up();
   if (omp.parallel && d->threads > started && d->threads > 1) {
     size_t stack = env_stacksize(), guard = 4096;
@@ -127,13 +144,14 @@ cnnb_status cpu_threads_start(cpu_device *d) {
     if (!stack) stack = (size_t)8 << 20;
     size_t workers = (size_t)d->threads - 1, each = stack + guard;
     size_t bytes = workers <= SIZE_MAX / each ? workers * each : SIZE_MAX;
-    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
       return cnnb_error(d->ctx, CNNB_ENOMEM,
                         "cpu: out of memory: cannot allocate %zu bytes (%.1f MiB) for the stacks "
-                        "of %zu OpenMP threads (%.1f MiB each; OMP_STACKSIZE sets it); fewer "
+                        "of %zu OpenMP thread%s (%.1f MiB each; OMP_STACKSIZE sets it); fewer "
                         "--num_intra_threads need less",
-                        bytes, (double)bytes / 1048576.0, workers, (double)each / 1048576.0);
+                        bytes, (double)bytes / 1048576.0, workers, workers == 1 ? "" : "s",
+                        (double)each / 1048576.0);
     munmap(p, bytes);
   }
   cpu_threads_apply(d);

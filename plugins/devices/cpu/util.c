@@ -5,7 +5,7 @@
  *
  * Every primitive runs with a user-provided scratchpad: one buffer for the whole device,
  * grown at prepare time to the largest need, so a step allocates nothing. */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -60,9 +60,10 @@ cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const ch
  * throws through code that cannot unwind (SIGABRT, seen from a GEMM kernel's std::call_once
  * in an OpenMP worker). Near an address-space limit (RLIMIT_AS, prlimit --as) the big
  * buffers the device allocates itself fail cleanly, but the last one that fits can leave
- * too little for the next primitive's code. So the device keeps CPU_ROOM_BYTES of address
- * space mapped PROT_NONE (address space only: no memory, no commit charge) while its own
- * allocations run, and unmaps it for the duration of each oneDNN call that may allocate;
+ * too little for the next primitive's code. So the device keeps CPU_ROOM_BYTES mapped
+ * while its own allocations run, the way the JIT maps its code (private, writable, so
+ * that RLIMIT_DATA and strict overcommit count it too; never touched: no memory), and
+ * unmaps it for the duration of each oneDNN call that may allocate;
  * when it is not held (taken meanwhile), the call first checks that that much can be had,
  * and fails with CNNB_ENOMEM when not. One primitive's creation measured at most ~4 MiB
  * (resnet20/50, inception3, googlenet, mobilenet, vgg11, alexnet, densenet; fp32 and bf16;
@@ -73,7 +74,7 @@ cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const ch
 #define CPU_ROOM_BYTES ((size_t)16 << 20)
 
 static void *room_map(void) {
-  void *p = mmap(NULL, CPU_ROOM_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *p = mmap(NULL, CPU_ROOM_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -87,8 +88,8 @@ cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what
   if (!probe) {
     int err = errno;
     return cpu_oom(d, node, 0,
-                   "no address space left for oneDNN's %s (it needs up to %zu MiB free for the "
-                   "code of the kernels it generates; mmap: %s)",
+                   "no room left for oneDNN's %s (it needs up to %zu MiB free for the code of "
+                   "the kernels it generates; mmap: %s)",
                    what, CPU_ROOM_BYTES >> 20, strerror(err));
   }
   munmap(probe, CPU_ROOM_BYTES);
