@@ -405,7 +405,11 @@ static cnnb_status start_input(cnnb_run *run, int32_t index) {
   cnnb_status st = cnnb_prefetch_create(run->datasource_vt, r->datasource, r->datasource_ctx,
                                         run->datasource.label, pixels, run->batch_size,
                                         INPUT_PREFETCH_DEPTH, &r->input);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "input pipeline");
+  if (st != CNNB_OK) {
+    char what[256];
+    snprintf(what, sizeof what, "datasource %s (replica %d)", run->datasource.name, (int)index);
+    return cnnb_run_fail(run, st, r->datasource_ctx, what);
+  }
   return CNNB_OK;
 }
 

@@ -82,7 +82,8 @@ static cnnb_status node_error(cnnb_executor *ex, cnnb_status st, const char *wha
 
 static cnnb_status plan_bytes(void *user, const cnnb_graph *g, cnnb_tensor t, size_t *bytes) {
   cnnb_executor *ex = user;
-  return ex->dv->tensor_bytes(ex->device, g, t, bytes);
+  cnnb_status st = ex->dv->tensor_bytes(ex->device, g, t, bytes);
+  return st == CNNB_OK ? st : cnnb_executor_device_error(ex, st, "tensor sizes");
 }
 
 static cnnb_status alloc_arena(cnnb_executor *ex, size_t bytes, const char *what, void **ptr) {
@@ -392,7 +393,7 @@ static cnnb_status upload(cnnb_executor *ex, int32_t i, const void *host) {
   cnnb_crash_enter(ex->cfg.crash_label, "tensor_from_host", cnnb_graph_node(ex->g, i)->name);
   cnnb_status st = ex->dv->tensor_from_host(ex->device, ex->g, i, ex->io[i].output, host);
   if (st != CNNB_OK)
-    return node_error(ex, st, "uploading into", i);
+    return node_error(ex, st, "the upload", i);
   return CNNB_OK;
 }
 
@@ -515,7 +516,7 @@ cnnb_status cnnb_executor_loss(cnnb_executor *ex, float *loss) {
   cnnb_status st = ex->dv->tensor_to_host(ex->device, ex->g, ex->loss,
                                           ex->io[ex->loss].output, loss);
   if (st != CNNB_OK)
-    return node_error(ex, st, "reading the loss of", ex->loss);
+    return node_error(ex, st, "reading the output", ex->loss);
   return CNNB_OK;
 }
 
@@ -526,7 +527,7 @@ cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host) {
                                           cnnb_plan_resolve(ex->plan, ex->logits),
                                           ex->io[ex->logits].output, host);
   if (st != CNNB_OK)
-    return node_error(ex, st, "reading the logits of", ex->logits);
+    return node_error(ex, st, "reading the output", ex->logits);
   return CNNB_OK;
 }
 

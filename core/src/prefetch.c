@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct slot {
   float *images;
@@ -89,9 +90,12 @@ cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasou
     return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory for %d batches of %zu floats",
                       depth + 1, image_floats);
   }
-  if (pthread_create(&p->thread, NULL, produce, p) != 0) {
+  int rc = pthread_create(&p->thread, NULL, produce, p);
+  if (rc != 0) {
     cnnb_prefetch_destroy(p);
-    return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: cannot start its thread");
+    return cnnb_error(ctx, CNNB_ENOMEM,
+                      "input pipeline: cannot start its thread: %s (out of memory for its "
+                      "stack, or at the limit of threads)", strerror(rc));
   }
   p->thread_started = true;
   *out = p;

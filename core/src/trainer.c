@@ -77,7 +77,8 @@ static cnnb_status make_runs(cnnb_trainer *tr) {
   int64_t total = cnnb_executor_param_count(tr->ex);
   tr->runs = calloc((size_t)np + 1, sizeof *tr->runs);
   if (!tr->runs)
-    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for %d parameter ranges",
+                      (int)np + 1);
   for (int32_t i = 0; i < np; ++i) {
     const cnnb_param *p = cnnb_graph_param(g, i);
     if (p->is_stat || p->count == 0)
@@ -121,7 +122,8 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
   int64_t chunk_count = count < CHUNK ? count : CHUNK;
   float *host = malloc((size_t)chunk_count * sizeof(float));
   if (!host)
-    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for %lld floats to "
+                      "initialise the optimizer slots", (long long)chunk_count);
   for (int64_t i = 0; i < chunk_count; ++i)
     host[i] = value;
   for (int64_t off = 0; off < count && st == CNNB_OK; off += chunk_count) {
@@ -328,7 +330,8 @@ cnnb_status cnnb_trainer_weight_decay_loss(cnnb_trainer *tr, double *out) {
   if (!tr->host_params) {
     tr->host_params = malloc((size_t)count * sizeof(float));
     if (!tr->host_params)
-      return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory");
+      return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for a host copy of the "
+                        "%lld parameters (the weight-decay term of total_loss)", (long long)count);
   }
   cnnb_status st = cnnb_executor_download_params(tr->ex, tr->host_params, NULL);
   if (st != CNNB_OK)

@@ -35,8 +35,17 @@ struct cpu_plan {
   struct cpu_host_io *io;    /* per tensor, made on first tensor_from/to_host */
 };
 
+/* The OpenMP runtime's entry points, from the libgomp that libdnnl loaded (threads.c);
+ * all NULL when another runtime computes. */
+typedef struct cpu_omp {
+  void (*set_num_threads)(int);
+  int (*get_max_threads)(void), (*get_thread_num)(void), (*get_num_threads)(void);
+  void (*parallel)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+} cpu_omp;
+
 struct cpu_device {
   cnnb_ctx *ctx;
+  cpu_omp omp;
   cnnb_device_config cfg;
   int32_t threads;
   dnnl_engine_t engine;
@@ -47,6 +56,9 @@ struct cpu_device {
   size_t scratch_bytes;
   dnnl_memory_t scratch_mem;
   cpu_plan *plans;
+  void *room;                /* address space kept for oneDNN (util.c, cpu_room_open) */
+  dnnl_primitive_t *unrun;   /* primitives not yet executed (a set; util.c) */
+  size_t unrun_cap, unrun_count;
   void *transient[2];        /* buffers that live within one kernel call (cpu_transient) */
   size_t transient_bytes[2];
   uint64_t reorders_planned; /* per-step layout conversions prepared (weights and activations) */
@@ -86,6 +98,19 @@ typedef struct cpu_host_io {
 
 /* CNNB_OK, or an error naming the node and what failed with oneDNN's status. */
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what);
+/* CNNB_ENOMEM: "cpu: node '<name>' [n,c,h,w]: out of memory: cannot allocate <bytes> (MiB)
+ * for <what>" plus a hint; bytes 0 leaves the size out. node may be NULL. */
+cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const char *fmt, ...)
+    CNNB_PRINTF(4, 5);
+
+/* Address space kept free for oneDNN, which cannot report every failure to get some
+ * (its JIT writes kernels through a NULL buffer when mmap fails; util.c explains).
+ * Around every oneDNN call that may allocate (and each primitive's first run): open
+ * (hands the room over, or checks it can be had: CNNB_ENOMEM naming `what` when not),
+ * the call, close (takes it back). free: at device destruction. */
+cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what);
+void cpu_room_close(cpu_device *d);
+void cpu_room_free(cpu_device *d);
 #define CPU_TRY(st, d, call, node, what) \
   do { \
     if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \
@@ -96,9 +121,11 @@ cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, con
 cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
                           const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
                           const cnnb_node *node, const char *what);
-/* Like cpu_pd_create, but returns 0 without recording an error when oneDNN refuses. */
-int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
-               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
+/* Like cpu_pd_create, but CNNB_EUNSUPPORTED without recording an error when oneDNN
+ * refuses; out of memory is still an error with its message. */
+cnnb_status cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                       const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                       const cnnb_node *node, const char *what);
 cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
                             const cnnb_node *node, const char *what);
 /* Grows the shared scratchpad to cover `pd`'s (prepare time, never per step). */
@@ -181,11 +208,17 @@ static inline float *cpu_param_ptr(const cnnb_graph *g, float *base, int32_t ind
   return base + cnnb_graph_param(g, index)->offset;
 }
 
+/* Starts the device's threads on the OpenMP pool (at creation), first checking that
+ * their stacks fit in the address space left: CNNB_ENOMEM with a message, where libgomp
+ * would exit the process. */
+cnnb_status cpu_threads_start(cpu_device *d);
 /* Sets the compute threads on the calling thread (the OMP runtime keeps it per thread;
  * threads.c). */
 void cpu_threads_apply(const cpu_device *d);
-/* 1 when the OpenMP runtime's thread setter was found (else OMP_NUM_THREADS rules). */
-int cpu_threads_runtime_ok(void);
+/* Finds the OpenMP runtime's entry points into d->omp (at creation). When they are not
+ * found, d->omp stays zero: everything runs on the calling thread and OMP_NUM_THREADS
+ * sets oneDNN's threads. */
+void cpu_threads_look_up(cpu_device *d);
 /* Flush-to-zero and denormals-are-zero on the calling thread and the OpenMP pool. */
 void cpu_flush_denormals(const cpu_device *d);
 /* fn(ctx, begin, end) over [0, n) split across the device's threads (threads.c). */

@@ -84,7 +84,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     return cnnb_error(ctx, CNNB_EINVAL, "cpu: %d threads", cfg->num_threads);
 
   cpu_device *d = calloc(1, sizeof *d);
-  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cpu: out of memory for the device");
   d->ctx = ctx;
   memset(&d->cfg, 0, sizeof d->cfg);
   memcpy(&d->cfg, cfg, cfg->struct_size < sizeof d->cfg ? cfg->struct_size : sizeof d->cfg);
@@ -92,12 +92,23 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   d->act_dt = precision == CNNB_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
   d->threads = cfg->num_threads > 0 ? cfg->num_threads : (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
   if (d->threads < 1) d->threads = 1;
-  if (!cpu_threads_runtime_ok())
+  cpu_threads_look_up(d);
+  if (!d->omp.parallel)
     cnnb_log(ctx, CNNB_LOG_WARN, "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
-  cpu_threads_apply(d);
-  cpu_flush_denormals(d);
 
-  cnnb_status st;
+  /* The room kept for oneDNN (util.c) first, so that nothing after takes it: open checks
+   * that it can be had (none is held yet), close takes it. */
+  cnnb_status st = cpu_room_open(d, NULL, "engine");
+  if (st) goto done;
+  cpu_room_close(d);
+  if ((st = cpu_threads_start(d))) goto done;
+  d->scratch = cpu_alloc(64);
+  if (!d->scratch) {
+    st = cpu_oom(d, NULL, 64, "the oneDNN scratchpad");
+    goto done;
+  }
+  d->scratch_bytes = 64;
+  if ((st = cpu_room_open(d, NULL, "engine"))) goto done;
   CPU_TRY(st, d, dnnl_engine_create(&d->engine, dnnl_cpu, 0), NULL, "engine");
   CPU_TRY(st, d, dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags), NULL,
           "stream");
@@ -108,15 +119,10 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     /* A minimal scratchpad memory, so every primitive has one to be given. */
     dnnl_dim_t one = 64;
     dnnl_memory_desc_t md = cpu_md_tag(1, &one, dnnl_u8, dnnl_a);
-    d->scratch = cpu_alloc(64);
-    if (!d->scratch) {
-      st = cnnb_error(ctx, CNNB_ENOMEM, "cpu: scratchpad");
-      goto done;
-    }
-    d->scratch_bytes = 64;
     CPU_TRY(st, d, dnnl_memory_create(&d->scratch_mem, &md, d->engine, d->scratch), NULL,
             "scratchpad memory");
   }
+  cpu_room_close(d);
   {
     char model[160];
     cpu_model(model, sizeof model);
@@ -151,6 +157,7 @@ static void device_destroy(void *device) {
   if (d->attr) dnnl_primitive_attr_destroy(d->attr);
   if (d->stream) dnnl_stream_destroy(d->stream);
   if (d->engine) dnnl_engine_destroy(d->engine);
+  cpu_room_free(d);
   free(d);
 }
 
@@ -159,7 +166,7 @@ static const char *device_describe(void *device) { return ((cpu_device *)device)
 static cnnb_status device_alloc(void *device, size_t bytes, void **ptr) {
   cpu_device *d = device;
   *ptr = cpu_alloc(bytes);
-  if (!*ptr) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: cannot allocate %zu bytes", bytes);
+  if (!*ptr) return cpu_oom(d, NULL, bytes, "device memory");
   return CNNB_OK;
 }
 

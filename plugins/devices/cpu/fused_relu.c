@@ -8,8 +8,9 @@
 
 cnnb_status cpu_fused_relu_attr(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr) {
   dnnl_post_ops_t po = NULL;
-  cnnb_status st;
   *attr = NULL;
+  cnnb_status st = cpu_room_open(d, n, "fused relu attributes");
+  if (st) return st;
   CPU_TRY(st, d, dnnl_primitive_attr_clone(attr, d->attr), n, "attributes");
   CPU_TRY(st, d, dnnl_post_ops_create(&po), n, "post-ops");
   CPU_TRY(st, d, dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.f, 0.f), n,
@@ -17,6 +18,7 @@ cnnb_status cpu_fused_relu_attr(cpu_device *d, const cnnb_node *n, dnnl_primitiv
   CPU_TRY(st, d, dnnl_primitive_attr_set_post_ops(*attr, po), n, "post-ops");
 done:
   if (po) dnnl_post_ops_destroy(po);
+  cpu_room_close(d);
   if (st && *attr) {
     dnnl_primitive_attr_destroy(*attr);
     *attr = NULL;

@@ -120,7 +120,7 @@ static const cpu_node_ops bn_ops = {bn_forward, bn_backward, bn_release};
 cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                    int32_t index, cpu_node **out) {
   bn_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &bn_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   const dnnl_memory_desc_t *md = &p->md[index];
@@ -156,13 +156,13 @@ cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan 
     goto done;
   if (!(s->mean = cpu_alloc((size_t)sh.c * sizeof(float))) ||
       !(s->var = cpu_alloc((size_t)sh.c * sizeof(float)))) {
-    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: batch norm '%s': statistics", node->name);
+    st = cpu_oom(d, node, (size_t)sh.c * sizeof(float), "the batch statistics");
     goto done;
   }
   const dnnl_memory_desc_t *ws_md = cpu_pd_md(fpd, dnnl_query_workspace_md, 0);
   if (ws_md && ws_md->ndims > 0 && dnnl_memory_desc_get_size(ws_md) > 0) {
     if (!(s->ws = cpu_alloc(dnnl_memory_desc_get_size(ws_md)))) {
-      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: batch norm '%s': workspace", node->name);
+      st = cpu_oom(d, node, dnnl_memory_desc_get_size(ws_md), "the batch norm workspace");
       goto done;
     }
     if ((st = cpu_mem(d, &s->ws_m, ws_md, node)) || (st = cpu_mem(d, &s->b_ws, ws_md, node)))

@@ -25,13 +25,17 @@ typedef struct concat_node {
 cnnb_status cpu_concat_pd(cpu_device *d, const cnnb_node *n, int32_t count,
                           const dnnl_memory_desc_t *srcs, const dnnl_memory_desc_t *dst,
                           dnnl_primitive_desc_t *pd, int quiet) {
+  *pd = NULL;
+  cnnb_status st = cpu_room_open(d, n, "concat");
+  if (st) return st;
   dnnl_status_t s = dnnl_concat_primitive_desc_create(pd, dst, count, 1, srcs, d->attr, d->engine);
+  cpu_room_close(d);
   if (s != dnnl_success) {
     *pd = NULL;
-    if (quiet) return CNNB_EUNSUPPORTED;
+    if (quiet && s != dnnl_out_of_memory) return CNNB_EUNSUPPORTED;
     return cpu_check(d, s, n, "concat");
   }
-  cnnb_status st = cpu_scratch_reserve(d, *pd, n);
+  st = cpu_scratch_reserve(d, *pd, n);
   if (st) {
     dnnl_primitive_desc_destroy(*pd);
     *pd = NULL;
@@ -57,11 +61,13 @@ cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan
   dnnl_data_type_t dt = p->md[n->inputs[0]].data_type;
   dnnl_memory_desc_t any = cpu_md_any(4, dims, dt);
   dnnl_primitive_desc_t pd;
-  if (concat_pd(d, g, p, index, &any, &pd, 1) == CNNB_OK) {
+  cnnb_status st = concat_pd(d, g, p, index, &any, &pd, 1);
+  if (st == CNNB_OK) {
     *out = *cpu_pd_md(pd, dnnl_query_dst_md, 0);
     dnnl_primitive_desc_destroy(pd);
     return CNNB_OK;
   }
+  if (st != CNNB_EUNSUPPORTED) return st; /* out of memory is not a layout refusal */
   *out = cpu_md_nchw(n->shape, dt);
   return CNNB_OK;
 }
@@ -118,7 +124,7 @@ static int slice_views(const cnnb_graph *g, const cnnb_node *n, const dnnl_memor
 cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                cpu_node **out) {
   concat_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &concat_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   const dnnl_memory_desc_t *md = &p->md[index];

@@ -205,7 +205,7 @@ static const cpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release}
 cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out) {
   conv_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &conv_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   cnnb_tensor in = node->inputs[0];
@@ -227,7 +227,7 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
   if ((st = cpu_xform_init(d, &s->src_in, &p->md[in], &src_md, node, "conv2d input")))
     goto done;
   if (cpu_xform_needed(&s->src_in) && !(s->src_buf = cpu_alloc(dnnl_memory_desc_get_size(&src_md)))) {
-    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: conv2d '%s': input buffer", node->name);
+    st = cpu_oom(d, node, dnnl_memory_desc_get_size(&src_md), "the input in the kernel's layout");
     goto done;
   }
   if ((st = cpu_weights_init_fwd(d, &s->w, &wei_plain, &wei_md, node))) goto done;

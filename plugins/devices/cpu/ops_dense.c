@@ -98,7 +98,7 @@ static const cpu_node_ops dense_ops = {dense_forward, dense_backward, dense_rele
 cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                               cpu_node **out) {
   dense_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &dense_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   cnnb_tensor in = node->inputs[0];
@@ -128,7 +128,7 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
     goto done;
   if (cpu_xform_needed(&s->src_to_plain) &&
       !(s->src_plain = cpu_alloc(dnnl_memory_desc_get_size(&in_plain)))) {
-    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: dense '%s': input buffer", node->name);
+    st = cpu_oom(d, node, dnnl_memory_desc_get_size(&in_plain), "the input in plain layout");
     goto done;
   }
 
@@ -149,7 +149,9 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
     CPU_TRY(st, d, dnnl_inner_product_backward_weights_desc_init(
                        &desc, &src_md, &dwei_md, s->has_bias ? &bias_md : NULL, &dst_md),
             node, "dense backward weights descriptor");
-    if (!cpu_pd_try(d, &wpd, &desc, NULL, fpd)) {
+    st = cpu_pd_try(d, &wpd, &desc, NULL, fpd, node, "dense backward weights");
+    if (st != CNNB_OK && st != CNNB_EUNSUPPORTED) goto done;
+    if (st == CNNB_EUNSUPPORTED) {
       dwei_md = cpu_md_any(2, wei_dims, dnnl_f32);
       CPU_TRY(st, d, dnnl_inner_product_backward_weights_desc_init(
                          &desc, &src_md, &dwei_md, s->has_bias ? &bias_md : NULL, &dst_md),

@@ -71,7 +71,7 @@ static const cpu_node_ops relu_ops = {relu_forward, relu_backward, relu_release}
 static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                       int32_t index, const eltwise_kind *kind, cpu_node **out) {
   relu_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &relu_ops, g, p, index);
   s->kind = kind;
   const cnnb_node *node = s->base.node;
@@ -206,7 +206,7 @@ static const cpu_node_ops add_ops = {add_forward, add_backward, add_release};
 cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out) {
   add_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &add_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   s->fused_relu = node->fused_relu != 0;
@@ -342,7 +342,7 @@ cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
     return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: dropout '%s': data type %d", node->name,
                       (int)md->data_type);
   dropout_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &dropout_ops, g, p, index);
   s->keep = keep;
   s->bf16 = md->data_type == dnnl_bf16;

@@ -95,7 +95,7 @@ cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_pla
     return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: loss '%s': second input is not %d int32 labels",
                       node->name, ls.n);
   xent_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &xent_ops, g, p, index);
   s->n = ls.n;
   s->k = (int32_t)(cnnb_shape_count(ls) / ls.n);
@@ -110,7 +110,7 @@ cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_pla
     if (cpu_xform_needed(&s->grad_to_logits)) s->grad = cpu_alloc(bytes);
     if (!s->probs || (cpu_xform_needed(&s->logits_to_f32) && !s->logits) ||
         (cpu_xform_needed(&s->grad_to_logits) && !s->grad))
-      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: loss '%s': buffers", node->name);
+      st = cpu_oom(d, node, bytes, "the loss's probabilities and conversions");
   }
   if (st) {
     xent_release(d, &s->base);

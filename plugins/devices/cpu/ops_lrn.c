@@ -53,7 +53,7 @@ static const cpu_node_ops lrn_ops = {lrn_forward, lrn_backward, lrn_release};
 cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out) {
   lrn_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &lrn_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   const dnnl_memory_desc_t *md = &p->md[index];
@@ -78,7 +78,7 @@ cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   const dnnl_memory_desc_t *ws_md = cpu_pd_md(fpd, dnnl_query_workspace_md, 0);
   if (ws_md && ws_md->ndims > 0 && dnnl_memory_desc_get_size(ws_md) > 0) {
     if (!(s->ws = cpu_alloc(dnnl_memory_desc_get_size(ws_md)))) {
-      st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: lrn '%s': workspace", node->name);
+      st = cpu_oom(d, node, dnnl_memory_desc_get_size(ws_md), "the lrn workspace");
       goto done;
     }
     if ((st = cpu_mem(d, &s->ws_m, ws_md, node)) || (st = cpu_mem(d, &s->b_ws, ws_md, node)))

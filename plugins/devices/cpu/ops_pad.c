@@ -79,10 +79,12 @@ cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p
   size_t zero_bytes;
   int32_t count = pad_sources(g, p, n, tag, x->data_type, srcs, &x_arg, &zero_bytes);
   dnnl_primitive_desc_t pd;
-  if (cpu_concat_pd(d, n, count, srcs, out, &pd, 1) == CNNB_OK) {
+  cnnb_status st = cpu_concat_pd(d, n, count, srcs, out, &pd, 1);
+  if (st == CNNB_OK) {
     dnnl_primitive_desc_destroy(pd);
     return CNNB_OK;
   }
+  if (st != CNNB_EUNSUPPORTED) return st; /* out of memory is not a layout refusal */
   *out = cpu_md_nchw(n->shape, x->data_type);
   return CNNB_OK;
 }
@@ -125,7 +127,7 @@ static const cpu_node_ops pad_ops = {pad_forward, pad_backward, pad_release};
 cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out) {
   pad_node *s = calloc(1, sizeof *s);
-  if (!s) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &pad_ops, g, p, index);
   const cnnb_node *node = s->base.node;
   const dnnl_memory_desc_t *ymd = &p->md[index];
@@ -146,8 +148,7 @@ cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   s->count = pad_sources(g, p, node, tag_of(ymd, ys), ymd->data_type, srcs, &s->x_arg,
                          &zero_bytes);
   if (zero_bytes && !(s->zeros = cpu_alloc(zero_bytes))) { /* cpu_alloc zeroes */
-    st = cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: pad_channels '%s': %zu bytes of zeros",
-                    node->name, zero_bytes);
+    st = cpu_oom(d, node, zero_bytes, "the zeros of pad_channels");
     goto done;
   }
   if ((st = cpu_concat_pd(d, node, s->count, srcs, ymd, &pd, 0))) goto done;

@@ -19,7 +19,7 @@ static const cpu_node_ops source_ops = {source_pass, source_pass, source_release
 cnnb_status cpu_prepare_source(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                cpu_node **out) {
   cpu_node *n = calloc(1, sizeof *n);
-  if (!n) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!n) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *n, "its state");
   cpu_node_init(n, &source_ops, g, p, index);
   *out = n;
   return CNNB_OK;
@@ -54,7 +54,7 @@ static const cpu_node_ops reshape_ops = {reshape_forward, reshape_backward, resh
 cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out) {
   reshape_node *r = calloc(1, sizeof *r);
-  if (!r) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: out of memory");
+  if (!r) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *r, "its state");
   cpu_node_init(&r->base, &reshape_ops, g, p, index);
   const cnnb_node *node = r->base.node;
   cnnb_tensor in = node->inputs[0];

@@ -126,7 +126,7 @@ cnnb_status cpu_plan_get(cpu_device *d, const cnnb_graph *g, cpu_plan **out) {
   }
   if (!p || !p->md || !p->io) {
     plan_free(p);
-    return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: layout plan of %d nodes", n);
+    return cpu_oom(d, NULL, 0, "the layout plan of %d nodes", n);
   }
   p->g = g;
   p->fingerprint = fp;

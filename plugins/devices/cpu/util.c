@@ -1,28 +1,161 @@
-/* util.c — the cpu device's small oneDNN helpers: errors that name the node, primitive
- * creation with the shared user scratchpad, execution, memory descriptors, layout
- * conversions (cpu_xform) and prepared weights (cpu_weights).
+/* util.c — the cpu device's small oneDNN helpers: errors that name the node, the
+ * address-space room kept for oneDNN, primitive creation with the shared user scratchpad,
+ * execution, memory descriptors, layout conversions (cpu_xform) and prepared weights
+ * (cpu_weights).
  *
  * Every primitive runs with a user-provided scratchpad: one buffer for the whole device,
  * grown at prepare time to the largest need, so a step allocates nothing. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "cpu_device.h"
+
+#define OOM_HINT "a smaller --batch_size needs less"
 
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what) {
   if (s == dnnl_success) return CNNB_OK;
   cnnb_status st = s == dnnl_unimplemented ? CNNB_EUNSUPPORTED
                    : s == dnnl_out_of_memory ? CNNB_ENOMEM
                                               : CNNB_EINTERNAL;
+  const char *hint = st == CNNB_ENOMEM ? " (out of memory; " OOM_HINT ")" : "";
   if (node)
-    return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s", "node",
+    return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s%s", "node",
                       node->name ? node->name : "?", node->shape.n, node->shape.c,
-                      node->shape.h, node->shape.w, what, dnnl_status2str(s));
-  return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s", what, dnnl_status2str(s));
+                      node->shape.h, node->shape.w, what, dnnl_status2str(s), hint);
+  return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s%s", what, dnnl_status2str(s), hint);
+}
+
+cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  char where[160] = "";
+  if (node)
+    snprintf(where, sizeof where, "node '%s' [%d,%d,%d,%d]: ", node->name ? node->name : "?",
+             node->shape.n, node->shape.c, node->shape.h, node->shape.w);
+  if (bytes)
+    return cnnb_error(d->ctx, CNNB_ENOMEM,
+                      "cpu: %sout of memory: cannot allocate %zu bytes (%.1f MiB) for %s; " OOM_HINT,
+                      where, bytes, (double)bytes / 1048576.0, what);
+  return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %sout of memory: %s; " OOM_HINT, where, what);
+}
+
+/* ---- room for oneDNN --------------------------------------------------------------
+ * oneDNN cannot report every failure to get memory. Its JIT assembler (Xbyak, built
+ * without exceptions) maps a 256 KiB code buffer for each kernel it generates; when that
+ * mmap fails it records an error and goes on writing machine code through the NULL
+ * buffer, so dnnl_primitive_create dies with SIGSEGV (in Xbyak's CodeArray::db, top_ ==
+ * NULL) instead of returning dnnl_out_of_memory; and a C++ allocation failing inside it
+ * throws through code that cannot unwind (SIGABRT, seen from a GEMM kernel's std::call_once
+ * in an OpenMP worker). Near an address-space limit (RLIMIT_AS, prlimit --as) the big
+ * buffers the device allocates itself fail cleanly, but the last one that fits can leave
+ * too little for the next primitive's code. So the device keeps CPU_ROOM_BYTES mapped
+ * while its own allocations run, the way the JIT maps its code (private, writable, so
+ * that RLIMIT_DATA and strict overcommit count it too; never touched: no memory), and
+ * unmaps it for the duration of each oneDNN call that may allocate;
+ * when it is not held (taken meanwhile), the call first checks that that much can be had,
+ * and fails with CNNB_ENOMEM when not. One primitive's creation measured at most ~4 MiB
+ * (resnet20/50, inception3, googlenet, mobilenet, vgg11, alexnet, densenet; fp32 and bf16;
+ * training and inference). Some kernels are generated on a primitive's first execution
+ * (the GEMM kernels behind gemm-based convolutions and bf16 inner products, in whichever
+ * thread gets there first), so each primitive's first run gets the room too (cpu_exec);
+ * later runs leave it held. */
+#define CPU_ROOM_BYTES ((size_t)16 << 20)
+
+static void *room_map(void) {
+  void *p = mmap(NULL, CPU_ROOM_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what) {
+  if (d->room) {
+    munmap(d->room, CPU_ROOM_BYTES);
+    d->room = NULL;
+    return CNNB_OK;
+  }
+  void *probe = room_map();
+  if (!probe) {
+    int err = errno;
+    return cpu_oom(d, node, 0,
+                   "no room left for oneDNN's %s (it needs up to %zu MiB free for the code of "
+                   "the kernels it generates; mmap: %s)",
+                   what, CPU_ROOM_BYTES >> 20, strerror(err));
+  }
+  munmap(probe, CPU_ROOM_BYTES);
+  return CNNB_OK;
+}
+
+void cpu_room_close(cpu_device *d) {
+  if (!d->room) d->room = room_map(); /* when it cannot be had, the next open says so */
+}
+
+void cpu_room_free(cpu_device *d) {
+  if (d->room) munmap(d->room, CPU_ROOM_BYTES);
+  d->room = NULL;
+  free(d->unrun);
+  d->unrun = NULL;
+  d->unrun_cap = d->unrun_count = 0;
+}
+
+/* The primitives not yet executed: an open-addressing set (linear probing, deletion by
+ * backward shift). A primitive destroyed before it ran stays listed; if another takes its
+ * address, that one has not run either. */
+static size_t unrun_home(const cpu_device *d, dnnl_primitive_t prim) {
+  uint64_t h = (uint64_t)(uintptr_t)prim * 0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 32) & (d->unrun_cap - 1);
+}
+
+static int unrun_add(cpu_device *d, dnnl_primitive_t prim) {
+  if ((d->unrun_count + 1) * 2 > d->unrun_cap) {
+    size_t cap = d->unrun_cap ? d->unrun_cap * 2 : 256;
+    dnnl_primitive_t *old = d->unrun, *grown = calloc(cap, sizeof *grown);
+    if (!grown) return 0;
+    size_t old_cap = d->unrun_cap;
+    d->unrun = grown;
+    d->unrun_cap = cap;
+    d->unrun_count = 0;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i]) unrun_add(d, old[i]);
+    free(old);
+  }
+  size_t i = unrun_home(d, prim);
+  while (d->unrun[i] && d->unrun[i] != prim) i = (i + 1) & (d->unrun_cap - 1);
+  if (!d->unrun[i]) d->unrun_count++;
+  d->unrun[i] = prim;
+  return 1;
+}
+
+/* 1 (and forgets it) when prim had not run yet. */
+static int unrun_take(cpu_device *d, dnnl_primitive_t prim) {
+  if (!d->unrun_count) return 0;
+  size_t mask = d->unrun_cap - 1, i = unrun_home(d, prim);
+  while (d->unrun[i] != prim) {
+    if (!d->unrun[i]) return 0;
+    i = (i + 1) & mask;
+  }
+  d->unrun[i] = NULL;
+  d->unrun_count--;
+  for (size_t j = (i + 1) & mask; d->unrun[j]; j = (j + 1) & mask) {
+    size_t home = unrun_home(d, d->unrun[j]);
+    /* move j's entry into the hole unless its home lies cyclically in (i, j] */
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      d->unrun[i] = d->unrun[j];
+      d->unrun[j] = NULL;
+      i = j;
+    }
+  }
+  return 1;
 }
 
 const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index) {
@@ -35,12 +168,15 @@ cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, c
   if (need <= d->scratch_bytes && d->scratch_mem) return CNNB_OK;
   if (need < d->scratch_bytes) need = d->scratch_bytes;
   void *buf = cpu_alloc(need);
-  if (!buf) return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: scratchpad of %zu bytes", need);
+  if (!buf) return cpu_oom(d, node, need, "the oneDNN scratchpad");
   dnnl_dim_t dims[1] = {(dnnl_dim_t)(need ? need : 1)};
   dnnl_memory_desc_t smd = cpu_md_tag(1, dims, dnnl_u8, dnnl_a);
   dnnl_memory_t mem = NULL;
-  cnnb_status st = cpu_check(d, dnnl_memory_create(&mem, &smd, d->engine, buf), node,
-                             "scratchpad memory");
+  cnnb_status st = cpu_room_open(d, node, "scratchpad memory");
+  if (st == CNNB_OK) {
+    st = cpu_check(d, dnnl_memory_create(&mem, &smd, d->engine, buf), node, "scratchpad memory");
+    cpu_room_close(d);
+  }
   if (st) {
     cpu_free(buf);
     return st;
@@ -53,29 +189,36 @@ cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, c
   return CNNB_OK;
 }
 
-int cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
-               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint) {
+cnnb_status cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
+                       const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
+                       const cnnb_node *node, const char *what) {
   *pd = NULL;
-  if (dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint) !=
-      dnnl_success) {
+  cnnb_status st = cpu_room_open(d, node, what);
+  if (st) return st;
+  dnnl_status_t s = dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint);
+  cpu_room_close(d);
+  if (s == dnnl_out_of_memory) return cpu_check(d, s, node, what);
+  if (s != dnnl_success) {
     *pd = NULL;
-    return 0;
+    return CNNB_EUNSUPPORTED;
   }
-  if (cpu_scratch_reserve(d, *pd, NULL) != CNNB_OK) {
+  st = cpu_scratch_reserve(d, *pd, node);
+  if (st) {
     dnnl_primitive_desc_destroy(*pd);
     *pd = NULL;
-    return 0;
   }
-  return 1;
+  return st;
 }
 
 cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_desc,
                           const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint,
                           const cnnb_node *node, const char *what) {
   *pd = NULL;
-  cnnb_status st = cpu_check(d, dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr,
-                                                           d->engine, hint),
-                             node, what);
+  cnnb_status st = cpu_room_open(d, node, what);
+  if (st) return st;
+  dnnl_status_t s = dnnl_primitive_desc_create(pd, op_desc, attr ? attr : d->attr, d->engine, hint);
+  cpu_room_close(d);
+  st = cpu_check(d, s, node, what);
   if (st) {
     *pd = NULL;
     return st;
@@ -91,29 +234,49 @@ cnnb_status cpu_pd_create(cpu_device *d, dnnl_primitive_desc_t *pd, const void *
 cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
                             const cnnb_node *node, const char *what) {
   *prim = NULL;
-  cnnb_status st = cpu_check(d, dnnl_primitive_create(prim, pd), node, what);
-  if (st) *prim = NULL;
-  return st;
+  cnnb_status st = cpu_room_open(d, node, what);
+  if (st) return st;
+  dnnl_status_t s = dnnl_primitive_create(prim, pd);
+  cpu_room_close(d);
+  st = cpu_check(d, s, node, what);
+  if (st) {
+    *prim = NULL;
+    return st;
+  }
+  if (!unrun_add(d, *prim)) {
+    dnnl_primitive_destroy(*prim);
+    *prim = NULL;
+    return cpu_oom(d, node, 0, "the list of primitives not yet run");
+  }
+  return CNNB_OK;
 }
 
 cnnb_status cpu_exec(cpu_device *d, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
                      const cnnb_node *node, const char *what) {
   dnnl_exec_arg_t all[40];
   if (nargs > 39) return cnnb_error(d->ctx, CNNB_EINTERNAL, "cpu: %s: %d arguments", what, nargs);
+  /* oneDNN generates some kernels on a primitive's first run (the GEMM kernels behind
+   * gemm-based convolutions and bf16 inner products, in an OpenMP worker) */
+  int first = unrun_take(d, prim);
+  cnnb_status st;
+  if (first && (st = cpu_room_open(d, node, what))) return st;
   memcpy(all, args, (size_t)nargs * sizeof *args);
   all[nargs].arg = DNNL_ARG_SCRATCHPAD;
   all[nargs].memory = d->scratch_mem;
-  cnnb_status st =
-      cpu_check(d, dnnl_primitive_execute(prim, d->stream, nargs + 1, all), node, what);
-  if (st) return st;
-  return cpu_check(d, dnnl_stream_wait(d->stream), node, what);
+  st = cpu_check(d, dnnl_primitive_execute(prim, d->stream, nargs + 1, all), node, what);
+  if (st == CNNB_OK) st = cpu_check(d, dnnl_stream_wait(d->stream), node, what);
+  if (first) cpu_room_close(d);
+  return st;
 }
 
 cnnb_status cpu_mem(cpu_device *d, dnnl_memory_t *mem, const dnnl_memory_desc_t *md,
                     const cnnb_node *node) {
   *mem = NULL;
-  cnnb_status st = cpu_check(d, dnnl_memory_create(mem, md, d->engine, DNNL_MEMORY_NONE), node,
-                             "memory object");
+  cnnb_status st = cpu_room_open(d, node, "memory object");
+  if (st) return st;
+  dnnl_status_t s = dnnl_memory_create(mem, md, d->engine, DNNL_MEMORY_NONE);
+  cpu_room_close(d);
+  st = cpu_check(d, s, node, "memory object");
   if (st) *mem = NULL;
   return st;
 }
@@ -167,9 +330,7 @@ const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size) {
 cnnb_status cpu_transient_reserve(cpu_device *d, int slot, size_t bytes, const cnnb_node *node) {
   if (bytes <= d->transient_bytes[slot]) return CNNB_OK;
   void *p = cpu_alloc(bytes);
-  if (!p)
-    return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: %zu bytes of scratch",
-                      node && node->name ? node->name : "device", bytes);
+  if (!p) return cpu_oom(d, node, bytes, "a scratch buffer");
   cpu_free(d->transient[slot]);
   d->transient[slot] = p;
   d->transient_bytes[slot] = bytes;
@@ -192,9 +353,12 @@ cnnb_status cpu_xform_init(cpu_device *d, cpu_xform *x, const dnnl_memory_desc_t
   x->bytes = dnnl_memory_desc_get_size(dst);
   if (cpu_md_same(src, dst)) return CNNB_OK;
   dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t s;
   cnnb_status st;
-  CPU_TRY(st, d, dnnl_reorder_primitive_desc_create(&pd, src, d->engine, dst, d->engine, d->attr),
-          node, what);
+  if ((st = cpu_room_open(d, node, what))) goto done;
+  s = dnnl_reorder_primitive_desc_create(&pd, src, d->engine, dst, d->engine, d->attr);
+  cpu_room_close(d);
+  CPU_TRY(st, d, s, node, what);
   if ((st = cpu_scratch_reserve(d, pd, node))) goto done;
   if ((st = cpu_prim_create(d, &x->prim, pd, node, what))) goto done;
   if ((st = cpu_mem(d, &x->src, src, node))) goto done;
@@ -240,7 +404,7 @@ cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memor
   if (cpu_xform_needed(&w->to_compute)) {
     w->compute_buf = cpu_alloc(dnnl_memory_desc_get_size(compute));
     if (!w->compute_buf)
-      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weights buffer", node->name);
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(compute), "the weights in the kernel's layout");
   }
   return CNNB_OK;
 }
@@ -252,7 +416,7 @@ cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memor
   if (cpu_xform_needed(&w->to_arena)) {
     w->diff_buf = cpu_alloc(dnnl_memory_desc_get_size(diff));
     if (!w->diff_buf)
-      return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %s: weight gradient buffer", node->name);
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(diff), "the weight gradients in the kernel's layout");
   }
   return CNNB_OK;
 }
