@@ -39,10 +39,9 @@ if(CNNB_DNNL_CONFIG)
   get_filename_component(_dnnl_dir "${CNNB_DNNL_CONFIG}" DIRECTORY)
   file(STRINGS "${CNNB_DNNL_CONFIG}" _dnnl_runtimes
        REGEX "^[ \t]*set\\((DNNL_GPU_RUNTIME|DNNL_CPU_THREADING_RUNTIME) ")
-  # The config's own find modules (Debian ships a FindOpenCL.cmake beside it) come first,
-  # as when it runs them itself.
-  set(_dnnl_saved_module_path "${CMAKE_MODULE_PATH}")
-  list(INSERT CMAKE_MODULE_PATH 0 "${_dnnl_dir}")
+  # CMake's own FindOpenCL, which prints nothing (Debian's copy beside the config prints
+  # "Found OpenCL headers" even when they are not); both cache the same OpenCL_* variables,
+  # so the config's own find_package(OpenCL REQUIRED) then finds what this one found.
   if(_dnnl_runtimes MATCHES "DNNL_GPU_RUNTIME \"OCL\"")
     find_package(OpenCL QUIET)
     if(NOT OpenCL_FOUND)
@@ -57,7 +56,6 @@ if(CNNB_DNNL_CONFIG)
       set(_dnnl_why "oneDNN's CMake package needs TBB: apt-get install libtbb-dev")
     endif()
   endif()
-  set(CMAKE_MODULE_PATH "${_dnnl_saved_module_path}")
 endif()
 if(_dnnl_load)
   # Where the file was found (and checked) is where it is loaded from.
