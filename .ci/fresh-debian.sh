@@ -170,7 +170,12 @@ cleanup() {
   if [ -n "$step_name" ] && [ "$rc" -ne 0 ]; then
     echo "== [fresh-debian] FAILED in step: $step_name (after $(dur $((SECONDS - step_start))))" >&2
   fi
-  remove_tree "$work" || rc=1
+  local t=$SECONDS
+  if remove_tree "$work"; then
+    say "unmounted and removed $work in $(dur $((SECONDS - t)))"
+  else
+    rc=1
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
