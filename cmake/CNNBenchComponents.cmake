@@ -16,8 +16,57 @@ macro(cnnb_component name found why)
 endmacro()
 
 # oneDNN: the CPU device.
-find_package(dnnl CONFIG QUIET)
-cnnb_component(ONEDNN "${dnnl_FOUND}" "oneDNN not found: apt-get install libdnnl-dev")
+# dnnl-config.cmake find_package()s its own dependencies REQUIRED: Debian's libdnnl-dev
+# (DNNL_GPU_RUNTIME OCL) wants OpenCL, whose headers the package only Recommends, and a
+# TBB-threaded build wants TBB. A REQUIRED miss inside it is a configure error that QUIET
+# cannot stop, so the config file is located and read first, and oneDNN is "off, and why"
+# when what it needs is missing; find_package(dnnl) runs only when its dependencies are met.
+set(_dnnl_why "oneDNN not found: apt-get install libdnnl-dev")
+set(_dnnl_load ON)
+set(_dnnl_paths "")
+if(dnnl_DIR)
+  list(APPEND _dnnl_paths "${dnnl_DIR}")
+endif()
+foreach(_prefix ${dnnl_ROOT} $ENV{dnnl_ROOT} $ENV{DNNLROOT} ${CMAKE_PREFIX_PATH}
+                $ENV{CMAKE_PREFIX_PATH} ${CMAKE_SYSTEM_PREFIX_PATH})
+  foreach(_lib lib/${CMAKE_LIBRARY_ARCHITECTURE} lib lib64)
+    list(APPEND _dnnl_paths "${_prefix}/${_lib}/cmake/dnnl")
+  endforeach()
+endforeach()
+find_file(CNNB_DNNL_CONFIG NAMES dnnl-config.cmake dnnlConfig.cmake
+          PATHS ${_dnnl_paths} NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH)
+if(CNNB_DNNL_CONFIG)
+  get_filename_component(_dnnl_dir "${CNNB_DNNL_CONFIG}" DIRECTORY)
+  file(STRINGS "${CNNB_DNNL_CONFIG}" _dnnl_runtimes
+       REGEX "^[ \t]*set\\((DNNL_GPU_RUNTIME|DNNL_CPU_THREADING_RUNTIME) ")
+  # CMake's own FindOpenCL, which prints nothing (Debian's copy beside the config prints
+  # "Found OpenCL headers" even when they are not); both cache the same OpenCL_* variables,
+  # so the config's own find_package(OpenCL REQUIRED) then finds what this one found.
+  if(_dnnl_runtimes MATCHES "DNNL_GPU_RUNTIME \"OCL\"")
+    find_package(OpenCL QUIET)
+    if(NOT OpenCL_FOUND)
+      set(_dnnl_load OFF)
+      set(_dnnl_why "oneDNN's CMake package needs the OpenCL headers: apt-get install ocl-icd-opencl-dev")
+    endif()
+  endif()
+  if(_dnnl_load AND _dnnl_runtimes MATCHES "DNNL_CPU_THREADING_RUNTIME \"TBB\"")
+    find_package(TBB QUIET COMPONENTS tbb)
+    if(NOT TBB_FOUND)
+      set(_dnnl_load OFF)
+      set(_dnnl_why "oneDNN's CMake package needs TBB: apt-get install libtbb-dev")
+    endif()
+  endif()
+endif()
+if(_dnnl_load)
+  # Where the file was found (and checked) is where it is loaded from.
+  if(CNNB_DNNL_CONFIG AND NOT dnnl_DIR)
+    set(dnnl_DIR "${_dnnl_dir}" CACHE PATH "The directory containing oneDNN's CMake package")
+  endif()
+  find_package(dnnl CONFIG QUIET)
+else()
+  set(dnnl_FOUND FALSE)
+endif()
+cnnb_component(ONEDNN "${dnnl_FOUND}" "${_dnnl_why}")
 
 # Check: unit tests.
 if(PkgConfig_FOUND)

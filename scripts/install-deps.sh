@@ -1,17 +1,45 @@
 #!/usr/bin/env bash
-# Installs the Debian packages cnnbench builds and tests with (run as root, or with sudo
-# available). Already-installed packages are skipped, so it is cheap to run again.
+# Installs the Debian 12 packages that the README's set-up commands need (configure, build,
+# run cnnbench, run every test), on any Debian 12 down to a `debootstrap --variant=minbase`
+# root: nothing else is assumed (.ci/fresh-debian.sh proves it in such a root). Runs as
+# root, or through sudo when sudo is there. Already-installed packages are skipped, so it is
+# cheap to run again. Extra package names given as arguments are installed too (CI adds
+# clang for its sanitizer build).
 # The CUDA toolkit (cuDNN, NCCL) is not a Debian package: install it from NVIDIA; the
 # cuda device is built only when it is found.
 set -euo pipefail
-packages=(build-essential cmake pkg-config clang libdnnl-dev check libopenmpi-dev openmpi-bin
-          libturbojpeg0-dev)
+packages=(
+  build-essential     # gcc, make, libc headers; brings binutils (nm, readelf: tests/cli) and
+                      # libgomp (OpenMP, which the cpu device and oneDNN use)
+  cmake               # the build
+  pkg-config          # how CMake finds Check and libturbojpeg
+  libdnnl-dev         # oneDNN: the cpu device
+  ocl-icd-opencl-dev  # OpenCL headers + libOpenCL.so: Debian's oneDNN CMake package (GPU
+                      # runtime OCL) find_package()s OpenCL REQUIRED, and libdnnl-dev only
+                      # Recommends them
+  check               # the unit tests' framework (without it no tests are configured)
+  libturbojpeg0-dev   # libjpeg-turbo: the ImageNet datasource's JPEG decoding
+  libopenmpi-dev      # MPI headers, mpicc (FindMPI): the MPI strategies
+  openmpi-bin         # mpirun, to run them
+)
+packages+=("$@")
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 ((${#missing[@]})) || exit 0
-sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || {
+    echo "install-deps: not root and sudo is not installed; run as root: ${missing[*]}" >&2
+    exit 1
+  }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+# env: sudo drops the caller's environment, so the frontend is set on the command itself.
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
