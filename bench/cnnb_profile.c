@@ -126,10 +126,7 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   }
   double step_s = wall_s / (double)steps, upd = update_s / (double)steps;
   printf("\nprofile: model %s batch %d precision %s, %lld timed steps\n", run->model.name,
-         run->batch_size, run->cfg->precision == CNNB_PRECISION_BF16   ? "bf16"
-                          : run->cfg->precision == CNNB_PRECISION_FP16 ? "fp16"
-                                                                       : "fp32",
-         (long long)steps);
+         run->batch_size, cnnb_precision_name(run->cfg->precision), (long long)steps);
   printf("profile: step %.3f s = nodes %.3f s (%.1f%%) + optimizer update %.3f s (%.1f%%) + other %.3f s (%.1f%%)\n",
          step_s, nodes_s, 100 * nodes_s / step_s, upd, 100 * upd / step_s,
          step_s - nodes_s - upd, 100 * (step_s - nodes_s - upd) / step_s);

@@ -62,11 +62,7 @@ void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag) {
   if (ctx) snprintf(ctx->log->tag, sizeof ctx->log->tag, "%s", tag ? tag : "");
 }
 
-cnnb_log_level cnnb_ctx_log_level(const cnnb_ctx *ctx) {
-  return ctx ? ctx->log->level : default_log.level;
-}
 
-const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx) { return ctx ? ctx->flags : NULL; }
 
 const char *cnnb_ctx_component(const cnnb_ctx *ctx) {
   return ctx && ctx->component ? ctx->component : "cnnbench";

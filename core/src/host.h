@@ -57,9 +57,7 @@ void cnnb_ctx_destroy(cnnb_ctx *ctx);
  * starts with `tag` (NULL or "": none). Set them before other threads log. */
 void cnnb_ctx_set_log_level(cnnb_ctx *ctx, cnnb_log_level level);
 void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag);
-cnnb_log_level cnnb_ctx_log_level(const cnnb_ctx *ctx);
-/* The flag table ctx reads (NULL when none). */
-const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx);
+
 
 /* Edit distance, for "did you mean" everywhere (flags, plugin names). */
 int cnnb_edit_distance(const char *a, const char *b);

@@ -29,6 +29,20 @@ static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) {
   return CNNB_EINVAL;
 }
 
+/* The precisions, as --precision spells them. */
+static const struct {
+  const char *name, *flag;
+  uint32_t precision;
+} precisions[] = {{"fp32", "--precision=fp32", CNNB_PRECISION_FP32},
+                  {"bf16", "--precision=bf16", CNNB_PRECISION_BF16},
+                  {"fp16", "--precision=fp16", CNNB_PRECISION_FP16}};
+
+const char *cnnb_precision_name(uint32_t precision) {
+  for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++)
+    if (precisions[i].precision == precision) return precisions[i].name;
+  return "unknown";
+}
+
 const char *cnnb_run_mode_name(cnnb_run_mode mode) {
   switch (mode) {
     case CNNB_MODE_TRAIN: return "training";
@@ -167,12 +181,6 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
     precision = "fp16";
     cfg->precision_flag = "--use_fp16";
   }
-  static const struct {
-    const char *name, *flag;
-    uint32_t precision;
-  } precisions[] = {{"fp32", "--precision=fp32", CNNB_PRECISION_FP32},
-                    {"bf16", "--precision=bf16", CNNB_PRECISION_BF16},
-                    {"fp16", "--precision=fp16", CNNB_PRECISION_FP16}};
   for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
     if (strcmp(precision, precisions[i].name) != 0) continue;
     cfg->precision = precisions[i].precision;

@@ -68,6 +68,8 @@ typedef struct cnnb_run_config {
 cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                                        size_t err_size);
 
+/* "fp32" | "bf16" | "fp16", as --precision spells them; "unknown" otherwise. */
+const char *cnnb_precision_name(uint32_t precision);
 /* "training" | "forward-only" | "evaluation". */
 const char *cnnb_run_mode_name(cnnb_run_mode mode);
 

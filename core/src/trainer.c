@@ -31,16 +31,9 @@ struct cnnb_trainer {
 };
 
 uint32_t cnnb_optimizer_rule_parse(const char *name) {
-  if (!name)
-    return 0;
-  if (strcmp(name, "sgd") == 0)
-    return CNNB_OPT_SGD;
-  if (strcmp(name, "momentum") == 0)
-    return CNNB_OPT_MOMENTUM;
-  if (strcmp(name, "rmsprop") == 0)
-    return CNNB_OPT_RMSPROP;
-  if (strcmp(name, "adam") == 0)
-    return CNNB_OPT_ADAM;
+  for (uint32_t rule = CNNB_OPT_SGD; name && rule <= CNNB_OPT_ADAM; ++rule)
+    if (strcmp(name, cnnb_optimizer_rule_name(rule)) == 0)
+      return rule;
   return 0;
 }
 

@@ -18,9 +18,6 @@
 #include "loss_scale.h"
 #include "lr_schedule.h"
 
-/* The model's learning-rate facts (cnnb_model_vtable.learning_rate, cnnb_model_info). */
-typedef cnnb_lr_model cnnb_trainer_model;
-
 typedef struct cnnb_trainer_config {
   uint32_t rule;               /* cnnb_optimizer_rule */
   bool nesterov;               /* tf_cnn_benchmarks' momentum is always Nesterov */
