@@ -278,22 +278,54 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
   return CNNB_OK;
 }
 
+/* Where each trainable variable starts in the parameter arena, and the arena's end: what
+ * a strategy shards by. Params are laid out in index order (graph.c), stats elsewhere. */
+static int64_t *variable_bounds(const cnnb_graph *g, int64_t param_count, int32_t *num) {
+  int32_t np = cnnb_graph_num_params(g);
+  int64_t *bounds = malloc(((size_t)np + 1) * sizeof *bounds);
+  if (!bounds) return NULL;
+  *num = 0;
+  for (int32_t i = 0; i < np; i++) {
+    const cnnb_param *p = cnnb_graph_param(g, i);
+    if (!p->is_stat && p->count > 0) bounds[(*num)++] = p->offset;
+  }
+  if (*num > 0) bounds[0] = 0; /* nothing lies before the first, but if it did it is its */
+  bounds[*num] = param_count;
+  return bounds;
+}
+
 static cnnb_status create_strategy(cnnb_run *run) {
   int32_t n = run->num_replicas;
+  const cnnb_run_config *rc = run->cfg;
+  int64_t param_count = cnnb_executor_param_count(run->replicas[0].executor);
+  int32_t num_variables = 0;
   void **devices = malloc((size_t)n * sizeof *devices);
-  if (!devices) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  int64_t *bounds = variable_bounds(run->graph, param_count, &num_variables);
+  if (!devices || !bounds) {
+    free(devices);
+    free(bounds);
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  }
   for (int32_t i = 0; i < n; i++) devices[i] = run->replicas[i].device;
   cnnb_strategy_config cfg = {
       .struct_size = sizeof cfg,
       .local_replicas = n,
       .device = run->device_vt,
       .devices = devices,
-      .param_count = cnnb_executor_param_count(run->replicas[0].executor),
+      .param_count = param_count,
+      .variable_bounds = bounds,
+      .num_variables = num_variables,
+      .precision = rc->precision,
+      .all_reduce_spec = rc->all_reduce_spec,
+      .collective_timeout_s = rc->collective_timeout_s,
+      .gradient_repacking = rc->gradient_repacking,
+      .compact_gradient_transfer = rc->compact_gradient_transfer,
   };
   const cnnb_strategy_vtable *vt = run->strategy_vt;
   cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "create", NULL);
   cnnb_status st = vt->create(run->strategy_ctx, run->strategy.name, &cfg, &run->strategy_state);
   free(devices); /* the strategy copies what it keeps */
+  free(bounds);
   if (st != CNNB_OK) {
     cnnb_crash_leave(outer);
     run->strategy_state = NULL;

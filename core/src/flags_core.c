@@ -107,6 +107,15 @@ static const core_flag distribution[] = {
     {"gradient_bucket_mb", CNNB_FLAG_FLOAT, "25", NULL,
      "Gradients are grouped into buckets of about this many MiB (> 0), each reduced as "
      "soon as backward finishes it."},
+    {"collective_timeout_s", CNNB_FLAG_FLOAT, "60", NULL,
+     "Longest wait (seconds) for another process in a collective: past it the process "
+     "counts as lost and every rank ends with an error naming it."},
+    {"gradient_repacking", CNNB_FLAG_INT, "0", NULL,
+     "Replicated strategies: pack the gradients into this many chunks before the "
+     "all-reduce (tf_cnn_benchmarks' flag); 0 reduces each bucket as it is."},
+    {"compact_gradient_transfer", CNNB_FLAG_BOOL, "false", NULL,
+     "Send gradients between processes as 16 bits (bf16; fp16 under --precision=fp16), "
+     "half the bytes, summed in fp32."},
 };
 
 static const core_flag optimization[] = {

@@ -19,6 +19,10 @@
 #define MAX_REPLICAS 64
 #define MAX_CLASSES (1 << 24)
 #define MAX_BUCKET_MB 1e6
+/* A day: longer is a hang by any measure; a collective that slow is a lost rank. */
+#define MAX_COLLECTIVE_TIMEOUT_S 86400.0
+/* tf_cnn_benchmarks packs into a handful of chunks; thousands is a typo. */
+#define MAX_REPACKING 1024
 
 static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) CNNB_PRINTF(3, 4);
 static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) {
@@ -197,6 +201,16 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   cfg->gradient_bucket_bytes = (int64_t)(mb * (1 << 20));
   if (cfg->gradient_bucket_bytes < (int64_t)sizeof(float))
     cfg->gradient_bucket_bytes = sizeof(float); /* each parameter then fills its own bucket */
+  double timeout = cnnb_flags_float(flags, "collective_timeout_s");
+  if (!(timeout > 0.0 && timeout <= MAX_COLLECTIVE_TIMEOUT_S))
+    return refuse(err, size, "--collective_timeout_s=%g: must be > 0 and at most %g seconds",
+                  timeout, MAX_COLLECTIVE_TIMEOUT_S);
+  cfg->collective_timeout_s = timeout;
+  if ((st = int_in(flags, "gradient_repacking", 0, MAX_REPACKING, " (0: no repacking)", &v, err,
+                   size)))
+    return st;
+  cfg->gradient_repacking = (int32_t)v;
+  cfg->compact_gradient_transfer = cnnb_flags_bool(flags, "compact_gradient_transfer");
   return CNNB_OK;
 }
 

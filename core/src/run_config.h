@@ -52,6 +52,9 @@ typedef struct cnnb_run_config {
   /* Distribution. */
   const char *all_reduce_spec;    /* "" when not given */
   int64_t gradient_bucket_bytes;
+  double collective_timeout_s;    /* how long a rank waits for another before it is lost */
+  int32_t gradient_repacking;     /* 0: none; K: gradients travel as K chunks */
+  bool compact_gradient_transfer; /* 16-bit gradients between processes */
 
   /* Optimization: the optimizer, loss scaling and the learning-rate flags. The
    * schedule's dataset-dependent part (epoch size, global batch, the model's hook) is

@@ -305,6 +305,21 @@ static cnnb_status device_all_finite(void *device, const float *grads, int64_t c
   return cpu_all_finite(d, grads, count, finite);
 }
 
+static const void *device_get_extension(const char *id) {
+  static const int32_t yes = 1;
+  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
+  /* alloc() is aligned host memory and the arenas are plain fp32 (util.c). */
+  if (strcmp(id, CNNB_EXT_HOST_MEMORY) == 0) return &yes;
+  return NULL;
+}
+
+/* Every instance can do what the plugin can: a strategy, which sees only the vtable,
+ * asks here. */
+static const void *device_instance_extension(void *device, const char *id) {
+  (void)device;
+  return device_get_extension(id);
+}
+
 static const cnnb_device_vtable vtable = {
     .struct_size = sizeof(cnnb_device_vtable),
     .create = device_create,
@@ -327,15 +342,11 @@ static const cnnb_device_vtable vtable = {
     .update = device_update,
     .all_finite = device_all_finite,
     .supports_op = device_supports_op,
+    .get_extension = device_instance_extension,
 };
 
 static const char *const offers[] = {"cpu", NULL};
 
-static const void *device_get_extension(const char *id) {
-  static const int32_t yes = 1;
-  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
-  return NULL;
-}
 
 static const cnnb_plugin plugin = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_DEVICE, "cpu", "0.1.0",

@@ -43,8 +43,11 @@ extern "C" {
  *                     device, strategy and datasource vtables; the device's supports_op;
  *                     the model's learning_rate_at (with its ctx); the datasource's
  *                     probe and its config's dataset; cnnb_main() (main.h);
- *                     CNNB_ENUMERIC. */
-#define CNNB_ABI_MINOR 3
+ *                     CNNB_ENUMERIC.
+ *                 1.4 added the strategy's allgather, apply_update and finish_update,
+ *                     its config's variables, precision and distribution flags
+ *                     (strategy.h), and CNNB_EXT_HOST_MEMORY (device.h). */
+#define CNNB_ABI_MINOR 4
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

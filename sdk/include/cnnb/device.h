@@ -35,6 +35,13 @@ typedef enum cnnb_precision {
 /* The device applies cnnb_node.fused_relu on CNNB_OP_ADD nodes too (1.0 devices apply it
  * to conv2d and batch norm only, so the host fuses a ReLU into an add only with this). */
 #define CNNB_EXT_FUSED_RELU_ADD "cnnb.device.fused_relu_add/1"
+/* ABI 1.4: the device's alloc() returns plain host memory, and its parameter and
+ * gradient arenas hold plain fp32: a strategy may read and write a gradient range that
+ * was announced final (bucket_ready) and the parameter arena between steps directly,
+ * from any thread, as long as it is done by the time finish_step / finish_update
+ * returns. Without it a strategy stages through copy_to_host / copy_to_device on the
+ * step thread. */
+#define CNNB_EXT_HOST_MEMORY "cnnb.device.host_memory/1"
 
 typedef struct cnnb_device_config {
   uint32_t struct_size;

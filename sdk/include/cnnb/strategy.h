@@ -9,12 +9,24 @@
  * The host asks the strategy for the process's rank and the world's size right after
  * create, and uses them: each replica's datasource reads its own shard (shard index
  * rank * local_replicas + replica, of world_size * local_replicas), log lines carry the
- * rank when there is more than one process, and only rank 0 prints the report. */
+ * rank when there is more than one process, and only rank 0 prints the report.
+ *
+ * Since ABI 1.4 a strategy spanning processes also offers allgather(): the host compares
+ * every rank's run configuration with it before the first step (a mismatch is refused on
+ * every rank, naming the values) and gathers the step times for the report's total. A
+ * strategy that keeps the variables itself (a parameter server) offers apply_update()
+ * and finish_update(): the host then hands it each step's optimizer updates instead of
+ * running them on every replica's device.
+ *
+ * Failures between processes (a rank that died or stopped answering) end in a bounded
+ * time (cfg->collective_timeout_s) with CNNB_ECOMM and a message naming the lost rank;
+ * after that the host calls only destroy(), which must not wait for the lost rank. */
 #ifndef CNNB_STRATEGY_H
 #define CNNB_STRATEGY_H
 
 #include "ctx.h"
 #include "device.h"
+#include "optimizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +38,19 @@ typedef struct cnnb_strategy_config {
   const cnnb_device_vtable *device;    /* to run device-side copies and kernels */
   void *const *devices;                /* [local_replicas] device instances; copy what you keep */
   int64_t param_count;                 /* elements in each arena */
+  /* ABI 1.4 */
+  /* The arena's variables: variable i is [variable_bounds[i], variable_bounds[i + 1]),
+   * in arena order, num_variables + 1 entries ending at param_count (what a parameter
+   * server shards by; a bucket never splits a variable). */
+  const int64_t *variable_bounds;
+  int32_t num_variables;
+  uint32_t precision;                  /* cnnb_precision of the replicas' compute */
+  const char *all_reduce_spec;         /* --all_reduce_spec, "" when not given */
+  double collective_timeout_s;         /* --collective_timeout_s (> 0): the longest wait
+                                          for another process before it counts as lost */
+  int32_t gradient_repacking;          /* --gradient_repacking: 0, or pack into K chunks */
+  int32_t compact_gradient_transfer;   /* --compact_gradient_transfer: send 16-bit
+                                          gradients between processes, sum in fp32 */
 } cnnb_strategy_config;
 
 typedef struct cnnb_strategy_vtable {
@@ -54,12 +79,33 @@ typedef struct cnnb_strategy_vtable {
   /* [optional] [any-thread] this instance's capabilities by string id, valid until
    * destroy; NULL (slot or answer): ask the descriptor's get_extension. */
   const void *(*get_extension)(void *strategy, const char *id);
+  /* ABI 1.4 */
+  /* [optional] [main-thread] a few times per run (setup, report), collective over the
+   * processes (each calls it in the same order): recv[rank * bytes ..] receives every
+   * rank's `bytes` bytes of send. NULL: the host trusts that one process runs alone,
+   * and refuses world_size > 1 without it. */
+  cnnb_status (*allgather)(void *strategy, const void *send, void *recv, int64_t bytes);
+  /* [optional] [step-thread] per step, per run of parameters sharing one weight decay,
+   * after finish_step: the strategy applies `update` to the variables it keeps, over
+   * [offset, offset + update->count) of the arena. Its params/grads/slot pointers are
+   * replica 0's and may be ignored: a parameter server applies the hyperparameters
+   * (rule, learning rate, decay, scale, step) to its own copies and optimizer slots.
+   * With this slot the host runs no update on the replicas' devices and allocates no
+   * optimizer slots there; finish_update must then be non-NULL too. NULL: every replica
+   * applies the update on its device. */
+  cnnb_status (*apply_update)(void *strategy, int64_t offset, const cnnb_update *update);
+  /* [optional] [step-thread] per step, after the last apply_update (also on a step whose
+   * update was skipped for inf/NaN gradients): every replica's params[] holds the new
+   * values when it returns. Required when apply_update is set. */
+  cnnb_status (*finish_update)(void *strategy, float *const *params);
 } cnnb_strategy_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(cnnb_strategy_config) == 32, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_strategy_config, param_count) == 24, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_strategy_config) == 72, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_strategy_vtable, finish_step) == 56, "ABI: 1.0 layout moved");
-_Static_assert(sizeof(cnnb_strategy_vtable) == 72, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_strategy_vtable, allgather) == 72, "ABI: 1.3 layout moved");
+_Static_assert(sizeof(cnnb_strategy_vtable) == 96, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus

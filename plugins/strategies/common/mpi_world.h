@@ -1,0 +1,60 @@
+/* mpi_world.h — the MPI job a strategy plugin joins, with every wait bounded.
+ *
+ * Shared by the strategies that span processes (compiled into each plugin; the host
+ * links no MPI). A plugin opens the world in create() and closes it in destroy().
+ *
+ * - Launched by mpirun (OpenMPI's OMPI_COMM_WORLD_SIZE, or PMI/PMIx variables), the
+ *   world is every process of the job; MPI is initialised here (MPI_THREAD_SERIALIZED:
+ *   any thread may call, one at a time) and finalised by close. Run without a launcher,
+ *   the world is this one process and MPI is never initialised (no singleton daemon).
+ * - Every collective is started non-blocking and waited on with a deadline of
+ *   timeout_s. A rank that died (kill -9) or stopped answering (SIGSTOP) ends the wait
+ *   with CNNB_ECOMM and a message naming it: on timeout the live ranks probe each other
+ *   on a control communicator, and those that do not answer are named. From then on the
+ *   world is broken: every call fails at once and close does not finalise (finalising
+ *   waits for the lost rank); the process then exits non-zero and mpirun ends the job.
+ * - Not thread-safe: one call at a time per world (a strategy with a communication
+ *   thread makes every MPI call from it while the step runs). */
+#ifndef CNNB_STRATEGY_MPI_WORLD_H
+#define CNNB_STRATEGY_MPI_WORLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cnnb/cnnb.h>
+
+typedef struct mpi_world mpi_world;
+
+/* True when this process was started by an MPI launcher (mpirun, srun with PMI). */
+bool mpi_world_launched(void);
+
+/* Joins the job (or a world of one). `who` names the strategy in messages ("horovod");
+ * timeout_s is --collective_timeout_s. Logs "rank R of N on HOST" at debug level. */
+cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi_world **out);
+/* Finalises MPI unless the world is broken. NULL is a no-op. */
+void mpi_world_close(mpi_world *w);
+
+int32_t mpi_world_rank(const mpi_world *w);
+int32_t mpi_world_size(const mpi_world *w);
+/* Processes on this rank's node, and this rank's index among them (MPI_Comm_split_type
+ * shared); 1 and 0 in a world of one. */
+int32_t mpi_world_local_size(const mpi_world *w);
+int32_t mpi_world_local_rank(const mpi_world *w);
+
+/* The collectives. `what` says what travels, for messages ("bucket 3 of step 12"). In a
+ * world of one they return at once (allgather copies send to recv). */
+cnnb_status mpi_world_allgather(mpi_world *w, const void *send, void *recv, int64_t bytes,
+                                const char *what);
+cnnb_status mpi_world_bcast(mpi_world *w, void *buf, int64_t bytes, int32_t root,
+                            const char *what);
+/* Sums buf[count] over every rank, in place. compact16: CNNB_PRECISION_BF16 or
+ * CNNB_PRECISION_FP16 sends 16-bit values (rounded to nearest even) and adds each pair
+ * in fp32; 0 sends fp32. */
+cnnb_status mpi_world_allreduce_sum(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
+                                    const char *what);
+/* Sums buf[count] over every rank into root's buf (other ranks' buf is left as it was). */
+cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_t root,
+                                 const char *what);
+/* Waits until every rank got here (the end of setup, tests). */
+cnnb_status mpi_world_barrier(mpi_world *w, const char *what);
+
+#endif
