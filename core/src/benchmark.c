@@ -209,7 +209,8 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
 }
 
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
-                               FILE *out, char *err, size_t err_size) {
+                               FILE *out, char *err, size_t err_size,
+                               const cnnb_run_hooks *hooks) {
   cnnb_run run = {0};
   cnnb_status st = cnnb_run_open(&run, cfg, parent, loader);
   if (st == CNNB_OK && cfg->model_info) {
@@ -219,6 +220,7 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
              cfg->mode == CNNB_MODE_TRAIN ? "training" : "inference");
     st = cnnb_run_prepare(&run, loader);
     if (st == CNNB_OK) st = train(&run, run.rank == 0 ? out : NULL);
+    if (st == CNNB_OK && hooks && hooks->after_steps) st = hooks->after_steps(&run, hooks->user);
   }
   if (st != CNNB_OK)
     snprintf(err, err_size, "%s", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");

@@ -10,11 +10,25 @@
 #include "loader.h"
 #include "run_config.h"
 
+typedef struct cnnb_run cnnb_run;
+
+/* What a host-internal tool (a test, a bench helper) may add to a run; the cnnbench
+ * command passes none. after_steps runs on every rank once the timed steps succeeded,
+ * before the run is taken apart (tests/tools/train_params.c saves the parameters). */
+typedef struct cnnb_run_hooks {
+  cnnb_status (*after_steps)(cnnb_run *run, void *user);
+  void *user;
+} cnnb_run_hooks;
+
 /* Runs the configured benchmark (or --model_info) and prints the report on `out` (rank 0
  * only). Returns CNNB_OK, or a status whose message, naming what went wrong and where,
  * is in err. Every ctx of the run is a child of `parent`: its flag table (the plugins
  * read their own flags there) and its log settings. */
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
-                               FILE *out, char *err, size_t err_size);
+                               FILE *out, char *err, size_t err_size,
+                               const cnnb_run_hooks *hooks);
+
+/* The cnnbench command line with hooks (cli.c); cnnb_main() is it without. */
+int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks);
 
 #endif

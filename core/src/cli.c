@@ -107,7 +107,7 @@ static void print_help(const cnnb_flags *flags) {
 /* The command after discovery: help, the plugin list, or a run. */
 static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
                        cnnb_loader *loader, cnnb_status discovered, const char *discover_err,
-                       int argc, char **argv) {
+                       int argc, char **argv, const cnnb_run_hooks *hooks) {
   char *err = malloc(ERR_SIZE);
   if (!err) return EXIT_RUNTIME;
   int code = EXIT_OK;
@@ -127,7 +127,7 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
     st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
-    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE);
+    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
     if (st != CNNB_OK) {
       fflush(stdout);
       fprintf(stderr, "cnnbench: error: %s\n", err);
@@ -148,7 +148,7 @@ static int check_output(int code) {
   return code == EXIT_OK ? EXIT_RUNTIME : code;
 }
 
-int cnnb_main(int argc, char **argv) {
+int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   cnnb_crash_guard_install();
   command cmd = {0};
   if (read_command(argc, argv, &cmd) != CNNB_OK) {
@@ -175,7 +175,7 @@ int cnnb_main(int argc, char **argv) {
     cnnb_status discovered = cnnb_loader_discover(loader, cmd.plugin_files, discover_err, ERR_SIZE);
     cnnb_loader_register_flags(loader, flags);
     note_installed(loader, flags);
-    code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv);
+    code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv, hooks);
   }
   free(discover_err);
   free(cmd.plugin_files);
@@ -184,3 +184,5 @@ int cnnb_main(int argc, char **argv) {
   cnnb_flags_destroy(flags);
   return check_output(code);
 }
+
+int cnnb_main(int argc, char **argv) { return cnnb_cli_main(argc, argv, NULL); }
