@@ -18,6 +18,7 @@
 #include "graph_internal.h"
 #include "model_info.h"
 #include "report.h"
+#include "world.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -100,13 +101,21 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step) {
   return CNNB_OK;
 }
 
+/* Every replica's optimizer step. A strategy that keeps the variables (apply_update) gets
+ * replica 0's updates and refreshes every replica's parameters in finish_update; the
+ * other replicas' trainers then only keep their loss-scale bookkeeping in step. */
 static cnnb_status apply_updates(cnnb_run *run, int64_t step) {
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "update", NULL);
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++)
     if (run->replicas[i].trainer) st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
   cnnb_crash_leave(outer);
-  return st;
+  if (st != CNNB_OK || !run->strategy_vt->apply_update || !run->replicas[0].trainer) return st;
+  outer = cnnb_crash_enter(run->strategy.label, "finish_update", NULL);
+  st = run->strategy_vt->finish_update(run->strategy_state, run->params);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "updating the variables");
+  return CNNB_OK;
 }
 
 static cnnb_status synchronize_all(cnnb_run *run) {
@@ -204,7 +213,18 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
-  if (out) cnnb_report_print_total(out, images_per_step * (double)num_batches / total_seconds);
+  /* This process's images; the world's total adds every rank's (world.h). */
+  double images = (double)run->batch_size * run->num_replicas * (double)num_batches;
+  double images_per_sec = 0;
+  if ((st = cnnb_world_total(run, images, total_seconds, &images_per_sec)) != CNNB_OK) return st;
+  if (run->world_size > 1) {
+    char note[160];
+    snprintf(note, sizeof note, "%d ranks: every rank's images over the slowest rank's time, "
+             "gathered by the strategy", (int)run->world_size);
+    cnnb_report_print_total_note(out, images_per_sec, note);
+  } else {
+    cnnb_report_print_total(out, images_per_sec);
+  }
   return CNNB_OK;
 }
 

@@ -17,6 +17,7 @@
 #include "graph_internal.h"
 #include "op_device.h"
 #include "plan.h"
+#include "world.h"
 
 /* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
  * memory small (each is a full batch of fp32 images). */
@@ -333,6 +334,12 @@ static cnnb_status create_strategy(cnnb_run *run) {
     snprintf(what, sizeof what, "--variable_update=%s", run->strategy.name);
     return cnnb_run_fail(run, st, run->strategy_ctx, what);
   }
+  if (vt->apply_update && !vt->finish_update) {
+    cnnb_crash_leave(outer);
+    return cnnb_error(run->ctx, CNNB_EINVAL, "%s offers apply_update without finish_update: the "
+                      "replicas would never see the new variables (strategy.h)",
+                      run->strategy.label);
+  }
   run->world_size = vt->world_size ? vt->world_size(run->strategy_state) : 1;
   run->rank = vt->rank ? vt->rank(run->strategy_state) : 0;
   cnnb_crash_leave(outer);
@@ -346,6 +353,7 @@ static cnnb_status create_strategy(cnnb_run *run) {
     snprintf(tag, sizeof tag, "[rank %d]", (int)run->rank);
     cnnb_ctx_set_log_tag(run->ctx, tag);
   }
+  if ((st = cnnb_world_check_agreement(run)) != CNNB_OK) return st;
   outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
   st = vt->broadcast_params(run->strategy_state, run->params, cfg.param_count);
   cnnb_crash_leave(outer);
@@ -412,6 +420,15 @@ static cnnb_status count_batches(cnnb_run *run) {
   return CNNB_OK;
 }
 
+static cnnb_status strategy_apply_update(void *user, int64_t offset, const cnnb_update *update) {
+  cnnb_run *run = user;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "apply_update", NULL);
+  cnnb_status st = run->strategy_vt->apply_update(run->strategy_state, offset, update);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "applying the update");
+  return CNNB_OK;
+}
+
 static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
   cnnb_lr_model lr_model = {
@@ -427,7 +444,11 @@ static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
   tcfg.lr.examples_per_epoch = run->examples_per_epoch;
   tcfg.lr.global_batch_size = run->batch_size * run->num_replicas * run->world_size;
   tcfg.lr.model = &lr_model;
-  return cnnb_trainer_create(run->ctx, &tcfg, r->executor, &r->trainer);
+  if (!run->strategy_vt->apply_update)
+    return cnnb_trainer_create(run->ctx, &tcfg, r->executor, &r->trainer);
+  /* The strategy keeps the variables: replica 0's updates go to it, once per step. */
+  cnnb_update_sink sink = {.apply = index == 0 ? strategy_apply_update : NULL, .user = run};
+  return cnnb_trainer_create_with_sink(run->ctx, &tcfg, r->executor, &sink, &r->trainer);
 }
 
 static cnnb_status start_input(cnnb_run *run, int32_t index) {

@@ -133,9 +133,14 @@ bool cnnb_report_should_display(int64_t step, int64_t display_every) {
 }
 
 void cnnb_report_print_total(FILE *out, double images_per_sec) {
+  cnnb_report_print_total_note(out, images_per_sec, NULL);
+}
+
+void cnnb_report_print_total_note(FILE *out, double images_per_sec, const char *note) {
   if (!out) return;
   static const char dashes[] =
       "----------------------------------------------------------------";
   _Static_assert(sizeof dashes - 1 == 64, "tf_cnn_benchmarks frames the total with 64 dashes");
-  fprintf(out, "%s\ntotal images/sec: %.2f\n%s\n", dashes, images_per_sec, dashes);
+  fprintf(out, "%s\ntotal images/sec: %.2f%s%s%s\n%s\n", dashes, images_per_sec,
+          note ? " (" : "", note ? note : "", note ? ")" : "", dashes);
 }

@@ -94,5 +94,8 @@ void cnnb_report_print_step(FILE *out, int64_t step, const cnnb_step_stats *stat
 bool cnnb_report_should_display(int64_t step, int64_t display_every);
 /* The closing block: 64 dashes, "total images/sec: %.2f", 64 dashes. */
 void cnnb_report_print_total(FILE *out, double images_per_sec);
+/* The same, with how a total over several processes was made after the number:
+ * "total images/sec: 312.40 (2 ranks: ...)"; tools that read the number still do. */
+void cnnb_report_print_total_note(FILE *out, double images_per_sec, const char *note);
 
 #endif

@@ -27,6 +27,8 @@ struct cnnb_trainer {
   int64_t updates;
   float *host_params; /* for the weight-decay loss, allocated when first asked */
   float *host_grads;  /* for the finiteness check of a device without all_finite */
+  bool has_sink;      /* updates go to sink, not to the device */
+  cnnb_update_sink sink;
   char description[512];
 };
 
@@ -170,6 +172,12 @@ static void describe(cnnb_trainer *tr) {
 
 cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
                                 cnnb_executor *ex, cnnb_trainer **out) {
+  return cnnb_trainer_create_with_sink(ctx, cfg, ex, NULL, out);
+}
+
+cnnb_status cnnb_trainer_create_with_sink(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                          cnnb_executor *ex, const cnnb_update_sink *sink,
+                                          cnnb_trainer **out) {
   *out = NULL;
   if (!ex || !cnnb_executor_training(ex))
     return cnnb_error(ctx, CNNB_EINVAL, "trainer: needs an executor created for training");
@@ -184,6 +192,7 @@ cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
   tr->dv = cnnb_executor_device_vtable(ex);
   tr->device = cnnb_executor_device(ex);
   tr->cfg = *cfg;
+  if (sink) tr->has_sink = true, tr->sink = *sink;
   /* Borrowed from the caller (the model struct may be a stack local, the schedule
    * string belongs to the flags): the schedule keeps its own copies. */
   tr->cfg.lr.model = NULL;
@@ -196,9 +205,10 @@ cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
   st = cnnb_lr_schedule_create(ctx, &cfg->lr, &tr->schedule);
   if (st == CNNB_OK)
     st = make_runs(tr);
-  if (st == CNNB_OK && cfg->rule != CNNB_OPT_SGD)
+  if (st == CNNB_OK && cfg->rule != CNNB_OPT_SGD && !tr->has_sink)
     st = alloc_slot(tr, &tr->slot1, cfg->rule == CNNB_OPT_RMSPROP ? 1.0f : 0.0f);
-  if (st == CNNB_OK && (cfg->rule == CNNB_OPT_RMSPROP || cfg->rule == CNNB_OPT_ADAM))
+  if (st == CNNB_OK && (cfg->rule == CNNB_OPT_RMSPROP || cfg->rule == CNNB_OPT_ADAM) &&
+      !tr->has_sink)
     st = alloc_slot(tr, &tr->slot2, 0.0f);
   if (st != CNNB_OK) {
     cnnb_trainer_destroy(tr);
@@ -302,7 +312,10 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
         .nesterov = c->nesterov ? 1 : 0,
         .step = tr->updates,
     };
-    cnnb_status st = tr->dv->update(tr->device, &u);
+    if (tr->has_sink && !tr->sink.apply) continue; /* bookkeeping only */
+    cnnb_status st = tr->has_sink ? tr->sink.apply(tr->sink.user, rn->offset, &u)
+                                  : tr->dv->update(tr->device, &u);
+    if (st != CNNB_OK && tr->has_sink) return st; /* the sink recorded its own message */
     if (st != CNNB_OK)
       return cnnb_executor_device_error(tr->ex, st,
                                         "trainer: %s update of parameters [%lld, %lld)",

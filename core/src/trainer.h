@@ -40,6 +40,21 @@ typedef struct cnnb_trainer cnnb_trainer;
  * comes from the run configuration (run_config.h), its lr part completed at setup. */
 cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
                                 cnnb_executor *ex, cnnb_trainer **out);
+
+/* Where a trainer's updates go when not to its executor's device: a strategy that keeps
+ * the variables itself (a parameter server's apply_update). `apply` gets each run's
+ * update with its arena offset; its slot pointers are NULL (the keeper has its own).
+ * apply NULL: nowhere — the trainer keeps only its bookkeeping (loss scale, Adam's step),
+ * for replicas whose parameters the keeper refreshes. Either way no slots are allocated. */
+typedef struct cnnb_update_sink {
+  cnnb_status (*apply)(void *user, int64_t offset, const cnnb_update *update);
+  void *user;
+} cnnb_update_sink;
+
+/* cnnb_trainer_create, sending updates to `sink` (NULL: the device, as create). */
+cnnb_status cnnb_trainer_create_with_sink(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
+                                          cnnb_executor *ex, const cnnb_update_sink *sink,
+                                          cnnb_trainer **out);
 void cnnb_trainer_destroy(cnnb_trainer *tr);
 
 /* The scale to multiply the loss by in this step's backward (1 without fp16). */
