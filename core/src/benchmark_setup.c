@@ -298,7 +298,7 @@ static int64_t *variable_bounds(const cnnb_graph *g, int64_t param_count, int32_
 static cnnb_status create_strategy(cnnb_run *run) {
   int32_t n = run->num_replicas;
   const cnnb_run_config *rc = run->cfg;
-  int64_t param_count = cnnb_executor_param_count(run->replicas[0].executor);
+  int64_t param_count = cnnb_graph_param_arena_count(run->graph);
   int32_t num_variables = 0;
   void **devices = malloc((size_t)n * sizeof *devices);
   int64_t *bounds = variable_bounds(run->graph, param_count, &num_variables);
@@ -353,9 +353,17 @@ static cnnb_status create_strategy(cnnb_run *run) {
     snprintf(tag, sizeof tag, "[rank %d]", (int)run->rank);
     cnnb_ctx_set_log_tag(run->ctx, tag);
   }
-  if ((st = cnnb_world_check_agreement(run)) != CNNB_OK) return st;
-  outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
-  st = vt->broadcast_params(run->strategy_state, run->params, cfg.param_count);
+  return CNNB_OK;
+}
+
+/* After the executors drew their initial values, and once every rank agreed on the run
+ * (a different parameter count would make the broadcast itself go wrong). */
+static cnnb_status broadcast_params(cnnb_run *run) {
+  cnnb_status st = cnnb_world_check_agreement(run);
+  if (st != CNNB_OK) return st;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
+  st = run->strategy_vt->broadcast_params(run->strategy_state, run->params,
+                                          cnnb_graph_param_arena_count(run->graph));
   cnnb_crash_leave(outer);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "broadcasting parameters");
   return CNNB_OK;
@@ -497,9 +505,12 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
                                                         : run->device.plugin->description;
   if ((st = check_ops(run)) != CNNB_OK) return st;
   fuse_relus(run);
+  /* The strategy before any arena: it refuses what it cannot do (nccl on a cpu device)
+   * before a model's memory is allocated. */
+  if ((st = create_strategy(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;
-  if ((st = create_strategy(run)) != CNNB_OK) return st;
+  if ((st = broadcast_params(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = create_datasource(run, i)) != CNNB_OK) return st;
 

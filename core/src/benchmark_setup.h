@@ -3,9 +3,10 @@
  *
  * Order, so nothing is allocated for a run that cannot work: resolve the model, ask its
  * facts, build the graph; resolve the device, strategy and datasource plugins; create
- * every replica's device and check it runs every op of the graph; then plan and
- * allocate (executors), join the replicas through the strategy (which tells this
- * process's rank), and last give each replica its shard of the data. */
+ * every replica's device and check it runs every op of the graph; create the strategy
+ * (which tells this process's rank, and refuses what it cannot do before any arena
+ * exists); then plan and allocate (executors), let the ranks agree on the run and
+ * broadcast the initial values, and last give each replica its shard of the data. */
 #ifndef CNNB_BENCHMARK_SETUP_H
 #define CNNB_BENCHMARK_SETUP_H
 

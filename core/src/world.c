@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crash_guard.h"
+#include "graph_internal.h"
 
 /* One rank's view of the run: fixed size, so one allgather carries it. */
 typedef struct run_facts {
@@ -32,7 +33,7 @@ static run_facts facts_of(const cnnb_run *run) {
   f.image_size = run->image_size;
   f.num_classes = run->num_classes;
   f.replicas = run->num_replicas;
-  f.param_count = cnnb_executor_param_count(run->replicas[0].executor);
+  f.param_count = cnnb_graph_param_arena_count(run->graph);
   f.num_batches = run->cfg->num_batches;
   f.warmup_batches = run->cfg->num_warmup_batches;
   f.num_epochs = run->cfg->num_epochs;

@@ -91,7 +91,10 @@ typedef struct cnnb_strategy_vtable {
    * replica 0's and may be ignored: a parameter server applies the hyperparameters
    * (rule, learning rate, decay, scale, step) to its own copies and optimizer slots.
    * With this slot the host runs no update on the replicas' devices and allocates no
-   * optimizer slots there; finish_update must then be non-NULL too. NULL: every replica
+   * optimizer slots there; finish_update must then be non-NULL too. The mean gradient is
+   * then the strategy's: after finish_step the replicas' gradient arenas need only hold
+   * a non-finite value exactly when the mean is not finite (the trainers' dynamic loss
+   * scaling checks them, and every rank must skip the same steps). NULL: every replica
    * applies the update on its device. */
   cnnb_status (*apply_update)(void *strategy, int64_t offset, const cnnb_update *update);
   /* [optional] [step-thread] per step, after the last apply_update (also on a step whose
