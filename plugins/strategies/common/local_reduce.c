@@ -11,8 +11,14 @@ static int64_t part_start(int64_t begin, int64_t end, int64_t parts, int64_t i) 
   return begin + i * base + (i < extra ? i : extra);
 }
 
+/* In blocks of 16 with a fixed inner count: gcc 12 at -O2 (the build's RelWithDebInfo)
+ * vectorizes only loops it needs no scalar epilogue for, and leaves the plain loop
+ * scalar, a quarter of SSE's speed on data in cache. */
 static void add_into(float *restrict dst, const float *restrict src, int64_t count) {
-  for (int64_t i = 0; i < count; i++) dst[i] += src[i];
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    for (int k = 0; k < 16; k++) dst[i + k] += src[i + k];
+  for (; i < count; i++) dst[i] += src[i];
 }
 
 /* Replica r's neighbour on the ring, and chunk index arithmetic mod n. */

@@ -62,6 +62,14 @@ struct replicated {
 
 /* ---- averaging one range ------------------------------------------------------ */
 
+/* v *= scale, in blocks gcc vectorizes at -O2 (local_reduce.c's add_into says why). */
+static void scale_in_place(float *v, int64_t count, float scale) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    for (int k = 0; k < 16; k++) v[i + k] *= scale;
+  for (; i < count; i++) v[i] *= scale;
+}
+
 /* Any thread (one at a time): views[r][0, count) become the mean over every replica. */
 static cnnb_status average(replicated *s, float *const *views, int64_t offset, int64_t count,
                            int64_t step, cnnb_ctx *ctx) {
@@ -77,7 +85,7 @@ static cnnb_status average(replicated *s, float *const *views, int64_t offset, i
   /* Replica 0 alone is scaled and copied: every replica ends with its very floats, even
    * where MPI's sum would not promise the same bits on every rank's replicas. */
   float *mean = views[0];
-  for (int64_t i = 0; i < count; i++) mean[i] *= s->scale;
+  scale_in_place(mean, count, s->scale);
   for (int32_t r = 1; r < s->replicas; r++) memcpy(views[r], mean, (size_t)count * sizeof(float));
   return CNNB_OK;
 }
