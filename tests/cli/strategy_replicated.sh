@@ -11,8 +11,11 @@
 #    replicas vs 1 x 4b, every replica of every rank equal;
 #  - a control: `independent` replicas, which never exchange gradients, must NOT pass the
 #    same comparison (the tolerance tells a wrong mean from rounding);
+#  - a size limit takes buckets of at most LIMIT elements (tf's <=), seen in the
+#    strategy's debug line for each bucket;
 #  - refusals: malformed specs and nccl on the cpu device exit 2 naming the flag, the
-#    part and what is supported, before any step runs.
+#    part and what is supported, before any step runs (nccl on a device without host
+#    memory: this build has no NCCL).
 #
 # Tolerance: params_compare's |a - b| / (1 + |ref|) <= 1e-5. lenet has no batch norm, so
 # N x b and 1 x N*b differ only in float summation order (the loss's mean over the batch
@@ -84,6 +87,16 @@ done
 log="$work/n2_cpu_2.log"
 grep -q "elements) by pscpu" "$log" && grep -q "elements) by xring" "$log" \
   || { fail "pscpu:32k:xring did not use both algorithms:"; grep "replicated:" "$log"; }
+# A limit takes buckets of at most that many elements, as tf compares (<=): lenet's first
+# bucket (conv1, at offset 0) holds 2432.
+for limit in 2432:pscpu 2431:xring; do
+  train "limit_${limit%%:*}" --batch_size=$B --num_gpus=2 --variable_update=replicated \
+    --num_batches=1 --gradient_bucket_mb=0.05 --all_reduce_spec="pscpu:${limit%%:*}:xring" \
+    --log_level=debug
+  grep -q "gradients \[0, 2432) (2432 elements) by ${limit#*:}" "$work/limit_${limit%%:*}.log" \
+    || { fail "pscpu:${limit%%:*}:xring did not reduce the 2432-element bucket by ${limit#*:}:";
+         grep "replicated:" "$work/limit_${limit%%:*}.log"; }
+done
 grep -q "reduced on a communication thread" "$work/n2_cpu_0.log" \
   || fail "cpu (host memory) did not reduce on a communication thread"
 grep -q "reduced on the step thread" "$work/n2_fixture_minimal_3.log" \
@@ -127,6 +140,11 @@ refused "pscpu:64k:xring:32k:pscpu" "limits must increase from left to right: '3
 refused "xring/pscpu" "across ranks only 'mpi' (MPI allreduce) is supported, not 'pscpu'"
 refused "mpi" "the cross-rank part needs a local algorithm before it (xring/mpi): 'mpi'"
 refused "psgpu#4" "unknown algorithm 'psgpu'"
+# A device without host memory is not told it lacks a GPU: this build has no NCCL at all.
+out=$(CNNB_PLUGIN_PATH=$with_faults "$CNNBENCH" "${common[@]}" --batch_size=$B --num_gpus=2 \
+      --device=fixture_minimal --variable_update=replicated --all_reduce_spec=nccl 2>&1) && rc=0 || rc=$?
+[ $rc -eq 2 ] && grep -qF -- "--all_reduce_spec=nccl: this replicated plugin was built without NCCL" <<<"$out" \
+  || { fail "nccl on fixture_minimal: exit $rc, or no message saying NCCL is not built"; echo "$out"; }
 
 echo "== across processes (mpirun)"
 if ! command -v mpirun >/dev/null 2>&1; then
