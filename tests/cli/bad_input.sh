@@ -55,7 +55,7 @@ fi
 expect 2 "--datasource=imagenet: no datasource plugin offers 'imagenet'" -- --datasource=imagenet --num_batches=1
 # --help lists what is installed, not plugins that do not exist here.
 help=$("$CNNBENCH" --help)
-for want in "Installed here: cpu." "Installed here: independent." "Installed here: synthetic." "Exit status: 0 success; 2 bad input"; do
+for want in "Installed here: cpu." "Installed here: independent" "Installed here: synthetic." "Exit status: 0 success; 2 bad input"; do
   grep -qF -- "$want" <<<"$help" || { echo "FAIL: --help lacks '$want'"; failures=$((failures + 1)); }
 done
 for absent in parameter_server horovod cuda; do
