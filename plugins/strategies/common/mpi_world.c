@@ -26,9 +26,12 @@
 #include <mpi.h>
 #endif
 
-/* 16-bit values converted per MPI call: an 8 MiB staging buffer however large the
- * gradients, and conversion of one piece while the next travels costs no extra copy. */
-#define COMPACT_CHUNK ((int64_t)1 << 22)
+/* Bytes one allreduce call carries at most. OpenMPI 4.1's non-blocking in-place
+ * allreduce reduces through a temporary buffer of the whole message: at 32 MiB and more
+ * glibc maps it fresh every time (page faults on every byte) and the 100 MiB allreduce
+ * took 110-120 ms where the blocking call takes 50-70. In 1 MiB pieces the buffer stays
+ * in the heap and in cache: 45-50 ms (np=2 on this machine, bench/mpi_allreduce). */
+#define PIECE_BYTES ((int64_t)1 << 20)
 /* After a timeout, how long the live ranks get to answer a probe: they answer within a
  * poll (well under a millisecond) when they are waiting in a collective, as every live
  * rank of a stuck job soon is. */
@@ -203,12 +206,15 @@ static void leave_job(mpi_world *w) {
 
 /* ---- waiting -------------------------------------------------------------------- */
 
-/* Between polls: a few hundred polls back to back (a small collective on shared memory
- * completes within them), then sleeps growing to 100 µs, so a long wait costs a few
- * percent of a core, which the step thread computing backward on the other core needs. */
+/* Between polls: 2048 polls back to back (about a millisecond: one piece of a large
+ * allreduce, or a small one, completes within them once every rank is there), then
+ * sleeps growing to 50 µs (plus the kernel's timer slack), so waiting for a rank that is
+ * still computing costs a few percent of a core, which the step thread computing
+ * backward needs. Measured on the 100 MiB allreduce, np=2: 256 polls and 100 µs sleeps
+ * took 65-75 ms, these 45-55. */
 static void pause_between_polls(int *polls, long *sleep_ns) {
-  if (++*polls < 256) return;
-  *sleep_ns = *sleep_ns ? (*sleep_ns < 100000 ? *sleep_ns * 2 : 100000) : 1000;
+  if (++*polls < 2048) return;
+  *sleep_ns = *sleep_ns ? (*sleep_ns < 50000 ? *sleep_ns * 2 : 50000) : 1000;
   struct timespec ts = {0, *sleep_ns};
   nanosleep(&ts, NULL);
 }
@@ -329,16 +335,19 @@ static cnnb_status wait_for(mpi_world *w, MPI_Request *req, const char *doing, c
 }
 
 /* Starting a collective fails only on bad arguments or a communicator already broken. */
+static cnnb_status check_start(mpi_world *w, int rc, const char *doing, const char *what) {
+  if (rc == MPI_SUCCESS) return CNNB_OK;
+  w->broken = true;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+  return cnnb_error(w->ctx, CNNB_ECOMM, "MPI refused to start %s %s: %s", doing, what, text);
+}
+
 static cnnb_status started(mpi_world *w, int rc, MPI_Request *req, const char *doing,
                            const char *what) {
-  if (rc != MPI_SUCCESS) {
-    w->broken = true;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
-    return cnnb_error(w->ctx, CNNB_ECOMM, "MPI refused to start %s %s: %s", doing, what, text);
-  }
-  return wait_for(w, req, doing, what);
+  cnnb_status st = check_start(w, rc, doing, what);
+  return st != CNNB_OK ? st : wait_for(w, req, doing, what);
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -355,38 +364,61 @@ static cnnb_status grow_staging(mpi_world *w, int64_t count) {
 }
 
 
-static cnnb_status allreduce_mpi(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
-                                 const char *what) {
-  static const char doing[] = "all-reducing";
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* fp32: piece by piece, each summed in place. */
+static cnnb_status allreduce_fp32(mpi_world *w, float *buf, int64_t count, const char *what) {
+  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count);
   cnnb_status st = CNNB_OK;
-  if (!compact16) {
-    for (int64_t at = 0; st == CNNB_OK && at < count; at += w->max_count) {
-      int n = count - at < w->max_count ? (int)(count - at) : w->max_count;
-      MPI_Request req;
-      int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + at, n, MPI_FLOAT, MPI_SUM, w->data, &req);
-      st = started(w, rc, &req, doing, what);
-    }
-    return st;
-  }
-  MPI_Op op = compact16 == COMPACT16_FP16 ? w->sum_fp16 : w->sum_bf16;
-  int64_t chunk = COMPACT_CHUNK < w->max_count ? COMPACT_CHUNK : w->max_count;
-  if ((st = grow_staging(w, count < chunk ? count : chunk)) != CNNB_OK) return st;
-  for (int64_t at = 0; st == CNNB_OK && at < count; at += chunk) {
-    int n = count - at < chunk ? (int)(count - at) : (int)chunk;
-    compact16_pack(compact16, buf + at, w->staging, n);
+  for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
     MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, w->staging, n, MPI_UINT16_T, op, w->data, &req);
-    if ((st = started(w, rc, &req, doing, what)) == CNNB_OK)
-      compact16_unpack(compact16, w->staging, buf + at, n);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + at, (int)min64(piece, count - at), MPI_FLOAT,
+                            MPI_SUM, w->data, &req);
+    st = started(w, rc, &req, "all-reducing", what);
   }
   return st;
 }
 
+/* 16-bit: pieces packed into two staging halves in turn, so this rank packs the next
+ * piece and unpacks the last while the current one travels (and another rank adds). */
+static cnnb_status allreduce_compact(mpi_world *w, float *buf, int64_t count, uint32_t format,
+                                     const char *what) {
+  static const char doing[] = "all-reducing";
+  MPI_Op op = format == COMPACT16_FP16 ? w->sum_fp16 : w->sum_bf16;
+  int64_t piece = min64(min64(PIECE_BYTES / (int64_t)sizeof(uint16_t), w->max_count), count);
+  int64_t pieces = (count + piece - 1) / piece;
+  cnnb_status st = grow_staging(w, 2 * piece);
+  if (st != CNNB_OK) return st;
+  uint16_t *half[2] = {w->staging, w->staging + piece};
+  MPI_Request req;
+  compact16_pack(format, buf, half[0], min64(piece, count));
+  st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[0], (int)min64(piece, count),
+                                     MPI_UINT16_T, op, w->data, &req), doing, what);
+  for (int64_t k = 0; st == CNNB_OK && k < pieces; k++) {
+    int64_t at = k * piece, next = at + piece;
+    if (next < count) compact16_pack(format, buf + next, half[(k + 1) % 2], min64(piece, count - next));
+    if ((st = wait_for(w, &req, doing, what)) != CNNB_OK) break;
+    if (next < count)
+      st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[(k + 1) % 2],
+                                         (int)min64(piece, count - next), MPI_UINT16_T, op,
+                                         w->data, &req), doing, what);
+    compact16_unpack(format, half[k % 2], buf + at, min64(piece, count - at));
+  }
+  return st;
+}
+
+static cnnb_status allreduce_mpi(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
+                                 const char *what) {
+  return compact16 ? allreduce_compact(w, buf, count, compact16, what)
+                   : allreduce_fp32(w, buf, count, what);
+}
+
 static cnnb_status reduce_mpi(mpi_world *w, float *buf, int64_t count, int32_t root,
                               const char *what) {
+  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count); /* as allreduce */
   cnnb_status st = CNNB_OK;
-  for (int64_t at = 0; st == CNNB_OK && at < count; at += w->max_count) {
-    int n = count - at < w->max_count ? (int)(count - at) : w->max_count;
+  for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
+    int n = (int)min64(piece, count - at);
     MPI_Request req;
     int rc = w->rank == root
                  ? MPI_Ireduce(MPI_IN_PLACE, buf + at, n, MPI_FLOAT, MPI_SUM, root, w->data, &req)
