@@ -59,12 +59,12 @@ typedef struct horovod {
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
   cnnb_status st = cnnb_flag_declare(
       registry, FUSION_FLAG, CNNB_FLAG_INT, "67108864",
-      "horovod: fuse gradient buckets that are ready together into one allreduce of up to "
+      "Fuse gradient buckets that are ready together into one allreduce of up to "
       "this many bytes (Horovod's HOROVOD_FUSION_THRESHOLD, 64 MiB); 0 sends each bucket alone.");
   if (st != CNNB_OK) return st;
   return cnnb_flag_declare(
       registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
-      "horovod: write a Chrome trace (chrome://tracing) of each rank's buckets and allreduces "
+      "Write a Chrome trace (chrome://tracing) of each rank's buckets and allreduces "
       "to FILE with the rank inserted: --horovod_timeline=t.json writes t.rank0.json, "
       "t.rank1.json, ... (Horovod's HOROVOD_TIMELINE).");
 }
