@@ -1,11 +1,10 @@
 /* compact16.h — 16-bit gradients for the wire (--compact_gradient_transfer): fp32 packed
  * to bf16 or fp16 and back, and the pairwise sum a reduction applies at every hop.
  *
- * Rounding is to nearest, ties to even, in integer arithmetic only, so the result does
- * not depend on the calling thread's floating-point mode (the cpu device sets
- * flush-to-zero on the threads it computes on). NaN stays NaN; a value beyond the
- * format's largest rounds to infinity, as a hardware conversion does. fp16 keeps its
- * subnormals. */
+ * Rounding is to nearest, ties to even; the result does not depend on flush-to-zero or
+ * denormals-are-zero (the cpu device sets them on the threads it computes on, and a new
+ * thread inherits them). NaN stays NaN; a value beyond the format's largest rounds to
+ * infinity, as a hardware conversion does. fp16 keeps its subnormals. */
 #ifndef CNNB_STRATEGY_COMPACT16_H
 #define CNNB_STRATEGY_COMPACT16_H
 
@@ -36,33 +35,29 @@ static inline uint16_t compact16_bf16_from_f32(float f) {
 
 static inline float compact16_bf16_to_f32(uint16_t h) { return compact16_float((uint32_t)h << 16); }
 
+/* fp16 without branches, so the array loops vectorise: every case is computed and the
+ * right one selected. Values below fp16's smallest normal (2^-14) are counted in steps of
+ * 2^-24 by a float product, exact, rounded to even by adding and removing 1.5 * 2^23:
+ * that relies on the rounding mode being to nearest (the default; nothing in cnnbench
+ * changes it), not on flush-to-zero (an fp32 subnormal read as 0 rounds to 0 anyway). */
 static inline uint16_t compact16_fp16_from_f32(float f) {
   uint32_t u = compact16_bits(f);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return sign | 0x7e00u | (uint16_t)((a >> 13) & 0x3ffu); /* NaN */
-  if (a >= 0x477ff000u) return sign | 0x7c00u; /* 65520 and up (and inf) round to inf */
-  if (a >= 0x38800000u) {                       /* normal in fp16: 2^-14 and up */
-    uint32_t r = a - 0x38000000u;               /* exponent bias 127 -> 15 */
-    r += 0xfffu + ((r >> 13) & 1u);
-    return sign | (uint16_t)(r >> 13);
-  }
-  if (a <= 0x33000000u) return sign; /* at most 2^-25, half the smallest subnormal: 0 */
-  /* Subnormal: the value is m * 2^(e - 150); in units of 2^-24 that is m >> (126 - e). */
-  uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;
-  uint32_t k = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (k & 1u))) k++;
-  return sign | (uint16_t)k; /* k == 0x400 is the smallest normal, encoded the same */
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  uint32_t r = a - 0x38000000u; /* exponent bias 127 -> 15 */
+  uint32_t normal = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  uint32_t subnormal = compact16_bits(compact16_float(a) * 0x1p24f + 0x1.8p23f) - 0x4b400000u;
+  uint32_t v = a >= 0x38800000u ? normal : subnormal; /* 2^-14 and up: normal */
+  v = a >= 0x477ff000u ? 0x7c00u : v;                 /* 65520 and up (and inf): inf */
+  v = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : v; /* NaN stays NaN */
+  return (uint16_t)(sign | v);
 }
 
 static inline float compact16_fp16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1f) return compact16_float(sign | 0x7f800000u | (m << 13));
-  if (e) return compact16_float(sign | ((e + 112) << 23) | (m << 13));
-  if (!m) return compact16_float(sign);
-  uint32_t shift = (uint32_t)__builtin_clz(m) - 21; /* brings the leading 1 to bit 10 */
-  return compact16_float(sign | ((113 - shift) << 23) | (((m << shift) & 0x3ffu) << 13));
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
+  uint32_t v = e ? ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u /* normal */
+                 : compact16_bits((float)m * 0x1p-24f);         /* subnormal or 0: exact */
+  v = e == 0x7c00u ? 0x7f800000u | (m << 13) : v;               /* inf, NaN */
+  return compact16_float(sign | v);
 }
 
 /* dst[i] = src[i] rounded to the format, for i < n. */
