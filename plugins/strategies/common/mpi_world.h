@@ -14,7 +14,11 @@
  *   world is broken: every call fails at once and close does not finalise (finalising
  *   waits for the lost rank); the process then exits non-zero and mpirun ends the job.
  * - Not thread-safe: one call at a time per world (a strategy with a communication
- *   thread makes every MPI call from it while the step runs). */
+ *   thread makes every MPI call from it while the step runs). Errors are recorded in the
+ *   ctx given to open, from whichever thread calls.
+ * - Built without MPI (CNNB_HAVE_MPI=0, see mpi_world.cmake), a world of one works the
+ *   same and open under a launcher fails, saying the plugin was built without MPI.
+ * - Buffers of any size: counts beyond MPI's int are sent in several calls. */
 #ifndef CNNB_STRATEGY_MPI_WORLD_H
 #define CNNB_STRATEGY_MPI_WORLD_H
 
@@ -56,5 +60,10 @@ cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_
                                  const char *what);
 /* Waits until every rank got here (the end of setup, tests). */
 cnnb_status mpi_world_barrier(mpi_world *w, const char *what);
+
+/* For tests: the most elements (bytes for allgather and bcast) one MPI call carries;
+ * INT_MAX, MPI's int count, unless set. Larger buffers go in several calls, so a small
+ * limit runs that path on small buffers. */
+void mpi_world_set_max_count(mpi_world *w, int32_t max_count);
 
 #endif

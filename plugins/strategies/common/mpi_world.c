@@ -1,0 +1,585 @@
+/* mpi_world.c — the MPI job a strategy plugin joins, with every wait bounded
+ * (mpi_world.h).
+ *
+ * Built with CNNB_HAVE_MPI=1 (CMake defines it; mpi_world.cmake) it speaks MPI; built
+ * without, a world of one still works and a launch by mpirun is refused with a message.
+ *
+ * Why every collective is non-blocking: a blocking MPI_Allreduce waits forever for a
+ * rank that was SIGSTOPped, and on shared memory nothing tells it that a killed one is
+ * gone. Started with MPI_I* and polled with MPI_Test, a wait can end at a deadline; the
+ * polling also answers the liveness probes other ranks send on a second communicator,
+ * so at a timeout each rank can tell which ranks still answer and name the others. */
+#define _GNU_SOURCE /* dladdr */
+#include "mpi_world.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compact16.h"
+
+#if CNNB_HAVE_MPI
+#include <dlfcn.h>
+#include <mpi.h>
+#endif
+
+/* Bytes one allreduce call carries at most. OpenMPI 4.1's non-blocking in-place
+ * allreduce reduces through a temporary buffer of the whole message: at 32 MiB and more
+ * glibc maps it fresh every time (page faults on every byte) and the 100 MiB allreduce
+ * took 110-120 ms where the blocking call takes 50-70. In 1 MiB pieces the buffer stays
+ * in the heap and in cache: 45-50 ms (np=2 on this machine, bench/mpi_allreduce). */
+#define PIECE_BYTES ((int64_t)1 << 20)
+/* After a timeout, how long the live ranks get to answer a probe: they answer within a
+ * poll (well under a millisecond) when they are waiting in a collective, as every live
+ * rank of a stuck job soon is. */
+#define PROBE_WINDOW_S 3.0
+
+struct mpi_world {
+  cnnb_ctx *ctx;
+  char who[64];
+  double timeout_s;
+  int32_t rank, size, local_rank, local_size;
+  int32_t max_count; /* elements (or bytes) one MPI call carries */
+  bool broken;       /* a rank was lost: every call fails, close does not finalise */
+  uint16_t *staging; /* compact16's pieces */
+  int64_t staging_count;
+#if CNNB_HAVE_MPI
+  bool joined;    /* MPI is in use (launched); only then are the fields below set */
+  bool owns_mpi;  /* this world initialised MPI, so it finalises it */
+  MPI_Comm data, control;
+  MPI_Op sum_bf16, sum_fp16;
+  MPI_Request probe_in; /* the standing receive of other ranks' probes */
+  int probe_buf;
+  int *acks;             /* [size] replies to this rank's probes */
+  MPI_Request *probes;   /* [2 * size] this rank's probes and their replies */
+#endif
+};
+
+bool mpi_world_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+static const char *launcher_variable(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (getenv(names[i])) return names[i];
+  return "";
+}
+
+static void host_name(char *name, size_t size) {
+  if (gethostname(name, size) != 0) snprintf(name, size, "?");
+  name[size - 1] = '\0';
+}
+
+int32_t mpi_world_rank(const mpi_world *w) { return w->rank; }
+int32_t mpi_world_size(const mpi_world *w) { return w->size; }
+int32_t mpi_world_local_size(const mpi_world *w) { return w->local_size; }
+int32_t mpi_world_local_rank(const mpi_world *w) { return w->local_rank; }
+
+void mpi_world_set_max_count(mpi_world *w, int32_t max_count) {
+  w->max_count = max_count > 0 ? max_count : INT_MAX;
+}
+
+static cnnb_status check_usable(mpi_world *w, const char *doing, const char *what) {
+  if (!w->broken) return CNNB_OK;
+  return cnnb_error(w->ctx, CNNB_ECOMM, "not %s %s: the MPI job already lost a rank", doing, what);
+}
+
+#if CNNB_HAVE_MPI
+
+enum { TAG_PROBE = 1, TAG_ACK = 2 };
+static const int ping = 1;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- joining ------------------------------------------------------------------- */
+
+/* OpenMPI loads its components (transports, collectives) with dlopen, and many of them
+ * use libmpi's symbols without linking libmpi: they find them only when libmpi is in
+ * the process's global scope. The host dlopens this plugin RTLD_LOCAL, so libmpi, loaded
+ * as the plugin's dependency, is not. Debian's OpenMPI 4.1.4 happens to work anyway
+ * (checked with LD_DEBUG=scopes: components loaded before pml_ob1, such as bml_r2, link
+ * libmpi and are opened RTLD_GLOBAL, which drags libmpi into the global scope), but that
+ * is an accident of load order and of Debian's linking; with other builds MPI_Init fails
+ * with "mca_base_component_repository_open: unable to open mca_...: undefined symbol".
+ * So, as Horovod and mpi4py do, libmpi is promoted to global before MPI_Init: found by
+ * the address of one of its functions, reopened RTLD_NOLOAD (no second copy) with
+ * RTLD_GLOBAL. The handle is kept: libmpi stays loaded as long as this plugin anyway. */
+static void promote_libmpi(mpi_world *w) {
+  Dl_info info;
+  if (!dladdr((const void *)MPI_Init_thread, &info) || !info.dli_fname) return;
+  if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))
+    cnnb_log(w->ctx, CNNB_LOG_DEBUG, "%s: could not make %s global: %s", w->who, info.dli_fname,
+             dlerror());
+}
+
+static cnnb_status mpi_failed(mpi_world *w, int rc, const char *doing) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+  return cnnb_error(w->ctx, CNNB_ECOMM, "%s: %s failed: %s", w->who, doing, text);
+}
+
+static void user_sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  compact16_add(COMPACT16_BF16, in, inout, *len);
+}
+
+static void user_sum_fp16(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  compact16_add(COMPACT16_FP16, in, inout, *len);
+}
+
+static cnnb_status join_job(mpi_world *w) {
+  promote_libmpi(w);
+  int initialized = 0, finalized = 0, provided = 0, rc;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
+                      "%s: MPI was already finalised in this process and cannot start again",
+                      w->who);
+  if (!initialized) {
+    if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS)
+      return mpi_failed(w, rc, "MPI_Init_thread");
+    w->owns_mpi = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  w->joined = true; /* from here close() tidies up */
+  if (provided < MPI_THREAD_SERIALIZED)
+    return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
+                      "%s: this MPI offers thread level %d, below MPI_THREAD_SERIALIZED (%d): the "
+                      "strategy's communication thread needs to call MPI", w->who, provided,
+                      MPI_THREAD_SERIALIZED);
+  /* Own communicators, so no message of ours meets another library's; errors return so
+   * a dead peer is a status to report, not an abort. */
+  if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &w->data)) != MPI_SUCCESS ||
+      (rc = MPI_Comm_dup(MPI_COMM_WORLD, &w->control)) != MPI_SUCCESS)
+    return mpi_failed(w, rc, "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(w->data, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(w->control, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  MPI_Comm_rank(w->data, &rank);
+  MPI_Comm_size(w->data, &size);
+  MPI_Comm node;
+  if ((rc = MPI_Comm_split_type(w->data, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node)) !=
+      MPI_SUCCESS)
+    return mpi_failed(w, rc, "MPI_Comm_split_type");
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+  w->rank = rank;
+  w->size = size;
+  w->local_rank = local_rank;
+  w->local_size = local_size;
+  w->acks = calloc((size_t)size, sizeof *w->acks);
+  w->probes = calloc(2 * (size_t)size, sizeof *w->probes);
+  if (!w->acks || !w->probes) return cnnb_error(w->ctx, CNNB_ENOMEM, "%s: out of memory", w->who);
+  MPI_Op_create(user_sum_bf16, 1, &w->sum_bf16);
+  MPI_Op_create(user_sum_fp16, 1, &w->sum_fp16);
+  if ((rc = MPI_Irecv(&w->probe_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_PROBE, w->control,
+                      &w->probe_in)) != MPI_SUCCESS)
+    return mpi_failed(w, rc, "MPI_Irecv");
+  return CNNB_OK;
+}
+
+static void leave_job(mpi_world *w) {
+  if (!w->joined || w->broken) return; /* finalising would wait for the lost rank */
+  if (w->probe_in != MPI_REQUEST_NULL) {
+    MPI_Cancel(&w->probe_in);
+    MPI_Wait(&w->probe_in, MPI_STATUS_IGNORE);
+  }
+  if (w->sum_bf16 != MPI_OP_NULL) MPI_Op_free(&w->sum_bf16);
+  if (w->sum_fp16 != MPI_OP_NULL) MPI_Op_free(&w->sum_fp16);
+  if (w->data != MPI_COMM_NULL) MPI_Comm_free(&w->data);
+  if (w->control != MPI_COMM_NULL) MPI_Comm_free(&w->control);
+  if (w->owns_mpi) MPI_Finalize();
+}
+
+/* ---- waiting -------------------------------------------------------------------- */
+
+/* Between polls: 2048 polls back to back (about a millisecond: one piece of a large
+ * allreduce, or a small one, completes within them once every rank is there), then
+ * sleeps growing to 50 µs (plus the kernel's timer slack), so waiting for a rank that is
+ * still computing costs a few percent of a core, which the step thread computing
+ * backward needs. Measured on the 100 MiB allreduce, np=2: 256 polls and 100 µs sleeps
+ * took 65-75 ms, these 45-55. */
+static void pause_between_polls(int *polls, long *sleep_ns) {
+  if (++*polls < 2048) return;
+  *sleep_ns = *sleep_ns ? (*sleep_ns < 50000 ? *sleep_ns * 2 : 50000) : 1000;
+  struct timespec ts = {0, *sleep_ns};
+  nanosleep(&ts, NULL);
+}
+
+/* Answers every probe that arrived: a live rank says so. */
+static int answer_probes(mpi_world *w) {
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    int rc = MPI_Test(&w->probe_in, &arrived, &status);
+    if (rc != MPI_SUCCESS || !arrived) return rc;
+    MPI_Request reply;
+    /* Eager-sized, so it leaves at once even to a rank that stopped reading; freed
+     * unwaited, as nothing is waiting for it here. */
+    if ((rc = MPI_Isend(&ping, 1, MPI_INT, status.MPI_SOURCE, TAG_ACK, w->control, &reply)) ==
+        MPI_SUCCESS)
+      MPI_Request_free(&reply);
+    rc = MPI_Irecv(&w->probe_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_PROBE, w->control,
+                   &w->probe_in);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+}
+
+/* Probes every other rank and waits up to PROBE_WINDOW_S for their replies; silent[r]
+ * says who did not reply. Returns how many. Leaves the world broken: a probe's reply
+ * may still arrive, so these requests are never waited on again. */
+static int find_silent_ranks(mpi_world *w, bool *silent) {
+  int n = w->size, pending = 0;
+  for (int r = 0; r < n; r++) {
+    silent[r] = false;
+    w->probes[2 * r] = w->probes[2 * r + 1] = MPI_REQUEST_NULL;
+    if (r == w->rank) continue;
+    silent[r] = true;
+    if (MPI_Irecv(&w->acks[r], 1, MPI_INT, r, TAG_ACK, w->control, &w->probes[2 * r + 1]) !=
+            MPI_SUCCESS ||
+        MPI_Isend(&ping, 1, MPI_INT, r, TAG_PROBE, w->control, &w->probes[2 * r]) != MPI_SUCCESS)
+      continue; /* cannot even reach it: silent */
+    pending++;
+  }
+  double window = w->timeout_s < PROBE_WINDOW_S ? w->timeout_s : PROBE_WINDOW_S;
+  double deadline = now_s() + window;
+  while (pending > 0 && now_s() < deadline) {
+    for (int r = 0; r < n; r++) {
+      int done = 0;
+      if (w->probes[2 * r + 1] == MPI_REQUEST_NULL || !silent[r]) continue;
+      if (MPI_Test(&w->probes[2 * r + 1], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+        silent[r] = false;
+        pending--;
+      }
+    }
+    answer_probes(w); /* other live ranks are probing too */
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  w->broken = true;
+  int count = 0;
+  for (int r = 0; r < n; r++) count += silent[r];
+  return count;
+}
+
+/* "rank 1", "ranks 1 and 3", "ranks 1, 2 and 3". */
+static void name_ranks(const bool *which, int n, int count, char *out, size_t size) {
+  size_t len = (size_t)snprintf(out, size, "%s", count == 1 ? "rank" : "ranks");
+  int named = 0;
+  for (int r = 0; r < n && len < size; r++) {
+    if (!which[r]) continue;
+    const char *sep = named == 0 ? " " : named + 1 == count ? " and " : ", ";
+    len += (size_t)snprintf(out + len, size - len, "%s%d", sep, r);
+    named++;
+  }
+}
+
+static cnnb_status report_lost(mpi_world *w, const char *failure, const char *doing,
+                               const char *what) {
+  bool *silent = calloc((size_t)w->size, sizeof *silent);
+  if (!silent) {
+    w->broken = true;
+    return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s", failure, doing, what);
+  }
+  int count = find_silent_ranks(w, silent);
+  char names[256];
+  name_ranks(silent, w->size, count, names, sizeof names);
+  free(silent);
+  if (count > 0)
+    return cnnb_error(w->ctx, CNNB_ECOMM, "%s stopped answering: %s while %s %s "
+                      "(--collective_timeout_s=%g)", names, failure, doing, what, w->timeout_s);
+  return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s, yet every rank still answers a probe: "
+                    "some rank has not reached this collective (is one far slower, or running a "
+                    "different configuration?) (--collective_timeout_s=%g)", failure, doing, what,
+                    w->timeout_s);
+}
+
+/* Polls *req until it completes, answering probes meanwhile; past the deadline or on a
+ * peer error, names the ranks that stopped answering and breaks the world. */
+static cnnb_status wait_for(mpi_world *w, MPI_Request *req, const char *doing, const char *what) {
+  double deadline = now_s() + w->timeout_s;
+  int polls = 0;
+  long sleep_ns = 0;
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && done) return CNNB_OK;
+    if (rc == MPI_SUCCESS) rc = answer_probes(w);
+    if (rc != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING], failure[MPI_MAX_ERROR_STRING + 64];
+      int len = 0;
+      if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+      snprintf(failure, sizeof failure, "MPI reported \"%s\"", text);
+      return report_lost(w, failure, doing, what);
+    }
+    if (now_s() >= deadline) {
+      char failure[64];
+      snprintf(failure, sizeof failure, "no reply within %g s", w->timeout_s);
+      return report_lost(w, failure, doing, what);
+    }
+    pause_between_polls(&polls, &sleep_ns);
+  }
+}
+
+/* Starting a collective fails only on bad arguments or a communicator already broken. */
+static cnnb_status check_start(mpi_world *w, int rc, const char *doing, const char *what) {
+  if (rc == MPI_SUCCESS) return CNNB_OK;
+  w->broken = true;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+  return cnnb_error(w->ctx, CNNB_ECOMM, "MPI refused to start %s %s: %s", doing, what, text);
+}
+
+static cnnb_status started(mpi_world *w, int rc, MPI_Request *req, const char *doing,
+                           const char *what) {
+  cnnb_status st = check_start(w, rc, doing, what);
+  return st != CNNB_OK ? st : wait_for(w, req, doing, what);
+}
+
+/* ---- collectives ------------------------------------------------------------------ */
+
+static cnnb_status grow_staging(mpi_world *w, int64_t count) {
+  if (count <= w->staging_count) return CNNB_OK;
+  uint16_t *grown = realloc(w->staging, (size_t)count * sizeof *grown);
+  if (!grown)
+    return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory for %lld 16-bit gradients to send",
+                      (long long)count);
+  w->staging = grown;
+  w->staging_count = count;
+  return CNNB_OK;
+}
+
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* fp32: piece by piece, each summed in place. */
+static cnnb_status allreduce_fp32(mpi_world *w, float *buf, int64_t count, const char *what) {
+  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count);
+  cnnb_status st = CNNB_OK;
+  for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + at, (int)min64(piece, count - at), MPI_FLOAT,
+                            MPI_SUM, w->data, &req);
+    st = started(w, rc, &req, "all-reducing", what);
+  }
+  return st;
+}
+
+/* 16-bit: pieces packed into two staging halves in turn, so this rank packs the next
+ * piece and unpacks the last while the current one travels (and another rank adds). */
+static cnnb_status allreduce_compact(mpi_world *w, float *buf, int64_t count, uint32_t format,
+                                     const char *what) {
+  static const char doing[] = "all-reducing";
+  MPI_Op op = format == COMPACT16_FP16 ? w->sum_fp16 : w->sum_bf16;
+  int64_t piece = min64(min64(PIECE_BYTES / (int64_t)sizeof(uint16_t), w->max_count), count);
+  int64_t pieces = (count + piece - 1) / piece;
+  cnnb_status st = grow_staging(w, 2 * piece);
+  if (st != CNNB_OK) return st;
+  uint16_t *half[2] = {w->staging, w->staging + piece};
+  MPI_Request req;
+  compact16_pack(format, buf, half[0], min64(piece, count));
+  st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[0], (int)min64(piece, count),
+                                     MPI_UINT16_T, op, w->data, &req), doing, what);
+  for (int64_t k = 0; st == CNNB_OK && k < pieces; k++) {
+    int64_t at = k * piece, next = at + piece;
+    if (next < count) compact16_pack(format, buf + next, half[(k + 1) % 2], min64(piece, count - next));
+    if ((st = wait_for(w, &req, doing, what)) != CNNB_OK) break;
+    if (next < count)
+      st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[(k + 1) % 2],
+                                         (int)min64(piece, count - next), MPI_UINT16_T, op,
+                                         w->data, &req), doing, what);
+    compact16_unpack(format, half[k % 2], buf + at, min64(piece, count - at));
+  }
+  return st;
+}
+
+static cnnb_status allreduce_mpi(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
+                                 const char *what) {
+  return compact16 ? allreduce_compact(w, buf, count, compact16, what)
+                   : allreduce_fp32(w, buf, count, what);
+}
+
+static cnnb_status reduce_mpi(mpi_world *w, float *buf, int64_t count, int32_t root,
+                              const char *what) {
+  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count); /* as allreduce */
+  cnnb_status st = CNNB_OK;
+  for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
+    int n = (int)min64(piece, count - at);
+    MPI_Request req;
+    int rc = w->rank == root
+                 ? MPI_Ireduce(MPI_IN_PLACE, buf + at, n, MPI_FLOAT, MPI_SUM, root, w->data, &req)
+                 : MPI_Ireduce(buf + at, NULL, n, MPI_FLOAT, MPI_SUM, root, w->data, &req);
+    st = started(w, rc, &req, "reducing", what);
+  }
+  return st;
+}
+
+static cnnb_status bcast_mpi(mpi_world *w, void *buf, int64_t bytes, int32_t root,
+                             const char *what) {
+  cnnb_status st = CNNB_OK;
+  for (int64_t at = 0; st == CNNB_OK && at < bytes; at += w->max_count) {
+    int n = bytes - at < w->max_count ? (int)(bytes - at) : w->max_count;
+    MPI_Request req;
+    int rc = MPI_Ibcast((char *)buf + at, n, MPI_BYTE, root, w->data, &req);
+    st = started(w, rc, &req, "broadcasting", what);
+  }
+  return st;
+}
+
+/* Each rank's `bytes` in one call when they fit; otherwise piece by piece through a
+ * buffer holding one piece of every rank. */
+static cnnb_status allgather_mpi(mpi_world *w, const void *send, void *recv, int64_t bytes,
+                                 const char *what) {
+  static const char doing[] = "all-gathering";
+  MPI_Request req;
+  if (bytes <= w->max_count) {
+    int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, w->data, &req);
+    return started(w, rc, &req, doing, what);
+  }
+  char *pieces = malloc((size_t)w->max_count * (size_t)w->size);
+  if (!pieces) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory %s %s", doing, what);
+  cnnb_status st = CNNB_OK;
+  for (int64_t at = 0; st == CNNB_OK && at < bytes; at += w->max_count) {
+    int n = bytes - at < w->max_count ? (int)(bytes - at) : w->max_count;
+    int rc = MPI_Iallgather((const char *)send + at, n, MPI_BYTE, pieces, n, MPI_BYTE, w->data, &req);
+    if ((st = started(w, rc, &req, doing, what)) != CNNB_OK) break;
+    for (int32_t r = 0; r < w->size; r++)
+      memcpy((char *)recv + (int64_t)r * bytes + at, pieces + (int64_t)r * n, (size_t)n);
+  }
+  free(pieces);
+  return st;
+}
+
+static cnnb_status barrier_mpi(mpi_world *w, const char *what) {
+  MPI_Request req;
+  return started(w, MPI_Ibarrier(w->data, &req), &req, "waiting at a barrier for", what);
+}
+
+#else /* !CNNB_HAVE_MPI: a world of one needs none of these */
+
+static cnnb_status join_job(mpi_world *w) {
+  return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
+                    "%s: this plugin was built without MPI, yet it was started by an MPI "
+                    "launcher (%s is set): rebuild cnnbench with MPI (apt-get install "
+                    "libopenmpi-dev openmpi-bin, then configure again: cmake says \"component "
+                    "MPI: on\"), or run it without mpirun as one process", w->who,
+                    launcher_variable());
+}
+static void leave_job(mpi_world *w) { (void)w; }
+/* Unreachable (the world is always of one), but the calls below must compile. */
+#define NO_MPI(...) (cnnb_error(w->ctx, CNNB_EINTERNAL, "%s: no MPI in this build", w->who))
+#define allreduce_mpi(w, buf, count, compact16, what) NO_MPI()
+#define reduce_mpi(w, buf, count, root, what) NO_MPI()
+#define bcast_mpi(w, buf, bytes, root, what) NO_MPI()
+#define allgather_mpi(w, send, recv, bytes, what) NO_MPI()
+#define barrier_mpi(w, what) NO_MPI()
+
+#endif
+
+/* ---- the world ------------------------------------------------------------------- */
+
+cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi_world **out) {
+  *out = NULL;
+  mpi_world *w = calloc(1, sizeof *w);
+  if (!w) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", who);
+  w->ctx = ctx;
+  snprintf(w->who, sizeof w->who, "%s", who);
+  w->timeout_s = timeout_s > 0 ? timeout_s : 60;
+  w->size = w->local_size = 1;
+  w->max_count = INT_MAX;
+#if CNNB_HAVE_MPI
+  w->data = w->control = MPI_COMM_NULL;
+  w->sum_bf16 = w->sum_fp16 = MPI_OP_NULL;
+  w->probe_in = MPI_REQUEST_NULL;
+#endif
+  char host[256];
+  host_name(host, sizeof host);
+  if (mpi_world_launched()) {
+    cnnb_status st = join_job(w);
+    if (st != CNNB_OK) {
+      mpi_world_close(w);
+      return st;
+    }
+  }
+  cnnb_log(ctx, CNNB_LOG_DEBUG, "%s: rank %d of %d on %s (%d of %d on this node; %s%s)", w->who,
+           (int)w->rank, (int)w->size, host, (int)w->local_rank, (int)w->local_size,
+           mpi_world_launched() ? "MPI, launcher variable " : "no launcher, so no MPI",
+           launcher_variable());
+  *out = w;
+  return CNNB_OK;
+}
+
+void mpi_world_close(mpi_world *w) {
+  if (!w) return;
+  leave_job(w);
+#if CNNB_HAVE_MPI
+  free(w->acks);
+  free(w->probes);
+#endif
+  free(w->staging);
+  free(w);
+}
+
+cnnb_status mpi_world_allgather(mpi_world *w, const void *send, void *recv, int64_t bytes,
+                                const char *what) {
+  cnnb_status st = check_usable(w, "all-gathering", what);
+  if (st != CNNB_OK || bytes <= 0) return st;
+  if (w->size == 1) {
+    if (recv != send) memmove(recv, send, (size_t)bytes);
+    return CNNB_OK;
+  }
+  return allgather_mpi(w, send, recv, bytes, what);
+}
+
+cnnb_status mpi_world_bcast(mpi_world *w, void *buf, int64_t bytes, int32_t root,
+                            const char *what) {
+  cnnb_status st = check_usable(w, "broadcasting", what);
+  if (st != CNNB_OK) return st;
+  if (root < 0 || root >= w->size)
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "broadcasting %s from rank %d of %d", what,
+                      (int)root, (int)w->size);
+  if (w->size == 1 || bytes <= 0) return CNNB_OK;
+  return bcast_mpi(w, buf, bytes, root, what);
+}
+
+cnnb_status mpi_world_allreduce_sum(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
+                                    const char *what) {
+  cnnb_status st = check_usable(w, "all-reducing", what);
+  if (st != CNNB_OK) return st;
+  if (compact16 && compact16 != COMPACT16_BF16 && compact16 != COMPACT16_FP16)
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "all-reducing %s: no 16-bit format %u", what,
+                      (unsigned)compact16);
+  if (w->size == 1 || count <= 0) return CNNB_OK;
+  return allreduce_mpi(w, buf, count, compact16, what);
+}
+
+cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_t root,
+                                 const char *what) {
+  cnnb_status st = check_usable(w, "reducing", what);
+  if (st != CNNB_OK) return st;
+  if (root < 0 || root >= w->size)
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "reducing %s to rank %d of %d", what, (int)root,
+                      (int)w->size);
+  if (w->size == 1 || count <= 0) return CNNB_OK;
+  return reduce_mpi(w, buf, count, root, what);
+}
+
+cnnb_status mpi_world_barrier(mpi_world *w, const char *what) {
+  cnnb_status st = check_usable(w, "waiting at a barrier for", what);
+  if (st != CNNB_OK || w->size == 1) return st;
+  return barrier_mpi(w, what);
+}
