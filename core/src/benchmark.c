@@ -242,7 +242,10 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     if (st == CNNB_OK) st = train(&run, run.rank == 0 ? out : NULL);
     if (st == CNNB_OK && hooks && hooks->after_steps) st = hooks->after_steps(&run, hooks->user);
   }
-  if (st != CNNB_OK)
+  /* Every rank of a job reports its own failure: say whose it is. */
+  if (st != CNNB_OK && run.world_size > 1)
+    snprintf(err, err_size, "[rank %d] %s", (int)run.rank, cnnb_error_message(run.ctx));
+  else if (st != CNNB_OK)
     snprintf(err, err_size, "%s", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");
   cnnb_run_close(&run);
   return st;

@@ -1,0 +1,315 @@
+/* parameter_server — tf_cnn_benchmarks' --variable_update=parameter_server: the variables
+ * live with parameter servers, replicas send gradients there, the averaged update is
+ * applied once where the variables live, and every replica reads the fresh values.
+ *
+ * In one process the parameter server is host memory (--local_parameter_device=cpu):
+ * the replicas' gradients are summed there, the optimizer runs there (the host hands its
+ * updates over through apply_update), and finish_update copies the new values into every
+ * replica. Under mpirun the first --num_ps_ranks ranks each keep a shard of the variables
+ * (greedy by bytes, ps_shards.h) — tf's distributed parameter server on MPI instead of
+ * gRPC: every rank sums its replicas' gradients and pushes each shard to its PS rank (one
+ * reduce per PS rank), the PS ranks apply the update to their shard, and every rank pulls
+ * each shard back (one broadcast per PS rank). PS ranks also train, as tf's PS tasks
+ * usually share the workers' machines; their images count like any worker's.
+ *
+ * Updates are synchronous (tf's default, --cross_replica_sync=true). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cnnb/cnnb.h>
+
+#include "mpi_world.h"
+#include "ps_shards.h"
+#include "replica_arenas.h"
+
+typedef struct ps {
+  cnnb_ctx *ctx;
+  replica_arenas replicas;
+  mpi_world *world;
+  ps_shards shards;
+  int32_t rank, world_size, num_ps;
+  int64_t count;           /* elements per arena */
+  float *vars;             /* [count]: this rank's shard is the truth, the rest last pulled */
+  float *grads;            /* [count]: sum of this rank's replicas, then on a PS rank the
+                              global mean of its shard */
+  float *pack;             /* the largest shard, packed */
+  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update */
+  uint32_t slots_rule;
+  int check_finite;        /* dynamic loss scaling: every rank must skip the same steps */
+  int64_t step;            /* finish_step calls, for messages */
+} ps;
+
+static cnnb_status register_flags(cnnb_flag_registry *registry) {
+  cnnb_status st = cnnb_flag_declare(
+      registry, "num_ps_ranks", CNNB_FLAG_INT, "1",
+      "Under mpirun: how many ranks (the first ones) keep shards of the variables and apply "
+      "the updates; every rank also trains.");
+  if (st == CNNB_OK)
+    st = cnnb_flag_declare(registry, "local_parameter_device", CNNB_FLAG_STRING, "cpu",
+                           "Where the parameter server keeps the variables: cpu (host memory).");
+  if (st == CNNB_OK)
+    st = cnnb_flag_declare(registry, "cross_replica_sync", CNNB_FLAG_BOOL, "true",
+                           "Synchronous updates (every replica's gradients averaged, one update "
+                           "per step).");
+  return st;
+}
+
+static void ps_destroy(void *strategy) {
+  ps *s = strategy;
+  if (!s) return;
+  mpi_world_close(s->world);
+  ps_shards_free(&s->shards);
+  replica_arenas_free(&s->replicas);
+  free(s->vars);
+  free(s->grads);
+  free(s->pack);
+  free(s->slot1);
+  free(s->slot2);
+  free(s);
+}
+
+static cnnb_status read_flags(ps *s) {
+  const char *where = cnnb_flag_string(s->ctx, "local_parameter_device");
+  if (strcmp(where, "cpu") != 0 && strcmp(where, "CPU") != 0)
+    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
+                      "--local_parameter_device=%s: this parameter server keeps the variables "
+                      "in host memory; use --local_parameter_device=cpu (or "
+                      "--variable_update=replicated to keep them on every device)", where);
+  if (!cnnb_flag_bool(s->ctx, "cross_replica_sync"))
+    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
+                      "--cross_replica_sync=false: asynchronous parameter-server updates are "
+                      "not implemented; updates are synchronous (the default)");
+  int64_t num_ps = cnnb_flag_int(s->ctx, "num_ps_ranks");
+  if (num_ps < 1 || num_ps > s->world_size)
+    return cnnb_error(s->ctx, CNNB_EINVAL,
+                      "--num_ps_ranks=%lld: must be in [1, %d] (the job has %d rank%s)",
+                      (long long)num_ps, (int)s->world_size, (int)s->world_size,
+                      s->world_size == 1 ? "" : "s");
+  s->num_ps = (int32_t)num_ps;
+  s->check_finite = cnnb_flag_bool(s->ctx, "fp16_enable_auto_loss_scale");
+  return CNNB_OK;
+}
+
+static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_config *cfg,
+                             void **out) {
+  (void)name;
+  ps *s = calloc(1, sizeof *s);
+  if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory");
+  s->ctx = ctx;
+  s->count = cfg->param_count;
+  cnnb_status st = mpi_world_open(ctx, "parameter_server", cfg->collective_timeout_s, &s->world);
+  if (st == CNNB_OK) {
+    s->rank = mpi_world_rank(s->world);
+    s->world_size = mpi_world_size(s->world);
+    st = read_flags(s);
+  }
+  if (st == CNNB_OK) st = replica_arenas_init(ctx, cfg, &s->replicas);
+  if (st == CNNB_OK)
+    st = ps_shards_place(ctx, cfg->variable_bounds, cfg->num_variables, s->num_ps, &s->shards);
+  int64_t largest = 1;
+  for (int32_t p = 0; st == CNNB_OK && p < s->num_ps; p++)
+    if (s->shards.shards[p].count > largest) largest = s->shards.shards[p].count;
+  size_t arena = (size_t)(s->count ? s->count : 1) * sizeof(float);
+  if (st == CNNB_OK && (!(s->vars = malloc(arena)) || !(s->grads = malloc(arena)) ||
+                        !(s->pack = malloc((size_t)largest * sizeof(float)))))
+    st = cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for host copies of "
+                    "%lld parameters", (long long)s->count);
+  if (st != CNNB_OK) {
+    ps_destroy(s);
+    return st;
+  }
+  if (s->rank < s->num_ps)
+    cnnb_log(ctx, CNNB_LOG_INFO, "parameter server %d of %d: %lld of %lld parameters in "
+             "host memory", (int)s->rank, (int)s->num_ps,
+             (long long)s->shards.shards[s->rank].count, (long long)s->count);
+  *out = s;
+  return CNNB_OK;
+}
+
+static int32_t ps_world_size(void *strategy) { return ((ps *)strategy)->world_size; }
+static int32_t ps_rank(void *strategy) { return ((ps *)strategy)->rank; }
+
+static cnnb_status ps_allgather(void *strategy, const void *send, void *recv, int64_t bytes) {
+  ps *s = strategy;
+  return mpi_world_allgather(s->world, send, recv, bytes, "the host's run facts");
+}
+
+/* Every replica's params <- vars. */
+static cnnb_status write_vars(ps *s, float *const *params) {
+  cnnb_status st = CNNB_OK;
+  if (s->replicas.host_memory) {
+    for (int32_t r = 0; r < s->replicas.n; r++)
+      memcpy(params[r], s->vars, (size_t)s->count * sizeof(float));
+  } else {
+    for (int32_t r = 0; r < s->replicas.n; r++)
+      memcpy(s->replicas.staging[r], s->vars, (size_t)s->count * sizeof(float));
+    st = replica_arenas_push(&s->replicas, params, 0, s->count);
+  }
+  return st;
+}
+
+/* Rank 0's replica 0 is the truth everyone starts from. */
+static cnnb_status ps_broadcast(void *strategy, float *const *params, int64_t count) {
+  ps *s = strategy;
+  if (count != s->count)
+    return cnnb_error(s->ctx, CNNB_EINTERNAL, "parameter_server: %lld parameters, %lld at create",
+                      (long long)count, (long long)s->count);
+  if (s->count == 0) return CNNB_OK;
+  cnnb_status st = CNNB_OK;
+  if (s->rank == 0) {
+    if (s->replicas.host_memory)
+      memcpy(s->vars, params[0], (size_t)s->count * sizeof(float));
+    else
+      st = s->replicas.dv->copy_to_host(s->replicas.devices[0], s->vars, params[0],
+                                        (size_t)s->count * sizeof(float));
+    if (st != CNNB_OK)
+      return cnnb_error(s->ctx, st, "parameter_server: reading replica 0's initial values");
+  }
+  st = mpi_world_bcast(s->world, s->vars, s->count * (int64_t)sizeof(float), 0,
+                       "the initial variables");
+  return st == CNNB_OK ? write_vars(s, params) : st;
+}
+
+/* Gradients travel once backward is done: a step's push is one message per PS rank. */
+static cnnb_status ps_bucket_ready(void *strategy, float *const *grads, int64_t offset,
+                                   int64_t count) {
+  (void)strategy, (void)grads, (void)offset, (void)count;
+  return CNNB_OK;
+}
+
+/* 1 when every element is finite. */
+static float all_finite(const float *x, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; i++) acc += x[i] * 0.0f; /* NaN/inf poison the sum */
+  return acc == 0.0f ? 1.0f : 0.0f;
+}
+
+static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
+  ps *s = strategy;
+  s->step++;
+  if (s->count == 0) return CNNB_OK;
+  int32_t n = s->replicas.n;
+  float **views = calloc((size_t)n, sizeof *views);
+  if (!views) return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory");
+  cnnb_status st = replica_arenas_pull(&s->replicas, grads, 0, s->count, views);
+  if (st == CNNB_OK) {
+    memcpy(s->grads, views[0], (size_t)s->count * sizeof(float));
+    for (int32_t r = 1; r < n; r++)
+      for (int64_t i = 0; i < s->count; i++) s->grads[i] += views[r][i];
+  }
+  /* The replicas' trainers check their own gradients for inf/NaN under dynamic loss
+   * scaling, while the mean lives here: when any rank's sum is not finite, every
+   * replica's gradients are marked so (NaN), and every rank skips the step the PS ranks
+   * skip. A finite sum means finite replicas: nothing to mark. */
+  if (st == CNNB_OK && s->check_finite) {
+    float finite[1] = {all_finite(s->grads, s->count)};
+    if (s->world_size > 1)
+      st = mpi_world_allreduce_sum(s->world, finite, 1, 0, "the gradients' finiteness");
+    if (st == CNNB_OK && finite[0] != (float)s->world_size) {
+      for (int32_t r = 0; r < n; r++) views[r][0] = NAN;
+      st = replica_arenas_push(&s->replicas, grads, 0, 1);
+    }
+  }
+  /* Push: each shard's sum of every rank's sums to its PS rank. */
+  float scale = 1.0f / (float)((int64_t)n * s->world_size);
+  char what[96];
+  for (int32_t p = 0; st == CNNB_OK && p < s->num_ps; p++) {
+    const ps_shard *shard = &s->shards.shards[p];
+    ps_shard_pack(shard, s->grads, s->pack);
+    snprintf(what, sizeof what, "pushing gradients to parameter server %d at step %lld", (int)p,
+             (long long)s->step);
+    st = mpi_world_reduce_sum(s->world, s->pack, shard->count, p, what);
+    if (st == CNNB_OK && p == s->rank) {
+      for (int64_t i = 0; i < shard->count; i++) s->pack[i] *= scale;
+      ps_shard_unpack(shard, s->pack, s->grads);
+    }
+  }
+  free(views);
+  return st;
+}
+
+static cnnb_status make_slots(ps *s, uint32_t rule) {
+  size_t bytes = (size_t)s->count * sizeof(float);
+  int two = rule == CNNB_OPT_RMSPROP || rule == CNNB_OPT_ADAM;
+  if ((rule != CNNB_OPT_SGD && !(s->slot1 = malloc(bytes))) || (two && !(s->slot2 = calloc(1, bytes))))
+    return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory for optimizer slots");
+  /* TF's RMSProp starts its mean square at ones (as the trainer does on devices). */
+  for (int64_t i = 0; s->slot1 && i < s->count; i++)
+    s->slot1[i] = rule == CNNB_OPT_RMSPROP ? 1.0f : 0.0f;
+  s->slots_rule = rule;
+  return CNNB_OK;
+}
+
+/* This rank's shard of [offset, offset + count), updated in host memory. */
+static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_update *update) {
+  ps *s = strategy;
+  if (s->rank >= s->num_ps) return CNNB_OK;
+  if (!s->slots_rule) {
+    cnnb_status st = make_slots(s, update->rule);
+    if (st != CNNB_OK) return st;
+  }
+  const ps_shard *shard = &s->shards.shards[s->rank];
+  int64_t end = offset + update->count;
+  for (int32_t i = 0; i < shard->num_ranges; i++) {
+    int64_t lo = shard->ranges[i].offset, hi = lo + shard->ranges[i].count;
+    if (lo < offset) lo = offset;
+    if (hi > end) hi = end;
+    if (lo >= hi) continue;
+    cnnb_update u = *update;
+    u.count = hi - lo;
+    u.params = s->vars + lo;
+    u.grads = s->grads + lo;
+    u.slot1 = s->slot1 ? s->slot1 + lo : NULL;
+    u.slot2 = s->slot2 ? s->slot2 + lo : NULL;
+    cnnb_update_reference(&u);
+  }
+  return CNNB_OK;
+}
+
+/* Pull: every shard from its PS rank, then into every replica. */
+static cnnb_status ps_finish_update(void *strategy, float *const *params) {
+  ps *s = strategy;
+  if (s->count == 0) return CNNB_OK;
+  cnnb_status st = CNNB_OK;
+  char what[96];
+  for (int32_t p = 0; st == CNNB_OK && p < s->num_ps && s->world_size > 1; p++) {
+    const ps_shard *shard = &s->shards.shards[p];
+    if (p == s->rank) ps_shard_pack(shard, s->vars, s->pack);
+    snprintf(what, sizeof what, "pulling variables from parameter server %d at step %lld",
+             (int)p, (long long)s->step);
+    st = mpi_world_bcast(s->world, s->pack, shard->count * (int64_t)sizeof(float), p, what);
+    if (st == CNNB_OK && p != s->rank) ps_shard_unpack(shard, s->pack, s->vars);
+  }
+  return st == CNNB_OK ? write_vars(s, params) : st;
+}
+
+static const cnnb_strategy_vtable vtable = {
+    .struct_size = sizeof(cnnb_strategy_vtable),
+    .create = ps_create,
+    .destroy = ps_destroy,
+    .world_size = ps_world_size,
+    .rank = ps_rank,
+    .broadcast_params = ps_broadcast,
+    .bucket_ready = ps_bucket_ready,
+    .finish_step = ps_finish_step,
+    .allgather = ps_allgather,
+    .apply_update = ps_apply_update,
+    .finish_update = ps_finish_update,
+};
+
+static const char *const offers[] = {"parameter_server", NULL};
+
+static const cnnb_plugin descriptor = {
+    CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "parameter_server", "0.1.0",
+                     "variables on parameter servers (host memory; the first --num_ps_ranks "
+                     "ranks under mpirun), synchronous updates applied there"),
+    .offers = offers,
+    .vtable = &vtable,
+    .register_flags = register_flags,
+};
+
+CNNB_PLUGIN_ENTRY {
+  (void)host;
+  return &descriptor;
+}
