@@ -55,12 +55,20 @@ fi
 expect 2 "--datasource=imagenet: no datasource plugin offers 'imagenet'" -- --datasource=imagenet --num_batches=1
 # --help lists what is installed, not plugins that do not exist here.
 help=$("$CNNBENCH" --help)
+# Every strategy plugin built here is listed; the MPI ones are built only with MPI.
 for want in "Installed here: cpu." "Installed here: independent" "Installed here: synthetic." "Exit status: 0 success; 2 bad input"; do
   grep -qF -- "$want" <<<"$help" || { echo "FAIL: --help lacks '$want'"; failures=$((failures + 1)); }
 done
-for absent in parameter_server horovod cuda; do
-  ! grep -qw -- "$absent" <<<"$help" || { echo "FAIL: --help offers '$absent', which no plugin provides"; failures=$((failures + 1)); }
+installed=$(awk '/^  --variable_update /{on=1; next} on && /^  --/{exit} on' <<<"$help" | tr -s ' \n' ' ')
+for strategy in horovod parameter_server replicated; do
+  if [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_$strategy.so" ]; then
+    grep -qw -- "$strategy" <<<"$installed" || { echo "FAIL: --help does not list the built strategy '$strategy'"; failures=$((failures + 1)); }
+  else
+    ! grep -qw -- "$strategy" <<<"$installed" || { echo "FAIL: --help offers '$strategy', which is not built"; failures=$((failures + 1)); }
+  fi
 done
+[ -e "$CNNB_PLUGIN_DIR/libcnnb_device_cuda.so" ] || ! grep -qw -- "cuda" <<<"$help" \
+  || { echo "FAIL: --help offers 'cuda', which no plugin provides"; failures=$((failures + 1)); }
 # A report that cannot be written is a failure, not a silent success.
 if [ -w /dev/full ]; then
   "$CNNBENCH" --num_batches=2 --num_warmup_batches=0 >/dev/full 2>"${TMPDIR:-/tmp}/cnnb_full.$$"; rc=$?

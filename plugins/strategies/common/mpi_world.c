@@ -107,11 +107,13 @@ static double now_s(void) {
  * as the plugin's dependency, is not. Debian's OpenMPI 4.1.4 happens to work anyway
  * (checked with LD_DEBUG=scopes: components loaded before pml_ob1, such as bml_r2, link
  * libmpi and are opened RTLD_GLOBAL, which drags libmpi into the global scope), but that
- * is an accident of load order and of Debian's linking; with other builds MPI_Init fails
- * with "mca_base_component_repository_open: unable to open mca_...: undefined symbol".
- * So, as Horovod and mpi4py do, libmpi is promoted to global before MPI_Init: found by
- * the address of one of its functions, reopened RTLD_NOLOAD (no second copy) with
- * RTLD_GLOBAL. The handle is kept: libmpi stays loaded as long as this plugin anyway. */
+ * is an accident of load order and of Debian's linking: OpenMPI's documentation asks a
+ * program that dlopens libmpi to do it RTLD_GLOBAL, and where the components miss
+ * libmpi's symbols MPI_Init fails with "mca_base_component_repository_open: unable to
+ * open mca_...: undefined symbol". So libmpi is promoted to global before MPI_Init, as
+ * mpi4py does for the OpenMPI builds that need it: found by the address of one of its
+ * functions, reopened RTLD_NOLOAD (no second copy) with RTLD_GLOBAL. The handle is
+ * kept: libmpi stays loaded as long as this plugin anyway. */
 static void promote_libmpi(mpi_world *w) {
   Dl_info info;
   if (!dladdr((const void *)MPI_Init_thread, &info) || !info.dli_fname) return;
@@ -287,24 +289,26 @@ static void name_ranks(const bool *which, int n, int count, char *out, size_t si
   }
 }
 
-static cnnb_status report_lost(mpi_world *w, const char *failure, const char *doing,
-                               const char *what) {
+/* After a timeout (timed_out) or an error MPI reported (failure says which), names the
+ * ranks that no longer answer. */
+static cnnb_status report_lost(mpi_world *w, const char *failure, bool timed_out,
+                               const char *doing, const char *what) {
   bool *silent = calloc((size_t)w->size, sizeof *silent);
-  if (!silent) {
-    w->broken = true;
-    return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s", failure, doing, what);
-  }
-  int count = find_silent_ranks(w, silent);
-  char names[256];
-  name_ranks(silent, w->size, count, names, sizeof names);
+  int count = silent ? find_silent_ranks(w, silent) : 0;
+  w->broken = true;
+  char names[256], option[64] = "";
+  if (count > 0) name_ranks(silent, w->size, count, names, sizeof names);
   free(silent);
+  if (timed_out) snprintf(option, sizeof option, " (--collective_timeout_s=%g)", w->timeout_s);
   if (count > 0)
-    return cnnb_error(w->ctx, CNNB_ECOMM, "%s stopped answering: %s while %s %s "
-                      "(--collective_timeout_s=%g)", names, failure, doing, what, w->timeout_s);
-  return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s, yet every rank still answers a probe: "
-                    "some rank has not reached this collective (is one far slower, or running a "
-                    "different configuration?) (--collective_timeout_s=%g)", failure, doing, what,
-                    w->timeout_s);
+    return cnnb_error(w->ctx, CNNB_ECOMM, "%s stopped answering: %s while %s %s%s", names, failure,
+                      doing, what, option);
+  if (timed_out)
+    return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s, yet every rank still answers a probe: "
+                      "some rank has not reached this collective (is one far slower, or running "
+                      "a different configuration?)%s", failure, doing, what, option);
+  return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s (every rank still answers a probe)",
+                    failure, doing, what);
 }
 
 /* Polls *req until it completes, answering probes meanwhile; past the deadline or on a
@@ -323,12 +327,12 @@ static cnnb_status wait_for(mpi_world *w, MPI_Request *req, const char *doing, c
       int len = 0;
       if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
       snprintf(failure, sizeof failure, "MPI reported \"%s\"", text);
-      return report_lost(w, failure, doing, what);
+      return report_lost(w, failure, false, doing, what);
     }
     if (now_s() >= deadline) {
       char failure[64];
       snprintf(failure, sizeof failure, "no reply within %g s", w->timeout_s);
-      return report_lost(w, failure, doing, what);
+      return report_lost(w, failure, true, doing, what);
     }
     pause_between_polls(&polls, &sleep_ns);
   }

@@ -8,7 +8,8 @@
  *   any thread may call, one at a time) and finalised by close. Run without a launcher,
  *   the world is this one process and MPI is never initialised (no singleton daemon).
  * - Every collective is started non-blocking and waited on with a deadline of
- *   timeout_s. A rank that died (kill -9) or stopped answering (SIGSTOP) ends the wait
+ *   timeout_s. (Joining itself, MPI_Init_thread and the communicators' set-up, blocks as
+ *   MPI does; mpirun ends a job one of whose processes dies there.) A rank that died (kill -9) or stopped answering (SIGSTOP) ends the wait
  *   with CNNB_ECOMM and a message naming it: on timeout the live ranks probe each other
  *   on a control communicator, and those that do not answer are named. From then on the
  *   world is broken: every call fails at once and close does not finalise (finalising
