@@ -48,11 +48,8 @@ bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
  * flag getters read `flags` (may be NULL in tests: getters then return defaults of 0). It
  * logs at CNNB_LOG_INFO and above until told otherwise. */
 cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags);
-/* A context for another component in the same family: it reads the parent's flags and
- * logs with the parent's settings (level, tag), also when they change later. It must not
- * outlive its root. parent NULL: a new root without flags. */
-cnnb_ctx *cnnb_ctx_create_child(const cnnb_ctx *parent, const char *component);
-void cnnb_ctx_destroy(cnnb_ctx *ctx);
+/* cnnb_ctx_create_child and cnnb_ctx_destroy are the SDK's (cnnb/ctx.h); parent NULL
+ * there makes a new root without flags. */
 /* For ctx's whole family: lines less severe than `level` are dropped, and every line
  * starts with `tag` (NULL or "": none). Set them before other threads log. */
 void cnnb_ctx_set_log_level(cnnb_ctx *ctx, cnnb_log_level level);

@@ -46,7 +46,9 @@ extern "C" {
  *                     CNNB_ENUMERIC.
  *                 1.4 added the strategy's allgather, apply_update and finish_update,
  *                     its config's variables, precision and distribution flags
- *                     (strategy.h), and CNNB_EXT_HOST_MEMORY (device.h). */
+ *                     (strategy.h), CNNB_EXT_HOST_MEMORY (device.h), and
+ *                     cnnb_ctx_create_child / cnnb_ctx_destroy for a plugin's own
+ *                     threads (ctx.h). */
 #define CNNB_ABI_MINOR 4
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"

@@ -24,6 +24,16 @@ CNNB_EXPORT cnnb_status cnnb_error(cnnb_ctx *ctx, cnnb_status status, const char
 CNNB_EXPORT const char *cnnb_error_message(const cnnb_ctx *ctx); /* "" when none */
 CNNB_EXPORT void cnnb_clear_error(cnnb_ctx *ctx);
 
+/* ---- contexts of a plugin's own (ABI 1.4) ------------------------------------- */
+
+/* A context for a part of the plugin that runs on a thread of its own (a communication
+ * thread, a decoder pool): it reads the same flags and logs with the parent's settings
+ * (level, rank tag), prefixed with `component`, and keeps its own error, so two threads
+ * never race on one ctx. Destroy it before the parent's instance is destroyed. NULL when
+ * out of memory. */
+CNNB_EXPORT cnnb_ctx *cnnb_ctx_create_child(const cnnb_ctx *parent, const char *component);
+CNNB_EXPORT void cnnb_ctx_destroy(cnnb_ctx *ctx);
+
 /* ---- logging (stderr, prefixed with the plugin's name) ------------------------ */
 
 typedef enum cnnb_log_level {
