@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   for (int row = 0; row < 4; row++) {
     for (int rep = 0; rep < reps; rep++) {
       for (int64_t i = 0; i < count; i++) buf[i] = (float)((i + rank) % 97) * 0.01f;
-      mpi_world_barrier(w, "the start");
+      mpi_world_barrier(w, ctx, "the start");
       double start = now_s();
       cnnb_status st = CNNB_OK;
       if (row == 0) {
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
           MPI_Allreduce(MPI_IN_PLACE, buf + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         }
       } else {
-        st = mpi_world_allreduce_sum(w, buf, count, formats[row], "the buffer");
+        st = mpi_world_allreduce_sum(w, ctx, buf, count, formats[row], "the buffer");
       }
       times[rep] = now_s() - start;
       if (st != CNNB_OK) {

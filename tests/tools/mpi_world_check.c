@@ -4,7 +4,8 @@
  *   mpi_world_check                 every collective, whole and split into small MPI calls
  *   mpi_world_check --stop-rank R   rank R stops itself (SIGSTOP) before an allreduce; the
  *                                   others must fail within --collective_timeout_s naming
- *                                   exactly rank R (exit 3 when they do)
+ *                                   exactly rank R, in the ctx the allreduce was given (a
+ *                                   thread's own), not the open's (exit 3 when they do)
  * Built twice: with MPI (mpi_world_check) and as a build without MPI would be
  * (mpi_world_check_nompi), which must refuse a launcher's environment with a message.
  * Prints one line per failed check; exits 0 when all passed, 1 otherwise. */
@@ -56,7 +57,7 @@ static void check_same_everywhere(cnnb_ctx *ctx, mpi_world *w, const float *buf,
   for (int64_t i = 0; i < n * (int64_t)sizeof(float); i++) hash = (hash ^ bytes[i]) * 1099511628211ull;
   int32_t size = mpi_world_size(w);
   uint64_t *all = calloc((size_t)size, sizeof *all);
-  CALL(ctx, mpi_world_allgather(w, &hash, all, sizeof hash, "hashes"));
+  CALL(ctx, mpi_world_allgather(w, ctx, &hash, all, sizeof hash, "hashes"));
   for (int32_t r = 1; r < size; r++)
     CHECK(all[r] == all[0], "%s: rank %d's result differs from rank 0's", what, (int)r);
   free(all);
@@ -68,7 +69,7 @@ static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int
   float *buf = malloc((size_t)n * sizeof *buf);
   /* Exact: small integers. */
   for (int64_t i = 0; i < n; i++) buf[i] = small_value(rank, i);
-  CALL(ctx, mpi_world_allreduce_sum(w, buf, n, compact16, "small integers"));
+  CALL(ctx, mpi_world_allreduce_sum(w, ctx, buf, n, compact16, "small integers"));
   int64_t bad = 0;
   for (int64_t i = 0; i < n; i++) {
     float want = 0;
@@ -83,7 +84,7 @@ static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int
   double unit = compact16 == COMPACT16_FP16 ? 0x1p-10 : compact16 ? 0x1p-8 : 0x1p-23;
   double floor = compact16 == COMPACT16_FP16 ? 0x1p-24 : 0;
   for (int64_t i = 0; i < n; i++) buf[i] = rough_value(rank, i);
-  CALL(ctx, mpi_world_allreduce_sum(w, buf, n, compact16, "rough values"));
+  CALL(ctx, mpi_world_allreduce_sum(w, ctx, buf, n, compact16, "rough values"));
   double worst = 0;
   for (int64_t i = 0; i < n; i++) {
     double exact = 0, magnitude = 0;
@@ -106,7 +107,7 @@ static void check_others(cnnb_ctx *ctx, mpi_world *w) {
   int32_t root = size - 1;
   unsigned char *bytes = malloc(N);
   for (int i = 0; i < N; i++) bytes[i] = (unsigned char)(rank == root ? i * 7 : 0xee);
-  CALL(ctx, mpi_world_bcast(w, bytes, N, root, "bytes"));
+  CALL(ctx, mpi_world_bcast(w, ctx, bytes, N, root, "bytes"));
   int bad = 0;
   for (int i = 0; i < N; i++) bad += bytes[i] != (unsigned char)(i * 7);
   CHECK(bad == 0, "bcast from rank %d: %d bytes wrong", (int)root, bad);
@@ -115,7 +116,7 @@ static void check_others(cnnb_ctx *ctx, mpi_world *w) {
   int64_t per = 3001;
   unsigned char *send = malloc((size_t)per), *recv = malloc((size_t)(per * size));
   for (int64_t i = 0; i < per; i++) send[i] = (unsigned char)(rank * 31 + i);
-  CALL(ctx, mpi_world_allgather(w, send, recv, per, "bytes"));
+  CALL(ctx, mpi_world_allgather(w, ctx, send, recv, per, "bytes"));
   bad = 0;
   for (int32_t r = 0; r < size; r++)
     for (int64_t i = 0; i < per; i++) bad += recv[r * per + i] != (unsigned char)(r * 31 + i);
@@ -125,7 +126,7 @@ static void check_others(cnnb_ctx *ctx, mpi_world *w) {
   /* reduce to the last rank; the others keep their values */
   float *buf = malloc(N * sizeof *buf);
   for (int i = 0; i < N; i++) buf[i] = small_value(rank, i);
-  CALL(ctx, mpi_world_reduce_sum(w, buf, N, root, "small integers"));
+  CALL(ctx, mpi_world_reduce_sum(w, ctx, buf, N, root, "small integers"));
   bad = 0;
   for (int i = 0; i < N; i++) {
     float want = 0;
@@ -134,7 +135,7 @@ static void check_others(cnnb_ctx *ctx, mpi_world *w) {
   }
   CHECK(bad == 0, "reduce to rank %d: %d wrong", (int)root, bad);
   free(buf);
-  CALL(ctx, mpi_world_barrier(w, "the checks"));
+  CALL(ctx, mpi_world_barrier(w, ctx, "the checks"));
 }
 
 static void check_all(cnnb_ctx *ctx, mpi_world *w) {
@@ -156,13 +157,18 @@ static void check_all(cnnb_ctx *ctx, mpi_world *w) {
 /* Rank `stopped` stops; the others must report exactly it. */
 static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped) {
   float x[16] = {0};
-  CALL(ctx, mpi_world_barrier(w, "the start"));
+  CALL(ctx, mpi_world_barrier(w, ctx, "the start"));
   if (mpi_world_rank(w) == stopped) raise(SIGSTOP);
   struct timespec start, end;
+  /* As a communication thread calls: with a ctx of its own, which gets the message. */
+  cnnb_ctx *thread_ctx = cnnb_ctx_create_child(ctx, "comm thread");
   clock_gettime(CLOCK_MONOTONIC, &start);
-  cnnb_status st = mpi_world_allreduce_sum(w, x, 16, 0, "bucket 1 of step 1");
+  cnnb_status st = mpi_world_allreduce_sum(w, thread_ctx, x, 16, 0, "bucket 1 of step 1");
   clock_gettime(CLOCK_MONOTONIC, &end);
   double took = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+  CHECK(!*cnnb_error_message(ctx), "the error went to the open's ctx: %s", cnnb_error_message(ctx));
+  cnnb_error(ctx, st, "%s", cnnb_error_message(thread_ctx));
+  cnnb_ctx_destroy(thread_ctx);
   const char *msg = cnnb_error_message(ctx);
   printf("[rank %d] after %.1f s: %s\n", (int)mpi_world_rank(w), took, msg);
   char want[64];
@@ -170,7 +176,7 @@ static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped) {
   CHECK(st == CNNB_ECOMM, "status %d, not CNNB_ECOMM", (int)st);
   CHECK(strstr(msg, want) && strstr(msg, "bucket 1 of step 1"), "message does not say \"%s\"", want);
   /* Once broken, at once. */
-  CHECK(mpi_world_barrier(w, "after") == CNNB_ECOMM, "a broken world still waits");
+  CHECK(mpi_world_barrier(w, ctx, "after") == CNNB_ECOMM, "a broken world still waits");
   return failures ? 1 : 3;
 }
 

@@ -1,5 +1,6 @@
 /* comm_thread.c — a strategy's communication thread (comm_thread.h): a pthread that runs
- * posted jobs in order from a growable ring buffer. */
+ * posted jobs in order from a growable ring buffer, recording their errors in a ctx of
+ * its own that wait() hands over to the strategy's. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "comm_thread.h"
 
@@ -15,7 +16,8 @@ typedef struct job {
 } job;
 
 struct comm_thread {
-  cnnb_ctx *ctx;
+  cnnb_ctx *ctx;          /* the strategy's: the step thread's */
+  cnnb_ctx *thread_ctx;   /* the jobs': written only by the thread, read after wait */
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t posted;  /* a job arrived, or stop */
@@ -39,7 +41,7 @@ static void *run(void *arg) {
     t->running = true;
     bool skip = t->failed != CNNB_OK;
     pthread_mutex_unlock(&t->lock);
-    cnnb_status st = skip ? CNNB_OK : next.fn(next.arg, t->ctx);
+    cnnb_status st = skip ? CNNB_OK : next.fn(next.arg, t->thread_ctx);
     pthread_mutex_lock(&t->lock);
     if (t->failed == CNNB_OK) t->failed = st;
     t->running = false;
@@ -55,7 +57,13 @@ cnnb_status comm_thread_start(cnnb_ctx *ctx, const char *name, comm_thread **out
   if (!t) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for the communication thread");
   t->ctx = ctx;
   t->cap = 16;
-  if (!(t->jobs = calloc(t->cap, sizeof *t->jobs))) {
+  char component[96];
+  snprintf(component, sizeof component, "%s comm thread", name);
+  t->jobs = calloc(t->cap, sizeof *t->jobs);
+  t->thread_ctx = cnnb_ctx_create_child(ctx, component);
+  if (!t->jobs || !t->thread_ctx) {
+    cnnb_ctx_destroy(t->thread_ctx);
+    free(t->jobs);
     free(t);
     return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for the communication thread");
   }
@@ -67,6 +75,7 @@ cnnb_status comm_thread_start(cnnb_ctx *ctx, const char *name, comm_thread **out
     pthread_cond_destroy(&t->drained);
     pthread_cond_destroy(&t->posted);
     pthread_mutex_destroy(&t->lock);
+    cnnb_ctx_destroy(t->thread_ctx);
     free(t->jobs);
     free(t);
     return cnnb_error(ctx, rc == EAGAIN ? CNNB_ENOMEM : CNNB_EINTERNAL,
@@ -90,6 +99,7 @@ void comm_thread_stop(comm_thread *t) {
   pthread_cond_destroy(&t->drained);
   pthread_cond_destroy(&t->posted);
   pthread_mutex_destroy(&t->lock);
+  cnnb_ctx_destroy(t->thread_ctx);
   free(t->jobs);
   free(t);
 }
@@ -111,7 +121,7 @@ cnnb_status comm_thread_post(comm_thread *t, comm_job_fn fn, void *arg) {
   if (t->count == t->cap && !grow(t)) {
     size_t queued = t->count;
     pthread_mutex_unlock(&t->lock);
-    /* Recorded after a wait, so no job is writing to the ctx at the same time. */
+    /* The jobs already queued still run, so what they fail with comes first. */
     cnnb_status st = comm_thread_wait(t);
     if (st != CNNB_OK) return st;
     return cnnb_error(t->ctx, CNNB_ENOMEM, "out of memory queueing communication (%zu jobs)",
@@ -130,5 +140,12 @@ cnnb_status comm_thread_wait(comm_thread *t) {
   cnnb_status st = t->failed;
   t->failed = CNNB_OK;
   pthread_mutex_unlock(&t->lock);
+  /* The thread is idle until the next post (on this thread), and the lock ordered its
+   * last writes to its ctx before these reads. */
+  if (st != CNNB_OK) {
+    const char *why = cnnb_error_message(t->thread_ctx);
+    cnnb_error(t->ctx, st, "%s", *why ? why : "a communication job failed saying nothing");
+  }
+  cnnb_clear_error(t->thread_ctx); /* also what a job recorded and then got over */
   return st;
 }

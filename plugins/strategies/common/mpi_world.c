@@ -38,6 +38,9 @@
 #define PROBE_WINDOW_S 3.0
 
 struct mpi_world {
+  /* Where errors are recorded: the ctx given to open, then, from each collective on, the
+   * ctx its caller passed (the calling thread's own: calls never overlap, so neither do
+   * the uses of this field). */
   cnnb_ctx *ctx;
   char who[64];
   double timeout_s;
@@ -538,8 +541,9 @@ void mpi_world_close(mpi_world *w) {
   free(w);
 }
 
-cnnb_status mpi_world_allgather(mpi_world *w, const void *send, void *recv, int64_t bytes,
-                                const char *what) {
+cnnb_status mpi_world_allgather(mpi_world *w, cnnb_ctx *ctx, const void *send, void *recv,
+                                int64_t bytes, const char *what) {
+  w->ctx = ctx;
   cnnb_status st = check_usable(w, "all-gathering", what);
   if (st != CNNB_OK || bytes <= 0) return st;
   if (w->size == 1) {
@@ -549,8 +553,9 @@ cnnb_status mpi_world_allgather(mpi_world *w, const void *send, void *recv, int6
   return allgather_mpi(w, send, recv, bytes, what);
 }
 
-cnnb_status mpi_world_bcast(mpi_world *w, void *buf, int64_t bytes, int32_t root,
-                            const char *what) {
+cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes,
+                            int32_t root, const char *what) {
+  w->ctx = ctx;
   cnnb_status st = check_usable(w, "broadcasting", what);
   if (st != CNNB_OK) return st;
   if (root < 0 || root >= w->size)
@@ -560,8 +565,9 @@ cnnb_status mpi_world_bcast(mpi_world *w, void *buf, int64_t bytes, int32_t root
   return bcast_mpi(w, buf, bytes, root, what);
 }
 
-cnnb_status mpi_world_allreduce_sum(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
-                                    const char *what) {
+cnnb_status mpi_world_allreduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
+                                    uint32_t compact16, const char *what) {
+  w->ctx = ctx;
   cnnb_status st = check_usable(w, "all-reducing", what);
   if (st != CNNB_OK) return st;
   if (compact16 && compact16 != COMPACT16_BF16 && compact16 != COMPACT16_FP16)
@@ -571,8 +577,9 @@ cnnb_status mpi_world_allreduce_sum(mpi_world *w, float *buf, int64_t count, uin
   return allreduce_mpi(w, buf, count, compact16, what);
 }
 
-cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_t root,
-                                 const char *what) {
+cnnb_status mpi_world_reduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
+                                 int32_t root, const char *what) {
+  w->ctx = ctx;
   cnnb_status st = check_usable(w, "reducing", what);
   if (st != CNNB_OK) return st;
   if (root < 0 || root >= w->size)
@@ -582,7 +589,8 @@ cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_
   return reduce_mpi(w, buf, count, root, what);
 }
 
-cnnb_status mpi_world_barrier(mpi_world *w, const char *what) {
+cnnb_status mpi_world_barrier(mpi_world *w, cnnb_ctx *ctx, const char *what) {
+  w->ctx = ctx;
   cnnb_status st = check_usable(w, "waiting at a barrier for", what);
   if (st != CNNB_OK || w->size == 1) return st;
   return barrier_mpi(w, what);

@@ -15,8 +15,12 @@
  *   world is broken: every call fails at once and close does not finalise (finalising
  *   waits for the lost rank); the process then exits non-zero and mpirun ends the job.
  * - Not thread-safe: one call at a time per world (a strategy with a communication
- *   thread makes every MPI call from it while the step runs). Errors are recorded in the
- *   ctx given to open, from whichever thread calls.
+ *   thread makes every MPI call from it while the step runs, and the step thread calls
+ *   only once that thread is idle: after comm_thread_wait). Errors are recorded in the
+ *   ctx each collective is given, which must be the calling thread's own: the
+ *   strategy's on the step thread, the communication thread's in a job (comm_thread.h),
+ *   so a failing collective never races the step thread recording an error of its own.
+ *   open records its errors in the ctx it is given and logs there.
  * - Built without MPI (CNNB_HAVE_MPI=0, see mpi_world.cmake), a world of one works the
  *   same and open under a launcher fails, saying the plugin was built without MPI.
  * - Buffers of any size: counts beyond MPI's int are sent in several calls. */
@@ -45,22 +49,23 @@ int32_t mpi_world_size(const mpi_world *w);
 int32_t mpi_world_local_size(const mpi_world *w);
 int32_t mpi_world_local_rank(const mpi_world *w);
 
-/* The collectives. `what` says what travels, for messages ("bucket 3 of step 12"). In a
- * world of one they return at once (allgather copies send to recv). */
-cnnb_status mpi_world_allgather(mpi_world *w, const void *send, void *recv, int64_t bytes,
-                                const char *what);
-cnnb_status mpi_world_bcast(mpi_world *w, void *buf, int64_t bytes, int32_t root,
-                            const char *what);
+/* The collectives. ctx: where a failure's message goes (the calling thread's own ctx).
+ * `what` says what travels, for messages ("bucket 3 of step 12"). In a world of one they
+ * return at once (allgather copies send to recv). */
+cnnb_status mpi_world_allgather(mpi_world *w, cnnb_ctx *ctx, const void *send, void *recv,
+                                int64_t bytes, const char *what);
+cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes,
+                            int32_t root, const char *what);
 /* Sums buf[count] over every rank, in place. compact16: CNNB_PRECISION_BF16 or
  * CNNB_PRECISION_FP16 sends 16-bit values (rounded to nearest even) and adds each pair
  * in fp32; 0 sends fp32. */
-cnnb_status mpi_world_allreduce_sum(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
-                                    const char *what);
+cnnb_status mpi_world_allreduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
+                                    uint32_t compact16, const char *what);
 /* Sums buf[count] over every rank into root's buf (other ranks' buf is left as it was). */
-cnnb_status mpi_world_reduce_sum(mpi_world *w, float *buf, int64_t count, int32_t root,
-                                 const char *what);
+cnnb_status mpi_world_reduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
+                                 int32_t root, const char *what);
 /* Waits until every rank got here (the end of setup, tests). */
-cnnb_status mpi_world_barrier(mpi_world *w, const char *what);
+cnnb_status mpi_world_barrier(mpi_world *w, cnnb_ctx *ctx, const char *what);
 
 /* For tests: the most elements (bytes for allgather and bcast) one MPI call carries;
  * INT_MAX, MPI's int count, unless set. Larger buffers go in several calls, so a small

@@ -135,7 +135,8 @@ static cnnb_status broadcast_params(void *strategy, float *const *params, int64_
   float *view;
   cnnb_status st = replica_arenas_pull(&s->arenas, params, 0, count, &view);
   if (st == CNNB_OK)
-    st = mpi_world_bcast(s->world, view, count * (int64_t)sizeof(float), 0, "the initial parameters");
+    st = mpi_world_bcast(s->world, s->ctx, view, count * (int64_t)sizeof(float), 0,
+                         "the initial parameters");
   if (st == CNNB_OK) st = replica_arenas_push(&s->arenas, params, 0, count);
   return st;
 }
@@ -144,12 +145,13 @@ static cnnb_status allgather(void *strategy, const void *send, void *recv, int64
   horovod *s = strategy;
   /* The host calls this on the main thread between steps, when the communication
    * thread is idle: the world sees one call at a time. */
-  return mpi_world_allgather(s->world, send, recv, bytes, "the host's per-rank values");
+  return mpi_world_allgather(s->world, s->ctx, send, recv, bytes, "the host's per-rank values");
 }
 
 /* [communication thread] Takes the oldest ready bucket and the ones after it that extend
  * it downwards within the fusion threshold, reduces them as one range and averages it.
- * A job whose bucket an earlier job already took finds nothing and returns. */
+ * A job whose bucket an earlier job already took finds nothing and returns. ctx is the
+ * thread's own (comm_thread.h): the allreduce records its failure there. */
 static cnnb_status reduce_ready(void *arg, cnnb_ctx *ctx) {
   horovod *s = arg;
   pthread_mutex_lock(&s->lock);
@@ -182,11 +184,10 @@ static cnnb_status reduce_ready(void *arg, cnnb_ctx *ctx) {
            (long long)first.step, (int)first.index, (int)low.index,
            (long long)(count * (int64_t)(s->compact16 ? 2 : 4)));
   timeline_event(s->timeline, "allreduce", "B", TIMELINE_COMM_THREAD, args);
-  cnnb_status st = mpi_world_allreduce_sum(s->world, low.view, count, s->compact16, what);
+  cnnb_status st = mpi_world_allreduce_sum(s->world, ctx, low.view, count, s->compact16, what);
   if (st == CNNB_OK && s->scale != 1.0f)
     for (int64_t i = 0; i < count; i++) low.view[i] *= s->scale;
   timeline_event(s->timeline, "allreduce", "E", TIMELINE_COMM_THREAD, "");
-  (void)ctx; /* mpi_world records its errors in the strategy's ctx, which this is */
   return st;
 }
 
@@ -197,7 +198,7 @@ static cnnb_status queue_bucket(horovod *s, bucket b) {
     bucket *grown = malloc((size_t)cap * sizeof *grown);
     if (!grown) {
       pthread_mutex_unlock(&s->lock);
-      cnnb_status st = comm_thread_wait(s->comm); /* no job may write the ctx now */
+      cnnb_status st = comm_thread_wait(s->comm); /* a failed allreduce is the cause */
       return st != CNNB_OK ? st : cnnb_error(s->ctx, CNNB_ENOMEM, "out of memory queueing buckets");
     }
     for (int32_t i = 0; i < s->ready_count; i++)
@@ -221,9 +222,9 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
            (long long)s->step, (int)b.index, (long long)offset, (long long)count);
   timeline_event(s->timeline, "bucket ready", "i", TIMELINE_STEP_THREAD, args);
   /* On host memory this is the arena itself; otherwise a copy made here, on the step
-   * thread, as device calls must be. (A failing copy records its error in the ctx while
-   * a job may be recording one too: comm_thread.h's rule is broken on that path only,
-   * until the SDK gives the communication thread a ctx of its own.) */
+   * thread, as device calls must be. A failing copy records its error in the strategy's
+   * ctx while jobs may be recording theirs in the communication thread's; the wait then
+   * lets them finish (they use the views) and adds what they failed with. */
   cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, &b.view);
   if (st != CNNB_OK) {
     comm_thread_wait(s->comm);

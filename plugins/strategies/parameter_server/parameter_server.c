@@ -132,7 +132,7 @@ static int32_t ps_rank(void *strategy) { return ((ps *)strategy)->rank; }
 
 static cnnb_status ps_allgather(void *strategy, const void *send, void *recv, int64_t bytes) {
   ps *s = strategy;
-  return mpi_world_allgather(s->world, send, recv, bytes, "the host's run facts");
+  return mpi_world_allgather(s->world, s->ctx, send, recv, bytes, "the host's run facts");
 }
 
 /* Every replica's params <- vars. */
@@ -166,7 +166,7 @@ static cnnb_status ps_broadcast(void *strategy, float *const *params, int64_t co
     if (st != CNNB_OK)
       return cnnb_error(s->ctx, st, "parameter_server: reading replica 0's initial values");
   }
-  st = mpi_world_bcast(s->world, s->vars, s->count * (int64_t)sizeof(float), 0,
+  st = mpi_world_bcast(s->world, s->ctx, s->vars, s->count * (int64_t)sizeof(float), 0,
                        "the initial variables");
   return st == CNNB_OK ? write_vars(s, params) : st;
 }
@@ -205,7 +205,7 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
   if (st == CNNB_OK && s->check_finite) {
     float finite[1] = {all_finite(s->grads, s->count)};
     if (s->world_size > 1)
-      st = mpi_world_allreduce_sum(s->world, finite, 1, 0, "the gradients' finiteness");
+      st = mpi_world_allreduce_sum(s->world, s->ctx, finite, 1, 0, "the gradients' finiteness");
     if (st == CNNB_OK && finite[0] != (float)s->world_size) {
       for (int32_t r = 0; r < n; r++) views[r][0] = NAN;
       st = replica_arenas_push(&s->replicas, grads, 0, 1);
@@ -219,7 +219,7 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
     ps_shard_pack(shard, s->grads, s->pack);
     snprintf(what, sizeof what, "pushing gradients to parameter server %d at step %lld", (int)p,
              (long long)s->step);
-    st = mpi_world_reduce_sum(s->world, s->pack, shard->count, p, what);
+    st = mpi_world_reduce_sum(s->world, s->ctx, s->pack, shard->count, p, what);
     if (st == CNNB_OK && p == s->rank) {
       for (int64_t i = 0; i < shard->count; i++) s->pack[i] *= scale;
       ps_shard_unpack(shard, s->pack, s->grads);
@@ -278,7 +278,8 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
     if (p == s->rank) ps_shard_pack(shard, s->vars, s->pack);
     snprintf(what, sizeof what, "pulling variables from parameter server %d at step %lld",
              (int)p, (long long)s->step);
-    st = mpi_world_bcast(s->world, s->pack, shard->count * (int64_t)sizeof(float), p, what);
+    st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p,
+                         what);
     if (st == CNNB_OK && p != s->rank) ps_shard_unpack(shard, s->pack, s->vars);
   }
   return st == CNNB_OK ? write_vars(s, params) : st;

@@ -70,7 +70,8 @@ static void scale_in_place(float *v, int64_t count, float scale) {
   for (; i < count; i++) v[i] *= scale;
 }
 
-/* Any thread (one at a time): views[r][0, count) become the mean over every replica. */
+/* Any thread (one at a time): views[r][0, count) become the mean over every replica.
+ * ctx: the calling thread's (the strategy's, or the communication thread's in a job). */
 static cnnb_status average(replicated *s, float *const *views, int64_t offset, int64_t count,
                            int64_t step, cnnb_ctx *ctx) {
   const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
@@ -79,7 +80,7 @@ static cnnb_status average(replicated *s, float *const *views, int64_t offset, i
     char what[128];
     snprintf(what, sizeof what, "gradients [%lld, %lld) of step %lld", (long long)offset,
              (long long)(offset + count), (long long)step);
-    cnnb_status st = mpi_world_allreduce_sum(s->world, views[0], count, s->compact16, what);
+    cnnb_status st = mpi_world_allreduce_sum(s->world, ctx, views[0], count, s->compact16, what);
     if (st != CNNB_OK) return cnnb_error(ctx, st, "summing %s across ranks", what);
   }
   /* Replica 0 alone is scaled and copied: every replica ends with its very floats, even
@@ -189,7 +190,8 @@ static cnnb_status replicated_broadcast(void *strategy, float *const *params, in
   if (!a->host_memory && (st = a->dv->copy_to_host(a->devices[0], source, params[0], bytes)) != CNNB_OK)
     return cnnb_error(s->ctx, st, "copying replica 0's parameters to the host");
   if (s->world_size > 1 &&
-      (st = mpi_world_bcast(s->world, source, (int64_t)bytes, 0, "the initial parameters")) != CNNB_OK)
+      (st = mpi_world_bcast(s->world, s->ctx, source, (int64_t)bytes, 0,
+                            "the initial parameters")) != CNNB_OK)
     return cnnb_error(s->ctx, st, "broadcasting rank 0's initial parameters");
   for (int32_t r = a->host_memory ? 1 : (s->world_size > 1 ? 0 : 1); r < s->replicas; r++) {
     if (a->host_memory) {
@@ -204,7 +206,7 @@ static cnnb_status replicated_broadcast(void *strategy, float *const *params, in
 static cnnb_status replicated_allgather(void *strategy, const void *send, void *recv,
                                         int64_t bytes) {
   replicated *s = strategy;
-  return mpi_world_allgather(s->world, send, recv, bytes, "the host's allgather");
+  return mpi_world_allgather(s->world, s->ctx, send, recv, bytes, "the host's allgather");
 }
 
 static int32_t replicated_world_size(void *strategy) {
