@@ -83,7 +83,7 @@ for n in 2 4; do
     done
   done
 done
-# The split spec used both algorithms (the strategy logs each range's at step 0).
+# The split spec used both algorithms (the strategy logs each range's at step 1).
 log="$work/n2_cpu_2.log"
 grep -q "elements) by pscpu" "$log" && grep -q "elements) by xring" "$log" \
   || { fail "pscpu:32k:xring did not use both algorithms:"; grep "replicated:" "$log"; }

@@ -22,7 +22,7 @@
 #include "../common/comm_thread.h"
 #include "../common/mpi_world.h"
 #include "../common/replica_arenas.h"
-#include "timeline.h"
+#include "../common/timeline.h"
 
 #define FUSION_FLAG "horovod_fusion_threshold"
 #define TIMELINE_FLAG "horovod_timeline"
@@ -44,6 +44,7 @@ typedef struct horovod {
   timeline *timeline;
   int64_t fusion_bytes;
   uint32_t compact16;   /* 0, or the 16-bit format sent */
+  char how[64];         /* the allreduce, for the timeline: "MPI bf16" */
   float scale;          /* 1 / world size */
   /* The step thread's count of steps (from 1) and of this step's buckets, and the range
    * announced this step (what goes back to a device without host memory). */
@@ -110,17 +111,18 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   cnnb_status st;
   if ((st = replica_arenas_init(ctx, cfg, &s->arenas)) != CNNB_OK ||
       (st = mpi_world_open(ctx, name, timeout, &s->world)) != CNNB_OK ||
-      (st = timeline_open(ctx, cnnb_flag_string(ctx, TIMELINE_FLAG), mpi_world_rank(s->world),
-                          &s->timeline)) != CNNB_OK ||
+      (st = timeline_open(ctx, TIMELINE_FLAG, cnnb_flag_string(ctx, TIMELINE_FLAG),
+                          mpi_world_rank(s->world), &s->timeline)) != CNNB_OK ||
       (st = comm_thread_start(ctx, name, &s->comm)) != CNNB_OK) {
     destroy(s);
     return st;
   }
   s->scale = 1.0f / (float)mpi_world_size(s->world);
+  const char *sent = s->compact16 == CNNB_PRECISION_FP16 ? "fp16" : s->compact16 ? "bf16" : "fp32";
+  snprintf(s->how, sizeof s->how, "MPI %s", sent);
   cnnb_log(ctx, CNNB_LOG_INFO, "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as %s%s",
            (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world),
-           (double)fusion / (1 << 20), s->compact16 == CNNB_PRECISION_FP16 ? "fp16"
-                                       : s->compact16 ? "bf16" : "fp32",
+           (double)fusion / (1 << 20), sent,
            s->arenas.host_memory ? "" : ", staged through host memory");
   *out = s;
   return CNNB_OK;
@@ -174,20 +176,18 @@ static cnnb_status reduce_ready(void *arg, cnnb_ctx *ctx) {
   pthread_mutex_unlock(&s->lock);
 
   int64_t count = first.offset + first.count - low.offset;
-  char what[96], args[160];
+  char buckets[64], what[96];
   if (taken == 1)
-    snprintf(what, sizeof what, "bucket %d of step %lld", (int)first.index, (long long)first.step);
+    snprintf(buckets, sizeof buckets, "bucket %d", (int)first.index);
   else
-    snprintf(what, sizeof what, "buckets %d-%d of step %lld", (int)first.index, (int)low.index,
-             (long long)first.step);
-  snprintf(args, sizeof args, "\"step\": %lld, \"buckets\": \"%d-%d\", \"bytes\": %lld",
-           (long long)first.step, (int)first.index, (int)low.index,
-           (long long)(count * (int64_t)(s->compact16 ? 2 : 4)));
-  timeline_event(s->timeline, "allreduce", "B", TIMELINE_COMM_THREAD, args);
+    snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)first.index, (int)low.index);
+  snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)first.step);
+  timeline_allreduce_begin(s->timeline, TIMELINE_COMM_THREAD, first.step, buckets,
+                           count * (int64_t)sizeof(float), s->how);
   cnnb_status st = mpi_world_allreduce_sum(s->world, ctx, low.view, count, s->compact16, what);
   if (st == CNNB_OK && s->scale != 1.0f)
     for (int64_t i = 0; i < count; i++) low.view[i] *= s->scale;
-  timeline_event(s->timeline, "allreduce", "E", TIMELINE_COMM_THREAD, "");
+  timeline_allreduce_end(s->timeline, TIMELINE_COMM_THREAD);
   return st;
 }
 
@@ -217,10 +217,7 @@ static cnnb_status queue_bucket(horovod *s, bucket b) {
 static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t offset, int64_t count) {
   horovod *s = strategy;
   bucket b = {.offset = offset, .count = count, .step = s->step, .index = ++s->buckets};
-  char args[160];
-  snprintf(args, sizeof args, "\"step\": %lld, \"bucket\": %d, \"offset\": %lld, \"count\": %lld",
-           (long long)s->step, (int)b.index, (long long)offset, (long long)count);
-  timeline_event(s->timeline, "bucket ready", "i", TIMELINE_STEP_THREAD, args);
+  timeline_bucket_ready(s->timeline, s->step, b.index, offset, count);
   /* On host memory this is the arena itself; otherwise a copy made here, on the step
    * thread, as device calls must be. A failing copy records its error in the strategy's
    * ctx while jobs may be recording theirs in the communication thread's; the wait then
@@ -238,9 +235,7 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
 
 static cnnb_status finish_step(void *strategy, float *const *grads) {
   horovod *s = strategy;
-  char args[64];
-  snprintf(args, sizeof args, "\"step\": %lld", (long long)s->step);
-  timeline_event(s->timeline, "backward done", "i", TIMELINE_STEP_THREAD, args);
+  timeline_backward_done(s->timeline, s->step);
   cnnb_status st = comm_thread_wait(s->comm);
   if (st == CNNB_OK)
     st = replica_arenas_push(&s->arenas, grads, s->announced_lo, s->announced_hi - s->announced_lo);

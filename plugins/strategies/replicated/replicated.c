@@ -16,7 +16,9 @@
  * a communication thread reduces each announced range while the step thread goes on with
  * the last replica's backward; otherwise the ranges are staged through host copies, which
  * device calls allow only on the step thread, so the step thread reduces them there.
- * finish_step waits for all of it.
+ * finish_step waits for all of it. --replicated_timeline=FILE records when each range's
+ * all-reduce ran beside the buckets' announcements and the end of backward
+ * (../common/timeline.h), the proof that it overlaps the last replica's backward.
  *
  * The same plugin answers distributed_all_reduce and distributed_replicated, tf's names
  * for the multi-worker forms, with one line saying how they map onto this. */
@@ -31,6 +33,9 @@
 #include "local_reduce.h"
 #include "mpi_world.h"
 #include "replica_arenas.h"
+#include "timeline.h"
+
+#define TIMELINE_FLAG "replicated_timeline"
 
 typedef struct replicated replicated;
 
@@ -39,6 +44,7 @@ typedef struct reduce_job {
   replicated *s;
   int64_t offset, count, step;
   float **views; /* [replicas] host views of the range */
+  char label[32]; /* "bucket 3", "chunk 2 of 4": for the timeline */
 } reduce_job;
 
 struct replicated {
@@ -47,6 +53,7 @@ struct replicated {
   replica_arenas arenas;
   mpi_world *world;
   comm_thread *comm;     /* NULL: the step thread reduces (staging, or nothing to do) */
+  timeline *timeline;    /* --replicated_timeline, or NULL */
   int32_t replicas, world_size, repacking;
   bool exchange;         /* more than one replica in the world: there is work */
   float scale;           /* 1 / (replicas * world_size) */
@@ -57,7 +64,8 @@ struct replicated {
   float **job_views;     /* [max_jobs * replicas] */
   int32_t max_jobs, num_jobs;
   int64_t announced;     /* gradient elements announced so far this step */
-  int64_t step;
+  int32_t buckets;       /* announced so far this step */
+  int64_t step;          /* from 1 */
 };
 
 /* ---- averaging one range ------------------------------------------------------ */
@@ -70,42 +78,67 @@ static void scale_in_place(float *v, int64_t count, float scale) {
   for (; i < count; i++) v[i] *= scale;
 }
 
-/* Any thread (one at a time): views[r][0, count) become the mean over every replica.
- * ctx: the calling thread's (the strategy's, or the communication thread's in a job). */
-static cnnb_status average(replicated *s, float *const *views, int64_t offset, int64_t count,
-                           int64_t step, cnnb_ctx *ctx) {
+/* "xring#1", "xring#1, then MPI fp32", "MPI bf16": how a range of `count` is reduced. */
+static void describe_how(const replicated *s, int64_t count, char *out, size_t size) {
+  const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
+  const char *sent = s->compact16 == CNNB_PRECISION_FP16 ? "fp16" : s->compact16 ? "bf16" : "fp32";
+  if (s->world_size == 1)
+    snprintf(out, size, "%s#%d", local_reduce_alg_name(how->alg), (int)how->shards);
+  else if (s->replicas == 1)
+    snprintf(out, size, "MPI %s", sent);
+  else
+    snprintf(out, size, "%s#%d, then MPI %s", local_reduce_alg_name(how->alg), (int)how->shards,
+             sent);
+}
+
+/* Any thread (one at a time): the job's views[r][0, count) become the mean over every
+ * replica. ctx: the calling thread's (the strategy's, or the communication thread's in a
+ * job); tid: which thread that is, for the timeline. */
+static cnnb_status average(replicated *s, const reduce_job *job, cnnb_ctx *ctx, int tid) {
+  float *const *views = job->views;
+  int64_t count = job->count;
+  if (s->timeline) {
+    char how[96];
+    describe_how(s, count, how, sizeof how);
+    timeline_allreduce_begin(s->timeline, tid, job->step, job->label,
+                             count * (int64_t)sizeof(float), how);
+  }
   const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
   local_reduce(how->alg, views, s->replicas, count, how->shards, s->pscpu_scratch);
+  cnnb_status st = CNNB_OK;
   if (s->world_size > 1) {
     char what[128];
-    snprintf(what, sizeof what, "gradients [%lld, %lld) of step %lld", (long long)offset,
-             (long long)(offset + count), (long long)step);
-    cnnb_status st = mpi_world_allreduce_sum(s->world, ctx, views[0], count, s->compact16, what);
-    if (st != CNNB_OK) return cnnb_error(ctx, st, "summing %s across ranks", what);
+    snprintf(what, sizeof what, "gradients [%lld, %lld) of step %lld", (long long)job->offset,
+             (long long)(job->offset + count), (long long)job->step);
+    st = mpi_world_allreduce_sum(s->world, ctx, views[0], count, s->compact16, what);
+    if (st != CNNB_OK) st = cnnb_error(ctx, st, "summing %s across ranks", what);
   }
-  /* Replica 0 alone is scaled and copied: every replica ends with its very floats, even
-   * where MPI's sum would not promise the same bits on every rank's replicas. */
-  float *mean = views[0];
-  scale_in_place(mean, count, s->scale);
-  for (int32_t r = 1; r < s->replicas; r++) memcpy(views[r], mean, (size_t)count * sizeof(float));
-  return CNNB_OK;
+  if (st == CNNB_OK) {
+    /* Replica 0 alone is scaled and copied: every replica ends with its very floats, even
+     * where MPI's sum would not promise the same bits on every rank's replicas. */
+    float *mean = views[0];
+    scale_in_place(mean, count, s->scale);
+    for (int32_t r = 1; r < s->replicas; r++) memcpy(views[r], mean, (size_t)count * sizeof(float));
+  }
+  timeline_allreduce_end(s->timeline, tid);
+  return st;
 }
 
 /* comm_thread job. */
 static cnnb_status run_job(void *arg, cnnb_ctx *ctx) {
   reduce_job *job = arg;
-  return average(job->s, job->views, job->offset, job->count, job->step, ctx);
+  return average(job->s, job, ctx, TIMELINE_COMM_THREAD);
 }
 
 /* Step thread: averages grads[.][offset, offset + count), on the communication thread
  * when there is one (host memory: the views are the arenas), else here through staging. */
 static cnnb_status start_range(replicated *s, float *const *grads, int64_t offset,
-                               int64_t count) {
+                               int64_t count, const char *label) {
   if (s->num_jobs == s->max_jobs)
     return cnnb_error(s->ctx, CNNB_EINTERNAL, "step %lld: more than %d gradient ranges to "
                       "reduce (the arena has that many variables)", (long long)s->step,
                       (int)s->max_jobs);
-  if (s->step == 0) {
+  if (s->step == 1) {
     const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
     cnnb_log(s->ctx, CNNB_LOG_DEBUG, "gradients [%lld, %lld) (%lld elements) by %s#%d",
              (long long)offset, (long long)(offset + count), (long long)count,
@@ -114,6 +147,7 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
   reduce_job *job = &s->jobs[s->num_jobs++];
   *job = (reduce_job){.s = s, .offset = offset, .count = count, .step = s->step,
                       .views = s->job_views + (size_t)(s->num_jobs - 1) * (size_t)s->replicas};
+  snprintf(job->label, sizeof job->label, "%s", label);
   if (s->comm) {
     cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, job->views);
     return st != CNNB_OK ? st : comm_thread_post(s->comm, run_job, job);
@@ -126,7 +160,7 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
   } else {
     st = replica_arenas_pull(&s->arenas, grads, offset, count, job->views);
   }
-  if (st == CNNB_OK) st = average(s, job->views, offset, count, s->step, s->ctx);
+  if (st == CNNB_OK) st = average(s, job, s->ctx, TIMELINE_STEP_THREAD);
   if (st == CNNB_OK) st = replica_arenas_push(&s->arenas, grads, offset, count);
   return st;
 }
@@ -143,8 +177,13 @@ static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, 
                       (long long)s->step, (long long)offset, (long long)(offset + count),
                       (long long)s->param_count, (long long)s->announced);
   s->announced += count;
+  timeline_bucket_ready(s->timeline, s->step, ++s->buckets, offset, count);
   if (!s->exchange) return CNNB_OK;
-  if (!s->repacking) return start_range(s, grads, offset, count);
+  if (!s->repacking) {
+    char label[32];
+    snprintf(label, sizeof label, "bucket %d", (int)s->buckets);
+    return start_range(s, grads, offset, count, label);
+  }
   /* Repacking reduces once every gradient is ready (tf concatenates them all first). On
    * staging, each bucket is copied out as it comes, while its device is between kernels. */
   if (!s->comm) {
@@ -156,7 +195,9 @@ static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, 
   for (int32_t k = 0; k < s->repacking; k++) {
     int64_t lo = s->param_count * k / s->repacking, hi = s->param_count * (k + 1) / s->repacking;
     if (hi == lo) continue;
-    cnnb_status st = start_range(s, grads, lo, hi - lo);
+    char label[32];
+    snprintf(label, sizeof label, "chunk %d of %d", (int)(k + 1), (int)s->repacking);
+    cnnb_status st = start_range(s, grads, lo, hi - lo, label);
     if (st != CNNB_OK) return st;
   }
   return CNNB_OK;
@@ -164,14 +205,17 @@ static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, 
 
 static cnnb_status replicated_finish_step(void *strategy, float *const *grads) {
   replicated *s = strategy;
+  timeline_backward_done(s->timeline, s->step);
   cnnb_status st = s->comm ? comm_thread_wait(s->comm) : CNNB_OK;
   /* A range never announced would keep one replica's own gradient: a silent wrong mean. */
   if (st == CNNB_OK && s->announced != s->param_count)
     st = cnnb_error(s->ctx, CNNB_EINTERNAL, "step %lld: the host announced %lld of the %lld "
                     "gradients before finish_step", (long long)s->step, (long long)s->announced,
                     (long long)s->param_count);
+  timeline_flush(s->timeline);
   s->num_jobs = 0;
   s->announced = 0;
+  s->buckets = 0;
   s->step++;
   return st;
 }
@@ -220,7 +264,8 @@ static int32_t replicated_rank(void *strategy) {
 static void replicated_destroy(void *strategy) {
   replicated *s = strategy;
   if (!s) return;
-  comm_thread_stop(s->comm); /* before the world its jobs use */
+  comm_thread_stop(s->comm); /* before the world and the timeline its jobs use */
+  timeline_close(s->timeline);
   mpi_world_close(s->world);
   replica_arenas_free(&s->arenas);
   free(s->pscpu_scratch);
@@ -299,6 +344,7 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
   if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", name);
   s->ctx = ctx;
   s->spec = spec;
+  s->step = 1;
   s->replicas = cfg->local_replicas;
   s->param_count = cfg->param_count;
   s->repacking = cfg->gradient_repacking > 0 ? cfg->gradient_repacking : 0;
@@ -311,7 +357,9 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
   s->world_size = mpi_world_size(s->world);
   s->exchange = (int64_t)s->replicas * s->world_size > 1;
   s->scale = (float)(1.0 / ((double)s->replicas * (double)s->world_size));
-  if ((st = allocate(s, cfg)) != CNNB_OK) {
+  if ((st = timeline_open(ctx, TIMELINE_FLAG, cnnb_flag_string(ctx, TIMELINE_FLAG),
+                          mpi_world_rank(s->world), &s->timeline)) != CNNB_OK ||
+      (st = allocate(s, cfg)) != CNNB_OK) {
     replicated_destroy(s);
     return st;
   }
@@ -344,12 +392,23 @@ static const cnnb_strategy_vtable vtable = {
 static const char *const offers[] = {"replicated", "distributed_all_reduce",
                                      "distributed_replicated", NULL};
 
+static cnnb_status register_flags(cnnb_flag_registry *registry) {
+  /* Its own flag: plugin flags are unique across plugins, so horovod's
+   * --horovod_timeline cannot be shared (and a core flag would be the host's to add). */
+  return cnnb_flag_declare(
+      registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
+      "Write a Chrome trace (chrome://tracing) of each rank's gradient buckets and "
+      "all-reduces to FILE with the rank inserted: --replicated_timeline=t.json writes "
+      "t.rank0.json, t.rank1.json, ... (as --horovod_timeline).");
+}
+
 static const cnnb_plugin descriptor = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "replicated", "0.1.0",
                      "every replica keeps the variables; gradients all-reduced (xring, pscpu; "
                      "MPI across ranks)"),
     .offers = offers,
     .vtable = &vtable,
+    .register_flags = register_flags,
 };
 
 CNNB_PLUGIN_ENTRY {

@@ -1,4 +1,5 @@
-/* timeline.c — horovod's Chrome trace per rank (timeline.h). */
+/* timeline.c — a strategy's Chrome trace per rank (timeline.h): events formatted under a
+ * lock, one a line, into a stdio buffer flushed once a step. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "timeline.h"
 
@@ -27,17 +28,18 @@ void timeline_path(const char *path, int32_t rank, char *out, size_t size) {
   snprintf(out, size, "%.*s.rank%d.json", (int)stem, path, (int)rank);
 }
 
-cnnb_status timeline_open(cnnb_ctx *ctx, const char *path, int32_t rank, timeline **out) {
+cnnb_status timeline_open(cnnb_ctx *ctx, const char *flag, const char *path, int32_t rank,
+                          timeline **out) {
   *out = NULL;
   if (!path || !*path) return CNNB_OK;
   char file[4096];
   timeline_path(path, rank, file, sizeof file);
   timeline *t = calloc(1, sizeof *t);
-  if (!t) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for --horovod_timeline");
+  if (!t) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for --%s", flag);
   if (!(t->file = fopen(file, "w"))) {
     int err = errno;
     free(t);
-    return cnnb_error(ctx, CNNB_EIO, "--horovod_timeline=%s: cannot create %s: %s", path, file,
+    return cnnb_error(ctx, CNNB_EIO, "--%s=%s: cannot create %s: %s", flag, path, file,
                       strerror(err));
   }
   t->rank = rank;
@@ -62,8 +64,9 @@ void timeline_close(timeline *t) {
   free(t);
 }
 
-void timeline_event(timeline *t, const char *name, const char *ph, int tid, const char *args) {
-  if (!t) return;
+/* One event: ph is "i" (an instant), "B" or "E" (the start or end of a span on the
+ * thread); args is the inside of the args object ("" for none). */
+static void event(timeline *t, const char *name, const char *ph, int tid, const char *args) {
   double ts = now_us();
   pthread_mutex_lock(&t->lock);
   fprintf(t->file, "{\"name\": \"%s\", \"ph\": \"%s\", \"ts\": %.3f, \"pid\": %d, \"tid\": %d%s",
@@ -71,6 +74,36 @@ void timeline_event(timeline *t, const char *name, const char *ph, int tid, cons
   if (*args) fprintf(t->file, ", \"args\": {%s}", args);
   fputs("},\n", t->file);
   pthread_mutex_unlock(&t->lock);
+}
+
+void timeline_bucket_ready(timeline *t, int64_t step, int32_t bucket, int64_t offset,
+                           int64_t count) {
+  if (!t) return;
+  char args[160];
+  snprintf(args, sizeof args, "\"step\": %lld, \"bucket\": %d, \"offset\": %lld, \"count\": %lld",
+           (long long)step, (int)bucket, (long long)offset, (long long)count);
+  event(t, "bucket ready", "i", TIMELINE_STEP_THREAD, args);
+}
+
+void timeline_allreduce_begin(timeline *t, int tid, int64_t step, const char *what,
+                              int64_t bytes, const char *how) {
+  if (!t) return;
+  char args[384];
+  snprintf(args, sizeof args, "\"step\": %lld, \"what\": \"%s\", \"bytes\": %lld, \"how\": \"%s\"",
+           (long long)step, what, (long long)bytes, how);
+  event(t, "allreduce", "B", tid, args);
+}
+
+void timeline_allreduce_end(timeline *t, int tid) {
+  if (!t) return;
+  event(t, "allreduce", "E", tid, "");
+}
+
+void timeline_backward_done(timeline *t, int64_t step) {
+  if (!t) return;
+  char args[64];
+  snprintf(args, sizeof args, "\"step\": %lld", (long long)step);
+  event(t, "backward done", "i", TIMELINE_STEP_THREAD, args);
 }
 
 void timeline_flush(timeline *t) {
