@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# A rank lost mid-run ends a horovod job on every rank, within a bound, naming it:
+# A rank lost mid-run ends the job on every rank, within a bound, naming it, for every
+# strategy that spans processes (horovod, replicated, parameter_server synchronous and
+# asynchronous):
 # - kill -9 of rank 1: mpirun sees it die and ends the job (naming rank 1), or rank 0's
 #   allreduce times out and names it; non-zero exit within 60 s;
 # - SIGSTOP of rank 1: nothing dies, so only cnnbench can tell: rank 0 reports "rank 1
@@ -10,14 +12,14 @@
 set -euo pipefail
 : "${CNNBENCH:?}" "${CNNB_SOURCE_DIR:?}"
 source "$CNNB_SOURCE_DIR/tests/support/mpi.sh"
-mpi_require horovod
+mpi_require horovod replicated parameter_server
 tmp=$(mktemp -d)
 trap 'mpi_cleanup; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && tail -n 30 "$tmp/log"; exit 1; }
 
 TIMEOUT=10
-args=(--model=lenet --batch_size=16 --num_batches=100000 --num_warmup_batches=0 --num_intra_threads=1
-      --display_every=10 --variable_update=horovod --collective_timeout_s=$TIMEOUT)
+common=(--model=lenet --batch_size=16 --num_batches=100000 --num_warmup_batches=0 --num_intra_threads=1
+        --display_every=10 --collective_timeout_s=$TIMEOUT)
 
 # Starts the job in the background (its exit status goes to $tmp/rc), waits until rank 0
 # has reported steps and rank 1's pid is known (in $victim).
@@ -47,6 +49,17 @@ no_leftovers() {
   fail "processes left behind after $1: $(mpi_pids)"
 }
 
+# What rank 0 (or rank 1's partner) says about a stopped rank 1, per strategy: the
+# collectives name it from their liveness probe; the asynchronous parameter server's
+# server thread names the rank that stopped pushing.
+for case in "horovod|rank 1 stopped answering: no reply within $TIMEOUT s while all-reducing bucket" \
+            "replicated|rank 1 stopped answering: no reply within $TIMEOUT s while" \
+            "parameter_server|rank 1 stopped answering: no reply within $TIMEOUT s while" \
+            "parameter_server --cross_replica_sync=false|rank 1 stopped answering: no push to parameter server 0 within $TIMEOUT s"; do
+strategy=${case%%|*} stopped_message=${case#*|}
+read -r -a extra <<<"$strategy"
+args=("${common[@]}" --variable_update="${extra[0]}" "${extra[@]:1}")
+echo "-- $strategy"
 start_job
 kill -KILL "$victim"
 signalled=$SECONDS
@@ -64,7 +77,8 @@ signalled=$SECONDS
 wait_job
 [ "$rc" != 0 ] || fail "SIGSTOP of rank 1: the job exited 0"
 [ "$took" -le $((TIMEOUT + 3 + 20)) ] || fail "SIGSTOP of rank 1: the job took $took s to end"
-grep -q "rank 1 stopped answering: no reply within $TIMEOUT s while all-reducing bucket" "$tmp/log" \
+grep -qF "$stopped_message" "$tmp/log" \
   || fail "SIGSTOP of rank 1: rank 0 did not name rank 1"
 no_leftovers "SIGSTOP"
 echo "ok: SIGSTOP of rank 1: exit $rc after $took s: $(grep -o "rank 1 stopped answering.*" "$tmp/log")"
+done

@@ -46,5 +46,12 @@ expect_refusal() {
 }
 expect_refusal "--num_ps_ranks=2: must be in [1, 1]" --num_ps_ranks=2
 expect_refusal "--local_parameter_device=gpu:" --local_parameter_device=gpu
-expect_refusal "--cross_replica_sync=false:" --cross_replica_sync=false
+# One process has nothing to be asynchronous with: the same training as synchronous.
+CNNB_PARAMS_OUT="$tmp/sync" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum --batch_size=4 \
+  --num_gpus=2 --variable_update=parameter_server >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "sync"; }
+CNNB_PARAMS_OUT="$tmp/async" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum --batch_size=4 \
+  --num_gpus=2 --variable_update=parameter_server --cross_replica_sync=false >"$tmp/out" 2>&1 \
+  || { cat "$tmp/out"; fail "async in one process"; }
+grep -q "one process, nothing to be asynchronous with" "$tmp/out" || { cat "$tmp/out"; fail "async note"; }
+"$PARAMS_COMPARE" 0 "$tmp/sync.0.0" "$tmp/async.0.0" || fail "async in one process differs from sync"
 echo "PASS: parameter_server matches one replica of the whole batch (2 and 4 replicas; momentum, sgd, rmsprop)"

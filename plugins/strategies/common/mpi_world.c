@@ -42,6 +42,7 @@ struct mpi_world {
    * ctx its caller passed (the calling thread's own: calls never overlap, so neither do
    * the uses of this field). */
   cnnb_ctx *ctx;
+  bool multithreaded; /* MPI_THREAD_MULTIPLE asked for (mpi_world_open_multithreaded) */
   char who[64];
   double timeout_s;
   int32_t rank, size, local_rank, local_size;
@@ -152,13 +153,19 @@ static cnnb_status join_job(mpi_world *w) {
                       "%s: MPI was already finalised in this process and cannot start again",
                       w->who);
   if (!initialized) {
-    if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS)
+    int level = w->multithreaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+    if ((rc = MPI_Init_thread(NULL, NULL, level, &provided)) != MPI_SUCCESS)
       return mpi_failed(w, rc, "MPI_Init_thread");
     w->owns_mpi = true;
   } else {
     MPI_Query_thread(&provided);
   }
   w->joined = true; /* from here close() tidies up */
+  if (w->multithreaded && provided < MPI_THREAD_MULTIPLE)
+    return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
+                      "%s: this MPI offers thread level %d, below MPI_THREAD_MULTIPLE (%d), which "
+                      "a thread of this strategy needs to talk while the step thread does",
+                      w->who, provided, MPI_THREAD_MULTIPLE);
   if (provided < MPI_THREAD_SERIALIZED)
     return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
                       "%s: this MPI offers thread level %d, below MPI_THREAD_SERIALIZED (%d): the "
@@ -499,11 +506,13 @@ static void leave_job(mpi_world *w) { (void)w; }
 
 /* ---- the world ------------------------------------------------------------------- */
 
-cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi_world **out) {
+static cnnb_status open_world(cnnb_ctx *ctx, const char *who, double timeout_s, bool multithreaded,
+                              mpi_world **out) {
   *out = NULL;
   mpi_world *w = calloc(1, sizeof *w);
   if (!w) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", who);
   w->ctx = ctx;
+  w->multithreaded = multithreaded;
   snprintf(w->who, sizeof w->who, "%s", who);
   w->timeout_s = timeout_s > 0 ? timeout_s : 60;
   w->size = w->local_size = 1;
@@ -528,6 +537,19 @@ cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi
            launcher_variable());
   *out = w;
   return CNNB_OK;
+}
+
+cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi_world **out) {
+  return open_world(ctx, who, timeout_s, false, out);
+}
+
+cnnb_status mpi_world_open_multithreaded(cnnb_ctx *ctx, const char *who, double timeout_s,
+                                         mpi_world **out) {
+  return open_world(ctx, who, timeout_s, true, out);
+}
+
+void mpi_world_abandon(mpi_world *w) {
+  if (w) w->broken = true;
 }
 
 void mpi_world_close(mpi_world *w) {

@@ -39,6 +39,15 @@ bool mpi_world_launched(void);
 /* Joins the job (or a world of one). `who` names the strategy in messages ("horovod");
  * timeout_s is --collective_timeout_s. Logs "rank R of N on HOST" at debug level. */
 cnnb_status mpi_world_open(cnnb_ctx *ctx, const char *who, double timeout_s, mpi_world **out);
+/* As open, for a strategy with a thread of its own that talks MPI on its own
+ * communicator while the step thread uses the world (an asynchronous parameter
+ * server's server thread): MPI_THREAD_MULTIPLE, refused with a message when this MPI
+ * lacks it. The world's own calls stay one at a time. */
+cnnb_status mpi_world_open_multithreaded(cnnb_ctx *ctx, const char *who, double timeout_s,
+                                         mpi_world **out);
+/* A strategy's own communication (on a communicator of its own) lost a rank: the world
+ * counts as broken from now on, so close does not finalise (which would wait for it). */
+void mpi_world_abandon(mpi_world *w);
 /* Finalises MPI unless the world is broken. NULL is a no-op. */
 void mpi_world_close(mpi_world *w);
 

@@ -12,33 +12,17 @@
  * each shard back (one broadcast per PS rank). PS ranks also train, as tf's PS tasks
  * usually share the workers' machines; their images count like any worker's.
  *
- * Updates are synchronous (tf's default, --cross_replica_sync=true). */
+ * Updates are synchronous by default (--cross_replica_sync=true); with false, ranks push
+ * and pull without waiting for each other (ps_async.h). Within one process the replicas'
+ * gradients are always averaged first, as tf's replicas on one worker are. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cnnb/cnnb.h>
 
-#include "mpi_world.h"
-#include "ps_shards.h"
-#include "replica_arenas.h"
-
-typedef struct ps {
-  cnnb_ctx *ctx;
-  replica_arenas replicas;
-  mpi_world *world;
-  ps_shards shards;
-  int32_t rank, world_size, num_ps;
-  int64_t count;           /* elements per arena */
-  float *vars;             /* [count]: this rank's shard is the truth, the rest last pulled */
-  float *grads;            /* [count]: sum of this rank's replicas, then on a PS rank the
-                              global mean of its shard */
-  float *pack;             /* the largest shard, packed */
-  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update */
-  uint32_t slots_rule;
-  int check_finite;        /* dynamic loss scaling: every rank must skip the same steps */
-  int64_t step;            /* finish_step calls, for messages */
-} ps;
+#include "parameter_server.h"
+#include "ps_async.h"
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
   cnnb_status st = cnnb_flag_declare(
@@ -50,14 +34,17 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
                            "Where the parameter server keeps the variables: cpu (host memory).");
   if (st == CNNB_OK)
     st = cnnb_flag_declare(registry, "cross_replica_sync", CNNB_FLAG_BOOL, "true",
-                           "Synchronous updates (every replica's gradients averaged, one update "
-                           "per step).");
+                           "Under mpirun: synchronous updates (every rank's gradients averaged, "
+                           "one update per step); false: each rank's gradients are applied as "
+                           "they arrive, without waiting for the other ranks (tf's asynchronous "
+                           "parameter server).");
   return st;
 }
 
 static void ps_destroy(void *strategy) {
   ps *s = strategy;
   if (!s) return;
+  ps_async_close(s);
   mpi_world_close(s->world);
   ps_shards_free(&s->shards);
   replica_arenas_free(&s->replicas);
@@ -66,6 +53,7 @@ static void ps_destroy(void *strategy) {
   free(s->pack);
   free(s->slot1);
   free(s->slot2);
+  free(s->updates);
   free(s);
 }
 
@@ -76,10 +64,6 @@ static cnnb_status read_flags(ps *s) {
                       "--local_parameter_device=%s: this parameter server keeps the variables "
                       "in host memory; use --local_parameter_device=cpu (or "
                       "--variable_update=replicated to keep them on every device)", where);
-  if (!cnnb_flag_bool(s->ctx, "cross_replica_sync"))
-    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
-                      "--cross_replica_sync=false: asynchronous parameter-server updates are "
-                      "not implemented; updates are synchronous (the default)");
   int64_t num_ps = cnnb_flag_int(s->ctx, "num_ps_ranks");
   if (num_ps < 1 || num_ps > s->world_size)
     return cnnb_error(s->ctx, CNNB_EINVAL,
@@ -98,7 +82,13 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
   if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory");
   s->ctx = ctx;
   s->count = cfg->param_count;
-  cnnb_status st = mpi_world_open(ctx, "parameter_server", cfg->collective_timeout_s, &s->world);
+  s->timeout_s = cfg->collective_timeout_s;
+  /* The server threads of asynchronous mode talk MPI while the step thread does. */
+  s->sync = cnnb_flag_bool(ctx, "cross_replica_sync") || !mpi_world_launched();
+  cnnb_status st = s->sync ? mpi_world_open(ctx, "parameter_server", cfg->collective_timeout_s,
+                                            &s->world)
+                           : mpi_world_open_multithreaded(ctx, "parameter_server",
+                                                          cfg->collective_timeout_s, &s->world);
   if (st == CNNB_OK) {
     s->rank = mpi_world_rank(s->world);
     s->world_size = mpi_world_size(s->world);
@@ -115,10 +105,14 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
                         !(s->pack = malloc((size_t)largest * sizeof(float)))))
     st = cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for host copies of "
                     "%lld parameters", (long long)s->count);
+  if (st == CNNB_OK && !s->sync) st = ps_async_open(s);
   if (st != CNNB_OK) {
     ps_destroy(s);
     return st;
   }
+  if (!cnnb_flag_bool(ctx, "cross_replica_sync") && s->sync)
+    cnnb_log(ctx, CNNB_LOG_INFO, "--cross_replica_sync=false: one process, nothing to be "
+             "asynchronous with (its replicas are averaged, as tf's on one worker)");
   if (s->rank < s->num_ps)
     cnnb_log(ctx, CNNB_LOG_INFO, "parameter server %d of %d: %lld of %lld parameters in "
              "host memory", (int)s->rank, (int)s->num_ps,
@@ -168,7 +162,9 @@ static cnnb_status ps_broadcast(void *strategy, float *const *params, int64_t co
   }
   st = mpi_world_bcast(s->world, s->ctx, s->vars, s->count * (int64_t)sizeof(float), 0,
                        "the initial variables");
-  return st == CNNB_OK ? write_vars(s, params) : st;
+  if (st == CNNB_OK) st = write_vars(s, params);
+  if (st == CNNB_OK && !s->sync) st = ps_async_start(s);
+  return st;
 }
 
 /* Gradients travel once backward is done: a step's push is one message per PS rank. */
@@ -204,12 +200,17 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
    * skip. A finite sum means finite replicas: nothing to mark. */
   if (st == CNNB_OK && s->check_finite) {
     float finite[1] = {all_finite(s->grads, s->count)};
-    if (s->world_size > 1)
+    if (s->world_size > 1 && s->sync)
       st = mpi_world_allreduce_sum(s->world, s->ctx, finite, 1, 0, "the gradients' finiteness");
-    if (st == CNNB_OK && finite[0] != (float)s->world_size) {
+    if (st == CNNB_OK && finite[0] != (float)(s->sync ? s->world_size : 1)) {
       for (int32_t r = 0; r < n; r++) views[r][0] = NAN;
       st = replica_arenas_push(&s->replicas, grads, 0, 1);
     }
+  }
+  if (st == CNNB_OK && !s->sync) { /* this rank's mean goes out in finish_update */
+    for (int64_t i = 0; i < s->count; i++) s->grads[i] *= 1.0f / (float)n;
+    free(views);
+    return CNNB_OK;
   }
   /* Push: each shard's sum of every rank's sums to its PS rank. */
   float scale = 1.0f / (float)((int64_t)n * s->world_size);
@@ -229,11 +230,11 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
   return st;
 }
 
-static cnnb_status make_slots(ps *s, uint32_t rule) {
+static cnnb_status make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule) {
   size_t bytes = (size_t)s->count * sizeof(float);
   int two = rule == CNNB_OPT_RMSPROP || rule == CNNB_OPT_ADAM;
   if ((rule != CNNB_OPT_SGD && !(s->slot1 = malloc(bytes))) || (two && !(s->slot2 = calloc(1, bytes))))
-    return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory for optimizer slots");
+    return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for optimizer slots");
   /* TF's RMSProp starts its mean square at ones (as the trainer does on devices). */
   for (int64_t i = 0; s->slot1 && i < s->count; i++)
     s->slot1[i] = rule == CNNB_OPT_RMSPROP ? 1.0f : 0.0f;
@@ -241,15 +242,13 @@ static cnnb_status make_slots(ps *s, uint32_t rule) {
   return CNNB_OK;
 }
 
-/* This rank's shard of [offset, offset + count), updated in host memory. */
-static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_update *update) {
-  ps *s = strategy;
-  if (s->rank >= s->num_ps) return CNNB_OK;
+cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard_index, float *vars,
+                              const float *grads, int64_t offset, const cnnb_update *update) {
   if (!s->slots_rule) {
-    cnnb_status st = make_slots(s, update->rule);
+    cnnb_status st = make_slots(s, ctx, update->rule);
     if (st != CNNB_OK) return st;
   }
-  const ps_shard *shard = &s->shards.shards[s->rank];
+  const ps_shard *shard = &s->shards.shards[shard_index];
   int64_t end = offset + update->count;
   for (int32_t i = 0; i < shard->num_ranges; i++) {
     int64_t lo = shard->ranges[i].offset, hi = lo + shard->ranges[i].count;
@@ -258,12 +257,28 @@ static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_up
     if (lo >= hi) continue;
     cnnb_update u = *update;
     u.count = hi - lo;
-    u.params = s->vars + lo;
-    u.grads = s->grads + lo;
+    u.params = vars + lo;
+    u.grads = grads + lo;
     u.slot1 = s->slot1 ? s->slot1 + lo : NULL;
     u.slot2 = s->slot2 ? s->slot2 + lo : NULL;
     cnnb_update_reference(&u);
   }
+  return CNNB_OK;
+}
+
+/* Synchronous: this rank's shard of [offset, offset + count), updated here. Asynchronous:
+ * kept for the push, which carries this step's updates to every PS rank. */
+static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_update *update) {
+  ps *s = strategy;
+  if (s->sync) return s->rank < s->num_ps ? ps_apply_to_shard(s, s->ctx, s->rank, s->vars, s->grads, offset, update)
+                                           : CNNB_OK;
+  if (s->num_updates == s->max_updates) {
+    int32_t grown = s->max_updates ? 2 * s->max_updates : 16;
+    ps_update *more = realloc(s->updates, (size_t)grown * sizeof *more);
+    if (!more) return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory");
+    s->updates = more, s->max_updates = grown;
+  }
+  s->updates[s->num_updates++] = (ps_update){offset, *update};
   return CNNB_OK;
 }
 
@@ -272,6 +287,11 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
   ps *s = strategy;
   if (s->count == 0) return CNNB_OK;
   cnnb_status st = CNNB_OK;
+  if (!s->sync) {
+    st = ps_async_push_pull(s);
+    s->num_updates = 0;
+    return st == CNNB_OK ? write_vars(s, params) : st;
+  }
   char what[96];
   for (int32_t p = 0; st == CNNB_OK && p < s->num_ps && s->world_size > 1; p++) {
     const ps_shard *shard = &s->shards.shards[p];

@@ -1,0 +1,52 @@
+/* parameter_server.h — the parameter_server plugin's state, shared by its synchronous
+ * step (parameter_server.c) and its asynchronous one (ps_async.c). Plugin-internal. */
+#ifndef CNNB_PARAMETER_SERVER_H
+#define CNNB_PARAMETER_SERVER_H
+
+#include <stdbool.h>
+#include <cnnb/cnnb.h>
+
+#include "mpi_world.h"
+#include "ps_shards.h"
+#include "replica_arenas.h"
+
+typedef struct ps_async ps_async;
+
+/* One run of parameters sharing a weight decay, as the host handed it over. */
+typedef struct ps_update {
+  int64_t offset;
+  cnnb_update update;      /* only the hyperparameters and count are meaningful */
+} ps_update;
+
+typedef struct ps {
+  cnnb_ctx *ctx;
+  replica_arenas replicas;
+  mpi_world *world;
+  ps_shards shards;
+  int32_t rank, world_size, num_ps;
+  bool sync;               /* --cross_replica_sync */
+  int64_t count;           /* elements per arena */
+  float *vars;             /* [count]: this rank's shard is the truth, the rest last pulled */
+  float *grads;            /* [count]: sum of this rank's replicas, then on a PS rank the
+                              global mean of its shard (synchronous), or this rank's mean
+                              (asynchronous) */
+  float *pack;             /* the largest shard, packed */
+  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update */
+  uint32_t slots_rule;
+  int check_finite;        /* dynamic loss scaling: every rank must skip the same steps */
+  int64_t step;            /* finish_step calls, for messages */
+  double timeout_s;        /* --collective_timeout_s */
+  ps_update *updates;      /* this step's, asynchronous mode */
+  int32_t num_updates, max_updates;
+  ps_async *async;
+} ps;
+
+/* Applies `u` (with its arena offset) to shard `shard`'s variables in `vars`, reading
+ * the gradients at the same arena positions of `grads` (both arena-sized); makes the
+ * optimizer slots on first use, recording a failure in `ctx` (the calling thread's). The
+ * keeper of a shard calls it: the step thread (synchronous, on s->vars), or the server
+ * thread (asynchronous, on its own copy), never both. */
+cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard, float *vars,
+                              const float *grads, int64_t offset, const cnnb_update *u);
+
+#endif
