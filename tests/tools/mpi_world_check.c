@@ -1,11 +1,17 @@
 /* mpi_world_check.c — drives plugins/strategies/common/mpi_world.c directly, for
  * tests/cli/mpi_world.sh. Run alone it checks the world of one; under mpirun every
  * collective against values each rank can compute for itself:
- *   mpi_world_check                 every collective, whole and split into small MPI calls
+ *   mpi_world_check                 every collective, whole and split into small MPI calls,
+ *                                   the hierarchical allreduce beside the flat one
+ *   mpi_world_check --ranks-per-node K   the same with the ranks regrouped into nodes of
+ *                                   K (mpi_world_set_ranks_per_node), so the hierarchical
+ *                                   allreduce crosses "nodes" on one machine
  *   mpi_world_check --stop-rank R   rank R stops itself (SIGSTOP) before an allreduce; the
  *                                   others must fail within --collective_timeout_s naming
  *                                   exactly rank R, in the ctx the allreduce was given (a
- *                                   thread's own), not the open's (exit 3 when they do)
+ *                                   thread's own), not the open's (exit 3 when they do);
+ *                                   with --hierarchical (and --ranks-per-node) in the
+ *                                   hierarchical allreduce
  * Built twice: with MPI (mpi_world_check) and as a build without MPI would be
  * (mpi_world_check_nompi), which must refuse a launcher's environment with a message.
  * Prints one line per failed check; exits 0 when all passed, 1 otherwise. */
@@ -63,13 +69,22 @@ static void check_same_everywhere(cnnb_ctx *ctx, mpi_world *w, const float *buf,
   free(all);
 }
 
-static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int64_t n) {
+static cnnb_status allreduce(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t n,
+                             uint32_t compact16, bool hierarchical, const char *what) {
+  return hierarchical ? mpi_world_allreduce_sum_hierarchical(w, ctx, buf, n, compact16, what)
+                      : mpi_world_allreduce_sum(w, ctx, buf, n, compact16, what);
+}
+
+static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int64_t n,
+                            bool hierarchical) {
   int32_t size = mpi_world_size(w), rank = mpi_world_rank(w);
-  const char *name = compact16 == COMPACT16_FP16 ? "fp16" : compact16 ? "bf16" : "fp32";
+  char name[32];
+  snprintf(name, sizeof name, "%s%s", hierarchical ? "hierarchical " : "",
+           compact16 == COMPACT16_FP16 ? "fp16" : compact16 ? "bf16" : "fp32");
   float *buf = malloc((size_t)n * sizeof *buf);
   /* Exact: small integers. */
   for (int64_t i = 0; i < n; i++) buf[i] = small_value(rank, i);
-  CALL(ctx, mpi_world_allreduce_sum(w, ctx, buf, n, compact16, "small integers"));
+  CALL(ctx, allreduce(w, ctx, buf, n, compact16, hierarchical, "small integers"));
   int64_t bad = 0;
   for (int64_t i = 0; i < n; i++) {
     float want = 0;
@@ -84,7 +99,7 @@ static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int
   double unit = compact16 == COMPACT16_FP16 ? 0x1p-10 : compact16 ? 0x1p-8 : 0x1p-23;
   double floor = compact16 == COMPACT16_FP16 ? 0x1p-24 : 0;
   for (int64_t i = 0; i < n; i++) buf[i] = rough_value(rank, i);
-  CALL(ctx, mpi_world_allreduce_sum(w, ctx, buf, n, compact16, "rough values"));
+  CALL(ctx, allreduce(w, ctx, buf, n, compact16, hierarchical, "rough values"));
   double worst = 0;
   for (int64_t i = 0; i < n; i++) {
     double exact = 0, magnitude = 0;
@@ -138,24 +153,51 @@ static void check_others(cnnb_ctx *ctx, mpi_world *w) {
   CALL(ctx, mpi_world_barrier(w, ctx, "the checks"));
 }
 
-static void check_all(cnnb_ctx *ctx, mpi_world *w) {
+/* The nodes as mpi_world reports them: per_node > 0 when the test regrouped them, else
+ * what MPI says (on one machine, one node), checked against every rank's report. */
+static void check_nodes(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
+  int32_t size = mpi_world_size(w), rank = mpi_world_rank(w);
+  int32_t local = mpi_world_local_rank(w), local_size = mpi_world_local_size(w);
+  CHECK(local_size >= 1 && local >= 0 && local < local_size, "local rank %d of %d", (int)local,
+        (int)local_size);
+  if (per_node > 0) {
+    int32_t first = rank / per_node * per_node;
+    int32_t want_size = size - first < per_node ? size - first : per_node;
+    CHECK(local == rank - first && local_size == want_size, "regrouped by %d: local rank %d of "
+          "%d, want %d of %d", (int)per_node, (int)local, (int)local_size, (int)(rank - first),
+          (int)want_size);
+    CHECK(mpi_world_num_nodes(w) == (size + per_node - 1) / per_node, "%d nodes",
+          (int)mpi_world_num_nodes(w));
+  }
+  /* The leaders counted are the ranks with local rank 0. */
+  int32_t *locals = calloc((size_t)size, sizeof *locals);
+  CALL(ctx, mpi_world_allgather(w, ctx, &local, locals, sizeof local, "local ranks"));
+  int32_t leaders = 0;
+  for (int32_t r = 0; r < size; r++) leaders += locals[r] == 0;
+  CHECK(leaders == mpi_world_num_nodes(w), "%d ranks of local rank 0, %d nodes", (int)leaders,
+        (int)mpi_world_num_nodes(w));
+  free(locals);
+}
+
+static void check_all(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
   int32_t size = mpi_world_size(w);
   CHECK(size >= 1 && mpi_world_rank(w) >= 0 && mpi_world_rank(w) < size, "rank %d of %d",
         (int)mpi_world_rank(w), (int)size);
-  CHECK(mpi_world_local_size(w) >= 1 && mpi_world_local_rank(w) < mpi_world_local_size(w),
-        "local rank %d of %d", (int)mpi_world_local_rank(w), (int)mpi_world_local_size(w));
+  check_nodes(ctx, w, per_node);
   static const uint32_t formats[] = {0, COMPACT16_BF16, COMPACT16_FP16};
-  for (int f = 0; f < 3; f++) check_allreduce(ctx, w, formats[f], 300007);
+  for (int h = 0; h < 2; h++)
+    for (int f = 0; f < 3; f++) check_allreduce(ctx, w, formats[f], 300007, h);
   check_others(ctx, w);
   /* The same through many small MPI calls: the path buffers beyond INT_MAX take. */
   mpi_world_set_max_count(w, 1000);
-  for (int f = 0; f < 3; f++) check_allreduce(ctx, w, formats[f], 30011);
+  for (int h = 0; h < 2; h++)
+    for (int f = 0; f < 3; f++) check_allreduce(ctx, w, formats[f], 30011, h);
   check_others(ctx, w);
   mpi_world_set_max_count(w, 0);
 }
 
 /* Rank `stopped` stops; the others must report exactly it. */
-static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped) {
+static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped, bool hierarchical) {
   float x[16] = {0};
   CALL(ctx, mpi_world_barrier(w, ctx, "the start"));
   if (mpi_world_rank(w) == stopped) raise(SIGSTOP);
@@ -163,7 +205,7 @@ static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped) {
   /* As a communication thread calls: with a ctx of its own, which gets the message. */
   cnnb_ctx *thread_ctx = cnnb_ctx_create_child(ctx, "comm thread");
   clock_gettime(CLOCK_MONOTONIC, &start);
-  cnnb_status st = mpi_world_allreduce_sum(w, thread_ctx, x, 16, 0, "bucket 1 of step 1");
+  cnnb_status st = allreduce(w, thread_ctx, x, 16, 0, hierarchical, "bucket 1 of step 1");
   clock_gettime(CLOCK_MONOTONIC, &end);
   double took = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
   CHECK(!*cnnb_error_message(ctx), "the error went to the open's ctx: %s", cnnb_error_message(ctx));
@@ -181,13 +223,17 @@ static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped) {
 }
 
 int main(int argc, char **argv) {
-  int32_t stop_rank = -1;
+  int32_t stop_rank = -1, per_node = 0;
   double timeout = 20;
+  bool hierarchical = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--stop-rank") == 0 && i + 1 < argc) stop_rank = atoi(argv[++i]);
     else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) timeout = atof(argv[++i]);
+    else if (strcmp(argv[i], "--ranks-per-node") == 0 && i + 1 < argc) per_node = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--hierarchical") == 0) hierarchical = true;
     else {
-      fprintf(stderr, "usage: mpi_world_check [--stop-rank R] [--timeout S]\n");
+      fprintf(stderr, "usage: mpi_world_check [--ranks-per-node K] [--stop-rank R [--hierarchical]] "
+              "[--timeout S]\n");
       return 2;
     }
   }
@@ -200,13 +246,15 @@ int main(int argc, char **argv) {
     return 4;
   }
   my_rank = mpi_world_rank(w);
+  if (per_node > 0) CALL(ctx, mpi_world_set_ranks_per_node(w, ctx, per_node));
   int code;
   if (stop_rank >= 0) {
-    code = check_stop(ctx, w, stop_rank);
+    code = check_stop(ctx, w, stop_rank, hierarchical);
   } else {
-    check_all(ctx, w);
-    printf("[rank %d of %d] %s\n", (int)my_rank, (int)mpi_world_size(w),
-           failures ? "FAILED" : "all checks passed");
+    check_all(ctx, w, per_node);
+    printf("[rank %d of %d, local %d of %d, %d nodes] %s\n", (int)my_rank, (int)mpi_world_size(w),
+           (int)mpi_world_local_rank(w), (int)mpi_world_local_size(w),
+           (int)mpi_world_num_nodes(w), failures ? "FAILED" : "all checks passed");
     code = failures ? 1 : 0;
   }
   mpi_world_close(w);

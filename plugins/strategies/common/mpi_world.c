@@ -8,7 +8,12 @@
  * rank that was SIGSTOPped, and on shared memory nothing tells it that a killed one is
  * gone. Started with MPI_I* and polled with MPI_Test, a wait can end at a deadline; the
  * polling also answers the liveness probes other ranks send on a second communicator,
- * so at a timeout each rank can tell which ranks still answer and name the others. */
+ * so at a timeout each rank can tell which ranks still answer and name the others.
+ *
+ * Sub-communicators (a node's ranks, and the nodes' leaders) serve the hierarchical
+ * allreduce. Their collectives are waited on the same way; the probes still go to every
+ * rank of the world on the control communicator, so a rank lost on another node is
+ * named too, whichever communicator the wait was on. */
 #define _GNU_SOURCE /* dladdr */
 #include "mpi_world.h"
 
@@ -46,6 +51,7 @@ struct mpi_world {
   char who[64];
   double timeout_s;
   int32_t rank, size, local_rank, local_size;
+  int32_t num_nodes;
   int32_t max_count; /* elements (or bytes) one MPI call carries */
   bool broken;       /* a rank was lost: every call fails, close does not finalise */
   uint16_t *staging; /* compact16's pieces */
@@ -54,6 +60,8 @@ struct mpi_world {
   bool joined;    /* MPI is in use (launched); only then are the fields below set */
   bool owns_mpi;  /* this world initialised MPI, so it finalises it */
   MPI_Comm data, control;
+  MPI_Comm node;    /* this node's ranks (MPI_COMM_TYPE_SHARED), ordered by world rank */
+  MPI_Comm leaders; /* every node's local rank 0; MPI_COMM_NULL on the other ranks */
   MPI_Op sum_bf16, sum_fp16;
   MPI_Request probe_in; /* the standing receive of other ranks' probes */
   int probe_buf;
@@ -82,6 +90,7 @@ int32_t mpi_world_rank(const mpi_world *w) { return w->rank; }
 int32_t mpi_world_size(const mpi_world *w) { return w->size; }
 int32_t mpi_world_local_size(const mpi_world *w) { return w->local_size; }
 int32_t mpi_world_local_rank(const mpi_world *w) { return w->local_rank; }
+int32_t mpi_world_num_nodes(const mpi_world *w) { return w->num_nodes; }
 
 void mpi_world_set_max_count(mpi_world *w, int32_t max_count) {
   w->max_count = max_count > 0 ? max_count : INT_MAX;
@@ -143,6 +152,32 @@ static void user_sum_fp16(void *in, void *inout, int *len, MPI_Datatype *type) {
   compact16_add(COMPACT16_FP16, in, inout, *len);
 }
 
+/* Takes `node` (this rank's node, a split of the data communicator every rank made) as
+ * the node communicator and makes the leaders' from it. Blocks as MPI does: set-up. */
+static cnnb_status adopt_node(mpi_world *w, MPI_Comm node) {
+  int rc, local_rank = 0, local_size = 1, leader, nodes = 1;
+  w->node = node;
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  w->local_rank = local_rank;
+  w->local_size = local_size;
+  leader = local_rank == 0;
+  if ((rc = MPI_Comm_split(w->data, leader ? 0 : MPI_UNDEFINED, w->rank, &w->leaders)) !=
+      MPI_SUCCESS)
+    return mpi_failed(w, rc, "MPI_Comm_split (the nodes' leaders)");
+  if (w->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(w->leaders, MPI_ERRORS_RETURN);
+  if ((rc = MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, w->data)) != MPI_SUCCESS)
+    return mpi_failed(w, rc, "MPI_Allreduce (counting the nodes)");
+  w->num_nodes = nodes;
+  return CNNB_OK;
+}
+
+static void free_nodes(mpi_world *w) {
+  if (w->node != MPI_COMM_NULL) MPI_Comm_free(&w->node);
+  if (w->leaders != MPI_COMM_NULL) MPI_Comm_free(&w->leaders);
+}
+
 static cnnb_status join_job(mpi_world *w) {
   promote_libmpi(w);
   int initialized = 0, finalized = 0, provided = 0, rc;
@@ -178,20 +213,17 @@ static cnnb_status join_job(mpi_world *w) {
     return mpi_failed(w, rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(w->data, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(w->control, MPI_ERRORS_RETURN);
-  int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  int rank = 0, size = 1;
   MPI_Comm_rank(w->data, &rank);
   MPI_Comm_size(w->data, &size);
+  w->rank = rank;
+  w->size = size;
   MPI_Comm node;
   if ((rc = MPI_Comm_split_type(w->data, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node)) !=
       MPI_SUCCESS)
     return mpi_failed(w, rc, "MPI_Comm_split_type");
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_size(node, &local_size);
-  MPI_Comm_free(&node);
-  w->rank = rank;
-  w->size = size;
-  w->local_rank = local_rank;
-  w->local_size = local_size;
+  cnnb_status st = adopt_node(w, node);
+  if (st != CNNB_OK) return st;
   w->acks = calloc((size_t)size, sizeof *w->acks);
   w->probes = calloc(2 * (size_t)size, sizeof *w->probes);
   if (!w->acks || !w->probes) return cnnb_error(w->ctx, CNNB_ENOMEM, "%s: out of memory", w->who);
@@ -211,6 +243,7 @@ static void leave_job(mpi_world *w) {
   }
   if (w->sum_bf16 != MPI_OP_NULL) MPI_Op_free(&w->sum_bf16);
   if (w->sum_fp16 != MPI_OP_NULL) MPI_Op_free(&w->sum_fp16);
+  free_nodes(w);
   if (w->data != MPI_COMM_NULL) MPI_Comm_free(&w->data);
   if (w->control != MPI_COMM_NULL) MPI_Comm_free(&w->control);
   if (w->owns_mpi) MPI_Finalize();
@@ -380,24 +413,29 @@ static cnnb_status grow_staging(mpi_world *w, int64_t count) {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* fp32: piece by piece, each summed in place. */
-static cnnb_status allreduce_fp32(mpi_world *w, float *buf, int64_t count, const char *what) {
-  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count);
+/* Elements of fp32 one call carries: PIECE_BYTES, or fewer for tests. */
+static int64_t fp32_piece(const mpi_world *w) {
+  return min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count);
+}
+
+/* fp32 over comm: piece by piece, each summed in place. */
+static cnnb_status allreduce_fp32(mpi_world *w, MPI_Comm comm, float *buf, int64_t count,
+                                  const char *doing, const char *what) {
+  int64_t piece = fp32_piece(w);
   cnnb_status st = CNNB_OK;
   for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
     MPI_Request req;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + at, (int)min64(piece, count - at), MPI_FLOAT,
-                            MPI_SUM, w->data, &req);
-    st = started(w, rc, &req, "all-reducing", what);
+                            MPI_SUM, comm, &req);
+    st = started(w, rc, &req, doing, what);
   }
   return st;
 }
 
 /* 16-bit: pieces packed into two staging halves in turn, so this rank packs the next
  * piece and unpacks the last while the current one travels (and another rank adds). */
-static cnnb_status allreduce_compact(mpi_world *w, float *buf, int64_t count, uint32_t format,
-                                     const char *what) {
-  static const char doing[] = "all-reducing";
+static cnnb_status allreduce_compact(mpi_world *w, MPI_Comm comm, float *buf, int64_t count,
+                                     uint32_t format, const char *doing, const char *what) {
   MPI_Op op = format == COMPACT16_FP16 ? w->sum_fp16 : w->sum_bf16;
   int64_t piece = min64(min64(PIECE_BYTES / (int64_t)sizeof(uint16_t), w->max_count), count);
   int64_t pieces = (count + piece - 1) / piece;
@@ -407,7 +445,7 @@ static cnnb_status allreduce_compact(mpi_world *w, float *buf, int64_t count, ui
   MPI_Request req;
   compact16_pack(format, buf, half[0], min64(piece, count));
   st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[0], (int)min64(piece, count),
-                                     MPI_UINT16_T, op, w->data, &req), doing, what);
+                                     MPI_UINT16_T, op, comm, &req), doing, what);
   for (int64_t k = 0; st == CNNB_OK && k < pieces; k++) {
     int64_t at = k * piece, next = at + piece;
     if (next < count) compact16_pack(format, buf + next, half[(k + 1) % 2], min64(piece, count - next));
@@ -415,31 +453,77 @@ static cnnb_status allreduce_compact(mpi_world *w, float *buf, int64_t count, ui
     if (next < count)
       st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[(k + 1) % 2],
                                          (int)min64(piece, count - next), MPI_UINT16_T, op,
-                                         w->data, &req), doing, what);
+                                         comm, &req), doing, what);
     compact16_unpack(format, half[k % 2], buf + at, min64(piece, count - at));
   }
   return st;
 }
 
+static cnnb_status allreduce_in(mpi_world *w, MPI_Comm comm, float *buf, int64_t count,
+                                uint32_t compact16, const char *doing, const char *what) {
+  return compact16 ? allreduce_compact(w, comm, buf, count, compact16, doing, what)
+                   : allreduce_fp32(w, comm, buf, count, doing, what);
+}
+
 static cnnb_status allreduce_mpi(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
                                  const char *what) {
-  return compact16 ? allreduce_compact(w, buf, count, compact16, what)
-                   : allreduce_fp32(w, buf, count, what);
+  return allreduce_in(w, w->data, buf, count, compact16, "all-reducing", what);
+}
+
+/* One call's sum over comm into its rank `root`; `me` is this rank's rank in comm. */
+static cnnb_status reduce_piece(mpi_world *w, MPI_Comm comm, int32_t me, float *buf, int n,
+                                int32_t root, const char *doing, const char *what) {
+  MPI_Request req;
+  int rc = me == root ? MPI_Ireduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, root, comm, &req)
+                      : MPI_Ireduce(buf, NULL, n, MPI_FLOAT, MPI_SUM, root, comm, &req);
+  return started(w, rc, &req, doing, what);
 }
 
 static cnnb_status reduce_mpi(mpi_world *w, float *buf, int64_t count, int32_t root,
                               const char *what) {
-  int64_t piece = min64(PIECE_BYTES / (int64_t)sizeof(float), w->max_count); /* as allreduce */
+  int64_t piece = fp32_piece(w); /* as allreduce */
+  cnnb_status st = CNNB_OK;
+  for (int64_t at = 0; st == CNNB_OK && at < count; at += piece)
+    st = reduce_piece(w, w->data, w->rank, buf + at, (int)min64(piece, count - at), root,
+                      "reducing", what);
+  return st;
+}
+
+/* Piece by piece, so a wait never spans more than one piece's trip between nodes: the
+ * node's ranks add theirs into the leader's (local rank 0), the leaders all-reduce it
+ * (16-bit when asked: the links between nodes are the slow ones), and each leader
+ * broadcasts the sum to its node. Every rank ends with its leader's floats, and the
+ * leaders with the same ones (one allreduce). Only leaders send between nodes, and each
+ * sends the range once instead of once per rank of its node. */
+static cnnb_status hierarchical_mpi(mpi_world *w, float *buf, int64_t count, uint32_t compact16,
+                                    const char *what) {
+  int64_t piece = fp32_piece(w);
+  bool leader = w->local_rank == 0;
   cnnb_status st = CNNB_OK;
   for (int64_t at = 0; st == CNNB_OK && at < count; at += piece) {
     int n = (int)min64(piece, count - at);
-    MPI_Request req;
-    int rc = w->rank == root
-                 ? MPI_Ireduce(MPI_IN_PLACE, buf + at, n, MPI_FLOAT, MPI_SUM, root, w->data, &req)
-                 : MPI_Ireduce(buf + at, NULL, n, MPI_FLOAT, MPI_SUM, root, w->data, &req);
-    st = started(w, rc, &req, "reducing", what);
+    if (w->local_size > 1)
+      st = reduce_piece(w, w->node, w->local_rank, buf + at, n, 0, "reducing within the node",
+                        what);
+    if (st == CNNB_OK && leader && w->num_nodes > 1)
+      st = allreduce_in(w, w->leaders, buf + at, n, compact16, "all-reducing across the nodes",
+                        what);
+    if (st == CNNB_OK && w->local_size > 1) {
+      MPI_Request req;
+      int rc = MPI_Ibcast(buf + at, n, MPI_FLOAT, 0, w->node, &req);
+      st = started(w, rc, &req, "broadcasting within the node", what);
+    }
   }
   return st;
+}
+
+/* For tests: nodes of `per_node` consecutive ranks. */
+static cnnb_status regroup_nodes(mpi_world *w, int32_t per_node) {
+  free_nodes(w);
+  MPI_Comm node;
+  int rc = MPI_Comm_split(w->data, w->rank / per_node, w->rank, &node);
+  if (rc != MPI_SUCCESS) return mpi_failed(w, rc, "MPI_Comm_split (test nodes)");
+  return adopt_node(w, node);
 }
 
 static cnnb_status bcast_mpi(mpi_world *w, void *buf, int64_t bytes, int32_t root,
@@ -497,6 +581,8 @@ static void leave_job(mpi_world *w) { (void)w; }
 /* Unreachable (the world is always of one), but the calls below must compile. */
 #define NO_MPI(...) (cnnb_error(w->ctx, CNNB_EINTERNAL, "%s: no MPI in this build", w->who))
 #define allreduce_mpi(w, buf, count, compact16, what) NO_MPI()
+#define hierarchical_mpi(w, buf, count, compact16, what) NO_MPI()
+#define regroup_nodes(w, per_node) NO_MPI()
 #define reduce_mpi(w, buf, count, root, what) NO_MPI()
 #define bcast_mpi(w, buf, bytes, root, what) NO_MPI()
 #define allgather_mpi(w, send, recv, bytes, what) NO_MPI()
@@ -515,10 +601,10 @@ static cnnb_status open_world(cnnb_ctx *ctx, const char *who, double timeout_s, 
   w->multithreaded = multithreaded;
   snprintf(w->who, sizeof w->who, "%s", who);
   w->timeout_s = timeout_s > 0 ? timeout_s : 60;
-  w->size = w->local_size = 1;
+  w->size = w->local_size = w->num_nodes = 1;
   w->max_count = INT_MAX;
 #if CNNB_HAVE_MPI
-  w->data = w->control = MPI_COMM_NULL;
+  w->data = w->control = w->node = w->leaders = MPI_COMM_NULL;
   w->sum_bf16 = w->sum_fp16 = MPI_OP_NULL;
   w->probe_in = MPI_REQUEST_NULL;
 #endif
@@ -597,6 +683,29 @@ cnnb_status mpi_world_allreduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int
                       (unsigned)compact16);
   if (w->size == 1 || count <= 0) return CNNB_OK;
   return allreduce_mpi(w, buf, count, compact16, what);
+}
+
+cnnb_status mpi_world_allreduce_sum_hierarchical(mpi_world *w, cnnb_ctx *ctx, float *buf,
+                                                 int64_t count, uint32_t compact16,
+                                                 const char *what) {
+  w->ctx = ctx;
+  cnnb_status st = check_usable(w, "all-reducing", what);
+  if (st != CNNB_OK) return st;
+  if (compact16 && compact16 != COMPACT16_BF16 && compact16 != COMPACT16_FP16)
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "all-reducing %s: no 16-bit format %u", what,
+                      (unsigned)compact16);
+  if (w->size == 1 || count <= 0) return CNNB_OK;
+  return hierarchical_mpi(w, buf, count, compact16, what);
+}
+
+cnnb_status mpi_world_set_ranks_per_node(mpi_world *w, cnnb_ctx *ctx, int32_t per_node) {
+  w->ctx = ctx;
+  cnnb_status st = check_usable(w, "regrouping", "the nodes");
+  if (st != CNNB_OK) return st;
+  if (per_node < 1)
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "%d ranks per node", (int)per_node);
+  if (w->size == 1) return CNNB_OK;
+  return regroup_nodes(w, per_node);
 }
 
 cnnb_status mpi_world_reduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,

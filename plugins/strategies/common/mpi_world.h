@@ -9,9 +9,10 @@
  *   the world is this one process and MPI is never initialised (no singleton daemon).
  * - Every collective is started non-blocking and waited on with a deadline of
  *   timeout_s. (Joining itself, MPI_Init_thread and the communicators' set-up, blocks as
- *   MPI does; mpirun ends a job one of whose processes dies there.) A rank that died (kill -9) or stopped answering (SIGSTOP) ends the wait
- *   with CNNB_ECOMM and a message naming it: on timeout the live ranks probe each other
- *   on a control communicator, and those that do not answer are named. From then on the
+ *   MPI does; mpirun ends a job one of whose processes dies there.) A rank that died
+ *   (kill -9) or stopped answering (SIGSTOP) ends the wait with CNNB_ECOMM and a
+ *   message naming it: on timeout the live ranks probe each other on a control
+ *   communicator spanning the world, and those that do not answer are named. From then on the
  *   world is broken: every call fails at once and close does not finalise (finalising
  *   waits for the lost rank); the process then exits non-zero and mpirun ends the job.
  * - Not thread-safe: one call at a time per world (a strategy with a communication
@@ -54,9 +55,11 @@ void mpi_world_close(mpi_world *w);
 int32_t mpi_world_rank(const mpi_world *w);
 int32_t mpi_world_size(const mpi_world *w);
 /* Processes on this rank's node, and this rank's index among them (MPI_Comm_split_type
- * shared); 1 and 0 in a world of one. */
+ * shared, ordered by rank); 1 and 0 in a world of one. */
 int32_t mpi_world_local_size(const mpi_world *w);
 int32_t mpi_world_local_rank(const mpi_world *w);
+/* Nodes in the job (1 in a world of one). */
+int32_t mpi_world_num_nodes(const mpi_world *w);
 
 /* The collectives. ctx: where a failure's message goes (the calling thread's own ctx).
  * `what` says what travels, for messages ("bucket 3 of step 12"). In a world of one they
@@ -70,6 +73,19 @@ cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t byte
  * in fp32; 0 sends fp32. */
 cnnb_status mpi_world_allreduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
                                     uint32_t compact16, const char *what);
+/* The same sum in three moves, for jobs whose nodes are joined by slower links than
+ * their ranks (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE): each node's ranks reduce into
+ * its leader (local rank 0), the leaders alone all-reduce across the nodes, and each
+ * leader broadcasts the sum to its node, piece by piece. Only one rank a node sends
+ * between nodes, once: a node of L ranks puts 1/L of a flat allreduce's bytes on its
+ * link. compact16 applies between the nodes only (within a node the values travel as
+ * fp32: 16 bits do not pay over shared memory). Every rank ends with the same floats.
+ * On one node it is a reduce and a broadcast; with one rank a node, the flat allreduce.
+ * Every wait is bounded as above, and a timeout names the lost ranks of the whole world,
+ * whatever part (node or leaders) the wait was in. */
+cnnb_status mpi_world_allreduce_sum_hierarchical(mpi_world *w, cnnb_ctx *ctx, float *buf,
+                                                 int64_t count, uint32_t compact16,
+                                                 const char *what);
 /* Sums buf[count] over every rank into root's buf (other ranks' buf is left as it was). */
 cnnb_status mpi_world_reduce_sum(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t count,
                                  int32_t root, const char *what);
@@ -80,5 +96,10 @@ cnnb_status mpi_world_barrier(mpi_world *w, cnnb_ctx *ctx, const char *what);
  * INT_MAX, MPI's int count, unless set. Larger buffers go in several calls, so a small
  * limit runs that path on small buffers. */
 void mpi_world_set_max_count(mpi_world *w, int32_t max_count);
+/* For tests: regroups the ranks into nodes of `per_node` consecutive ranks (the last
+ * node may have fewer), as if the job spanned several machines, so the hierarchical
+ * allreduce's steps between nodes run on one machine. Every rank must call it, with the
+ * same value; it blocks as MPI's communicator set-up does. */
+cnnb_status mpi_world_set_ranks_per_node(mpi_world *w, cnnb_ctx *ctx, int32_t per_node);
 
 #endif
