@@ -232,8 +232,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--ranks-per-node") == 0 && i + 1 < argc) per_node = atoi(argv[++i]);
     else if (strcmp(argv[i], "--hierarchical") == 0) hierarchical = true;
     else {
-      fprintf(stderr, "usage: mpi_world_check [--ranks-per-node K] [--stop-rank R [--hierarchical]] "
-              "[--timeout S]\n");
+      fprintf(stderr, "usage: mpi_world_check [--ranks-per-node K] "
+              "[--stop-rank R [--hierarchical]] [--timeout S]\n");
       return 2;
     }
   }

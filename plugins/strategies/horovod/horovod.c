@@ -7,7 +7,10 @@
  * arrive in reverse arena order and touch, so a fusion is one contiguous range), sums
  * the range over the ranks with one allreduce and scales it by 1/world. finish_step waits
  * for the last one. --compact_gradient_transfer sends 16 bits a value (fp16 under fp16
- * precision, else bf16) and adds in fp32 at every hop.
+ * precision, else bf16) and adds in fp32 at every hop. --horovod_hierarchical_allreduce
+ * (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE) sums in three moves instead: within each
+ * node to its leader, across the leaders only, then back within the node
+ * (mpi_world_allreduce_sum_hierarchical), so one rank a node sends between nodes.
  *
  * Every wait is bounded by --collective_timeout_s: a rank that died or stopped ends the
  * step with CNNB_ECOMM naming it (mpi_world.h). Run without mpirun it trains as one
@@ -26,6 +29,7 @@
 
 #define FUSION_FLAG "horovod_fusion_threshold"
 #define TIMELINE_FLAG "horovod_timeline"
+#define HIERARCHICAL_FLAG "horovod_hierarchical_allreduce"
 
 /* A bucket announced and not yet reduced: [offset, offset + count) of the arena, whose
  * host floats start at view. */
@@ -44,6 +48,7 @@ typedef struct horovod {
   timeline *timeline;
   int64_t fusion_bytes;
   uint32_t compact16;   /* 0, or the 16-bit format sent */
+  bool hierarchical;    /* --horovod_hierarchical_allreduce */
   char how[64];         /* the allreduce, for the timeline: "MPI bf16" */
   float scale;          /* 1 / world size */
   /* The step thread's count of steps (from 1) and of this step's buckets, and the range
@@ -62,6 +67,12 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       registry, FUSION_FLAG, CNNB_FLAG_INT, "67108864",
       "Fuse gradient buckets that are ready together into one allreduce of up to "
       "this many bytes (Horovod's HOROVOD_FUSION_THRESHOLD, 64 MiB); 0 sends each bucket alone.");
+  if (st != CNNB_OK) return st;
+  st = cnnb_flag_declare(
+      registry, HIERARCHICAL_FLAG, CNNB_FLAG_BOOL, "false",
+      "Sum gradients in three moves (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE): within each "
+      "node to its first rank, across those ranks only, then back within the node; one rank "
+      "a node sends between nodes. --compact_gradient_transfer then applies between nodes.");
   if (st != CNNB_OK) return st;
   return cnnb_flag_declare(
       registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
@@ -103,6 +114,7 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   pthread_mutex_init(&s->lock, NULL);
   s->ctx = ctx;
   s->fusion_bytes = fusion;
+  s->hierarchical = cnnb_flag_bool(ctx, HIERARCHICAL_FLAG);
   s->step = 1;
   uint32_t precision = CFG_HAS(cfg, precision) ? cfg->precision : CNNB_PRECISION_FP32;
   if (CFG_HAS(cfg, compact_gradient_transfer) && cfg->compact_gradient_transfer)
@@ -119,10 +131,20 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   }
   s->scale = 1.0f / (float)mpi_world_size(s->world);
   const char *sent = s->compact16 == CNNB_PRECISION_FP16 ? "fp16" : s->compact16 ? "bf16" : "fp32";
-  snprintf(s->how, sizeof s->how, "MPI %s", sent);
-  cnnb_log(ctx, CNNB_LOG_INFO, "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as %s%s",
-           (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world),
-           (double)fusion / (1 << 20), sent,
+  char hierarchy[160] = "";
+  if (s->hierarchical) {
+    snprintf(s->how, sizeof s->how, "MPI hierarchical, %s between nodes", sent);
+    snprintf(hierarchy, sizeof hierarchy, "; hierarchical allreduce over %d node%s (local rank "
+             "%d of %d: %s)", (int)mpi_world_num_nodes(s->world),
+             mpi_world_num_nodes(s->world) == 1 ? "" : "s", (int)mpi_world_local_rank(s->world),
+             (int)mpi_world_local_size(s->world),
+             mpi_world_local_rank(s->world) == 0 ? "the node's leader" : "not a leader");
+  } else {
+    snprintf(s->how, sizeof s->how, "MPI %s", sent);
+  }
+  cnnb_log(ctx, CNNB_LOG_INFO, "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as "
+           "%s%s%s%s", (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world),
+           (double)fusion / (1 << 20), sent, s->hierarchical ? " between nodes" : "", hierarchy,
            s->arenas.host_memory ? "" : ", staged through host memory");
   *out = s;
   return CNNB_OK;
@@ -184,7 +206,10 @@ static cnnb_status reduce_ready(void *arg, cnnb_ctx *ctx) {
   snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)first.step);
   timeline_allreduce_begin(s->timeline, TIMELINE_COMM_THREAD, first.step, buckets,
                            count * (int64_t)sizeof(float), s->how);
-  cnnb_status st = mpi_world_allreduce_sum(s->world, ctx, low.view, count, s->compact16, what);
+  cnnb_status st =
+      s->hierarchical
+          ? mpi_world_allreduce_sum_hierarchical(s->world, ctx, low.view, count, s->compact16, what)
+          : mpi_world_allreduce_sum(s->world, ctx, low.view, count, s->compact16, what);
   if (st == CNNB_OK && s->scale != 1.0f)
     for (int64_t i = 0; i < count; i++) low.view[i] *= s->scale;
   timeline_allreduce_end(s->timeline, TIMELINE_COMM_THREAD);
