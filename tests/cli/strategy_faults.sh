@@ -51,11 +51,12 @@ no_leftovers() {
 
 # What rank 0 (or rank 1's partner) says about a stopped rank 1, per strategy: the
 # collectives name it from their liveness probe; the asynchronous parameter server's
-# server thread names the rank that stopped pushing.
+# server thread names the rank that stopped pushing (or, when the signal lands while it
+# answers rank 1, the rank that stopped taking its answer).
 for case in "horovod|rank 1 stopped answering: no reply within $TIMEOUT s while all-reducing bucket" \
             "replicated|rank 1 stopped answering: no reply within $TIMEOUT s while" \
             "parameter_server|rank 1 stopped answering: no reply within $TIMEOUT s while" \
-            "parameter_server --cross_replica_sync=false|rank 1 stopped answering: no push to parameter server 0 within $TIMEOUT s"; do
+            "parameter_server --cross_replica_sync=false|rank 1 stopped answering: "; do
 strategy=${case%%|*} stopped_message=${case#*|}
 read -r -a extra <<<"$strategy"
 args=("${common[@]}" --variable_update="${extra[0]}" "${extra[@]:1}")

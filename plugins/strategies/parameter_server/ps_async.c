@@ -96,9 +96,9 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   MPI_Request req;
   int rc = MPI_Irecv(a->message, bytes, MPI_BYTE, source, TAG_PUSH, a->comm, &req);
   if (rc == MPI_SUCCESS && !wait_all(&req, 1, now_s() + s->timeout_s, &rc) && rc == MPI_SUCCESS)
-    return cnnb_error(a->server_ctx, CNNB_ECOMM, "parameter_server: rank %d stopped in the middle "
-                      "of a push (nothing more within %g s, --collective_timeout_s)", source,
-                      s->timeout_s);
+    return cnnb_error(a->server_ctx, CNNB_ECOMM, "rank %d stopped answering: its push to "
+                      "parameter server %d stopped half way (nothing more within %g s, "
+                      "--collective_timeout_s)", source, (int)s->rank, s->timeout_s);
   if (rc != MPI_SUCCESS) return mpi_error(a->server_ctx, rc, "receiving a push");
   push_header h;
   memcpy(&h, a->message, sizeof h);
@@ -126,9 +126,9 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   ps_shard_pack(shard, a->server_vars, a->reply);
   rc = MPI_Isend(a->reply, (int)shard->count, MPI_FLOAT, source, TAG_PULL, a->comm, &req);
   if (rc == MPI_SUCCESS && !wait_all(&req, 1, now_s() + s->timeout_s, &rc) && rc == MPI_SUCCESS)
-    return cnnb_error(a->server_ctx, CNNB_ECOMM, "parameter_server: rank %d does not take the "
-                      "values it pulled (nothing within %g s, --collective_timeout_s)", source,
-                      s->timeout_s);
+    return cnnb_error(a->server_ctx, CNNB_ECOMM, "rank %d stopped answering: it does not take "
+                      "the values it pulled from parameter server %d (nothing within %g s, "
+                      "--collective_timeout_s)", source, (int)s->rank, s->timeout_s);
   if (rc != MPI_SUCCESS) return mpi_error(a->server_ctx, rc, "answering a push");
   return CNNB_OK;
 }
