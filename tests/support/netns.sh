@@ -17,6 +17,8 @@
 #   netns_mpirun_bounded SECS NP ARGS...   the same under `timeout -s KILL SECS` (a hang
 #                          fails instead of holding CI; the ranks it leaves are killed
 #                          with the namespaces)
+#   netns_mpirun_argv NP   that mpirun command line, without the program, in the array
+#                          NETNS_MPIRUN_ARGV (to run it under /usr/bin/time)
 #   netns_sent_bytes       bytes the links' shapers have sent so far (all veth ends)
 #   netns_qdiscs           `tc -s qdisc show` of every link, for logs
 #   netns_down             removes everything now (the exit trap calls it)
@@ -199,10 +201,15 @@ netns_mpirun_bounded() {
   local secs=$1 np=$2 bound=()
   shift 2
   (( secs > 0 )) && bound=(timeout -s KILL "$secs")
-  "${bound[@]}" mpirun "${NETNS_MPI_FLAGS[@]}" --hostfile "$NETNS_DIR/hostfile" \
-    --mca plm_rsh_agent "$NETNS_DIR/agent" \
-    --mca btl_tcp_if_include "$NETNS_SUBNET" --mca oob_tcp_if_include "$NETNS_SUBNET" \
-    -np "$np" "$@"
+  netns_mpirun_argv "$np"
+  "${bound[@]}" "${NETNS_MPIRUN_ARGV[@]}" "$@"
+}
+# netns_mpirun_argv NP: the mpirun command line (without the program) in the array
+# NETNS_MPIRUN_ARGV, for callers that run it under another program (/usr/bin/time).
+netns_mpirun_argv() {
+  NETNS_MPIRUN_ARGV=(mpirun "${NETNS_MPI_FLAGS[@]}" --hostfile "$NETNS_DIR/hostfile"
+    --mca plm_rsh_agent "$NETNS_DIR/agent"
+    --mca btl_tcp_if_include "$NETNS_SUBNET" --mca oob_tcp_if_include "$NETNS_SUBNET" -np "$1")
 }
 
 netns_sent_bytes() {
