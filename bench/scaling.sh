@@ -18,7 +18,7 @@
 # rank's images (global batch over rank 0's step time); independent ranks are separate
 # worlds that each report, and their reports are summed.
 #
-# Beside the runs, bench/mpi_allreduce (MPI_Allreduce, 4 KiB to --allreduce-max) runs over
+# Beside the runs, `allreduce_bench mpi` (MPI_Allreduce, 4 KiB to --allreduce-max) runs over
 # each link, for bench/scaling_model.py --validate (the alpha-beta model against these
 # links). For the netns rows the table also gives the bytes the shapers carried per step.
 #
@@ -65,7 +65,7 @@ source "$REPO/tests/support/mpi.sh"
 source "$REPO/tests/support/netns.sh"
 bench_prepare
 PLUGINS="$BUILD/lib/cnnbench/plugins"
-ALLREDUCE_BIN="$BUILD/bin/mpi_allreduce"
+ALLREDUCE_BIN="$BUILD/bin/allreduce_bench"
 OUT=${OUT:-$BUILD/bench-results/scaling-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -153,7 +153,7 @@ allreduce_sweep() { # allreduce_sweep LABEL LAUNCH...
   local label=$1; shift
   [ "$ALLREDUCE" = 1 ] && [ -x "$ALLREDUCE_BIN" ] || return 0
   echo "== MPI_Allreduce over $label"
-  "$@" "$ALLREDUCE_BIN" --min_bytes=4096 --max_bytes="$ALLREDUCE_MAX" \
+  "$@" "$ALLREDUCE_BIN" mpi --min_bytes=4096 --max_bytes="$ALLREDUCE_MAX" \
     > "$OUT/allreduce-$label.txt" 2>&1 || echo "   (failed: see $OUT/allreduce-$label.txt)"
   tail -n 4 "$OUT/allreduce-$label.txt"
 }
@@ -222,7 +222,7 @@ label() {
     for f in "$OUT"/allreduce-*.txt; do
       [ -e "$f" ] || continue
       echo "$(basename "$f" .txt | sed 's/^allreduce-//'):"
-      grep -E '^ +[0-9]' "$f" | tail -n 3
+      grep -E '^ +[0-9]' "$f" | tail -n 3 | awk '{printf "  %10s B  %10s us  busbw %s GB/s\n", $1, $5, $7}'
     done
     echo '```'
     if command -v python3 >/dev/null; then

@@ -71,7 +71,7 @@ Usage
                    [--batch=32] [--steps=5] [--warmup=1] [--threads=2] [--compute=CSV]
       measures the compute here and (re)writes the CSV
   scaling_model.py --validate FILE... [--step-s=S --model=resnet50 --batch=B]
-      fits alpha and beta to bench/mpi_allreduce outputs (bench/scaling.sh writes them,
+      fits alpha and beta to `allreduce_bench mpi` outputs (bench/scaling.sh writes them,
       one per link) and compares the model's allreduce time with each measured size;
       with --step-s, predicts the 2-rank efficiency of a model on each of those links
 """
@@ -506,15 +506,18 @@ def measure(opts):
 
 # --- validation against measured allreduces ---------------------------------------------
 def read_allreduce(path):
+    """(ranks, [(bytes, seconds)]) from `allreduce_bench mpi` output: a title line
+    "# MPI_Allreduce across N ranks ..." and rows: size count type redop time(us) algbw
+    busbw #wrong."""
     ranks, points = None, []
     with open(path) as f:
         for line in f:
-            m = re.match(r"# mpi_allreduce: (\d+) ranks", line)
+            m = re.match(r"# MPI_Allreduce across (\d+) ranks", line)
             if m:
                 ranks = int(m.group(1))
             fields = line.split()
-            if len(fields) == 5 and fields[0].isdigit():
-                points.append((int(fields[0]), float(fields[2]) * 1e-6))
+            if len(fields) == 8 and fields[0].isdigit():
+                points.append((int(fields[0]), float(fields[4]) * 1e-6))
     return ranks, points
 
 
@@ -535,7 +538,7 @@ def fit_alpha_beta(n, points):
 
 
 def validate(files, opts, compute, cnnbench):
-    print("Alpha-beta fitted to MPI_Allreduce over each link (bench/mpi_allreduce, 2 ranks):")
+    print("Alpha-beta fitted to MPI_Allreduce over each link (`allreduce_bench mpi`, 2 ranks):")
     print()
     print("| link | alpha | beta (busbw) | shaped rate | beta / rate | worst misfit (size) |")
     print("|---|---:|---:|---:|---:|---|")
