@@ -65,8 +65,10 @@ The model
     across nodes it is horovod's ring (nccl across ranks), so it is not listed apart.
 
 Usage
-  scaling_model.py [--compute=bench/scaling_compute.csv] [--cnnbench=PATH]
-      prints the tables (markdown)
+  scaling_model.py [--compute=bench/scaling_compute.csv] [--cnnbench=PATH] [--speedup=1]
+      prints the tables (markdown); --speedup=F divides every reference compute time by F,
+      for a device F times faster than a P100 (the faster the device, the larger the share
+      of the step that communication takes)
   scaling_model.py --measure [--cnnbench=PATH] [--models=resnet50,inception3,vgg16,alexnet,resnet101]
                    [--batch=32] [--steps=5] [--warmup=1] [--threads=2] [--compute=CSV]
       measures the compute here and (re)writes the CSV
@@ -195,9 +197,19 @@ def model_info(cnnbench, model):
     return layers, params, max(p for p, _ in layers), gflops
 
 
+SPEEDUP = 1.0  # --speedup: a device this many times faster than the reference computes
+
+
 def gpu_step_s(model, compute, gpu, batch):
-    """Reference compute per step at `batch` per device on `gpu` (P100 or K80), and how
-    it was obtained."""
+    """Reference compute per step at `batch` per device on `gpu` (P100 or K80), divided
+    by --speedup, and how it was obtained."""
+    t, how = reference_step_s(model, compute, gpu, batch)
+    if SPEEDUP != 1.0:
+        return t / SPEEDUP, f"{how}, / {SPEEDUP:g} (--speedup)"
+    return t, how
+
+
+def reference_step_s(model, compute, gpu, batch):
     table = P100_IPS if gpu == "P100" else K80_IPS
     if model in table:
         b, ips = table[model]
@@ -358,7 +370,8 @@ def print_links():
 
 
 def predictions(compute, cnnbench, models):
-    print("Predicted weak-scaling efficiency on P100-class devices, nodes of 8 GPUs joined by "
+    faster = f" computing {SPEEDUP:g}x faster than a P100 (--speedup)" if SPEEDUP != 1.0 else ""
+    print(f"Predicted weak-scaling efficiency on P100-class devices{faster}, nodes of 8 GPUs joined by "
           "NVLink 2 (a DGX-1V's links; only the network changes between rows), batch 64 per "
           "device (AlexNet 512), fp32 gradients:")
     print()
@@ -554,9 +567,9 @@ def validate(files, opts, compute, cnnbench):
         miss = ring(worst[0], n, beta, alpha) / worst[1] - 1
         m = re.search(r"(\d+)(g|m)bit", label)
         rate = int(m.group(1)) * (1e9 if m.group(2) == "g" else 1e6) / 8 if m else None
-        print(f"| {label} | {alpha * 1e6:.0f} us | {beta / 1e9:.3f} GB/s | "
-              f"{rate / 1e9 if rate else float('nan'):.3f} GB/s | "
-              f"{beta / rate if rate else float('nan'):.2f} | {100 * miss:+.0f}% ({worst[0]} B) |")
+        shaped = f"{rate / 1e9:.3f} GB/s | {beta / rate:.2f}" if rate else "(unshaped) | -"
+        print(f"| {label} | {alpha * 1e6:.0f} us | {beta / 1e9:.3f} GB/s | {shaped} | "
+              f"{100 * miss:+.0f}% ({worst[0]} B) |")
         fitted.append((label, n, alpha, beta))
     print()
     step_s = opts.get("step-s")
@@ -589,7 +602,7 @@ def parse_args(argv):
         else:
             files.append(a)
     known = {"compute", "cnnbench", "measure", "models", "batch", "steps", "warmup", "threads",
-             "validate", "step-s", "model", "help"}
+             "validate", "step-s", "model", "speedup", "help"}
     for key in opts:
         if key not in known:
             sys.exit(f"scaling_model.py: unknown option --{key} (known: "
@@ -599,6 +612,8 @@ def parse_args(argv):
 
 def main(argv):
     opts, files = parse_args(argv)
+    global SPEEDUP
+    SPEEDUP = float(opts.get("speedup", 1.0))
     if "help" in opts:
         print(__doc__)
         return
