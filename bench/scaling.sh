@@ -23,18 +23,19 @@
 # links). For the netns rows the table also gives the bytes the shapers carried per step.
 #
 # Usage: bench/scaling.sh [--build=DIR] [--model=resnet50] [--batch=8] [--warmup=2]
-#                         [--steps=5] [--strategies="independent replicated parameter_server horovod"]
+#                         [--steps=5] [--repeat=1] [--strategies="independent replicated parameter_server horovod"]
 #                         [--placements="inprocess ranks netns"] [--rates="1gbit 10gbit"]
 #                         [--allreduce-max=268435456] [--no-allreduce] [--out=DIR]
 # At batch 8 a ResNet-50 step on one thread takes about 2 s: each run (2 warm-up + 5
 # timed steps, plus set-up) about 30 s, all of them 10-15 minutes on an idle 2-core
-# machine. Logs and summary.md land in --out (default $BUILD/bench-results/scaling-...).
+# machine. --repeat=N runs each configuration N times and keeps the fastest (on a machine
+# others share, the run that had the cores to itself), the reference included. Logs and summary.md land in --out (default $BUILD/bench-results/scaling-...).
 # The build is brought up to date first (NO_BUILD=1 in the environment skips that).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${CNNB_BUILD:-$REPO/build-bench}
-MODEL=resnet50 BATCH=8 WARMUP=2 STEPS=5 OUT="" ALLREDUCE=1 ALLREDUCE_MAX=268435456
+MODEL=resnet50 BATCH=8 WARMUP=2 STEPS=5 REPEAT=1 OUT="" ALLREDUCE=1 ALLREDUCE_MAX=268435456
 STRATEGIES="independent replicated parameter_server horovod"
 PLACEMENTS="inprocess ranks netns" RATES="1gbit 10gbit"
 for a in "$@"; do
@@ -44,6 +45,7 @@ for a in "$@"; do
     --batch=*) BATCH=${a#*=} ;;
     --warmup=*) WARMUP=${a#*=} ;;
     --steps=*) STEPS=${a#*=} ;;
+    --repeat=*) REPEAT=${a#*=} ;;
     --strategies=*) STRATEGIES=${a#*=} ;;
     --placements=*) PLACEMENTS=${a#*=} ;;
     --rates=*) RATES=${a#*=} ;;
@@ -92,7 +94,7 @@ fi
   echo
   machine_info
   echo "- OpenMPI: $(mpirun --version 2>/dev/null | head -1)"
-  echo "- Steps: $WARMUP warm-up + $STEPS timed per run; fp32, momentum SGD, synthetic data"
+  echo "- Steps: $WARMUP warm-up + $STEPS timed per run, the fastest of $REPEAT run(s) per row; fp32, momentum SGD, synthetic data"
   echo "- Strategies built: ${present[*]:-none}${missing[*]:+; not built (skipped): ${missing[*]}}"
   [ "$netns_ok" = 1 ] || [[ " $PLACEMENTS " != *" netns "* ]] || echo "- Namespaced hosts skipped: $netns_why"
 } > "$OUT/header.md"
@@ -107,27 +109,41 @@ declare -A IPS CPU BUSY NOTE BPS
 ROWS=()
 # Busy jiffies and all jiffies of the whole machine (every process, ours or not).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
-# measure KEY LOG CMD...: runs CMD under /usr/bin/time -v into LOG; keeps the sum of the
-# reports' total images/sec (one report per world), the CPU share of the run (the ranks'
-# own "rank CPU" lines when there are some, else /usr/bin/time's), how busy the machine
-# was meanwhile (100 per core), or why the run failed.
+# measure KEY LOG CMD...: runs CMD --repeat times under /usr/bin/time -v (LOG.1, LOG.2,
+# ...) and keeps the fastest run: the sum of its reports' total images/sec (one report
+# per world), its CPU share (the ranks' own "rank CPU" lines when there are some, else
+# /usr/bin/time's), how busy the machine was meanwhile (100 per core), the bytes per step
+# the shapers carried (namespaced runs), or why the runs failed.
 measure() {
-  local key=$1 log=$2 t0 t1; shift 2
+  local key=$1 log=$2 r t0 t1 ips busy cpu bytes sent_before=0; shift 2
   ROWS+=("$key")
-  echo "$*" > "$log"
-  read -r -a t0 < <(machine_ticks)
-  if "$TIME" -v "$@" >> "$log" 2>&1; then
-    IPS[$key]=$(awk '/total images\/sec:/ {s += $3; n++} END {if (n) printf "%.2f", s}' "$log")
-    [ -n "${IPS[$key]}" ] || NOTE[$key]="no report in the log"
-  else
-    NOTE[$key]="failed: $(grep -m1 -iE 'error|refus|not supported|unknown' "$log" | cut -c1-140)"
-  fi
-  read -r -a t1 < <(machine_ticks)
-  BUSY[$key]=$(awk -v b=$((t1[0] - t0[0])) -v a=$((t1[1] - t0[1])) -v n="$(nproc --all)" \
-    'BEGIN { if (a > 0) printf "%.0f", 100 * n * b / a }')
-  CPU[$key]=$(awk '/^rank CPU [0-9]+%/ {s += $3; n++} END {if (n) print s}' "$log")
-  [ -n "${CPU[$key]}" ] || CPU[$key]=$(cpu_pct "$log")
-  echo "   ${IPS[$key]:-${NOTE[$key]}}; CPU ${CPU[$key]:-?}% (machine ${BUSY[$key]:-?}%)"
+  for ((r = 1; r <= REPEAT; r++)); do
+    echo "$*" > "$log.$r"
+    read -r -a t0 < <(machine_ticks)
+    [[ $key == */netns-* ]] && sent_before=$(netns_sent_bytes)
+    ips=""
+    if "$TIME" -v "$@" >> "$log.$r" 2>&1; then
+      ips=$(awk '/total images\/sec:/ {s += $3; n++} END {if (n) printf "%.2f", s}' "$log.$r")
+      [ -n "$ips" ] || NOTE[$key]="no report in the log"
+    else
+      NOTE[$key]="failed: $(grep -m1 -iE 'error|refus|not supported|unknown' "$log.$r" | cut -c1-140)"
+    fi
+    read -r -a t1 < <(machine_ticks)
+    busy=$(awk -v b=$((t1[0] - t0[0])) -v a=$((t1[1] - t0[1])) -v n="$(nproc --all)" \
+      'BEGIN { if (a > 0) printf "%.0f", 100 * n * b / a }')
+    cpu=$(awk '/^rank CPU [0-9]+%/ {s += $3; n++} END {if (n) print s}' "$log.$r")
+    [ -n "$cpu" ] || cpu=$(cpu_pct "$log.$r")
+    # Each byte passes two shapers (out of one host, into the other).
+    [[ $key == */netns-* ]] && bytes=$(awk -v b=$(( $(netns_sent_bytes) - sent_before )) \
+      -v n=$((WARMUP + STEPS)) 'BEGIN { printf "%.1f", b / 2 / n / 1e6 }')
+    echo "   run $r: ${ips:-${NOTE[$key]:-}}; CPU ${cpu:-?}% (machine ${busy:-?}%)"
+    if [ -n "$ips" ] && awk -v a="$ips" -v b="${IPS[$key]:-0}" 'BEGIN { exit !(a > b) }'; then
+      IPS[$key]=$ips CPU[$key]=$cpu BUSY[$key]=$busy BPS[$key]=${bytes:-}
+      unset "NOTE[$key]"
+    elif [ -z "${IPS[$key]:-}" ]; then
+      CPU[$key]=$cpu BUSY[$key]=$busy
+    fi
+  done
 }
 
 echo "== baseline: 1 process, 1 replica, independent"
@@ -168,14 +184,10 @@ if [ "$netns_ok" = 1 ]; then
     netns_shape "$rate" || die "cannot shape the links at $rate"
     for s in "${present[@]}"; do
       echo "== $s: 2 ranks on 2 namespaced hosts, links at $rate"
-      before=$(netns_sent_bytes)
       netns_mpirun_argv 2
       measure "$s/netns-$rate" "$OUT/$s-netns-$rate.log" env OMP_NUM_THREADS=1 timeout -s KILL 900 \
         "${NETNS_MPIRUN_ARGV[@]}" "${RANK_TIME[@]}" "$CNNBENCH" "${common[@]}" \
         --num_intra_threads=1 --variable_update="$s"
-      # Each byte passes two shapers (out of one host, into the other).
-      BPS[$s/netns-$rate]=$(awk -v b=$(( $(netns_sent_bytes) - before )) -v n=$((WARMUP + STEPS)) \
-        'BEGIN { printf "%.1f", b / 2 / n / 1e6 }')
     done
     allreduce_sweep "netns-$rate" netns_mpirun_bounded 900 2
     netns_qdiscs > "$OUT/qdiscs-$rate.txt"

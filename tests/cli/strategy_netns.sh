@@ -9,7 +9,7 @@
 #     crosses the shapers (their sent-bytes counters grow by at least the bytes it must
 #     move), sums exactly, and cannot beat the rate: 32 MiB at 1 Gbit/s takes at least
 #     268 ms, so a bus bandwidth above 1.15 x 0.125 GB/s means the traffic was not shaped
-#     (unshaped, this machine's veths carry 0.6-1.3 GB/s). One-sided: a slow machine passes.
+#     (unshaped, this machine's veths carried 0.3-1.3 GB/s). One-sided: a slow machine passes.
 #  3. cnnbench across the namespaces with --variable_update=independent (each process
 #     trains alone: proves that the plugins, the data and the environment reach ranks in
 #     other namespaces).
@@ -44,13 +44,13 @@ tmp=$NETNS_DIR
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# where_log FILE: "RANK NETNS" per rank, from the lines the wrapper below prints.
-where() { sed -n 's/^where: rank \([0-9]*\) host [^ ]* netns \([^ ]*\)$/\1 \2/p' "$1" | sort -n; }
-# expect_spread FILE WHAT: rank r ran in host r's namespace, for r = 0, 1.
+# where FILE: "RANK HOSTNAME NETNS" per rank, from the lines the wrapper below prints.
+where() { sed -n 's/^where: rank \([0-9]*\) host \([^ ]*\) netns \([^ ]*\)$/\1 \2 \3/p' "$1" | sort -n; }
+# expect_spread FILE WHAT: rank r ran in host r's namespace, under its host name, r = 0, 1.
 expect_spread() {
   local got want
   got=$(where "$1" | tr '\n' ' ')
-  want="0 ${NETNS_NAMES[0]} 1 ${NETNS_NAMES[1]} "
+  want="0 ${NETNS_NAMES[0]} ${NETNS_NAMES[0]} 1 ${NETNS_NAMES[1]} ${NETNS_NAMES[1]} "
   [ "$got" = "$want" ] || { fail "$2: ranks ran in '$got', expected '$want'"; return 1; }
 }
 cat > "$tmp/where" <<'EOF'
