@@ -21,6 +21,9 @@ packages=(
   libturbojpeg0-dev   # libjpeg-turbo: the ImageNet datasource's JPEG decoding
   libopenmpi-dev      # MPI headers, mpicc (FindMPI): the MPI strategies
   openmpi-bin         # mpirun, to run them
+  iproute2            # ip, tc: several MPI hosts on one machine (network namespaces joined
+                      # by a bridge, links shaped with tc) for tests/cli/strategy_netns.sh
+                      # and bench/scaling.sh
 )
 packages+=("$@")
 
