@@ -149,6 +149,24 @@ for strategy in horovod parameter_server replicated; do
     fail "$strategy across the namespaces failed:"; cat "$log"
   fi
 done
+# Horovod's hierarchical allreduce with 2 ranks on each of the 2 hosts: within a host the
+# ranks meet through shared memory, only the hosts' leaders cross the shaped link; the
+# result is still 1 process of the whole batch (4 ranks x 2 = 8).
+if [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ] && [ -n "$reference" ]; then
+  log="$tmp/hierarchical.log"
+  if CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/data" CNNB_PARAMS_OUT="$tmp/hierarchical" \
+       netns_mpirun_bounded 240 4 "${TRAIN_PARAMS:?}" "${seq_args[@]}" --batch_size=2 \
+       --variable_update=horovod --horovod_hierarchical_allreduce > "$log" 2>&1; then
+    failed_before=$failures
+    [ "$(grep -c "hierarchical allreduce over 2 nodes" "$log")" -eq 4 ] \
+      || { fail "hierarchical: not every rank sees 2 nodes"; cat "$log"; }
+    "${PARAMS_COMPARE:?}" 1e-5 "$reference.0.0" "$tmp/hierarchical".*.* \
+      || fail "hierarchical: final parameters differ from 1 replica at batch 8"
+    (( failures == failed_before )) && echo "ok: horovod --horovod_hierarchical_allreduce, 2 hosts x 2 ranks, parameters as 1 process"
+  else
+    fail "hierarchical horovod across the namespaces failed:"; cat "$log"
+  fi
+fi
 ((${#skipped[@]})) && echo "skipped (plugin not built in $CNNB_PLUGIN_DIR): ${skipped[*]}"
 
 if ((failures)); then
