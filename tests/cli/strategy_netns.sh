@@ -56,7 +56,9 @@ expect_spread() {
 cat > "$tmp/where" <<'EOF'
 #!/bin/sh
 # Says where this rank runs, then becomes the command.
-echo "where: rank ${OMPI_COMM_WORLD_RANK:-?} host $(hostname) netns $(ip netns identify)"
+# The leading newline: the other rank's output shares mpirun's stdout, and a line of it
+# still open (no newline yet) would otherwise run into this one.
+printf '\nwhere: rank %s host %s netns %s\n' "${OMPI_COMM_WORLD_RANK:-?}" "$(hostname)" "$(ip netns identify)"
 exec "$@"
 EOF
 chmod +x "$tmp/where"

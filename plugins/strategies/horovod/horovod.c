@@ -1,21 +1,26 @@
 /* horovod — Horovod-style data parallelism: one replica per MPI process, gradients
  * averaged by MPI allreduce while backward is still running.
  *
- * Each bucket the executor announces goes to the communication thread at once. When the
- * thread comes round it takes every bucket that is ready by then, fuses the adjacent
- * ones up to --horovod_fusion_threshold bytes (Horovod's tensor fusion; the buckets
- * arrive in reverse arena order and touch, so a fusion is one contiguous range), sums
- * the range over the ranks with one allreduce and scales it by 1/world. finish_step waits
- * for the last one. --compact_gradient_transfer sends 16 bits a value (fp16 under fp16
- * precision, else bf16) and adds in fp32 at every hop. --horovod_hierarchical_allreduce
- * (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE) sums in three moves instead: within each
- * node to its leader, across the leaders only, then back within the node
- * (mpi_world_allreduce_sum_hierarchical), so one rank a node sends between nodes.
+ * Buckets the executor announces are fused, in the order they come, into groups of up to
+ * --horovod_fusion_threshold bytes (Horovod's tensor fusion; the buckets arrive in
+ * reverse arena order and touch, so a group is one contiguous range), and each group
+ * goes to the communication thread as soon as it is complete, which sums it over the
+ * ranks with one allreduce and scales it by 1/world while backward goes on. finish_step
+ * waits for the last one. The groups must be the same on every rank (an allreduce of
+ * different ranges would mix unrelated gradients, or fail with MPI_ERR_TRUNCATE), so
+ * they depend only on the buckets' sizes, never on timing: Horovod negotiates the same
+ * agreement through its coordinator. In the first step a group is known complete when
+ * the next bucket does not fit (or backward ends); from then on the groups of the first
+ * step are reused, so each leaves with its last bucket. --compact_gradient_transfer
+ * sends 16 bits a value (fp16 under fp16 precision, else bf16) and adds in fp32 at every
+ * hop. --horovod_hierarchical_allreduce (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE) sums
+ * in three moves instead: within each node to its leader, across the leaders only, then
+ * back within the node (mpi_world_allreduce_sum_hierarchical), so one rank a node sends
+ * between nodes.
  *
  * Every wait is bounded by --collective_timeout_s: a rank that died or stopped ends the
  * step with CNNB_ECOMM naming it (mpi_world.h). Run without mpirun it trains as one
  * process. */
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +38,14 @@
 
 /* A bucket announced and not yet reduced: [offset, offset + count) of the arena, whose
  * host floats start at view. */
-typedef struct bucket {
-  float *view;
+/* A group of fused buckets: one allreduce. */
+typedef struct group {
+  struct horovod *s;
+  float *view;            /* host floats of [offset, offset + count) */
   int64_t offset, count;
   int64_t step;
-  int32_t index; /* 1-based within its step */
-} bucket;
+  int32_t first, last;    /* its buckets' numbers within the step, from 1 */
+} group;
 
 typedef struct horovod {
   cnnb_ctx *ctx;
@@ -56,10 +63,16 @@ typedef struct horovod {
   int64_t step;
   int32_t buckets;
   int64_t announced_lo, announced_hi;
-  /* Announced buckets not yet taken by the communication thread, oldest first. */
-  pthread_mutex_t lock;
-  bucket *ready;
-  int32_t ready_head, ready_count, ready_cap;
+  /* This step's groups: [0, posted) went to the communication thread (which reads
+   * them until finish_step's wait), `open` is the one being filled. One per bucket at
+   * most, and a bucket holds at least one variable: max_groups = variables + 1. */
+  group *groups;
+  int32_t max_groups, posted;
+  bool open;
+  /* The first step's groups, by their last bucket's number: where later steps close. */
+  int32_t *plan_last;
+  int32_t plan_groups;
+  bool planned;
 } horovod;
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
@@ -88,8 +101,8 @@ static void destroy(void *strategy) {
   timeline_close(s->timeline);
   mpi_world_close(s->world);
   replica_arenas_free(&s->arenas);
-  pthread_mutex_destroy(&s->lock);
-  free(s->ready);
+  free(s->groups);
+  free(s->plan_last);
   free(s);
 }
 
@@ -111,8 +124,18 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
                       FUSION_FLAG, (long long)fusion);
   horovod *s = calloc(1, sizeof *s);
   if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "horovod: out of memory");
-  pthread_mutex_init(&s->lock, NULL);
   s->ctx = ctx;
+  /* A bucket holds at least one variable; a host older than 1.4 does not say how many
+   * there are, and no model has more than this bound. */
+  s->max_groups = CFG_HAS(cfg, num_variables) ? cfg->num_variables + 1 : 65536;
+  s->groups = calloc((size_t)s->max_groups, sizeof *s->groups);
+  s->plan_last = calloc((size_t)s->max_groups, sizeof *s->plan_last);
+  if (!s->groups || !s->plan_last) {
+    free(s->groups);
+    free(s->plan_last);
+    free(s);
+    return cnnb_error(ctx, CNNB_ENOMEM, "horovod: out of memory");
+  }
   s->fusion_bytes = fusion;
   s->hierarchical = cnnb_flag_bool(ctx, HIERARCHICAL_FLAG);
   s->step = 1;
@@ -172,82 +195,55 @@ static cnnb_status allgather(void *strategy, const void *send, void *recv, int64
   return mpi_world_allgather(s->world, s->ctx, send, recv, bytes, "the host's per-rank values");
 }
 
-/* [communication thread] Takes the oldest ready bucket and the ones after it that extend
- * it downwards within the fusion threshold, reduces them as one range and averages it.
- * A job whose bucket an earlier job already took finds nothing and returns. ctx is the
+/* [communication thread] Sums one group over the ranks and averages it. ctx is the
  * thread's own (comm_thread.h): the allreduce records its failure there. */
-static cnnb_status reduce_ready(void *arg, cnnb_ctx *ctx) {
-  horovod *s = arg;
-  pthread_mutex_lock(&s->lock);
-  if (s->ready_count == 0) {
-    pthread_mutex_unlock(&s->lock);
-    return CNNB_OK;
-  }
-  bucket first = s->ready[s->ready_head], low = first;
-  int32_t taken = 1;
-  while (taken < s->ready_count) {
-    bucket next = s->ready[(s->ready_head + taken) % s->ready_cap];
-    int64_t fused = first.offset + first.count - next.offset;
-    if (next.offset + next.count != low.offset || fused * (int64_t)sizeof(float) > s->fusion_bytes)
-      break;
-    low = next;
-    taken++;
-  }
-  s->ready_head = (s->ready_head + taken) % s->ready_cap;
-  s->ready_count -= taken;
-  pthread_mutex_unlock(&s->lock);
-
-  int64_t count = first.offset + first.count - low.offset;
+static cnnb_status reduce_group(void *arg, cnnb_ctx *ctx) {
+  group *g = arg;
+  horovod *s = g->s;
   char buckets[64], what[96];
-  if (taken == 1)
-    snprintf(buckets, sizeof buckets, "bucket %d", (int)first.index);
+  if (g->first == g->last)
+    snprintf(buckets, sizeof buckets, "bucket %d", (int)g->first);
   else
-    snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)first.index, (int)low.index);
-  snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)first.step);
-  timeline_allreduce_begin(s->timeline, TIMELINE_COMM_THREAD, first.step, buckets,
-                           count * (int64_t)sizeof(float), s->how);
+    snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)g->first, (int)g->last);
+  snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)g->step);
+  timeline_allreduce_begin(s->timeline, TIMELINE_COMM_THREAD, g->step, buckets,
+                           g->count * (int64_t)sizeof(float), s->how);
   cnnb_status st =
       s->hierarchical
-          ? mpi_world_allreduce_sum_hierarchical(s->world, ctx, low.view, count, s->compact16, what)
-          : mpi_world_allreduce_sum(s->world, ctx, low.view, count, s->compact16, what);
+          ? mpi_world_allreduce_sum_hierarchical(s->world, ctx, g->view, g->count, s->compact16, what)
+          : mpi_world_allreduce_sum(s->world, ctx, g->view, g->count, s->compact16, what);
   if (st == CNNB_OK && s->scale != 1.0f)
-    for (int64_t i = 0; i < count; i++) low.view[i] *= s->scale;
+    for (int64_t i = 0; i < g->count; i++) g->view[i] *= s->scale;
   timeline_allreduce_end(s->timeline, TIMELINE_COMM_THREAD);
   return st;
 }
 
-static cnnb_status queue_bucket(horovod *s, bucket b) {
-  pthread_mutex_lock(&s->lock);
-  if (s->ready_count == s->ready_cap) {
-    int32_t cap = s->ready_cap ? 2 * s->ready_cap : 64;
-    bucket *grown = malloc((size_t)cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&s->lock);
-      cnnb_status st = comm_thread_wait(s->comm); /* a failed allreduce is the cause */
-      return st != CNNB_OK ? st : cnnb_error(s->ctx, CNNB_ENOMEM, "out of memory queueing buckets");
-    }
-    for (int32_t i = 0; i < s->ready_count; i++)
-      grown[i] = s->ready[(s->ready_head + i) % s->ready_cap];
-    free(s->ready);
-    s->ready = grown;
-    s->ready_head = 0;
-    s->ready_cap = cap;
-  }
-  s->ready[(s->ready_head + s->ready_count) % s->ready_cap] = b;
-  s->ready_count++;
-  pthread_mutex_unlock(&s->lock);
-  return comm_thread_post(s->comm, reduce_ready, s);
+/* [step thread] The open group is complete: to the communication thread. */
+static cnnb_status post_group(horovod *s) {
+  if (!s->open) return CNNB_OK;
+  group *g = &s->groups[s->posted++];
+  s->open = false;
+  if (!s->planned) s->plan_last[s->plan_groups++] = g->last;
+  return comm_thread_post(s->comm, reduce_group, g);
+}
+
+/* Whether bucket `index` ends a group in the first step's plan. */
+static bool plan_ends_group_at(const horovod *s, int32_t index) {
+  for (int32_t i = 0; i < s->plan_groups; i++)
+    if (s->plan_last[i] == index) return true;
+  return false;
 }
 
 static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t offset, int64_t count) {
   horovod *s = strategy;
-  bucket b = {.offset = offset, .count = count, .step = s->step, .index = ++s->buckets};
-  timeline_bucket_ready(s->timeline, s->step, b.index, offset, count);
+  int32_t index = ++s->buckets; /* from 1 within the step */
+  float *view = NULL;
+  timeline_bucket_ready(s->timeline, s->step, index, offset, count);
   /* On host memory this is the arena itself; otherwise a copy made here, on the step
    * thread, as device calls must be. A failing copy records its error in the strategy's
    * ctx while jobs may be recording theirs in the communication thread's; the wait then
    * lets them finish (they use the views) and adds what they failed with. */
-  cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, &b.view);
+  cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, &view);
   if (st != CNNB_OK) {
     comm_thread_wait(s->comm);
     return st;
@@ -255,18 +251,40 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
   if (s->announced_hi == s->announced_lo) s->announced_lo = s->announced_hi = offset;
   if (offset < s->announced_lo) s->announced_lo = offset;
   if (offset + count > s->announced_hi) s->announced_hi = offset + count;
-  return queue_bucket(s, b);
+  /* Into the open group when it touches and fits (only sizes decide: every rank
+   * decides the same); else the open group is complete and this one starts the next. */
+  group *g = s->open ? &s->groups[s->posted] : NULL;
+  bool fits = g && offset + count == g->offset &&
+              (g->count + count) * (int64_t)sizeof(float) <= s->fusion_bytes;
+  if (g && !fits && (st = post_group(s)) != CNNB_OK) return st;
+  if (fits) {
+    g->offset = offset, g->count += count, g->view = view, g->last = index;
+  } else {
+    if (s->posted == s->max_groups)
+      return cnnb_error(s->ctx, CNNB_EINTERNAL, "horovod: step %lld has more than %d buckets",
+                        (long long)s->step, (int)s->max_groups);
+    s->groups[s->posted] = (group){.s = s, .view = view, .offset = offset, .count = count,
+                                   .step = s->step, .first = index, .last = index};
+    s->open = true;
+  }
+  /* From the second step on, the first step's plan says where a group ends. */
+  if (s->planned && plan_ends_group_at(s, index)) return post_group(s);
+  return CNNB_OK;
 }
 
 static cnnb_status finish_step(void *strategy, float *const *grads) {
   horovod *s = strategy;
   timeline_backward_done(s->timeline, s->step);
+  cnnb_status posted = post_group(s); /* the last group ends with backward */
   cnnb_status st = comm_thread_wait(s->comm);
+  if (st == CNNB_OK) st = posted;
   if (st == CNNB_OK)
     st = replica_arenas_push(&s->arenas, grads, s->announced_lo, s->announced_hi - s->announced_lo);
   timeline_flush(s->timeline);
   s->step++;
   s->buckets = 0;
+  s->posted = 0;
+  s->planned = true;
   s->announced_lo = s->announced_hi = 0;
   return st;
 }
