@@ -15,22 +15,24 @@
 # Efficiency = (images/sec with 2 workers) / (2 x images/sec with 1), where "1" is one
 # process, one replica, one thread, --variable_update=independent: the compute ceiling,
 # as Horovod measures against plain single-GPU training. A report under MPI counts every
-# rank's images (global batch over rank 0's step time); independent ranks are separate
-# worlds that each report, and their reports are summed.
+# rank's images (over the slowest rank's time, as the host aggregates them); independent
+# ranks are separate worlds that each report, and their reports are summed.
 #
 # Beside the runs, `allreduce_bench mpi` (MPI_Allreduce, 4 KiB to --allreduce-max) runs over
 # each link, for bench/scaling_model.py --validate (the alpha-beta model against these
 # links). For the netns rows the table also gives the bytes the shapers carried per step.
 #
 # Usage: bench/scaling.sh [--build=DIR] [--model=resnet50] [--batch=8] [--warmup=2]
-#                         [--steps=5] [--repeat=1] [--strategies="independent replicated parameter_server horovod"]
+#                         [--steps=5] [--repeat=1]
+#                         [--strategies="independent replicated parameter_server horovod"]
 #                         [--placements="inprocess ranks netns"] [--rates="1gbit 10gbit"]
 #                         [--allreduce-max=268435456] [--no-allreduce] [--out=DIR]
 # At batch 8 a ResNet-50 step on one thread takes about 2 s: each run (2 warm-up + 5
-# timed steps, plus set-up) about 30 s, all of them 10-15 minutes on an idle 2-core
-# machine. --repeat=N runs each configuration N times and keeps the fastest (on a machine
-# others share, the run that had the cores to itself), the reference included. Logs and summary.md land in --out (default $BUILD/bench-results/scaling-...).
-# The build is brought up to date first (NO_BUILD=1 in the environment skips that).
+# timed steps, plus set-up) about 30 s, all of them 6-12 minutes on a 2-core machine.
+# --repeat=N runs each configuration N times and keeps the fastest (on a machine others
+# share, the run that had the cores to itself), the reference included. Logs and
+# summary.md land in --out (default $BUILD/bench-results/scaling-...). The build is
+# brought up to date first (NO_BUILD=1 in the environment skips that).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +54,7 @@ for a in "$@"; do
     --allreduce-max=*) ALLREDUCE_MAX=${a#*=} ;;
     --no-allreduce) ALLREDUCE=0 ;;
     --out=*) OUT=${a#*=} ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "scaling.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -25,6 +25,10 @@
 #     between hosts), within 1e-5 x (1 + |w|): the runs add the same fp32 gradients in a
 #     different order (two half-batch means averaged vs one batch), a few ulps per step;
 #     the strategies' own equivalence tests use the same bound.
+#  5. horovod with --horovod_hierarchical_allreduce, 2 ranks on each host: every rank sees
+#     2 nodes, and the parameters are again those of 1 process at the whole batch.
+# Each rank writes its output to its own file (tmp/ranks/JOB.<rank>): mpirun forwards the
+# ranks' output in chunks, and a line of one rank was seen glued to another's.
 # Every mpirun is bounded, so a hang fails the test instead of holding CI.
 set -uo pipefail
 : "${CNNBENCH:?}" "${CNNB_BUILD_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
@@ -44,30 +48,49 @@ tmp=$NETNS_DIR
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# where FILE: "RANK HOSTNAME NETNS" per rank, from the lines the wrapper below prints.
-where() { sed -n 's/^where: rank \([0-9]*\) host \([^ ]*\) netns \([^ ]*\)$/\1 \2 \3/p' "$1" | sort -n; }
-# expect_spread FILE WHAT: rank r ran in host r's namespace, under its host name, r = 0, 1.
+cat > "$tmp/where" <<'EOF'
+#!/bin/sh
+# Says where this rank runs, then becomes the command, its output in $RANK_LOG.<rank>:
+# mpirun forwards the ranks' output in chunks, so two ranks' lines can share a line.
+rank=${OMPI_COMM_WORLD_RANK:-x}
+exec > "$RANK_LOG.$rank" 2>&1
+echo "where: rank $rank host $(hostname) netns $(ip netns identify)"
+exec "$@"
+EOF
+chmod +x "$tmp/where"
+mkdir "$tmp/ranks"
+# run_ranks NAME SECS NP CMD...: CMD on NP ranks across the hosts, bounded, each rank
+# through the wrapper above (output in $tmp/ranks/NAME.<rank>, mpirun's in $tmp/NAME.log).
+run_ranks() {
+  local name=$1 secs=$2 np=$3
+  shift 3
+  RANK_LOG="$tmp/ranks/$name" netns_mpirun_bounded "$secs" "$np" "$tmp/where" "$@" \
+    > "$tmp/$name.log" 2>&1
+}
+# show NAME: everything the job printed, for a failure's message.
+show() {
+  local f
+  cat "$tmp/$1.log"
+  for f in "$tmp/ranks/$1".*; do [ -e "$f" ] && { echo "--- rank ${f##*.}:"; cat "$f"; }; done
+}
+# where NAME: "RANK HOSTNAME NETNS" per rank of the job.
+where() {
+  cat "$tmp/ranks/$1".* 2>/dev/null \
+    | sed -n 's/^where: rank \([0-9]*\) host \([^ ]*\) netns \([^ ]*\)$/\1 \2 \3/p' | sort -n
+}
+# expect_spread NAME: rank r ran in host r's namespace, under its host name, r = 0, 1.
 expect_spread() {
   local got want
   got=$(where "$1" | tr '\n' ' ')
   want="0 ${NETNS_NAMES[0]} ${NETNS_NAMES[0]} 1 ${NETNS_NAMES[1]} ${NETNS_NAMES[1]} "
-  [ "$got" = "$want" ] || { fail "$2: ranks ran in '$got', expected '$want'"; return 1; }
+  [ "$got" = "$want" ] || { fail "$1: ranks ran in '$got', expected '$want'"; return 1; }
 }
-cat > "$tmp/where" <<'EOF'
-#!/bin/sh
-# Says where this rank runs, then becomes the command.
-# The leading newline: the other rank's output shares mpirun's stdout, and a line of it
-# still open (no newline yet) would otherwise run into this one.
-printf '\nwhere: rank %s host %s netns %s\n' "${OMPI_COMM_WORLD_RANK:-?}" "$(hostname)" "$(ip netns identify)"
-exec "$@"
-EOF
-chmod +x "$tmp/where"
 
 # --- 1. the harness ---------------------------------------------------------------------
-if netns_mpirun_bounded 60 2 "$tmp/where" true > "$tmp/hello.log" 2>&1; then
-  expect_spread "$tmp/hello.log" "mpirun true" && echo "ok: ranks spread: $(where "$tmp/hello.log" | tr '\n' ' ')"
+if run_ranks hello 60 2 true; then
+  expect_spread hello && echo "ok: ranks spread: $(where hello | tr '\n' ' ')"
 else
-  fail "mpirun across the namespaces failed:"; cat "$tmp/hello.log"
+  fail "mpirun across the namespaces failed:"; show hello
 fi
 
 # --- 2. the shaping ---------------------------------------------------------------------
@@ -101,17 +124,16 @@ fi
 # --- 3. cnnbench, independent --------------------------------------------------------------
 train=(--model=lenet --batch_size=4 --num_batches=3 --num_warmup_batches=0 --display_every=1
        --optimizer=momentum --init_learning_rate=0.01 --num_intra_threads=1)
-if netns_mpirun_bounded 120 2 "$tmp/where" "$CNNBENCH" "${train[@]}" --variable_update=independent \
-     > "$tmp/independent.log" 2>&1; then
-  if ! expect_spread "$tmp/independent.log" "independent"; then
-    cat "$tmp/independent.log"
-  elif ! grep -q "total images/sec:" "$tmp/independent.log"; then
-    fail "independent: no report"; cat "$tmp/independent.log"
+if run_ranks independent 120 2 "$CNNBENCH" "${train[@]}" --variable_update=independent; then
+  if ! expect_spread independent; then
+    show independent
+  elif [ "$(cat "$tmp/ranks/independent".* | grep -c "^total images/sec:")" -ne 2 ]; then
+    fail "independent: not a report from each rank"; show independent
   else
     echo "ok: cnnbench --variable_update=independent ran in both namespaces"
   fi
 else
-  fail "cnnbench --variable_update=independent across the namespaces failed:"; cat "$tmp/independent.log"
+  fail "cnnbench --variable_update=independent across the namespaces failed:"; show independent
 fi
 
 # --- 4. the MPI strategies -----------------------------------------------------------------
@@ -125,14 +147,13 @@ for strategy in horovod parameter_server replicated; do
   if [ ! -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_$strategy.so" ]; then
     skipped+=("$strategy"); continue
   fi
-  log="$tmp/$strategy.log"
   before=$(netns_sent_bytes)
   if CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/data" CNNB_PARAMS_OUT="$tmp/$strategy" \
-       netns_mpirun_bounded 180 2 "$tmp/where" "${TRAIN_PARAMS:?}" "${seq_args[@]}" --batch_size=4 \
-       --variable_update="$strategy" > "$log" 2>&1; then
+       run_ranks "$strategy" 180 2 "${TRAIN_PARAMS:?}" "${seq_args[@]}" --batch_size=4 \
+       --variable_update="$strategy"; then
     sent=$(( $(netns_sent_bytes) - before ))
     failed_before=$failures
-    expect_spread "$log" "$strategy" || cat "$log"
+    expect_spread "$strategy" || show "$strategy"
     (( sent >= param_bytes )) \
       || fail "$strategy: only $sent bytes crossed the shaped links, less than one copy of the parameters ($param_bytes)"
     if [ -z "$reference" ]; then
@@ -148,25 +169,25 @@ for strategy in horovod parameter_server replicated; do
     (( failures == failed_before )) \
       && echo "ok: $strategy across the namespaces, parameters as 1 process; $sent bytes through the shapers"
   else
-    fail "$strategy across the namespaces failed:"; cat "$log"
+    fail "$strategy across the namespaces failed:"; show "$strategy"
   fi
 done
 # Horovod's hierarchical allreduce with 2 ranks on each of the 2 hosts: within a host the
-# ranks meet through shared memory, only the hosts' leaders cross the shaped link; the
-# result is still 1 process of the whole batch (4 ranks x 2 = 8).
+# ranks meet over TCP inside its namespace (the host's own address, not through the
+# shaper), only the hosts' leaders cross the shaped link; the result is still 1 process
+# of the whole batch (4 ranks x 2 = 8).
 if [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ] && [ -n "$reference" ]; then
-  log="$tmp/hierarchical.log"
   if CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/data" CNNB_PARAMS_OUT="$tmp/hierarchical" \
-       netns_mpirun_bounded 240 4 "${TRAIN_PARAMS:?}" "${seq_args[@]}" --batch_size=2 \
-       --variable_update=horovod --horovod_hierarchical_allreduce > "$log" 2>&1; then
+       run_ranks hierarchical 240 4 "${TRAIN_PARAMS:?}" "${seq_args[@]}" --batch_size=2 \
+       --variable_update=horovod --horovod_hierarchical_allreduce; then
     failed_before=$failures
-    [ "$(grep -c "hierarchical allreduce over 2 nodes" "$log")" -eq 4 ] \
-      || { fail "hierarchical: not every rank sees 2 nodes"; cat "$log"; }
+    [ "$(grep -l "hierarchical allreduce over 2 nodes" "$tmp/ranks/hierarchical".* | wc -l)" -eq 4 ] \
+      || { fail "hierarchical: not every rank sees 2 nodes"; show hierarchical; }
     "${PARAMS_COMPARE:?}" 1e-5 "$reference.0.0" "$tmp/hierarchical".*.* \
       || fail "hierarchical: final parameters differ from 1 replica at batch 8"
     (( failures == failed_before )) && echo "ok: horovod --horovod_hierarchical_allreduce, 2 hosts x 2 ranks, parameters as 1 process"
   else
-    fail "hierarchical horovod across the namespaces failed:"; cat "$log"
+    fail "hierarchical horovod across the namespaces failed:"; show hierarchical
   fi
 fi
 ((${#skipped[@]})) && echo "skipped (plugin not built in $CNNB_PLUGIN_DIR): ${skipped[*]}"

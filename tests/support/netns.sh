@@ -30,7 +30,9 @@
 # veth ends cnbPIDxIr (bridge side) and cnbPIDxIn (host side), so concurrent runs never
 # collide and a leftover (a run killed with -9 skips its trap) never breaks the next one;
 # netns_up also removes leftovers whose pid no longer exists. The subnet is the first free
-# 10.213.X.0/24 (X from 1 to 254), chosen under a lock so two runs never pick the same.
+# 10.213.X.0/24 (X from 1 to 254), chosen under a lock so two runs never pick the same
+# (the lock's empty file, /run/cnnb-netns.lock, stays: removing it could let two runs
+# lock different files).
 # mpirun is given the hosts' addresses directly (a hostfile of IPs), so /etc/hosts is
 # never touched; its rsh agent is a two-line script that runs the command under
 # `ip netns exec` of the host the address belongs to.
