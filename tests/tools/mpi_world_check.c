@@ -197,7 +197,8 @@ static void check_all(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
 }
 
 /* Rank `stopped` stops; the others must report exactly it. */
-static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped, bool hierarchical) {
+static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped, bool hierarchical,
+                      double timeout_s) {
   float x[16] = {0};
   CALL(ctx, mpi_world_barrier(w, ctx, "the start"));
   if (mpi_world_rank(w) == stopped) raise(SIGSTOP);
@@ -219,6 +220,13 @@ static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped, bool hierarc
   CHECK(strstr(msg, want) && strstr(msg, "bucket 1 of step 1"), "message does not say \"%s\"", want);
   /* Once broken, at once. */
   CHECK(mpi_world_barrier(w, ctx, "after") == CNNB_ECOMM, "a broken world still waits");
+  /* The first rank to exit non-zero makes mpirun end the job, and a live rank whose
+   * deadline fell later (a busy machine skews them by up to a timeout and a probe
+   * window) would be killed before it printed: linger that long first. */
+  fflush(stdout);
+  double linger = 2 * timeout_s + 2;
+  struct timespec pause = {(time_t)linger, 0};
+  nanosleep(&pause, NULL);
   return failures ? 1 : 3;
 }
 
@@ -249,7 +257,7 @@ int main(int argc, char **argv) {
   if (per_node > 0) CALL(ctx, mpi_world_set_ranks_per_node(w, ctx, per_node));
   int code;
   if (stop_rank >= 0) {
-    code = check_stop(ctx, w, stop_rank, hierarchical);
+    code = check_stop(ctx, w, stop_rank, hierarchical, timeout);
   } else {
     check_all(ctx, w, per_node);
     printf("[rank %d of %d, local %d of %d, %d nodes] %s\n", (int)my_rank, (int)mpi_world_size(w),
