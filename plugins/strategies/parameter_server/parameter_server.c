@@ -324,7 +324,7 @@ static const char *const offers[] = {"parameter_server", NULL};
 static const cnnb_plugin descriptor = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "parameter_server", "0.1.0",
                      "variables on parameter servers (host memory; the first --num_ps_ranks "
-                     "ranks under mpirun), synchronous updates applied there"),
+                     "ranks under mpirun), updates applied there, in step or asynchronous"),
     .offers = offers,
     .vtable = &vtable,
     .register_flags = register_flags,
