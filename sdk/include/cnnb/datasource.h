@@ -57,6 +57,18 @@ typedef struct cnnb_datasource_vtable {
   const void *(*get_extension)(void *datasource, const char *id);
 } cnnb_datasource_vtable;
 
+/* ---- extensions a datasource may answer through get_extension ------------------ */
+
+/* What a datasource reading real files had to skip. The host shows the count in the
+ * final report, so a run that trained on fewer examples than it read says so. */
+#define CNNB_EXT_DATASOURCE_STATS "cnnb.datasource.stats/1"
+typedef struct cnnb_datasource_stats {
+  uint32_t struct_size;
+  /* [required] [any-thread] examples skipped since create as unreadable (corrupt,
+   * truncated, not an image, a record failing its CRC). */
+  int64_t (*skipped_examples)(void *datasource);
+} cnnb_datasource_stats;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_datasource_config) == 64, "ABI: grow only by appending");

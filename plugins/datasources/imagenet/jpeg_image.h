@@ -1,0 +1,38 @@
+/* jpeg_image.h — JPEG decoding through libjpeg-turbo, into 8-bit RGB (HWC). Decodes only
+ * what the preprocessing keeps: a region (jpeg_crop_scanline / jpeg_skip_scanlines) at the
+ * smallest DCT scale (1/8 .. 8/8) whose output still covers the size asked for.
+ * Grayscale and CMYK/YCCK images come out as RGB. EXIF orientation is ignored, as
+ * TensorFlow's decode_jpeg and PIL's open() ignore it. Errors never longjmp past the
+ * caller and never print: they fill err. */
+#ifndef IMAGENET_JPEG_IMAGE_H
+#define IMAGENET_JPEG_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct jpeg_info {
+  int width, height;
+  int components; /* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
+} jpeg_info;
+
+/* A reusable RGB buffer: pixels [height, width, 3]; grows as needed. */
+typedef struct rgb_image {
+  uint8_t *pixels;
+  int width, height;
+  size_t capacity;
+} rgb_image;
+
+void rgb_image_free(rgb_image *image);
+
+/* Header only. 0, or -1 with err ("not a JPEG (starts with 89 50 4e 47: a PNG)"). */
+int jpeg_image_info(const uint8_t *data, size_t size, jpeg_info *info, char *err, size_t err_size);
+
+/* Decodes the region x, y, w, h (full-resolution pixels, inside the image) into out,
+ * scaled down by the largest DCT factor that keeps the region at least min_w x min_h
+ * (1:1 when min_w or min_h is 0); out's size is the scaled region. A truncated or corrupt
+ * stream is an error (libjpeg's warnings about corrupt data count as errors: never train
+ * on a half-grey image). 0, or -1 with err. */
+int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
+                             int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
+
+#endif

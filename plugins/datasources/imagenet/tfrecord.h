@@ -1,0 +1,42 @@
+/* tfrecord.h — TFRecord files as TensorFlow writes them: a sequence of records, each
+ *   uint64 length (little-endian) | uint32 masked crc32c(length) | data[length] |
+ *   uint32 masked crc32c(data)
+ * Reading checks both CRCs; a mismatch or a record cut short names the file and the byte
+ * offset of the record. Writing produces files TensorFlow's TFRecordDataset reads. */
+#ifndef IMAGENET_TFRECORD_H
+#define IMAGENET_TFRECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tfrecord_result {
+  TFRECORD_OK = 0,      /* a record */
+  TFRECORD_END = 1,     /* a clean end of file */
+  TFRECORD_CORRUPT = 2, /* bad CRC, impossible length or a truncated record: err says where */
+  TFRECORD_IO = 3       /* the file cannot be opened or read: err says why */
+} tfrecord_result;
+
+/* One record at *pos in buf[0, len): on TFRECORD_OK, *data/*size point into buf and *pos
+ * moves past the record; TFRECORD_END when *pos == len. Pure (no I/O): what the reader
+ * and the fuzzer both run. err names only the offset; the reader adds the file. */
+tfrecord_result tfrecord_parse(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **data,
+                               size_t *size, char *err, size_t err_size);
+
+/* A file read record by record through a reusable buffer. Not thread-safe: one thread
+ * per reader. */
+typedef struct tfrecord_reader tfrecord_reader;
+tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err, size_t err_size);
+/* The next record; *data is valid until the next call or close. After TFRECORD_CORRUPT
+ * the rest of the file is unusable (framing is lost): the caller moves to the next file. */
+tfrecord_result tfrecord_next(tfrecord_reader *reader, const uint8_t **data, size_t *size,
+                              char *err, size_t err_size);
+void tfrecord_close(tfrecord_reader *reader);
+
+/* Writing: 0 on success, -1 with err filled. Close flushes and fsyncs. */
+typedef struct tfrecord_writer tfrecord_writer;
+int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, size_t err_size);
+int tfrecord_write(tfrecord_writer *writer, const void *data, size_t size, char *err,
+                   size_t err_size);
+int tfrecord_writer_close(tfrecord_writer *writer, char *err, size_t err_size);
+
+#endif
