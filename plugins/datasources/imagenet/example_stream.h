@@ -1,0 +1,61 @@
+/* example_stream.h — one shard's endless, deterministic sequence of encoded examples:
+ * the split's files in a per-epoch order (the same on every shard), this shard's share
+ * of them, and for training a shuffle buffer, epoch after epoch.
+ *
+ * Sharding: with at least as many TFRecord files as shards, shard s reads files
+ * s, s + n, ... (no file is read twice across shards, as tf.data's shard() on files);
+ * with fewer files every shard reads every file and keeps records s, s + n, ... of the
+ * epoch. Folders are random access: every epoch is one permutation of all images, and
+ * shard s takes positions s, s + n, .... Either way the shards of one epoch are disjoint
+ * and together cover the split.
+ *
+ * Runs on one thread (the reader). A bad record or file comes out as a bad item (see
+ * stream_item) for the pipeline to count in order. */
+#ifndef IMAGENET_EXAMPLE_STREAM_H
+#define IMAGENET_EXAMPLE_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cnnb/cnnb.h>
+#include "image_box.h"
+#include "layout.h"
+
+typedef struct stream_item {
+  uint8_t *data;          /* the encoded image (owned, reused) */
+  size_t size, capacity;
+  int32_t label;
+  image_box boxes[IMAGE_MAX_BOXES];
+  int num_boxes;
+  char origin[384];       /* "FILE" or "FILE, record at byte N": for messages */
+  /* A bad example travels through the pipeline like a good one, so that it is counted
+   * when its turn comes (in stream order, however far the reader runs ahead): bad is 1
+   * and why says what is wrong with it. */
+  int bad;
+  char why[512];
+} stream_item;
+
+void stream_item_free(stream_item *item);
+
+typedef struct stream_config {
+  const dataset_layout *layout;
+  int32_t shard, num_shards;
+  int shuffle;              /* training: shuffled file order and a shuffle buffer */
+  int64_t shuffle_buffer;   /* examples held for shuffling (TFRecord only; >= 1) */
+  uint64_t seed;
+  int32_t num_classes;      /* labels must lie in [0, num_classes) */
+  cnnb_ctx *ctx;            /* the reader thread's own (warnings) */
+  _Atomic int64_t *skipped; /* bad examples, counted here */
+  int64_t max_named;        /* how many bad examples are named in warnings */
+} stream_config;
+
+typedef struct example_stream example_stream;
+
+/* 0, or -1 with err (out of memory). The config's pointers must outlive the stream. */
+int stream_create(const stream_config *cfg, example_stream **out, char *err, size_t err_size);
+/* The next example into item. 0; or -1 with err on what cannot be skipped: an
+ * unreadable file (I/O), a label outside the model's classes, or a whole epoch without a
+ * single readable example. */
+int stream_next(example_stream *stream, stream_item *item, char *err, size_t err_size);
+void stream_destroy(example_stream *stream);
+
+#endif

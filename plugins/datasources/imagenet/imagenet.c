@@ -1,0 +1,264 @@
+/* imagenet — the datasource of real images: ImageNet (or any image classification set)
+ * as TensorFlow's TFRecord shards or as torchvision's JPEG folders, decoded with
+ * libjpeg-turbo and preprocessed as tf_cnn_benchmarks does, on threads of its own.
+ *
+ * Each replica's instance reads its own shard (cfg->rank of cfg->world_size), so every
+ * example of an epoch is read once across all replicas of all ranks. The parts:
+ * layout.c (what --data_dir holds), example_stream.c (order, sharding, shuffling),
+ * pipeline.c (threads), preprocess.c (tf_cnn_benchmarks' image preprocessing). */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cnnb/cnnb.h>
+
+#include "layout.h"
+#include "pipeline.h"
+
+#define THREADS_FLAG "datasets_num_private_threads"
+#define SHUFFLE_FLAG "shuffle_buffer_size"
+#define RESIZE_FLAG "resize_method"
+#define DISTORTIONS_FLAG "distortions"
+#define MEAN_FLAG "input_mean"
+#define STD_FLAG "input_std"
+#define MAX_SKIPPED_FLAG "max_skipped_examples"
+
+enum { NAMED_BAD_EXAMPLES = 10 };
+
+typedef struct imagenet {
+  cnnb_ctx *ctx;            /* the instance's (input thread) */
+  dataset_layout layout;
+  pipeline *pipeline;
+  int32_t batch;
+  int64_t examples_per_epoch;
+} imagenet;
+
+static cnnb_status register_flags(cnnb_flag_registry *registry) {
+  struct {
+    const char *name;
+    cnnb_flag_type type;
+    const char *value, *help;
+  } flags[] = {
+      {THREADS_FLAG, CNNB_FLAG_INT, "0",
+       "Decoder threads of each replica's input pipeline (tf_cnn_benchmarks' name); 0: the "
+       "cores the device leaves free (all but --num_intra_threads on the cpu device, all "
+       "of them beside a GPU), shared between the replicas, at least 1."},
+      {SHUFFLE_FLAG, CNNB_FLAG_INT, "10000",
+       "Examples held in the training shuffle buffer of TFRecord shards, split between the "
+       "replicas of a process (tf.data's shuffle). JPEG folders are shuffled whole every "
+       "epoch. 1: no shuffle buffer (shard order is still shuffled)."},
+      {RESIZE_FLAG, CNNB_FLAG_STRING, "bilinear",
+       "How images are resized to the model's input: bilinear, nearest, bicubic, area, or "
+       "round_robin (one of the four per image), as tf_cnn_benchmarks."},
+      {DISTORTIONS_FLAG, CNNB_FLAG_BOOL, "true",
+       "Colour distortions (brightness, saturation, hue, contrast) on training images, as "
+       "tf_cnn_benchmarks' --distortions; the random crop and flip happen either way."},
+      {MEAN_FLAG, CNNB_FLAG_STRING, "0.5,0.5,0.5",
+       "Per-channel (R,G,B) mean subtracted from pixels scaled to [0, 1]; with --input_std "
+       "0.5 this is tf_cnn_benchmarks' [-1, 1]. torchvision's: 0.485,0.456,0.406."},
+      {STD_FLAG, CNNB_FLAG_STRING, "0.5,0.5,0.5",
+       "Per-channel (R,G,B) standard deviation pixels are divided by after --input_mean "
+       "(torchvision's: 0.229,0.224,0.225)."},
+      {MAX_SKIPPED_FLAG, CNNB_FLAG_INT, "-1",
+       "Unreadable examples (corrupt or truncated JPEG, a record failing its CRC) a replica "
+       "may skip before the run stops with an error; -1: no limit (each is counted and "
+       "the total is in the report)."},
+  };
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    cnnb_status st = cnnb_flag_declare(registry, flags[i].name, flags[i].type, flags[i].value,
+                                       flags[i].help);
+    if (st != CNNB_OK) return st;
+  }
+  return CNNB_OK;
+}
+
+/* "a,b,c" into three floats. */
+static cnnb_status parse_triple(cnnb_ctx *ctx, const char *flag, float out[3], int positive) {
+  const char *text = cnnb_flag_string(ctx, flag);
+  char *end = NULL;
+  const char *p = text;
+  for (int c = 0; c < 3; c++) {
+    out[c] = strtof(p, &end);
+    if (end == p || (c < 2 && *end != ',') || (c == 2 && *end != '\0') ||
+        (positive && !(out[c] > 0)))
+      return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: expected three %snumbers separated by "
+                        "commas (R,G,B)", flag, text, positive ? "positive " : "");
+    p = end + 1;
+  }
+  return CNNB_OK;
+}
+
+/* The cores this instance's decoders may use: what the device leaves free, shared by the
+ * replicas of this process. */
+static int32_t default_threads(const cnnb_ctx *ctx) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  long used = 0;
+  if (strcmp(cnnb_flag_string(ctx, "device"), "cpu") == 0) {
+    long intra = (long)cnnb_flag_int(ctx, "num_intra_threads");
+    used = intra > 0 && intra < cores ? intra : cores;
+  }
+  long replicas = (long)cnnb_flag_int(ctx, "num_gpus");
+  if (replicas < 1) replicas = 1;
+  long free_cores = (cores - used) / replicas;
+  return (int32_t)(free_cores > 0 ? free_cores : 1);
+}
+
+static int is_imagenet(const cnnb_datasource_config *cfg) {
+  return cfg->dataset == CNNB_DATASET_IMAGENET || cfg->dataset == 0;
+}
+
+static int64_t known_examples(const cnnb_datasource_config *cfg) {
+  const cnnb_dataset_info *info = cnnb_dataset_lookup(cfg->dataset);
+  if (!info) return 0;
+  return cfg->training ? info->train_examples : info->eval_examples;
+}
+
+static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg) {
+  (void)name;
+  if (!cfg->data_dir || !cfg->data_dir[0]) {
+    cnnb_error(ctx, CNNB_EINVAL, "reads images from a --data_dir, and none was given");
+    return 0;
+  }
+  if (cfg->dataset == CNNB_DATASET_CIFAR10) {
+    cnnb_error(ctx, CNNB_EINVAL, "reads JPEG images; --data_name=cifar10 is read by the cifar10 datasource");
+    return 0;
+  }
+  dataset_layout layout;
+  char err[1024];
+  if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
+                    known_examples(cfg), &layout, err, sizeof err) != 0) {
+    cnnb_error(ctx, CNNB_EINVAL, "%s", err);
+    return 0;
+  }
+  layout_free(&layout);
+  return 10;
+}
+
+static void imagenet_destroy(void *datasource) {
+  imagenet *d = datasource;
+  if (!d) return;
+  pipeline_destroy(d->pipeline);
+  layout_free(&d->layout);
+  free(d);
+}
+
+static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
+                                   const cnnb_datasource_config *cfg, void **out) {
+  (void)name;
+  *out = NULL;
+  if (cfg->channels != 3)
+    return cnnb_error(ctx, CNNB_EINVAL, "imagenet: the model wants %d input channels; JPEG "
+                      "images give 3 (RGB)", cfg->channels);
+  if (cfg->batch_size <= 0 || cfg->height <= 0 || cfg->width <= 0)
+    return cnnb_error(ctx, CNNB_EINVAL, "imagenet: batch %d of %dx%d images is empty",
+                      cfg->batch_size, cfg->height, cfg->width);
+  int resize = resize_method_parse(cnnb_flag_string(ctx, RESIZE_FLAG));
+  if (resize < 0)
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: expected bilinear, nearest, bicubic, area or "
+                      "round_robin", RESIZE_FLAG, cnnb_flag_string(ctx, RESIZE_FLAG));
+  int64_t threads = cnnb_flag_int(ctx, THREADS_FLAG);
+  if (threads < 0 || threads > 1024)
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected 0 (automatic) to 1024",
+                      THREADS_FLAG, (long long)threads);
+  int64_t shuffle = cnnb_flag_int(ctx, SHUFFLE_FLAG);
+  if (shuffle < 1)
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected at least 1", SHUFFLE_FLAG,
+                      (long long)shuffle);
+  preprocess_config pre = {.height = cfg->height, .width = cfg->width,
+                           .training = cfg->training, .resize = (resize_method)resize,
+                           .distortions = cfg->training && cnnb_flag_bool(ctx, DISTORTIONS_FLAG)};
+  cnnb_status st = parse_triple(ctx, MEAN_FLAG, pre.mean, 0);
+  if (st == CNNB_OK) st = parse_triple(ctx, STD_FLAG, pre.std, 1);
+  if (st != CNNB_OK) return st;
+
+  imagenet *d = calloc(1, sizeof *d);
+  if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "imagenet: out of memory");
+  d->ctx = ctx;
+  d->batch = cfg->batch_size;
+  char err[1024];
+  if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
+                    known_examples(cfg), &d->layout, err, sizeof err) != 0) {
+    imagenet_destroy(d);
+    return cnnb_error(ctx, CNNB_EINVAL, "imagenet: %s", err);
+  }
+  d->examples_per_epoch = d->layout.examples;
+  int64_t replicas = cnnb_flag_int(ctx, "num_gpus");
+  int32_t decoders = threads > 0 ? (int32_t)threads : default_threads(ctx);
+  pipeline_config pc = {
+      .stream = {.layout = &d->layout, .shard = cfg->rank, .num_shards = cfg->world_size,
+                 .shuffle = cfg->training,
+                 .shuffle_buffer = shuffle / (replicas > 1 ? replicas : 1) > 1
+                                       ? shuffle / (replicas > 1 ? replicas : 1) : 1,
+                 .seed = cfg->seed, .num_classes = cfg->num_classes},
+      .preprocess = pre,
+      .num_threads = decoders,
+      /* Enough examples in flight to keep every decoder busy while the batch is filled
+       * in order; the host's prefetch queue holds whole batches beyond this. */
+      .ring_slots = 4 * decoders + 8,
+      .seed = cfg->seed * 1000003ull + (uint64_t)cfg->rank,
+      .max_skipped = cnnb_flag_int(ctx, MAX_SKIPPED_FLAG),
+      .max_named = NAMED_BAD_EXAMPLES,
+      .ctx = ctx,
+  };
+  if ((st = pipeline_create(&pc, &d->pipeline)) != CNNB_OK) {
+    imagenet_destroy(d);
+    return st;
+  }
+  cnnb_log(ctx, CNNB_LOG_INFO, "imagenet: %s %s, %lld examples, shard %d of %d, %d decoder threads",
+           d->layout.kind == LAYOUT_TFRECORD ? "TFRecord shards" : "JPEG folder", d->layout.where,
+           (long long)d->examples_per_epoch, (int)cfg->rank, (int)cfg->world_size, (int)decoders);
+  *out = d;
+  return CNNB_OK;
+}
+
+static cnnb_status imagenet_next_batch(void *datasource, float *images, int32_t *labels) {
+  imagenet *d = datasource;
+  return pipeline_next_batch(d->pipeline, d->batch, images, 0, labels);
+}
+
+static int64_t imagenet_examples_per_epoch(void *datasource) {
+  return ((const imagenet *)datasource)->examples_per_epoch;
+}
+
+static int64_t imagenet_skipped(void *datasource) {
+  return pipeline_skipped(((const imagenet *)datasource)->pipeline);
+}
+
+static const cnnb_datasource_stats stats = {
+    .struct_size = sizeof(cnnb_datasource_stats),
+    .skipped_examples = imagenet_skipped,
+};
+
+static const void *imagenet_get_extension(void *datasource, const char *id) {
+  (void)datasource;
+  if (strcmp(id, CNNB_EXT_DATASOURCE_STATS) == 0) return &stats;
+  return NULL;
+}
+
+static const cnnb_datasource_vtable vtable = {
+    .struct_size = sizeof(cnnb_datasource_vtable),
+    .create = imagenet_create,
+    .destroy = imagenet_destroy,
+    .next_batch = imagenet_next_batch,
+    .examples_per_epoch = imagenet_examples_per_epoch,
+    .probe = imagenet_probe,
+    .get_extension = imagenet_get_extension,
+};
+
+static const char *const offers[] = {"imagenet", NULL};
+
+static const cnnb_plugin descriptor = {
+    CNNB_PLUGIN_HEAD(CNNB_KIND_DATASOURCE, "imagenet", "0.1.0",
+                     "ImageNet-style TFRecord shards or JPEG folders (libjpeg-turbo, "
+                     "tf_cnn_benchmarks' preprocessing)"),
+    .offers = offers,
+    .vtable = &vtable,
+    .register_flags = register_flags,
+};
+
+CNNB_PLUGIN_ENTRY {
+  (void)host;
+  return &descriptor;
+}

@@ -1,0 +1,258 @@
+/* pipeline.c — reader, decoders and in-order batches (pipeline.h).
+ *
+ * The ring: slot k holds example k mod ring_slots. Its state moves
+ *   EMPTY --reader--> READ --decoder--> DECODING --> DONE | FAILED --next_batch--> EMPTY
+ * and three counters walk the stream in order: next_read (reader), next_decode
+ * (decoders claim in order), next_take (next_batch). One mutex guards states and
+ * counters; the heavy work (I/O, decoding, copying out) happens outside it, on a slot
+ * that only its current owner touches. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum slot_state { EMPTY, READ, DECODING, DONE, FAILED } slot_state;
+
+typedef struct slot {
+  slot_state state;
+  stream_item item;
+  void *image;          /* the decoded example: fp32 [3, H, W] or uint8 [H, W, 3] */
+  char error[512];      /* FAILED: why */
+} slot;
+
+struct pipeline {
+  pipeline_config cfg;
+  example_stream *stream;
+  size_t image_values;  /* 3 * H * W */
+  int uint8_out;
+  bool started;
+
+  slot *slots;
+  int64_t num_slots;
+  int64_t next_read, next_decode, next_take;
+  bool stop;
+  bool reader_failed;
+  char reader_error[1024];
+
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  pthread_t reader;
+  pthread_t *decoders;
+  int32_t decoders_started;
+  bool reader_started;
+  _Atomic int64_t skipped;
+  int64_t failed_in_a_row;  /* a whole shard's epoch of them: nothing here is readable */
+};
+
+static slot *slot_of(pipeline *p, int64_t index) { return &p->slots[index % p->num_slots]; }
+
+static void *read_examples(void *arg) {
+  pipeline *p = arg;
+  char err[1024];
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (!p->stop && slot_of(p, p->next_read)->state != EMPTY)
+      pthread_cond_wait(&p->changed, &p->lock);
+    if (p->stop) break;
+    slot *s = slot_of(p, p->next_read);
+    pthread_mutex_unlock(&p->lock);
+    int rc = stream_next(p->stream, &s->item, err, sizeof err);
+    pthread_mutex_lock(&p->lock);
+    if (rc != 0) {
+      p->reader_failed = true;
+      snprintf(p->reader_error, sizeof p->reader_error, "%s", err);
+      pthread_cond_broadcast(&p->changed);
+      break;
+    }
+    s->state = READ;
+    p->next_read++;
+    pthread_cond_broadcast(&p->changed);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+/* Mixes the run's seed and an example's place in the stream into its own seed. */
+static uint64_t example_seed(uint64_t seed, int64_t index) {
+  uint64_t z = seed ^ ((uint64_t)index * 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void *decode_examples(void *arg) {
+  pipeline *p = arg;
+  preprocess_scratch *scratch = preprocess_scratch_create();
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (!p->stop && p->next_decode >= p->next_read) pthread_cond_wait(&p->changed, &p->lock);
+    if (p->stop) break;
+    int64_t index = p->next_decode++;
+    slot *s = slot_of(p, index);
+    s->state = DECODING;
+    pthread_mutex_unlock(&p->lock);
+    const stream_item *item = &s->item;
+    uint64_t seed = example_seed(p->cfg.seed, index);
+    int rc;
+    char why[448];
+    if (!scratch) {
+      snprintf(why, sizeof why, "out of memory for the decoder's buffers");
+      rc = -1;
+    } else if (item->bad) {
+      snprintf(why, sizeof why, "%s", item->why);
+      rc = -1;
+    } else if (p->uint8_out) {
+      rc = preprocess_image_uint8(&p->cfg.preprocess, scratch, item->data, item->size,
+                                  item->boxes, item->num_boxes, seed, s->image, why, sizeof why);
+    } else {
+      rc = preprocess_image(&p->cfg.preprocess, scratch, item->data, item->size, item->boxes,
+                            item->num_boxes, seed, s->image, why, sizeof why);
+    }
+    if (rc != 0) snprintf(s->error, sizeof s->error, "%s: %s", item->origin, why);
+    pthread_mutex_lock(&p->lock);
+    s->state = rc == 0 ? DONE : FAILED;
+    pthread_cond_broadcast(&p->changed);
+  }
+  pthread_mutex_unlock(&p->lock);
+  preprocess_scratch_destroy(scratch);
+  return NULL;
+}
+
+static cnnb_status start_threads(pipeline *p) {
+  size_t bytes = p->image_values * (p->uint8_out ? 1 : sizeof(float));
+  for (int64_t i = 0; i < p->num_slots; i++)
+    if (!(p->slots[i].image = malloc(bytes)))
+      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: out of memory for %lld decoded "
+                        "images of %zu bytes", (long long)p->num_slots, bytes);
+  int rc = pthread_create(&p->reader, NULL, read_examples, p);
+  if (rc != 0) return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: cannot start the reader thread: %s", strerror(rc));
+  p->reader_started = true;
+  for (int32_t i = 0; i < p->cfg.num_threads; i++) {
+    rc = pthread_create(&p->decoders[i], NULL, decode_examples, p);
+    if (rc != 0)
+      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: cannot start decoder thread %d of %d: %s",
+                        (int)i + 1, (int)p->cfg.num_threads, strerror(rc));
+    p->decoders_started++;
+  }
+  return CNNB_OK;
+}
+
+cnnb_status pipeline_create(const pipeline_config *cfg, pipeline **out) {
+  *out = NULL;
+  pipeline *p = calloc(1, sizeof *p);
+  if (!p) return cnnb_error(cfg->ctx, CNNB_ENOMEM, "imagenet: out of memory");
+  p->cfg = *cfg;
+  p->image_values = (size_t)3 * (size_t)cfg->preprocess.height * (size_t)cfg->preprocess.width;
+  p->num_slots = cfg->ring_slots > cfg->num_threads ? cfg->ring_slots : cfg->num_threads + 1;
+  p->slots = calloc((size_t)p->num_slots, sizeof *p->slots);
+  p->decoders = calloc((size_t)cfg->num_threads, sizeof *p->decoders);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->changed, NULL);
+  if (!p->slots || !p->decoders) {
+    pipeline_destroy(p);
+    return cnnb_error(cfg->ctx, CNNB_ENOMEM, "imagenet: out of memory");
+  }
+  char err[1024];
+  if (stream_create(&p->cfg.stream, &p->stream, err, sizeof err) != 0) {
+    pipeline_destroy(p);
+    return cnnb_error(cfg->ctx, CNNB_EINVAL, "imagenet: %s", err);
+  }
+  *out = p;
+  return CNNB_OK;
+}
+
+/* Takes the next finished example, in stream order: 1 with *s DONE, 0 when it failed
+ * (counted; named the first few times), -1 when the reader stopped for good. */
+static int take(pipeline *p, slot **out) {
+  pthread_mutex_lock(&p->lock);
+  slot *s = slot_of(p, p->next_take);
+  while (!(p->next_take < p->next_read && (s->state == DONE || s->state == FAILED)) &&
+         !(p->reader_failed && p->next_take >= p->next_read))
+    pthread_cond_wait(&p->changed, &p->lock);
+  int rc = p->next_take < p->next_read ? (s->state == DONE ? 1 : 0) : -1;
+  pthread_mutex_unlock(&p->lock);
+  *out = s;
+  return rc;
+}
+
+static void give_back(pipeline *p, slot *s) {
+  pthread_mutex_lock(&p->lock);
+  s->state = EMPTY;
+  p->next_take++;
+  pthread_cond_broadcast(&p->changed);
+  pthread_mutex_unlock(&p->lock);
+}
+
+cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int uint8_out,
+                                int32_t *labels) {
+  if (!p->started) {
+    p->started = true;
+    p->uint8_out = uint8_out;
+    cnnb_status st = start_threads(p);
+    if (st != CNNB_OK) return st;
+  } else if (p->uint8_out != uint8_out) {
+    return cnnb_error(p->cfg.ctx, CNNB_EINTERNAL, "imagenet: batches asked as %s after %s",
+                      uint8_out ? "uint8" : "fp32", p->uint8_out ? "uint8" : "fp32");
+  }
+  size_t image_bytes = p->image_values * (uint8_out ? 1 : sizeof(float));
+  for (int32_t i = 0; i < batch;) {
+    slot *s;
+    int rc = take(p, &s);
+    if (rc < 0)
+      return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
+    if (rc == 0) {
+      int64_t n = atomic_fetch_add(&p->skipped, 1) + 1;
+      if (n <= p->cfg.max_named)
+        cnnb_log(p->cfg.ctx, CNNB_LOG_WARN, "skipped %s%s", s->error,
+                 n == p->cfg.max_named ? " (further bad examples are counted, not named)" : "");
+      give_back(p, s);
+      int64_t shard_examples = p->cfg.stream.layout->examples / p->cfg.stream.num_shards + 1;
+      if (++p->failed_in_a_row > shard_examples)
+        return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s: %lld examples in a row were "
+                          "unreadable, more than a whole epoch of this shard: no image here "
+                          "can be read (the last: %s)", p->cfg.stream.layout->where,
+                          (long long)p->failed_in_a_row, s->error);
+      if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
+        return cnnb_error(p->cfg.ctx, CNNB_EDATA,
+                          "imagenet: %lld unreadable examples, more than --max_skipped_examples=%lld "
+                          "allows; the last: %s", (long long)n, (long long)p->cfg.max_skipped,
+                          s->error);
+      continue;
+    }
+    memcpy((uint8_t *)images + (size_t)i * image_bytes, s->image, image_bytes);
+    labels[i] = s->item.label;
+    give_back(p, s);
+    p->failed_in_a_row = 0;
+    i++;
+  }
+  return CNNB_OK;
+}
+
+int64_t pipeline_skipped(const pipeline *p) {
+  return atomic_load(&((pipeline *)p)->skipped);
+}
+
+void pipeline_destroy(pipeline *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = true;
+  pthread_cond_broadcast(&p->changed);
+  pthread_mutex_unlock(&p->lock);
+  if (p->reader_started) pthread_join(p->reader, NULL);
+  for (int32_t i = 0; i < p->decoders_started; i++) pthread_join(p->decoders[i], NULL);
+  for (int64_t i = 0; p->slots && i < p->num_slots; i++) {
+    stream_item_free(&p->slots[i].item);
+    free(p->slots[i].image);
+  }
+  stream_destroy(p->stream);
+  free(p->slots);
+  free(p->decoders);
+  pthread_cond_destroy(&p->changed);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
