@@ -70,7 +70,10 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
 cnnb_status cnnb_input_dtype_choose(cnnb_run *run) {
   cnnb_input_dtype wanted = run->cfg->input_dtype;
   run->input_uint8 = false;
-  if (wanted == CNNB_INPUT_FLOAT32) return CNNB_OK;
+  if (wanted == CNNB_INPUT_FLOAT32) {
+    cnnb_log(run->ctx, CNNB_LOG_DEBUG, "input: float32 batches (--input_dtype=float32)");
+    return CNNB_OK;
+  }
   /* Every replica of the run must offer both, or none uses uint8. */
   const char *missing = NULL, *missing_ext = NULL, *missing_plugin = NULL, *cannot = NULL;
   cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "get_extension", NULL);
