@@ -38,17 +38,22 @@ typedef struct loaded {
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static loaded *loaded_list;
 
-static loaded *acquire(const char *dir, int training, char *err, size_t err_size) {
+/* The split in dir, loaded by the first instance that asks; NULL with *status and err. */
+static loaded *acquire(const char *dir, int training, cnnb_status *status, char *err,
+                       size_t err_size) {
   pthread_mutex_lock(&loaded_lock);
   loaded *l = loaded_list;
   while (l && (l->training != training || strcmp(l->dir, dir) != 0)) l = l->next;
+  int rc = 0;
   if (l) {
     l->refs++;
   } else if (!(l = calloc(1, sizeof *l))) {
     snprintf(err, err_size, "out of memory");
-  } else if (cifar_load(dir, training, &l->set, err, err_size) != 0) {
+    *status = CNNB_ENOMEM;
+  } else if ((rc = cifar_load(dir, training, &l->set, err, err_size)) != 0) {
     free(l);
     l = NULL;
+    *status = rc == CIFAR_NO_MEMORY ? CNNB_ENOMEM : rc == CIFAR_IO_ERROR ? CNNB_EIO : CNNB_EDATA;
   } else {
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     l->training = training;
@@ -139,9 +144,9 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name, const cnnb_da
   s->training = cfg->training != 0;
   s->batch = cfg->batch_size;
   s->seed = cfg->seed;
-  if (!(s->data = acquire(dir, s->training, err, sizeof err))) {
+  if (!(s->data = acquire(dir, s->training, &st, err, sizeof err))) {
     free(s);
-    return cnnb_error(ctx, strstr(err, "out of memory") ? CNNB_ENOMEM : CNNB_EDATA, "cifar10: %s", err);
+    return cnnb_error(ctx, st, "cifar10: %s", err);
   }
   int64_t count = s->data->set.count;
   if (count < cfg->world_size) {

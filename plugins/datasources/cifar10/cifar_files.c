@@ -105,19 +105,22 @@ void cifar_set_free(cifar_set *set) {
   memset(set, 0, sizeof *set);
 }
 
-/* Reads one file's records into set at *at. */
+/* Reads one file's records into set at *at: 0 or a cifar_load error. */
 static int read_file(const char *path, int64_t records, cifar_set *set, int64_t *at, char *err,
                      size_t err_size) {
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, err_size, "%s: %s", path, strerror(errno));
+  if (!f) {
+    fail(err, err_size, "%s: %s", path, strerror(errno));
+    return CIFAR_IO_ERROR;
+  }
   uint8_t record[CIFAR_RECORD];
   for (int64_t r = 0; r < records; r++) {
     if (fread(record, 1, sizeof record, f) != sizeof record) {
       int bad = ferror(f);
       fclose(f);
-      return fail(err, err_size, "%s: %s at record %lld of %lld (did the file change while it "
-                  "was read?)", path, bad ? "read error" : "ended early", (long long)r,
-                  (long long)records);
+      fail(err, err_size, "%s: %s at record %lld of %lld (did the file change while it was "
+           "read?)", path, bad ? "read error" : "ended early", (long long)r, (long long)records);
+      return bad ? CIFAR_IO_ERROR : CIFAR_BAD_DATA;
     }
     if (record[0] >= CIFAR_CLASSES) {
       fclose(f);
@@ -143,7 +146,10 @@ int cifar_load(const char *dir, int training, cifar_set *set, char *err, size_t 
   for (size_t i = 0; i < count; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     struct stat st;
-    if (stat(path, &st) != 0) return fail(err, err_size, "%s: %s", path, strerror(errno));
+    if (stat(path, &st) != 0) {
+      fail(err, err_size, "%s: %s", path, strerror(errno));
+      return CIFAR_IO_ERROR;
+    }
     if (st.st_size == 0 || st.st_size % CIFAR_RECORD != 0)
       return fail(err, err_size, "%s: %lld bytes is not a whole, non-zero number of %d-byte "
                   "records (1 label byte + 3072 pixel bytes): a truncated or foreign file",
@@ -155,15 +161,17 @@ int cifar_load(const char *dir, int training, cifar_set *set, char *err, size_t 
   set->labels = malloc((size_t)total);
   if (!set->pixels || !set->labels) {
     cifar_set_free(set);
-    return fail(err, err_size, "out of memory for %lld CIFAR-10 images (%lld MiB)",
-                (long long)total, (long long)(total * CIFAR_PIXELS >> 20));
+    fail(err, err_size, "out of memory for %lld CIFAR-10 images (%lld MiB)", (long long)total,
+         (long long)(total * CIFAR_PIXELS >> 20));
+    return CIFAR_NO_MEMORY;
   }
   int64_t at = 0;
   for (size_t i = 0; i < count; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    if (read_file(path, records[i], set, &at, err, err_size) != 0) {
+    int rc = read_file(path, records[i], set, &at, err, err_size);
+    if (rc != 0) {
       cifar_set_free(set);
-      return -1;
+      return rc;
     }
   }
   set->count = total;

@@ -37,7 +37,10 @@ int cifar_find_dir(const char *data_dir, int training, char *dir, size_t dir_siz
                    size_t err_size);
 
 /* Reads every file of the split from dir, checking each file's size (a whole number of
- * records, at least one) and each label. 0, or -1 with err (and *set empty). */
+ * records, at least one) and each label. 0, or with err (and *set empty): CIFAR_BAD_DATA
+ * (a size or label), CIFAR_IO_ERROR (a file that cannot be opened or read),
+ * CIFAR_NO_MEMORY. */
+enum { CIFAR_BAD_DATA = -1, CIFAR_IO_ERROR = -2, CIFAR_NO_MEMORY = -3 };
 int cifar_load(const char *dir, int training, cifar_set *set, char *err, size_t err_size);
 void cifar_set_free(cifar_set *set);
 
