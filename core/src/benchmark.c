@@ -16,6 +16,7 @@
 #include "benchmark_setup.h"
 #include "crash_guard.h"
 #include "graph_internal.h"
+#include "input_dtype.h"
 #include "model_info.h"
 #include "report.h"
 #include "world.h"
@@ -85,11 +86,8 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step) {
   bool training = run->cfg->mode == CNNB_MODE_TRAIN;
   for (int32_t i = 0; i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    const float *images;
-    st = cnnb_prefetch_next(r->input, &images, &r->labels);
-    if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
     float scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : 1.0f;
-    st = cnnb_executor_step(r->executor, images, r->labels, scale, (uint64_t)step);
+    st = cnnb_replica_step(run, r, scale, step);
     if (st != CNNB_OK) return st;
   }
   if (run->bucket_status != CNNB_OK) return run->bucket_status;

@@ -15,12 +15,13 @@
 
 #include "crash_guard.h"
 #include "graph_internal.h"
+#include "input_dtype.h"
 #include "op_device.h"
 #include "plan.h"
 #include "world.h"
 
 /* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
- * memory small (each is a full batch of fp32 images). */
+ * memory small (each is a full batch of fp32 images, or of uint8 ones). */
 #define INPUT_PREFETCH_DEPTH 2
 
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what) {
@@ -463,9 +464,14 @@ static cnnb_status start_input(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
   size_t pixels = (size_t)run->batch_size * (size_t)run->cfg->dataset->channels *
                   (size_t)run->image_size * (size_t)run->image_size;
-  cnnb_status st = cnnb_prefetch_create(run->datasource_vt, r->datasource, r->datasource_ctx,
-                                        run->datasource.label, pixels, run->batch_size,
-                                        INPUT_PREFETCH_DEPTH, &r->input);
+  cnnb_status st =
+      r->uint8_batches
+          ? cnnb_prefetch_create_uint8(r->uint8_batches, r->datasource, r->datasource_ctx,
+                                       run->datasource.label, pixels, run->batch_size,
+                                       INPUT_PREFETCH_DEPTH, &r->input)
+          : cnnb_prefetch_create(run->datasource_vt, r->datasource, r->datasource_ctx,
+                                 run->datasource.label, pixels, run->batch_size,
+                                 INPUT_PREFETCH_DEPTH, &r->input);
   if (st != CNNB_OK) {
     char what[256];
     snprintf(what, sizeof what, "datasource %s (replica %d)", run->datasource.name, (int)index);
@@ -522,6 +528,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = count_batches(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n && cfg->mode == CNNB_MODE_TRAIN; i++)
     if ((st = create_trainer(run, i)) != CNNB_OK) return st;
+  if ((st = cnnb_input_dtype_choose(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = start_input(run, i)) != CNNB_OK) return st;
   return CNNB_OK;

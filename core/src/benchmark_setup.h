@@ -40,6 +40,8 @@ typedef struct cnnb_replica {
   void *datasource;
   cnnb_prefetch *input;   /* reads batches ahead on its own thread */
   const int32_t *labels;  /* of the batch in use (for accuracy) */
+  const cnnb_datasource_uint8 *uint8_batches; /* the datasource's uint8 extension when the
+                                                 run's batches are uint8 (input_dtype.h) */
 } cnnb_replica;
 
 struct cnnb_run {
@@ -63,6 +65,7 @@ struct cnnb_run {
   int32_t rank, world_size;/* the strategy's: processes taking part, and this one */
   int64_t examples_per_epoch; /* the datasource's; 0 when it does not know */
   int64_t num_batches;     /* timed steps: --num_batches, or --num_epochs in steps */
+  bool input_uint8;        /* batches travel as uint8 NHWC, normalized by the device */
   const char *device_description; /* replica 0's describe(), or the plugin's description */
 
   cnnb_graph *graph;

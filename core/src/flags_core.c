@@ -18,6 +18,7 @@ typedef struct core_flag {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
 static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
 
 static const core_flag general[] = {
@@ -85,6 +86,10 @@ static const core_flag devices[] = {
     {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
      "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
      "devices pick their own physical layouts whatever it says."},
+    {"input_dtype", CNNB_FLAG_STRING, "auto", input_dtypes,
+     "How batches travel from the datasource to the device: auto sends uint8 NHWC pixels "
+     "that the device normalizes (a quarter of the bytes) when both offer it, else float32; "
+     "uint8 or float32 forces one (uint8 is refused when either side lacks it)."},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
      "Compute precision of activations and gradients; master weights stay fp32."},
     {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},

@@ -192,6 +192,11 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   }
   if (!cfg->precision) return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
   cfg->data_format = cnnb_flags_string(flags, "data_format");
+  const char *dtype = cnnb_flags_string(flags, "input_dtype");
+  if (strcmp(dtype, "auto") == 0) cfg->input_dtype = CNNB_INPUT_AUTO;
+  else if (strcmp(dtype, "uint8") == 0) cfg->input_dtype = CNNB_INPUT_UINT8;
+  else if (strcmp(dtype, "float32") == 0) cfg->input_dtype = CNNB_INPUT_FLOAT32;
+  else return refuse(err, size, "--input_dtype=%s: known: auto, uint8, float32", dtype);
 
   cfg->all_reduce_spec = cnnb_flags_string(flags, "all_reduce_spec");
   double mb = cnnb_flags_float(flags, "gradient_bucket_mb");

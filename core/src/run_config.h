@@ -20,6 +20,13 @@ typedef enum cnnb_run_mode {
   CNNB_MODE_EVAL = 3         /* --eval: forward with accuracy */
 } cnnb_run_mode;
 
+/* --input_dtype: how batches travel from the datasource to the device. */
+typedef enum cnnb_input_dtype {
+  CNNB_INPUT_AUTO = 0,    /* uint8 when datasource and device both offer it, else float32 */
+  CNNB_INPUT_UINT8 = 1,   /* uint8 NHWC, normalized by the device; refused without both */
+  CNNB_INPUT_FLOAT32 = 2  /* fp32 NCHW normalized by the datasource (every plugin can) */
+} cnnb_input_dtype;
+
 typedef struct cnnb_run_config {
   /* Plugins, by the names users pick them with. datasource "" lets the datasources'
    * probes choose. */
@@ -48,6 +55,7 @@ typedef struct cnnb_run_config {
   uint32_t precision;             /* cnnb_precision */
   const char *precision_flag;     /* "--precision=bf16" / "--use_fp16": what asked for it */
   const char *data_format;        /* shown in the report only */
+  cnnb_input_dtype input_dtype;   /* --input_dtype */
 
   /* Distribution. */
   const char *all_reduce_spec;    /* "" when not given */
