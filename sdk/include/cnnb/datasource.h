@@ -83,9 +83,11 @@ typedef struct cnnb_datasource_uint8 {
   uint32_t struct_size;
   /* [required] [main-thread] once per instance, before its first batch: scale[c] and
    * offset[c] for each of cfg->channels channels, such that pixel value v of channel c
-   * becomes (float)v * scale[c] + offset[c], computed in fp32 — exactly the value
-   * next_batch would have stored, so both transports train identically
-   * (tf_cnn_benchmarks' [-1, 1]: scale (float)(1 / 127.5), offset -1). */
+   * becomes (float)v * scale[c] + offset[c], computed in fp32 — the value next_batch
+   * would have stored for that pixel, so both transports train identically
+   * (tf_cnn_benchmarks' [-1, 1]: scale (float)(1 / 127.5), offset -1). A datasource
+   * whose fp32 path keeps finer values than whole levels (a resampled JPEG) says in
+   * its documentation how far the two differ. */
   cnnb_status (*normalization)(void *datasource, float *scale, float *offset);
   /* [required] [input-thread] per batch, instead of next_batch and with its rules: fills
    * images [batch, H, W, C] uint8 and labels [batch]. */
