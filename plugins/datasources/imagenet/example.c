@@ -79,12 +79,12 @@ static int next_field(parser *ps, const uint8_t **p, const uint8_t *end, field *
   f->wire = (int)(tag & 7);
   switch (f->wire) {
   case WIRE_VARINT:
-    if (varint(p, end, &f->value) != 0) return fail(ps, "truncated varint at byte %zu", at);
+    if (varint(p, end, &f->value) != 0) return fail(ps, "field %u at byte %zu: truncated varint", f->number, at);
     return 1;
   case WIRE_FIXED64:
   case WIRE_FIXED32: {
     size_t n = f->wire == WIRE_FIXED64 ? 8 : 4;
-    if ((size_t)(end - *p) < n) return fail(ps, "truncated fixed%zu at byte %zu", n * 8, at);
+    if ((size_t)(end - *p) < n) return fail(ps, "field %u at byte %zu: truncated fixed%zu", f->number, at, n * 8);
     f->value = 0;
     for (size_t i = 0; i < n; i++) f->value |= (uint64_t)(*p)[i] << (8 * i);
     *p += n;
@@ -92,7 +92,7 @@ static int next_field(parser *ps, const uint8_t **p, const uint8_t *end, field *
   }
   case WIRE_BYTES: {
     uint64_t n;
-    if (varint(p, end, &n) != 0) return fail(ps, "truncated length at byte %zu", at);
+    if (varint(p, end, &n) != 0) return fail(ps, "field %u at byte %zu: truncated length", f->number, at);
     if (n > (uint64_t)(end - *p))
       return fail(ps, "field %u at byte %zu: length %llu runs past its message (%zu bytes left)",
                   f->number, at, (unsigned long long)n, (size_t)(end - *p));
