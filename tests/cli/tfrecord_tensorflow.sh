@@ -54,7 +54,7 @@ out = open(sys.argv[3], "w")
 for shard in range(2):
     with tf.io.TFRecordWriter("%s/train-%05d-of-00002" % (sys.argv[2], shard)) as w:
         for n in range(25):
-            image = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 1, 200, 5000, 70000])))
+            image = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 1, 200, 3000, 20000])))
             label = rnd.randint(1, 1000)
             boxes = []
             for _ in range(rnd.randint(0, 3)):

@@ -171,7 +171,7 @@ START_TEST(encode_round_trip) {
     /* Every proper prefix is malformed (image/encoded comes last), and says so. */
     for (size_t cut = 0; cut < size; cut++) {
       uint8_t *prefix = malloc(cut + 1); /* exact size: ASan sees a read past it */
-      memcpy(prefix, rec, cut);
+      if (cut) memcpy(prefix, rec, cut);
       err[0] = 0;
       ck_assert_msg(example_parse(prefix, cut, &ex, err, sizeof err) == -1, "prefix %zu parsed", cut);
       ck_assert_msg(strncmp(err, "tf.Example: ", 12) == 0, "prefix %zu: '%s'", cut, err);
@@ -477,7 +477,7 @@ static const struct {
 START_TEST(rejects_malformed) {
   pb rec = malformed[_i].build();
   uint8_t *exact = malloc(rec.n + 1);
-  memcpy(exact, rec.p, rec.n);
+  if (rec.n) memcpy(exact, rec.p, rec.n);
   example_view ex;
   char err[256] = "";
   ck_assert_int_eq(example_parse(exact, rec.n, &ex, err, sizeof err), -1);

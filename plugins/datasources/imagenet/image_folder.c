@@ -100,8 +100,8 @@ static int list_dir(const char *dir, names *dirs, names *files, char *err, size_
   }
   if (rc == 0 && errno != 0) rc = fail(err, err_size, "%s: %s", dir, strerror(errno));
   closedir(d);
-  if (dirs) qsort(dirs->items, dirs->count, sizeof *dirs->items, by_strcmp);
-  if (files) qsort(files->items, files->count, sizeof *files->items, by_strcmp);
+  if (dirs && dirs->count > 1) qsort(dirs->items, dirs->count, sizeof *dirs->items, by_strcmp);
+  if (files && files->count > 1) qsort(files->items, files->count, sizeof *files->items, by_strcmp);
   return rc;
 }
 
@@ -137,7 +137,7 @@ static int add_class(image_folder *out, listing *l, const char *class_dir, int32
   names folders = {0};
   int rc = collect_folders(class_dir, 0, &folders, err, err_size);
   /* (path, name) order = folders in sorted path order, each folder's files sorted. */
-  qsort(folders.items, folders.count, sizeof *folders.items, by_strcmp);
+  if (folders.count > 1) qsort(folders.items, folders.count, sizeof *folders.items, by_strcmp);
   for (size_t f = 0; rc == 0 && f < folders.count; f++) {
     names files = {0};
     rc = list_dir(folders.items[f], NULL, &files, err, err_size);
