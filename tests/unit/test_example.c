@@ -498,6 +498,7 @@ START_TEST(small_error_buffer) {
   ck_assert_int_eq(err[4], 0);
   ck_assert_int_eq(err[5], 'x');
   ck_assert_int_eq(example_parse((const uint8_t *)"\x08", 1, &ex, NULL, 0), -1);
+  ck_assert_int_eq(example_parse(NULL, 0, &ex, err, sizeof err), -1);
 }
 END_TEST
 

@@ -81,6 +81,14 @@ START_TEST(lists_in_torchvision_order) {
   ck_assert_msg(strstr(f.first_png, ".png") || strstr(f.first_png, ".PNG"), "%s", f.first_png);
   image_folder_free(&f);
   ck_assert_ptr_null(f.paths);
+  /* A trailing slash lists the same paths. */
+  char slashed[300];
+  snprintf(slashed, sizeof slashed, "%s//", dir);
+  ck_assert_msg(image_folder_scan(slashed, &f, err, sizeof err) == 0, "%s", err);
+  char want[512];
+  snprintf(want, sizeof want, "%s/%s", dir, paths[0]);
+  ck_assert_str_eq(f.paths[0], want);
+  image_folder_free(&f);
 }
 END_TEST
 

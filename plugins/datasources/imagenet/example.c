@@ -263,6 +263,7 @@ static long feature_values(parser *ps, const found *fd, int which, int expected,
 
 int example_parse(const uint8_t *data, size_t size, example_view *out, char *err,
                   size_t err_size) {
+  if (!data) data = (const uint8_t *)""; /* (NULL, 0): no arithmetic on a null pointer */
   parser ps = {data, err, err_size};
   memset(out, 0, sizeof *out);
   found fd;

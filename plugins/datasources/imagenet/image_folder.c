@@ -5,7 +5,7 @@
  * same. Names starting with '.' are skipped (editor and notebook droppings such as
  * .ipynb_checkpoints would otherwise become classes). Symbolic links are followed;
  * nesting deeper than MAX_DEPTH (a link loop) is an error rather than a hang. */
-#define _POSIX_C_SOURCE 200809L /* strdup */
+#define _POSIX_C_SOURCE 200809L /* strdup, strndup */
 #include "image_folder.h"
 
 #include <dirent.h>
@@ -171,7 +171,23 @@ static int add_class(image_folder *out, listing *l, const char *class_dir, int32
   return rc;
 }
 
+static int scan(const char *dir, image_folder *out, char *err, size_t err_size);
+
 int image_folder_scan(const char *dir, image_folder *out, char *err, size_t err_size) {
+  /* "DIR/" lists as "DIR": paths without a doubled slash. */
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  char *trimmed = strndup(dir, n);
+  if (!trimmed) {
+    memset(out, 0, sizeof *out);
+    return fail(err, err_size, "out of memory");
+  }
+  int rc = scan(trimmed, out, err, err_size);
+  free(trimmed);
+  return rc;
+}
+
+static int scan(const char *dir, image_folder *out, char *err, size_t err_size) {
   memset(out, 0, sizeof *out);
   struct stat st;
   if (stat(dir, &st) != 0) return fail(err, err_size, "%s: %s", dir, strerror(errno));

@@ -52,7 +52,9 @@ static void usage(FILE *f) {
           "       [--seed=0] [--num_threads=N]\n"
           "Converts an ImageFolder (DIR/<class>/<image>.jpg, classes in sorted order) into\n"
           "TFRecord shards OUT/<name>-00000-of-NNNNN with tf.Example records as TensorFlow's\n"
-          "build_imagenet_data.py writes them (image/class/label = class index + 1).\n",
+          "build_imagenet_data.py writes them (image/class/label = class index + 1).\n"
+          "Examples are shuffled by --seed; threads (default: the CPUs) each write whole\n"
+          "shards, so more shards than one are needed for more than one thread.\n",
           prog);
 }
 
