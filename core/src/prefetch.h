@@ -19,6 +19,11 @@ cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasou
  * the next call. A datasource failure is returned here (once the batches read before it
  * are used), with its message in `ctx`. */
 cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int32_t **labels);
+/* Waits until the thread has filled every slot (or failed), then throws those batches
+ * away, so that the next cnnb_prefetch_next waits for a batch read from then on:
+ * --input_only times the pipeline, not batches queued during its warm-up. Returns the
+ * datasource's failure, if it failed. */
+cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p);
 /* Stops the thread (after the batch it is reading) and frees the queue. NULL is fine. */
 void cnnb_prefetch_destroy(cnnb_prefetch *p);
 
