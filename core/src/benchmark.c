@@ -203,7 +203,7 @@ cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out) {
   int64_t skipped[2] = {cnnb_run_skipped_examples(run, false), cnnb_run_skipped_examples(run, true)};
   cnnb_status st = cnnb_world_sum(run, skipped, 2, "summing the examples skipped as unreadable");
   if (st != CNNB_OK) return st;
-  if (skipped[0] + skipped[1] > 0)
+  if (run->rank == 0 && skipped[0] + skipped[1] > 0)
     cnnb_log(run->ctx, CNNB_LOG_WARN, "the datasource skipped %lld unreadable examples (%lld of "
              "them evaluating during training)", (long long)(skipped[0] + skipped[1]),
              (long long)skipped[1]);

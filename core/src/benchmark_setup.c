@@ -434,17 +434,20 @@ static cnnb_status count_batches(cnnb_run *run) {
     run->num_batches = cfg->num_batches;
     return CNNB_OK;
   }
+  /* Under --eval, --num_eval_epochs may be what set it (run_config.c): name that. */
+  bool eval_flag = cfg->mode == CNNB_MODE_EVAL && cfg->num_eval_epochs > 0;
+  const char *flag = eval_flag ? "--num_eval_epochs" : "--num_epochs";
   if (run->examples_per_epoch <= 0)
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_epochs=%g: datasource %s does not say how many examples an "
-                      "epoch holds; give --num_batches instead", cfg->num_epochs,
-                      run->datasource.name);
+                      "%s=%g: datasource %s does not say how many examples an epoch holds; "
+                      "give %s instead", flag, cfg->num_epochs, run->datasource.name,
+                      eval_flag ? "--num_eval_batches" : "--num_batches");
   double global = (double)run->batch_size * run->num_replicas * run->world_size;
   double steps = ceil(cfg->num_epochs * (double)run->examples_per_epoch / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_epochs=%g: that is %g steps of %g images over %lld examples per "
-                      "epoch, more than a run can count", cfg->num_epochs, steps, global,
+                      "%s=%g: that is %g steps of %g images over %lld examples per "
+                      "epoch, more than a run can count", flag, cfg->num_epochs, steps, global,
                       (long long)run->examples_per_epoch);
   run->num_batches = (int64_t)steps;
   return CNNB_OK;
