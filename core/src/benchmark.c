@@ -200,7 +200,8 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, F
 }
 
 cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out) {
-  int64_t skipped[2] = {cnnb_run_skipped_examples(run, false), cnnb_run_skipped_examples(run, true)};
+  int64_t skipped[2] = {cnnb_run_skipped_examples(run, false),
+                        cnnb_run_skipped_examples(run, true)};
   cnnb_status st = cnnb_world_sum(run, skipped, 2, "summing the examples skipped as unreadable");
   if (st != CNNB_OK) return st;
   if (run->rank == 0 && skipped[0] + skipped[1] > 0)

@@ -6,7 +6,9 @@
  * every replica's device and check it runs every op of the graph; create the strategy
  * (which tells this process's rank, and refuses what it cannot do before any arena
  * exists); then plan and allocate (executors), let the ranks agree on the run and
- * broadcast the initial values, and last give each replica its shard of the data. */
+ * broadcast the initial values, and last give each replica its shard of the data (and,
+ * evaluating during training, a second inference-mode set: evaluation.h). --input_only
+ * stops short of the executors. */
 #ifndef CNNB_BENCHMARK_SETUP_H
 #define CNNB_BENCHMARK_SETUP_H
 

@@ -171,11 +171,13 @@ static cnnb_status load_model(cnnb_run *run, float *staging) {
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    st = copy_arena(run, r, cnnb_executor_params(r->executor), cnnb_executor_params(r->eval_executor),
-                    cnnb_executor_param_count(r->executor), staging, "parameters");
+    st = copy_arena(run, r, cnnb_executor_params(r->executor),
+                    cnnb_executor_params(r->eval_executor), cnnb_executor_param_count(r->executor),
+                    staging, "parameters");
     if (st == CNNB_OK)
-      st = copy_arena(run, r, cnnb_executor_stats(r->executor), cnnb_executor_stats(r->eval_executor),
-                      cnnb_executor_stat_count(r->executor), staging, "batch-norm statistics");
+      st = copy_arena(run, r, cnnb_executor_stats(r->executor),
+                      cnnb_executor_stats(r->eval_executor), cnnb_executor_stat_count(r->executor),
+                      staging, "batch-norm statistics");
   }
   cnnb_crash_leave(outer);
   return st;

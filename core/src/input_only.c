@@ -5,6 +5,7 @@
  * time is how long that waited, so it measures what the pipeline sustains when nothing
  * else competes for the batches. The queues are emptied after the warm-up. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdbool.h>
 #include <time.h>
 
 #include "benchmark.h"
@@ -59,7 +60,8 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
     if (!(seconds > 0)) seconds = 1e-9;
     total_seconds += seconds;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
-    if (out && (cnnb_report_should_display(i + 1, cfg->display_every) || i + 1 == run->num_batches)) {
+    bool last = i + 1 == run->num_batches;
+    if (out && (cnnb_report_should_display(i + 1, cfg->display_every) || last)) {
       cnnb_report_print_input_step(out, i + 1, &stats);
       fflush(out);
     }

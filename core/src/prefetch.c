@@ -129,7 +129,8 @@ cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p) {
     p->holding = false;
     pthread_cond_broadcast(&p->changed);
   }
-  while (p->filled < p->num_slots && p->failure == CNNB_OK) pthread_cond_wait(&p->changed, &p->lock);
+  while (p->filled < p->num_slots && p->failure == CNNB_OK)
+    pthread_cond_wait(&p->changed, &p->lock);
   cnnb_status st = p->failure;
   p->head = (p->head + p->filled) % p->num_slots;
   p->filled = 0;
