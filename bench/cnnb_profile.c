@@ -68,8 +68,11 @@ static int op_by_total_desc(const void *a, const void *b) {
 /* One step as cnnbench's loop runs it; *update_s gets the optimizer's share. */
 static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   cnnb_replica *r = &run->replicas[0];
-  cnnb_status st = cnnb_replica_step(run, r, 1.0f, i);
-  if (st != CNNB_OK) return st;
+  cnnb_batch batch;
+  cnnb_status st = cnnb_prefetch_take(r->input, &batch);
+  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
+  r->labels = batch.labels;
+  if ((st = cnnb_replica_step(r, &batch, 1.0f, i)) != CNNB_OK) return st;
   double t0 = now_s();
   if (r->trainer && (st = cnnb_trainer_apply(r->trainer, i, NULL, NULL)) != CNNB_OK) return st;
   if ((st = run->device_vt->synchronize(r->device)) != CNNB_OK)

@@ -60,7 +60,8 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
     free(scale);
     return st;
   }
-  st = cnnb_executor_set_uint8_input(r->executor, device, scale, offset);
+  /* --input_only has no executor: the batches are read as the run would read them. */
+  if (r->executor) st = cnnb_executor_set_uint8_input(r->executor, device, scale, offset);
   free(scale);
   if (st != CNNB_OK) return st;
   r->uint8_batches = source;
@@ -109,13 +110,10 @@ cnnb_status cnnb_input_dtype_choose(cnnb_run *run) {
   return CNNB_OK;
 }
 
-cnnb_status cnnb_replica_step(cnnb_run *run, cnnb_replica *r, float loss_scale, int64_t step) {
-  cnnb_batch batch;
-  cnnb_status st = cnnb_prefetch_take(r->input, &batch);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
-  r->labels = batch.labels;
-  if (batch.images_uint8)
-    return cnnb_executor_step_uint8(r->executor, batch.images_uint8, batch.labels, loss_scale,
+cnnb_status cnnb_replica_step(cnnb_replica *r, const cnnb_batch *batch, float loss_scale,
+                              int64_t step) {
+  if (batch->images_uint8)
+    return cnnb_executor_step_uint8(r->executor, batch->images_uint8, batch->labels, loss_scale,
                                     (uint64_t)step);
-  return cnnb_executor_step(r->executor, batch.images, batch.labels, loss_scale, (uint64_t)step);
+  return cnnb_executor_step(r->executor, batch->images, batch->labels, loss_scale, (uint64_t)step);
 }

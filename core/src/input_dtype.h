@@ -14,8 +14,9 @@
  * naming the plugin that lacks one. */
 cnnb_status cnnb_input_dtype_choose(cnnb_run *run);
 
-/* Replica r's next batch (r->labels set to its labels) run through its executor: one
- * forward (and backward when training) step. Errors name the datasource or the node. */
-cnnb_status cnnb_replica_step(cnnb_run *run, cnnb_replica *r, float loss_scale, int64_t step);
+/* A batch replica r took from its input (cnnb_prefetch_take), fp32 or uint8, run through
+ * its executor: one forward (and backward when training) step. Errors name the node. */
+cnnb_status cnnb_replica_step(cnnb_replica *r, const cnnb_batch *batch, float loss_scale,
+                              int64_t step);
 
 #endif

@@ -157,6 +157,22 @@ cnnb_status cnnb_prefetch_take(cnnb_prefetch *p, cnnb_batch *batch) {
   return st;
 }
 
+cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p) {
+  pthread_mutex_lock(&p->lock);
+  if (p->holding) {
+    p->holding = false;
+    pthread_cond_broadcast(&p->changed);
+  }
+  while (p->filled < p->num_slots && p->failure == CNNB_OK)
+    pthread_cond_wait(&p->changed, &p->lock);
+  cnnb_status st = p->failure;
+  p->head = (p->head + p->filled) % p->num_slots;
+  p->filled = 0;
+  pthread_cond_broadcast(&p->changed);
+  pthread_mutex_unlock(&p->lock);
+  return st;
+}
+
 void cnnb_prefetch_destroy(cnnb_prefetch *p) {
   if (!p) return;
   if (p->thread_started) {

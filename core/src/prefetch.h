@@ -35,6 +35,11 @@ cnnb_status cnnb_prefetch_create_uint8(const cnnb_datasource_uint8 *ext, void *d
 cnnb_status cnnb_prefetch_take(cnnb_prefetch *p, cnnb_batch *batch);
 /* cnnb_prefetch_take for a pipeline of fp32 batches (CNNB_EINTERNAL on a uint8 one). */
 cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int32_t **labels);
+/* Waits until the thread has filled every slot (or failed), then throws those batches
+ * away, so that the next cnnb_prefetch_next waits for a batch read from then on:
+ * --input_only times the pipeline, not batches queued during its warm-up. Returns the
+ * datasource's failure, if it failed. */
+cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p);
 /* Stops the thread (after the batch it is reading) and frees the queue. NULL is fine. */
 void cnnb_prefetch_destroy(cnnb_prefetch *p);
 

@@ -41,6 +41,9 @@ expect 2 "--momentum=1: must be in [0, 1)" -- --momentum=1
 expect 2 "--adam_beta2=1.5" -- --adam_beta2=1.5
 expect 2 "--rmsprop_epsilon=0" -- --rmsprop_epsilon=0
 expect 2 "--eval and --forward_only both given" -- --eval --forward_only
+expect 2 "--num_eval_batches=0: must be at least 1" -- --eval --num_eval_batches=0
+expect 2 "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both given" -- --eval_during_training_every_n_steps=5 --eval_during_training_every_n_epochs=1
+expect 2 "--input_only and --eval both given" -- --input_only --eval
 expect 2 "--seed=-1" -- --seed=-1
 expect 1 "training diverged" -- --model=lenet --init_learning_rate=1e30 --num_batches=3 --num_warmup_batches=0 --display_every=1
 expect 2 "--piecewise_learning_rate_schedule excludes" -- --piecewise_learning_rate_schedule='0.1;2;0.01' --init_learning_rate=0.1

@@ -1,6 +1,7 @@
 /* test_prefetch — the input pipeline's queue: batches arrive in the datasource's order,
  * none is lost or repeated, a datasource failure surfaces after the batches read before
- * it, and destroying a pipeline whose thread is waiting does not hang; a uint8 pipeline
+ * it, destroying a pipeline whose thread is waiting does not hang, and draining drops
+ * exactly the batches queued (--input_only's start of timing); a uint8 pipeline
  * (CNNB_EXT_DATASOURCE_UINT8) hands over uint8 batches the same way. */
 #include <check.h>
 #include <stdlib.h>
@@ -120,6 +121,34 @@ START_TEST(uint8_batches_arrive_in_order) {
 }
 END_TEST
 
+START_TEST(drain_discards_what_was_queued) {
+  /* depth 2 is 3 slots. After the consumer takes batch 0, drain gives it back and waits
+   * for all 3 slots to hold batches (1, 2, 3), then drops them: the next batch is 4,
+   * read after the drain. */
+  counting_source source = {.next = 0, .fail_at = -1};
+  cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+  cnnb_prefetch *p;
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p), CNNB_OK);
+  const float *images;
+  const int32_t *labels;
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+  ck_assert_int_eq(labels[0], 0);
+  ck_assert_int_eq(cnnb_prefetch_drain(p), CNNB_OK);
+  for (int32_t want = 4; want < 10; want++) {
+    ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+    ck_assert_int_eq(labels[0], want);
+  }
+  cnnb_prefetch_destroy(p);
+  /* A datasource that fails while the queue fills: drain reports it. */
+  source = (counting_source){.next = 0, .fail_at = 2};
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_drain(p), CNNB_EDATA);
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
+  cnnb_prefetch_destroy(p);
+  cnnb_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("prefetch");
   TCase *tc = tcase_create("queue");
@@ -127,6 +156,7 @@ int main(void) {
   tcase_add_test(tc, failure_after_good_batches);
   tcase_add_test(tc, destroy_while_full);
   tcase_add_test(tc, uint8_batches_arrive_in_order);
+  tcase_add_test(tc, drain_discards_what_was_queued);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
