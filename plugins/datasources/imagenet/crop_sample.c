@@ -102,3 +102,15 @@ int crop_sample(const crop_params *p, int width, int height, const image_box *bo
   *out = (crop_rect){0, 0, width, height};
   return 0;
 }
+
+void eval_window(int img_w, int img_h, int w, int h, int *rw, int *rh, int *left, int *top) {
+  float ratio_h = (float)h / (float)img_h, ratio_w = (float)w / (float)img_w;
+  float max_ratio = ratio_h > ratio_w ? ratio_h : ratio_w;
+  const float scale_factor = 1.145f;
+  *rh = (int)((float)img_h * max_ratio * scale_factor);
+  *rw = (int)((float)img_w * max_ratio * scale_factor);
+  if (*rh < h) *rh = h; /* never below the target, whatever float rounding does */
+  if (*rw < w) *rw = w;
+  *top = (*rh - h) / 2;
+  *left = (*rw - w) / 2;
+}

@@ -3,7 +3,8 @@
  * max_attempts 100, use_image_if_no_bounding_boxes), with TensorFlow's own arithmetic
  * (tensorflow/core/kernels/image/sample_distorted_bounding_box_op.cc): the crop's pixel
  * rectangle for an image and its boxes, the whole image when no attempt satisfies the
- * constraints. Random numbers from prep_rng instead of TensorFlow's Philox. */
+ * constraints. Random numbers from prep_rng instead of TensorFlow's Philox. Also the
+ * eval path's central-crop window. */
 #ifndef IMAGENET_CROP_SAMPLE_H
 #define IMAGENET_CROP_SAMPLE_H
 
@@ -29,5 +30,11 @@ typedef struct crop_rect {
  * an attempt succeeded, 0 when the crop is the fallback (the whole image). */
 int crop_sample(const crop_params *p, int width, int height, const image_box *boxes,
                 int num_boxes, prep_rng *rng, crop_rect *out);
+
+/* tf_cnn_benchmarks' eval_image geometry, in its float32 arithmetic: an img_w x img_h
+ * image resized, aspect kept, to *rw x *rh, the smallest with both sides >= 1.145x the
+ * w x h target (int() of the product), then the w x h window at (*left, *top) =
+ * ((rw - w) / 2, (rh - h) / 2) kept. */
+void eval_window(int img_w, int img_h, int w, int h, int *rw, int *rh, int *left, int *top);
 
 #endif

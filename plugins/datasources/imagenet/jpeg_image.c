@@ -88,8 +88,9 @@ static int check_magic(const uint8_t *data, size_t size, char *err, size_t err_s
     return -1;
   }
   char hex[16] = "";
-  size_t n = size < 4 ? size : 4;
-  for (size_t i = 0; i < n; i++) snprintf(hex + 3 * i, sizeof(hex) - 3 * i, "%s%02x", i ? " " : "", data[i]);
+  size_t n = size < 4 ? size : 4, at = 0;
+  for (size_t i = 0; i < n; i++)
+    at += (size_t)snprintf(hex + at, sizeof(hex) - at, "%s%02x", i ? " " : "", data[i]);
   snprintf(err, err_size, "not a JPEG (%s%s%s, not ff d8 ff)", size ? "starts with " : "empty",
            hex, size < 3 && size ? ": too short" : "");
   return -1;

@@ -50,20 +50,6 @@ void preprocess_scratch_destroy(preprocess_scratch *s) {
   free(s);
 }
 
-/* The eval window: tf_cnn_benchmarks' eval_image in its float32 arithmetic. */
-static void eval_geometry(int img_w, int img_h, int w, int h, int *rw, int *rh, int *left,
-                          int *top) {
-  float ratio_h = (float)h / (float)img_h, ratio_w = (float)w / (float)img_w;
-  float max_ratio = ratio_h > ratio_w ? ratio_h : ratio_w;
-  const float scale_factor = 1.145f;
-  *rh = (int)((float)img_h * max_ratio * scale_factor);
-  *rw = (int)((float)img_w * max_ratio * scale_factor);
-  if (*rh < h) *rh = h;
-  if (*rw < w) *rw = w;
-  *top = (*rh - h) / 2;
-  *left = (*rw - w) / 2;
-}
-
 /* The region [lo, hi) of one axis that an output window needs: the core the window maps
  * onto plus `margin` pixels each side, inside [0, full). */
 static void with_margin(double core_lo, double core_hi, int margin, int full, int *lo, int *len) {
@@ -112,7 +98,7 @@ static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_
     min_w = W, min_h = H;
   } else {
     int full_w, full_h, left, top;
-    eval_geometry(info.width, info.height, W, H, &full_w, &full_h, &left, &top);
+    eval_window(info.width, info.height, W, H, &full_w, &full_h, &left, &top);
     sx = (double)info.width / full_w;
     sy = (double)info.height / full_h;
     ox = left * sx;
