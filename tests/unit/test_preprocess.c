@@ -192,38 +192,42 @@ static preprocess_config config(int w, int h, int training, resize_method m, int
   return c;
 }
 
-/* The eval path end to end on a 500x375 JPEG: against the full decode resized (bilinear,
- * reference) to 341x256 and cropped at (58, 16). The implementation decodes at DCT scale
- * 6/8 only the window plus margin: on this smooth picture that moves values by at most a
- * few levels (mean under 1.5, max under 12 of 255). */
+/* The eval path end to end: against the full decode resized (bilinear, reference) to the
+ * eval size and cropped. 500x375 -> 341x256 at (58, 16), where the implementation decodes
+ * only the window plus margin at 8/8 (4/8 would leave it under 224): the same but for the
+ * rounding to bytes (mean 0.25, max 1 level). 1000x750 -> 341x256 again, decoded at 4/8: DCT scaling moves
+ * values on this smooth picture by a few levels (mean under 1.5, max under 12 of 255). */
 START_TEST(eval_path_matches_resize_then_crop) {
-  int w = 500, h = 375;
-  uint8_t *px = jpeg_make_pattern(w, h, 3, 11);
-  made_jpeg j = jpeg_make(px, w, h, (jpeg_make_opts){3, 95, 0, 0});
-  rgb_image full = {0};
-  char err[256] = "";
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 0, 0, &full, err, sizeof err), 0);
-  preprocess_config cfg = config(224, 224, 0, RESIZE_BILINEAR, 0);
-  preprocess_scratch *s = preprocess_scratch_create();
-  uint8_t *got = malloc(224 * 224 * 3);
-  ck_assert_msg(preprocess_image_uint8(&cfg, s, j.data, j.size, NULL, 0, 1, got, err, sizeof err) == 0, "%s", err);
-  double sum = 0, worst = 0;
-  for (int i = 0; i < 224; i++)
-    for (int x = 0; x < 224; x++)
-      for (int c = 0; c < 3; c++) {
-        double want = ref_pixel(KERNEL_BILINEAR, full.pixels, w, h, x + 58, i + 16, c,
-                                500.0 / 341, 0, 375.0 / 256, 0);
-        double e = fabs(want - got[((size_t)i * 224 + x) * 3 + c]);
-        sum += e;
-        worst = fmax(worst, e);
-      }
-  ck_assert_msg(sum / (224.0 * 224 * 3) < 1.5 && worst < 12, "mean %.2f max %.0f",
-                sum / (224.0 * 224 * 3), worst);
-  free(got);
-  preprocess_scratch_destroy(s);
-  rgb_image_free(&full);
-  free(j.data);
-  free(px);
+  static const struct { int w, h; double mean, max; } cases[] = {{500, 375, 0.3, 1}, {1000, 750, 1.5, 12}};
+  for (int k = 0; k < 2; k++) {
+    int w = cases[k].w, h = cases[k].h;
+    uint8_t *px = jpeg_make_pattern(w, h, 3, 11);
+    made_jpeg j = jpeg_make(px, w, h, (jpeg_make_opts){3, 95, 0, 0});
+    rgb_image full = {0};
+    char err[256] = "";
+    ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 0, 0, &full, err, sizeof err), 0);
+    preprocess_config cfg = config(224, 224, 0, RESIZE_BILINEAR, 0);
+    preprocess_scratch *s = preprocess_scratch_create();
+    uint8_t *got = malloc(224 * 224 * 3);
+    ck_assert_msg(preprocess_image_uint8(&cfg, s, j.data, j.size, NULL, 0, 1, got, err, sizeof err) == 0, "%s", err);
+    double sum = 0, worst = 0;
+    for (int i = 0; i < 224; i++)
+      for (int x = 0; x < 224; x++)
+        for (int c = 0; c < 3; c++) {
+          double want = ref_pixel(KERNEL_BILINEAR, full.pixels, w, h, x + 58, i + 16, c,
+                                  w / 341.0, 0, h / 256.0, 0);
+          double e = fabs(want - got[((size_t)i * 224 + x) * 3 + c]);
+          sum += e;
+          worst = fmax(worst, e);
+        }
+    sum /= 224.0 * 224 * 3;
+    ck_assert_msg(sum < cases[k].mean && worst <= cases[k].max, "%dx%d: mean %.2f max %.0f", w, h, sum, worst);
+    free(got);
+    preprocess_scratch_destroy(s);
+    rgb_image_free(&full);
+    free(j.data);
+    free(px);
+  }
 }
 END_TEST
 

@@ -125,9 +125,12 @@ static void scaled_span(int at, int len, int full, int num, int *lo, int *hi) {
   if (*lo >= *hi) *lo = *hi - 1;
 }
 
+/* Only 1/8, 2/8 and 4/8: libjpeg-turbo has SIMD inverse DCTs for those (and 8/8); its
+ * 3/8 .. 7/8 ones are plain C, and 5/8 .. 7/8 decode slower than 8/8 does (measured: an
+ * 871x506 photo takes 1.1 ms at 8/8, 1.5-2.4 ms at 5/8-7/8, 0.8 ms at 4/8). */
 int jpeg_image_pick_scale(int w, int h, int min_w, int min_h) {
   if (min_w <= 0 || min_h <= 0) return 8;
-  for (int num = 1; num < 8; num++) {
+  for (int num = 1; num < 8; num *= 2) {
     /* The smallest the scaled region can come out, whatever its offset. */
     if ((long)w * num / 8 >= min_w && (long)h * num / 8 >= min_h) return num;
   }
