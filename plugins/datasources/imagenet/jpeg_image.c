@@ -177,6 +177,10 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   cinfo.scale_denom = 8;
   int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  /* tf_cnn_benchmarks decodes with dct_method='INTEGER_FAST' (its eval path and unfused
+   * train path): about 5% faster here than the default ISLOW. Fancy upsampling stays on,
+   * TensorFlow's default. */
+  cinfo.dct_method = JDCT_IFAST;
   jpeg_start_decompress(&cinfo);
 
   int x0, x1, y0, y1;
