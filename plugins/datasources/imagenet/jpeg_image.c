@@ -166,6 +166,16 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   jpeg_mem_src(&cinfo, data, (unsigned long)size);
   jpeg_read_header(&cinfo, TRUE);
   int full_w = (int)cinfo.image_width, full_h = (int)cinfo.image_height;
+  /* A few header bytes can claim a 65500 x 65500 image, and a progressive one makes libjpeg
+   * allocate (and zero) coefficients for all of it before the data runs out: a cap on
+   * pixels, and on libjpeg's own memory, keeps a hostile file from taking the machine. */
+  if ((uint64_t)full_w * (uint64_t)full_h > JPEG_IMAGE_MAX_PIXELS) {
+    snprintf(err, err_size, "JPEG of %dx%d pixels is larger than the %llu-pixel limit", full_w,
+             full_h, (unsigned long long)JPEG_IMAGE_MAX_PIXELS);
+    jpeg_destroy_decompress(&cinfo);
+    return -1;
+  }
+  cinfo.mem->max_memory_to_use = 1L << 30;
   if (x < 0 || y < 0 || w <= 0 || h <= 0 || x > full_w - w || y > full_h - h) {
     snprintf(err, err_size, "JPEG region %dx%d at (%d, %d) is not inside the %dx%d image", w, h,
              x, y, full_w, full_h);

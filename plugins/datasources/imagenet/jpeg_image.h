@@ -46,6 +46,10 @@ int jpeg_image_info(const uint8_t *data, size_t size, jpeg_info *info, char *err
  * large (8 when min_w or min_h is 0). */
 int jpeg_image_pick_scale(int w, int h, int min_w, int min_h);
 
+/* The largest image decoded (pixels): 2^27, e.g. 16384 x 8192; ImageNet's largest is
+ * under 40 million. Larger headers are refused before libjpeg allocates anything big. */
+#define JPEG_IMAGE_MAX_PIXELS (1ull << 27)
+
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
                              int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
 

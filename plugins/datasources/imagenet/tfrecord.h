@@ -16,7 +16,7 @@ typedef enum tfrecord_result {
   TFRECORD_IO = 3       /* the file cannot be opened or read: err says why */
 } tfrecord_result;
 
-/* One record at *pos in buf[0, len): on TFRECORD_OK, *data/*size point into buf and *pos
+/* One record at *pos in buf[0, len): on TFRECORD_OK, *data and *size point into buf and *pos
  * moves past the record; TFRECORD_END when *pos == len. Pure (no I/O): what the reader
  * and the fuzzer both run. err names only the offset; the reader adds the file. */
 tfrecord_result tfrecord_parse(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **data,
