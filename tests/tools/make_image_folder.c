@@ -37,8 +37,6 @@ int main(int argc, char **argv) {
   mkdir(out, 0755);
   snprintf(path, sizeof path, "%s/%s", out, split);
   mkdir(path, 0755);
-  tjhandle tj = tjInitCompress();
-  if (!tj) return 1;
   for (int c = 0; c < classes; c++) {
     snprintf(path, sizeof path, "%s/%s/class%d", out, split, c);
     mkdir(path, 0755);
@@ -51,6 +49,10 @@ int main(int argc, char **argv) {
         rgb[3 * p + 1] = (unsigned char)(16 * (id / 16) + 8);
         rgb[3 * p + 2] = (unsigned char)(32 + 64 * c);
       }
+      /* A handle per image: TurboJPEG 2.1 reusing a handle after a progressive image
+       * writes the next baseline one with a broken Huffman stream. */
+      tjhandle tj = tjInitCompress();
+      if (!tj) return 1;
       unsigned char *jpeg = NULL;
       unsigned long size = 0;
       int flags = id % 5 == 4 ? TJFLAG_PROGRESSIVE : 0;
@@ -71,6 +73,7 @@ int main(int argc, char **argv) {
         if (kind == 2 && write_file(path, not_an_image, sizeof not_an_image - 1) != 0) return 1;
       }
       tjFree(jpeg);
+      tjDestroy(tj);
       free(rgb);
     }
   }
@@ -79,6 +82,5 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/%s/class0/picture.png", out, split);
     if (write_file(path, png, sizeof png) != 0) return 1;
   }
-  tjDestroy(tj);
   return 0;
 }

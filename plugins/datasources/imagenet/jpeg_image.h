@@ -1,6 +1,6 @@
 /* jpeg_image.h — JPEG decoding through libjpeg-turbo, into 8-bit RGB (HWC). Decodes only
  * what the preprocessing keeps: a region (jpeg_crop_scanline / jpeg_skip_scanlines) at the
- * smallest DCT scale (1/8 .. 8/8) whose output still covers the size asked for.
+ * smallest DCT scale (1/8, 2/8, 4/8, 8/8) whose output still covers the size asked for.
  * Grayscale and CMYK/YCCK images come out as RGB. EXIF orientation is ignored, as
  * TensorFlow's decode_jpeg and PIL's open() ignore it. Errors never longjmp past the
  * caller and never print: they fill err. */
@@ -40,10 +40,15 @@ int jpeg_image_info(const uint8_t *data, size_t size, jpeg_info *info, char *err
  * (1:1 when min_w or min_h is 0); out's size is the scaled region. A truncated or corrupt
  * stream is an error (libjpeg's warnings about corrupt data count as errors: never train
  * on a half-grey image). 0, or -1 with err. */
-/* The DCT scale numerator (1..8, over 8) that jpeg_image_decode_region uses for a w x h
- * region and a minimum output of min_w x min_h: the smallest that keeps the scaled region
- * at least that large. */
+/* The DCT scale numerator (1, 2, 4 or 8, over 8: the scales libjpeg-turbo decodes with
+ * SIMD; the others are slower) that jpeg_image_decode_region uses for a w x h region and a
+ * minimum output of min_w x min_h: the smallest that keeps the scaled region at least that
+ * large (8 when min_w or min_h is 0). */
 int jpeg_image_pick_scale(int w, int h, int min_w, int min_h);
+
+/* The largest image decoded (pixels): 2^27, e.g. 16384 x 8192; ImageNet's largest is
+ * under 40 million. Larger headers are refused before libjpeg allocates anything big. */
+#define JPEG_IMAGE_MAX_PIXELS (1ull << 27)
 
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
                              int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
