@@ -44,9 +44,12 @@ cmp -s "$dir/a" "$dir/b" || fail "order depends on the decoder thread count"
 
 # Bad files: 3 damaged JPEGs and a PNG in class 0. Skipped, named, counted; the PNG is
 # not read (said when no JPEG is there at all).
+# (The validation split: read in order, so exactly the 3 damaged files come before the
+# 12 good ones of 3 batches.)
 "$MAKE_IMAGE_FOLDER" "$dir/bad" train 2 6 3
-"$DATASOURCE_EPOCH" --datasource=imagenet --data_dir="$dir/bad" --image_size=24 --num_classes=5 --distortions=false \
-  --train --batch_size=4 --batches=3 >"$out" 2>"$out.err" || fail "bad files: exit $?"
+"$MAKE_IMAGE_FOLDER" "$dir/bad" validation 2 6 3
+"$DATASOURCE_EPOCH" --datasource=imagenet --data_dir="$dir/bad" --image_size=24 --num_classes=5 \
+  --batch_size=4 --batches=3 >"$out" 2>"$out.err" || fail "bad files: exit $?"
 grep -q "^skipped 0 3$" "$out" || fail "expected 3 skipped examples"
 grep -q "bad000.JPEG" "$out.err" || fail "the truncated file is not named"
 grep -q "bad001.JPEG.*empty" "$out.err" || fail "the empty file is not named"

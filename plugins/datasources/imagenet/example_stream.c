@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "example.h"
+#include "prep_rng.h"
 #include "tfrecord.h"
 
 /* The source: this shard's examples in epoch order, before the shuffle buffer. */
@@ -28,17 +29,10 @@ struct example_stream {
   /* Shuffle buffer (training, TFRecord). */
   stream_item *buffer;
   int64_t buffer_size, buffer_filled;
-  uint64_t rng;
+  prep_rng rng;
   int draining;                /* the epoch ended: empty the buffer before the next one */
   stream_item next_epoch_first;/* meanwhile, the next epoch's first example */
 };
-
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 void stream_item_free(stream_item *item) {
   free(item->data);
@@ -70,9 +64,9 @@ static int bad_item(stream_item *item, const char *what, const char *detail) {
 static void start_epoch(example_stream *s) {
   for (size_t i = 0; i < s->count; i++) s->order[i] = i;
   if (s->cfg.shuffle) {
-    uint64_t state = s->cfg.seed * 0x2545F4914F6CDD1Dull + (uint64_t)s->epoch;
+    prep_rng order = prep_rng_stream(s->cfg.seed, (uint64_t)s->epoch);
     for (size_t i = s->count; i > 1; i--) {
-      size_t j = (size_t)(splitmix64(&state) % i);
+      size_t j = (size_t)(prep_rng_next(&order) % i);
       size_t t = s->order[i - 1];
       s->order[i - 1] = s->order[j];
       s->order[j] = t;
@@ -242,7 +236,7 @@ int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size
       s->buffer_filled++;
     }
     if (s->buffer_filled > 0) {
-      int64_t j = (int64_t)(splitmix64(&s->rng) % (uint64_t)s->buffer_filled);
+      int64_t j = (int64_t)(prep_rng_next(&s->rng) % (uint64_t)s->buffer_filled);
       swap_items(item, &s->buffer[j]);
       /* Keep the filled part dense: the last element moves into the hole. */
       swap_items(&s->buffer[j], &s->buffer[s->buffer_filled - 1]);
@@ -276,7 +270,8 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
     s->buffer_size = cfg->shuffle_buffer;
     s->buffer = calloc((size_t)s->buffer_size, sizeof *s->buffer);
     if (!s->buffer) goto oom;
-    s->rng = cfg->seed * 0x9E3779B97F4A7C15ull + (uint64_t)cfg->shard + 1;
+    /* Each shard shuffles its own share its own way. */
+    s->rng = prep_rng_stream(cfg->seed ^ 0x5EEDull, (uint64_t)cfg->shard);
   }
   start_epoch(s);
   *out = s;

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prep_rng.h"
+
 typedef enum slot_state { EMPTY, READ, DECODING, DONE, FAILED } slot_state;
 
 typedef struct slot {
@@ -79,10 +81,8 @@ static void *read_examples(void *arg) {
 
 /* Mixes the run's seed and an example's place in the stream into its own seed. */
 static uint64_t example_seed(uint64_t seed, int64_t index) {
-  uint64_t z = seed ^ ((uint64_t)index * 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  prep_rng r = prep_rng_stream(seed, (uint64_t)index);
+  return prep_rng_next(&r);
 }
 
 static void *decode_examples(void *arg) {
