@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""cpu_window.py: CPU seconds a program spends after a line it prints (to its exit).
+"""cpu_window.py: CPU seconds a program spends between two lines it prints.
 
-    cpu_window.py --start=REGEX -- COMMAND [ARGS...]
+    cpu_window.py --start=REGEX --end=REGEX -- COMMAND [ARGS...]
 
 Runs COMMAND with its stdout and stderr merged and passed through, reads the process's
-CPU time (user + system, all of its threads: /proc/PID/stat) when a line matching REGEX
-appears, and again at its exit (wait4's rusage), and prints at the end
+CPU time (user + system, all of its threads: /proc/PID/stat) when a line matching the
+start REGEX appears and again at the first later line matching the end REGEX, and prints
+at the end
     cpu_window: wall_s=W cpu_s=C
 Why: on a machine shared with other work, images per CPU-second of a pinned process is
 the per-core figure that the other work does not skew, and cnnbench reports only wall
-time. With --start='Done warm up' the window is cnnbench --input_only's timed steps plus
-its exit; batches its threads prefetched but nobody took are paid in it and not counted,
-so the figure errs low, not high. The exit status is COMMAND's.
+time. input_pipeline.sh opens the window at cnnbench --input_only's first timed step line
+and closes it at its last, so the window holds whole steps with the pipeline in its
+steady state at both ends (neither the queue drained after the warm-up nor the batches
+prefetched at the end that nobody takes fall in it). The exit status is COMMAND's.
 """
 import os
 import re
@@ -29,24 +31,26 @@ def cpu_of(pid):
 
 def main():
     args = sys.argv[1:]
-    if len(args) < 3 or not args[0].startswith("--start=") or args[1] != "--":
-        sys.exit("usage: cpu_window.py --start=REGEX -- COMMAND [ARGS...]")
+    if (len(args) < 4 or not args[0].startswith("--start=") or
+            not args[1].startswith("--end=") or args[2] != "--"):
+        sys.exit("usage: cpu_window.py --start=REGEX --end=REGEX -- COMMAND [ARGS...]")
     start = re.compile(args[0][len("--start="):])
-    proc = subprocess.Popen(args[2:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    t0 = c0 = None
+    end = re.compile(args[1][len("--end="):])
+    proc = subprocess.Popen(args[3:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    t0 = c0 = t1 = c1 = None
     for raw in proc.stdout:
         line = raw.decode(errors="replace")
-        sys.stdout.write(line)
         if t0 is None and start.search(line):
             t0, c0 = time.monotonic(), cpu_of(proc.pid)
-    _, status, usage = os.wait4(proc.pid, 0)
-    t1 = time.monotonic()
+        elif t0 is not None and t1 is None and end.search(line):
+            t1, c1 = time.monotonic(), cpu_of(proc.pid)
+        sys.stdout.write(line)
+    _, status, _ = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if t0 is None:
-        print("cpu_window: no line matched %r" % start.pattern)
+    if t1 is None:
+        print("cpu_window: no lines matched %r then %r" % (start.pattern, end.pattern))
     else:
-        print("cpu_window: wall_s=%.3f cpu_s=%.3f" %
-              (t1 - t0, usage.ru_utime + usage.ru_stime - c0))
+        print("cpu_window: wall_s=%.3f cpu_s=%.3f" % (t1 - t0, c1 - c0))
     sys.stdout.flush()
     sys.exit(proc.returncode)
 

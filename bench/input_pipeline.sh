@@ -9,7 +9,8 @@
 # in turn), so load from other work on this shared 2-core machine spreads over all of
 # them. Each run reports wall images/sec and images per CPU-second of its own process in
 # the timed window: the second is the per-core figure other work on the machine does not
-# skew (bench/cpu_window.py reads cnnbench's; input_anchors.py its own). Prints one table
+# skew (bench/cpu_window.py reads cnnbench's, between its first and last timed step lines;
+# input_anchors.py its own, over its timed batches). Prints one table
 # (median and min-max of the repetitions) and the ratios the targets are about:
 # cnnbench >= 2x Pillow+torchvision per core, and >= TensorFlow per core.
 #
@@ -30,7 +31,7 @@ PYTHON=${PYTHON:-/work/anchors/bin/python}
 ORIGINALS=1
 CORPUS=""
 REPS=3
-BATCHES=10   # 640 images = 2 epochs of the 320-image corpus
+BATCHES=15   # 960 images = 3 epochs of the 320-image corpus
 WARMUP=5     # 1 epoch: caches, decoders, TF's graph tracing
 CORE=1
 OUT=""
@@ -70,7 +71,7 @@ rm -rf "$RECORDS"
 PIN=(taskset -c "$CORE")
 common=(--input_only --data_name=imagenet --batch_size=64 --num_batches="$BATCHES"
         --num_warmup_batches="$WARMUP" --datasets_num_private_threads=1 --device=cpu
-        --model=resnet50 --display_every=1000)
+        --model=resnet50 --display_every=1)
 tv_norm=(--input_mean=0.485,0.456,0.406 --input_std=0.229,0.224,0.225)
 anchor=("$PYTHON" "$REPO/bench/input_anchors.py" --batch_size=64 --batches="$BATCHES"
         --warmup_batches="$WARMUP")
@@ -106,11 +107,13 @@ for rep in $(seq 1 "$REPS"); do
     # shellcheck disable=SC2086
     case "$label" in
       cnnbench*)
-        "${PIN[@]}" "$PYTHON" "$REPO/bench/cpu_window.py" --start='Done warm up' -- \
+        # The window: from the first timed step's line to the last's (BATCHES - 1 steps).
+        "${PIN[@]}" "$PYTHON" "$REPO/bench/cpu_window.py" --start=$'^1\timages/sec' \
+          --end=$'^'"$BATCHES"$'\timages/sec' -- \
           "${PIN[@]}" "$CNNBENCH" $args > "$log" 2>&1 || { echo "FAILED: $label (see $log)"; tail -5 "$log"; exit 1; }
-        wall=$(sed -n 's/^total images\/sec: \([0-9.]*\).*/\1/p' "$log")
-        cpu=$(sed -n 's/^cpu_window: wall_s=[0-9.]* cpu_s=\([0-9.]*\)/\1/p' "$log")
-        percpu=$(awk -v c="$cpu" -v n=$((BATCHES * 64)) 'BEGIN { printf "%.2f", n / c }') ;;
+        read -r wall percpu < <(sed -n 's/^cpu_window: wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\)/\1 \2/p' "$log" |
+          awk -v n=$(((BATCHES - 1) * 64)) '{ printf "%.2f %.2f\n", n / $1, n / $2 }')
+        [ -n "$percpu" ] || { echo "FAILED: $label: no cpu_window line (see $log)"; exit 1; } ;;
       *)
         "${PIN[@]}" "${anchor[@]}" $args > "$log" 2>&1 || { echo "FAILED: $label (see $log)"; tail -5 "$log"; exit 1; }
         wall=$(sed -n 's/^images\/sec: //p' "$log")
