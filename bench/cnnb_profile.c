@@ -29,6 +29,7 @@
 #include "benchmark_setup.h"
 #include "executor.h"
 #include "host.h"
+#include "input_dtype.h"
 #include "loader.h"
 #include "model_info.h"
 #include "run_config.h"
@@ -67,11 +68,11 @@ static int op_by_total_desc(const void *a, const void *b) {
 /* One step as cnnbench's loop runs it; *update_s gets the optimizer's share. */
 static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   cnnb_replica *r = &run->replicas[0];
-  const float *images;
-  cnnb_status st = cnnb_prefetch_next(r->input, &images, &r->labels);
+  cnnb_batch batch;
+  cnnb_status st = cnnb_prefetch_take(r->input, &batch);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
-  st = cnnb_executor_step(r->executor, images, r->labels, 1.0f, (uint64_t)i);
-  if (st != CNNB_OK) return st;
+  r->labels = batch.labels;
+  if ((st = cnnb_replica_step(r, &batch, 1.0f, i)) != CNNB_OK) return st;
   double t0 = now_s();
   if (r->trainer && (st = cnnb_trainer_apply(r->trainer, i, NULL, NULL)) != CNNB_OK) return st;
   if ((st = run->device_vt->synchronize(r->device)) != CNNB_OK)

@@ -74,11 +74,22 @@ if(PkgConfig_FOUND)
 endif()
 cnnb_component(CHECK "${CHECK_FOUND}" "Check not found: apt-get install check pkg-config")
 
-# libjpeg-turbo: the ImageNet datasource decodes JPEG through its TurboJPEG API.
+# libjpeg-turbo: the ImageNet datasource decodes JPEG through its TurboJPEG API and through
+# libjpeg's own (jpeglib.h: region, skipped-row and DCT-scaled decodes); both are needed.
 if(PkgConfig_FOUND)
   pkg_check_modules(TURBOJPEG QUIET IMPORTED_TARGET libturbojpeg)
+  pkg_check_modules(LIBJPEG QUIET IMPORTED_TARGET libjpeg)
 endif()
-cnnb_component(JPEG "${TURBOJPEG_FOUND}" "libjpeg-turbo not found: apt-get install libturbojpeg0-dev")
+set(_jpeg_found OFF)
+set(_jpeg_why "libjpeg-turbo not found: apt-get install libturbojpeg0-dev libjpeg62-turbo-dev")
+if(TURBOJPEG_FOUND AND LIBJPEG_FOUND)
+  set(_jpeg_found ON)
+elseif(TURBOJPEG_FOUND)
+  set(_jpeg_why "libjpeg (jpeglib.h) not found: apt-get install libjpeg62-turbo-dev")
+elseif(LIBJPEG_FOUND)
+  set(_jpeg_why "TurboJPEG not found: apt-get install libturbojpeg0-dev")
+endif()
+cnnb_component(JPEG "${_jpeg_found}" "${_jpeg_why}")
 
 # OpenMPI: the MPI strategies.
 find_package(MPI QUIET COMPONENTS C)

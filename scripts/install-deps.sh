@@ -12,13 +12,14 @@ packages=(
   build-essential     # gcc, make, libc headers; brings binutils (nm, readelf: tests/cli) and
                       # libgomp (OpenMP, which the cpu device and oneDNN use)
   cmake               # the build
-  pkg-config          # how CMake finds Check and libturbojpeg
+  pkg-config          # how CMake finds Check, libturbojpeg and libjpeg
   libdnnl-dev         # oneDNN: the cpu device
   ocl-icd-opencl-dev  # OpenCL headers + libOpenCL.so: Debian's oneDNN CMake package (GPU
                       # runtime OCL) find_package()s OpenCL REQUIRED, and libdnnl-dev only
                       # Recommends them
   check               # the unit tests' framework (without it no tests are configured)
   libturbojpeg0-dev   # libjpeg-turbo: the ImageNet datasource's JPEG decoding
+  libjpeg62-turbo-dev # libjpeg-turbo's libjpeg API (jpeglib.h): region and scaled decodes
   libopenmpi-dev      # MPI headers, mpicc (FindMPI): the MPI strategies
   openmpi-bin         # mpirun, to run them
   iproute2            # ip, tc: several MPI hosts on one machine (network namespaces joined

@@ -15,7 +15,9 @@
 
 #include "benchmark_setup.h"
 #include "crash_guard.h"
+#include "evaluation.h"
 #include "graph_internal.h"
+#include "input_dtype.h"
 #include "model_info.h"
 #include "report.h"
 #include "world.h"
@@ -42,7 +44,7 @@ static int64_t global_batch(const cnnb_run *run) {
   return (int64_t)run->batch_size * run->num_replicas * run->world_size;
 }
 
-static void print_header(const cnnb_run *run, FILE *out) {
+void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   const cnnb_run_config *cfg = run->cfg;
   char dataset[256];
   /* tf_cnn_benchmarks shows "imagenet (synthetic)"; the datasource's name says the same
@@ -79,18 +81,51 @@ static void print_header(const cnnb_run *run, FILE *out) {
   cnnb_report_print_header(out, &header);
 }
 
-/* Forward and backward of every replica, and the strategy's averaging. */
-static cnnb_status compute_gradients(cnnb_run *run, int64_t step) {
+/* How a step reads its batch. --eval's warm-up reruns the first batch (held) so that the
+ * timed steps, which start with it, cover the validation set from its start and no
+ * warm-up batch is counted or skipped. */
+typedef enum batch_use { NEXT_BATCH, HOLD_FIRST_BATCH } batch_use;
+
+static cnnb_status take_batch(cnnb_run *run, cnnb_replica *r, batch_use use, cnnb_batch *batch) {
+  if (r->holding) {
+    /* The prefetch queue keeps the held slot: nothing is taken while it is held. */
+    *batch = r->held;
+    if (use == NEXT_BATCH) r->holding = false; /* the first timed step uses it once more */
+  } else {
+    cnnb_status st = cnnb_prefetch_take(r->input, batch);
+    if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
+    if (use == HOLD_FIRST_BATCH) {
+      r->held = *batch;
+      r->holding = true;
+    }
+  }
+  r->labels = batch->labels;
+  return CNNB_OK;
+}
+
+/* Forward and backward of every replica, and the strategy's averaging. Under --eval a
+ * timed step adds every replica's top-1 / top-5 hits to `tally` (hits at 1, at 5,
+ * examples); tf_cnn_benchmarks computes them in the step it times, and so does this. */
+static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
+                                     int64_t *tally) {
   cnnb_status st;
   bool training = run->cfg->mode == CNNB_MODE_TRAIN;
   for (int32_t i = 0; i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    const float *images;
-    st = cnnb_prefetch_next(r->input, &images, &r->labels);
-    if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
+    cnnb_batch batch;
+    if ((st = take_batch(run, r, use, &batch)) != CNNB_OK) return st;
     float scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : 1.0f;
-    st = cnnb_executor_step(r->executor, images, r->labels, scale, (uint64_t)step);
+    st = cnnb_replica_step(r, &batch, scale, step);
     if (st != CNNB_OK) return st;
+    if (!tally) continue;
+    int top1 = 0, top5 = 0;
+    cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "tensor_to_host", "logits");
+    st = cnnb_executor_accuracy(r->executor, r->labels, &top1, &top5);
+    cnnb_crash_leave(outer);
+    if (st != CNNB_OK) return st;
+    tally[0] += top1;
+    tally[1] += top5;
+    tally[2] += run->batch_size;
   }
   if (run->bucket_status != CNNB_OK) return run->bucket_status;
   if (!training) return CNNB_OK;
@@ -154,12 +189,42 @@ static cnnb_status step_metrics(cnnb_run *run, double *loss, double *top1, doubl
   return st;
 }
 
+cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, FILE *out) {
+  double images_per_sec = 0;
+  cnnb_status st = cnnb_world_total(run, images, seconds, &images_per_sec);
+  if (st != CNNB_OK) return st;
+  if (run->world_size > 1) {
+    char note[160];
+    snprintf(note, sizeof note, "%d ranks: every rank's images over the slowest rank's time, "
+             "gathered by the strategy", (int)run->world_size);
+    cnnb_report_print_total_note(out, images_per_sec, note);
+  } else {
+    cnnb_report_print_total(out, images_per_sec);
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out) {
+  int64_t skipped[2] = {cnnb_run_skipped_examples(run, false),
+                        cnnb_run_skipped_examples(run, true)};
+  cnnb_status st = cnnb_world_sum(run, skipped, 2, "summing the examples skipped as unreadable");
+  if (st != CNNB_OK) return st;
+  if (run->rank == 0 && skipped[0] + skipped[1] > 0)
+    cnnb_log(run->ctx, CNNB_LOG_WARN, "the datasource skipped %lld unreadable examples (%lld of "
+             "them evaluating during training)", (long long)(skipped[0] + skipped[1]),
+             (long long)skipped[1]);
+  cnnb_report_print_skipped(out, skipped[0] + skipped[1]);
+  return CNNB_OK;
+}
+
 /* The run's steps. Only rank 0 prints the report (out is NULL on the others). */
 static cnnb_status train(cnnb_run *run, FILE *out) {
   const cnnb_run_config *cfg = run->cfg;
   int64_t num_batches = run->num_batches, warmup = cfg->num_warmup_batches;
   bool accuracy = cfg->print_accuracy;
-  if (out) print_header(run, out);
+  bool eval = cfg->mode == CNNB_MODE_EVAL;
+  int64_t tally[3] = {0, 0, 0}; /* --eval: hits at 1, at 5, examples */
+  if (out) cnnb_run_print_header(run, out);
   if (run->replicas[0].trainer)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "optimizer: %s", cnnb_trainer_describe(run->replicas[0].trainer));
   cnnb_log(run->ctx, CNNB_LOG_INFO, "activation memory planned: %.1f MiB per replica (%.1f MiB without reuse)",
@@ -169,8 +234,10 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
 
   cnnb_status st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Running warm up");
+  batch_use warmup_use = eval ? HOLD_FIRST_BATCH : NEXT_BATCH;
   for (int64_t i = 0; i < warmup; i++)
-    if ((st = compute_gradients(run, i)) != CNNB_OK || (st = apply_updates(run, i)) != CNNB_OK)
+    if ((st = compute_gradients(run, i, warmup_use, NULL)) != CNNB_OK ||
+        (st = apply_updates(run, i)) != CNNB_OK)
       return st;
   if ((st = synchronize_all(run)) != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
@@ -185,7 +252,8 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     /* The metrics are read between gradients and update, as tf_cnn_benchmarks fetches
      * the loss of the step's own weights; reading them is not timed. */
     double start = now_seconds();
-    if ((st = compute_gradients(run, warmup + i)) != CNNB_OK) break;
+    if ((st = compute_gradients(run, warmup + i, NEXT_BATCH, eval ? tally : NULL)) != CNNB_OK)
+      break;
     /* An asynchronous device finishes the gradients inside the timed part, not while the
      * metrics wait for them. */
     if (display && (st = synchronize_all(run)) != CNNB_OK) break;
@@ -198,34 +266,33 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     seconds += now_seconds() - start;
     total_seconds += seconds;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
-    if (!display) continue;
-    if (!isfinite(loss)) {
+    if (display && !isfinite(loss)) {
       st = cnnb_error(run->ctx, CNNB_ENUMERIC,
                       "step %lld: the loss is %f: training diverged (check --init_learning_rate "
                       "and the optimizer's flags; under --precision=fp16, the loss scale)",
                       (long long)(i + 1), loss);
       break;
     }
-    if (out) {
+    if (display && out) {
       cnnb_report_print_step(out, i + 1, &stats, loss, top1, top5);
       fflush(out);
     }
+    /* Outside the timed part: the training's images/sec leave the evaluation out. */
+    if (i + 1 < num_batches && cnnb_evaluation_due(run, i + 1) &&
+        (st = cnnb_evaluation_run(run, i + 1, out)) != CNNB_OK)
+      break;
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
+  /* tf_cnn_benchmarks prints the accuracy before the total (_eval_once). */
+  if (eval && (st = cnnb_world_sum(run, tally, 3, "summing the accuracy")) != CNNB_OK) return st;
+  if (eval) cnnb_report_print_accuracy(out, "", tally[0], tally[1], tally[2]);
   /* This process's images; the world's total adds every rank's (world.h). */
   double images = (double)run->batch_size * run->num_replicas * (double)num_batches;
-  double images_per_sec = 0;
-  if ((st = cnnb_world_total(run, images, total_seconds, &images_per_sec)) != CNNB_OK) return st;
-  if (run->world_size > 1) {
-    char note[160];
-    snprintf(note, sizeof note, "%d ranks: every rank's images over the slowest rank's time, "
-             "gathered by the strategy", (int)run->world_size);
-    cnnb_report_print_total_note(out, images_per_sec, note);
-  } else {
-    cnnb_report_print_total(out, images_per_sec);
-  }
-  return CNNB_OK;
+  if ((st = cnnb_run_print_total(run, images, total_seconds, out)) != CNNB_OK) return st;
+  if (cfg->eval_during_training && (st = cnnb_evaluation_run(run, num_batches, out)) != CNNB_OK)
+    return st;
+  return cnnb_run_print_skipped(run, out);
 }
 
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
@@ -236,11 +303,16 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
   if (st == CNNB_OK && cfg->model_info) {
     st = print_model_info(&run, out);
   } else if (st == CNNB_OK) {
-    cnnb_log(run.ctx, CNNB_LOG_INFO, "Generating %s model",
-             cfg->mode == CNNB_MODE_TRAIN ? "training" : "inference");
+    if (cfg->mode != CNNB_MODE_INPUT_ONLY)
+      cnnb_log(run.ctx, CNNB_LOG_INFO, "Generating %s model",
+               cfg->mode == CNNB_MODE_TRAIN ? "training" : "inference");
     st = cnnb_run_prepare(&run, loader);
-    if (st == CNNB_OK) st = train(&run, run.rank == 0 ? out : NULL);
-    if (st == CNNB_OK && hooks && hooks->after_steps) st = hooks->after_steps(&run, hooks->user);
+    FILE *report = run.rank == 0 ? out : NULL;
+    if (st == CNNB_OK && cfg->mode == CNNB_MODE_INPUT_ONLY) st = cnnb_input_only_run(&run, report);
+    else if (st == CNNB_OK) st = train(&run, report);
+    /* A hook reads the model's arenas, which --input_only never made. */
+    if (st == CNNB_OK && hooks && hooks->after_steps && cfg->mode != CNNB_MODE_INPUT_ONLY)
+      st = hooks->after_steps(&run, hooks->user);
   }
   /* Every rank of a job reports its own failure: say whose it is. */
   if (st != CNNB_OK && run.world_size > 1)

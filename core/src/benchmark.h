@@ -28,6 +28,19 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
                                FILE *out, char *err, size_t err_size,
                                const cnnb_run_hooks *hooks);
 
+/* Pieces of the report the step loops share (rank 0 passes its `out`, the others NULL):
+ * the header block; the total over every rank's images and the slowest rank's seconds
+ * (collective); the datasources' skipped examples summed over replicas and ranks,
+ * printed as "skipped N unreadable examples" when N > 0 (collective). */
+void cnnb_run_print_header(const cnnb_run *run, FILE *out);
+cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, FILE *out);
+cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out);
+
+/* --input_only's loop (input_only.c): warm-up, then num_batches timed reads of a batch
+ * from every replica's datasource through its prefetch, with the usual step lines and
+ * total, and no model. */
+cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out);
+
 /* The cnnbench command line with hooks (cli.c); cnnb_main() is it without. */
 int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks);
 

@@ -14,13 +14,15 @@
 #include <string.h>
 
 #include "crash_guard.h"
+#include "evaluation.h"
 #include "graph_internal.h"
+#include "input_dtype.h"
 #include "op_device.h"
 #include "plan.h"
 #include "world.h"
 
 /* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
- * memory small (each is a full batch of fp32 images). */
+ * memory small (each is a full batch of fp32 images, or of uint8 ones). */
 #define INPUT_PREFETCH_DEPTH 2
 
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what) {
@@ -217,32 +219,39 @@ static void fuse_relus(cnnb_run *run) {
   cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
 }
 
-static cnnb_status create_device(cnnb_run *run, int32_t index) {
-  cnnb_replica *r = &run->replicas[index];
+cnnb_status cnnb_run_create_device(cnnb_run *run, int32_t index, bool training,
+                                   cnnb_ctx **ctx, void **device) {
   const cnnb_run_config *cfg = run->cfg;
-  if (!(r->device_ctx = cnnb_ctx_create_child(run->ctx, run->device.name)))
+  if (!(*ctx = cnnb_ctx_create_child(run->ctx, run->device.name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_device_config dcfg = {
       .struct_size = sizeof dcfg,
       .device_index = index,
       .num_threads = cfg->num_threads,
       .precision = cfg->precision,
-      .training = cfg->mode == CNNB_MODE_TRAIN,
+      .training = training,
       .seed = (uint32_t)cfg->seed,
   };
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "create", NULL);
-  cnnb_status st = run->device_vt->create(r->device_ctx, run->device.name, &dcfg, &r->device);
+  cnnb_status st = run->device_vt->create(*ctx, run->device.name, &dcfg, device);
   cnnb_crash_leave(outer);
   if (st == CNNB_OK) return CNNB_OK;
-  r->device = NULL;
+  *device = NULL;
   char what[512];
   /* A device that cannot do the precision was refused a flag's request: name that flag. */
   if (st == CNNB_EUNSUPPORTED && cfg->precision != CNNB_PRECISION_FP32)
     snprintf(what, sizeof what, "%s: device %s cannot run it", cfg->precision_flag,
              run->device.name);
   else
-    snprintf(what, sizeof what, "--device=%s (replica %d)", run->device.name, (int)index);
-  return cnnb_run_fail(run, st, r->device_ctx, what);
+    snprintf(what, sizeof what, "--device=%s (replica %d%s)", run->device.name, (int)index,
+             training || cfg->mode != CNNB_MODE_TRAIN ? "" : ", for evaluation");
+  return cnnb_run_fail(run, st, *ctx, what);
+}
+
+static cnnb_status create_device(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  return cnnb_run_create_device(run, index, run->cfg->mode == CNNB_MODE_TRAIN, &r->device_ctx,
+                                &r->device);
 }
 
 /* The executor's bucket callback: the strategy hears of a bucket once every local replica
@@ -369,7 +378,8 @@ static cnnb_status broadcast_params(cnnb_run *run) {
   return CNNB_OK;
 }
 
-static cnnb_datasource_config datasource_config(const cnnb_run *run, int32_t index) {
+static cnnb_datasource_config datasource_config(const cnnb_run *run, int32_t index,
+                                                bool training) {
   return (cnnb_datasource_config){
       .struct_size = sizeof(cnnb_datasource_config),
       .batch_size = run->batch_size,
@@ -379,30 +389,43 @@ static cnnb_datasource_config datasource_config(const cnnb_run *run, int32_t ind
       .num_classes = run->num_classes,
       .rank = run->rank * run->num_replicas + index,
       .world_size = run->world_size * run->num_replicas,
-      .training = run->cfg->mode == CNNB_MODE_TRAIN,
+      .training = training,
       .seed = run->cfg->seed,
       .data_dir = run->cfg->data_dir,
       .dataset = run->cfg->dataset->kind,
   };
 }
 
-static cnnb_status create_datasource(cnnb_run *run, int32_t index) {
-  cnnb_replica *r = &run->replicas[index];
-  if (!(r->datasource_ctx = cnnb_ctx_create_child(run->ctx, run->datasource.name)))
+cnnb_status cnnb_run_create_datasource(cnnb_run *run, int32_t index, bool training,
+                                       cnnb_ctx **ctx, void **datasource) {
+  if (!(*ctx = cnnb_ctx_create_child(run->ctx, run->datasource.name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_datasource_config scfg = datasource_config(run, index);
+  cnnb_datasource_config scfg = datasource_config(run, index, training);
   cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "create", NULL);
-  cnnb_status st = run->datasource_vt->create(r->datasource_ctx, run->datasource.name, &scfg,
-                                              &r->datasource);
+  cnnb_status st = run->datasource_vt->create(*ctx, run->datasource.name, &scfg, datasource);
   cnnb_crash_leave(outer);
   if (st != CNNB_OK) {
-    r->datasource = NULL;
+    *datasource = NULL;
     char what[4096];
-    snprintf(what, sizeof what, "datasource %s%s%s", run->datasource.name,
-             *run->cfg->data_dir ? " reading --data_dir=" : "", run->cfg->data_dir);
-    return cnnb_run_fail(run, st, r->datasource_ctx, what);
+    snprintf(what, sizeof what, "datasource %s%s%s%s", run->datasource.name,
+             *run->cfg->data_dir ? " reading --data_dir=" : "", run->cfg->data_dir,
+             training || run->cfg->mode != CNNB_MODE_TRAIN ? "" : " (its validation split)");
+    return cnnb_run_fail(run, st, *ctx, what);
   }
   return CNNB_OK;
+}
+
+/* Training reads the training split; --eval and --forward_only read the validation one,
+ * as tf_cnn_benchmarks' subset = 'validation' if eval; --input_only times the training
+ * pipeline, the one a training run waits on. */
+static bool reads_training_split(const cnnb_run *run) {
+  return run->cfg->mode == CNNB_MODE_TRAIN || run->cfg->mode == CNNB_MODE_INPUT_ONLY;
+}
+
+static cnnb_status create_datasource(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  return cnnb_run_create_datasource(run, index, reads_training_split(run), &r->datasource_ctx,
+                                    &r->datasource);
 }
 
 /* The timed steps: --num_batches, or --num_epochs over the datasource's epoch. */
@@ -412,17 +435,20 @@ static cnnb_status count_batches(cnnb_run *run) {
     run->num_batches = cfg->num_batches;
     return CNNB_OK;
   }
+  /* Under --eval, --num_eval_epochs may be what set it (run_config.c): name that. */
+  bool eval_flag = cfg->mode == CNNB_MODE_EVAL && cfg->num_eval_epochs > 0;
+  const char *flag = eval_flag ? "--num_eval_epochs" : "--num_epochs";
   if (run->examples_per_epoch <= 0)
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_epochs=%g: datasource %s does not say how many examples an "
-                      "epoch holds; give --num_batches instead", cfg->num_epochs,
-                      run->datasource.name);
+                      "%s=%g: datasource %s does not say how many examples an epoch holds; "
+                      "give %s instead", flag, cfg->num_epochs, run->datasource.name,
+                      eval_flag ? "--num_eval_batches" : "--num_batches");
   double global = (double)run->batch_size * run->num_replicas * run->world_size;
   double steps = ceil(cfg->num_epochs * (double)run->examples_per_epoch / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_epochs=%g: that is %g steps of %g images over %lld examples per "
-                      "epoch, more than a run can count", cfg->num_epochs, steps, global,
+                      "%s=%g: that is %g steps of %g images over %lld examples per "
+                      "epoch, more than a run can count", flag, cfg->num_epochs, steps, global,
                       (long long)run->examples_per_epoch);
   run->num_batches = (int64_t)steps;
   return CNNB_OK;
@@ -459,26 +485,66 @@ static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
   return cnnb_trainer_create_with_sink(run->ctx, &tcfg, r->executor, &sink, &r->trainer);
 }
 
-static cnnb_status start_input(cnnb_run *run, int32_t index) {
-  cnnb_replica *r = &run->replicas[index];
+cnnb_status cnnb_run_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
+                                 const cnnb_datasource_uint8 *uint8_batches,
+                                 cnnb_prefetch **input) {
   size_t pixels = (size_t)run->batch_size * (size_t)run->cfg->dataset->channels *
                   (size_t)run->image_size * (size_t)run->image_size;
-  cnnb_status st = cnnb_prefetch_create(run->datasource_vt, r->datasource, r->datasource_ctx,
-                                        run->datasource.label, pixels, run->batch_size,
-                                        INPUT_PREFETCH_DEPTH, &r->input);
+  cnnb_status st =
+      uint8_batches
+          ? cnnb_prefetch_create_uint8(uint8_batches, datasource, ctx, run->datasource.label,
+                                       pixels, run->batch_size, INPUT_PREFETCH_DEPTH, input)
+          : cnnb_prefetch_create(run->datasource_vt, datasource, ctx, run->datasource.label,
+                                 pixels, run->batch_size, INPUT_PREFETCH_DEPTH, input);
   if (st != CNNB_OK) {
     char what[256];
     snprintf(what, sizeof what, "datasource %s (replica %d)", run->datasource.name, (int)index);
-    return cnnb_run_fail(run, st, r->datasource_ctx, what);
+    return cnnb_run_fail(run, st, ctx, what);
   }
   return CNNB_OK;
+}
+
+static cnnb_status start_input(cnnb_run *run, int32_t index) {
+  cnnb_replica *r = &run->replicas[index];
+  return cnnb_run_start_input(run, index, r->datasource_ctx, r->datasource, r->uint8_batches,
+                              &r->input);
+}
+
+/* What one datasource instance skipped (CNNB_EXT_DATASOURCE_STATS): asked of the
+ * instance's get_extension first, then of the plugin's descriptor; 0 when neither
+ * answers. */
+static int64_t skipped_by(const cnnb_run *run, void *datasource) {
+  if (!datasource) return 0;
+  const cnnb_datasource_vtable *vt = run->datasource_vt;
+  const cnnb_plugin *plugin = run->datasource.plugin;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "get_extension",
+                                           CNNB_EXT_DATASOURCE_STATS);
+  const cnnb_datasource_stats *stats = NULL;
+  if (vt->get_extension) stats = vt->get_extension(datasource, CNNB_EXT_DATASOURCE_STATS);
+  if (!stats && plugin->get_extension) stats = plugin->get_extension(CNNB_EXT_DATASOURCE_STATS);
+  int64_t n = 0;
+  /* An answer too small to hold the slot is no answer (struct_size, append-only). */
+  if (stats && stats->struct_size >= offsetof(cnnb_datasource_stats, skipped_examples) +
+                                         sizeof stats->skipped_examples &&
+      stats->skipped_examples)
+    n = stats->skipped_examples(datasource);
+  cnnb_crash_leave(outer);
+  return n > 0 ? n : 0;
+}
+
+int64_t cnnb_run_skipped_examples(const cnnb_run *run, bool evaluation) {
+  int64_t total = 0;
+  for (int32_t i = 0; run->replicas && i < run->num_replicas; i++)
+    total += evaluation ? skipped_by(run, run->replicas[i].eval_datasource)
+                        : skipped_by(run, run->replicas[i].datasource);
+  return total;
 }
 
 cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   const cnnb_run_config *cfg = run->cfg;
   int32_t n = run->num_replicas;
   cnnb_status st;
-  cnnb_datasource_config probe_cfg = datasource_config(run, 0);
+  cnnb_datasource_config probe_cfg = datasource_config(run, 0, reads_training_split(run));
   if ((st = find_plugin(run, loader, CNNB_KIND_DEVICE, cfg->device, &run->device)) ||
       (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, cfg->strategy, &run->strategy)) ||
       (st = choose_datasource(run, loader, &probe_cfg)))
@@ -503,14 +569,17 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
                                                       : NULL;
   run->device_description = description && *description ? description
                                                         : run->device.plugin->description;
-  if ((st = check_ops(run)) != CNNB_OK) return st;
-  fuse_relus(run);
+  bool model = cfg->mode != CNNB_MODE_INPUT_ONLY;
+  if (model && (st = check_ops(run)) != CNNB_OK) return st;
+  if (model) fuse_relus(run);
   /* The strategy before any arena: it refuses what it cannot do (nccl on a cpu device)
-   * before a model's memory is allocated. */
+   * before a model's memory is allocated. --input_only still creates it (and the devices
+   * it is given) for this process's rank and the world's total, but no executor. */
   if ((st = create_strategy(run)) != CNNB_OK) return st;
-  for (int32_t i = 0; i < n; i++)
+  for (int32_t i = 0; model && i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;
-  if ((st = broadcast_params(run)) != CNNB_OK) return st;
+  if ((st = model ? broadcast_params(run) : cnnb_world_check_agreement(run)) != CNNB_OK)
+    return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = create_datasource(run, i)) != CNNB_OK) return st;
 
@@ -522,8 +591,10 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = count_batches(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n && cfg->mode == CNNB_MODE_TRAIN; i++)
     if ((st = create_trainer(run, i)) != CNNB_OK) return st;
+  if ((st = cnnb_input_dtype_choose(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = start_input(run, i)) != CNNB_OK) return st;
+  if (cfg->eval_during_training && (st = cnnb_evaluation_prepare(run)) != CNNB_OK) return st;
   return CNNB_OK;
 }
 
@@ -533,6 +604,12 @@ void cnnb_run_close(cnnb_run *run) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
     if (r->datasource) run->datasource_vt->destroy(r->datasource);
+    cnnb_prefetch_destroy(r->eval_input);
+    if (r->eval_datasource) run->datasource_vt->destroy(r->eval_datasource);
+    cnnb_executor_destroy(r->eval_executor);
+    if (r->eval_device) run->device_vt->destroy(r->eval_device);
+    cnnb_ctx_destroy(r->eval_device_ctx);
+    cnnb_ctx_destroy(r->eval_datasource_ctx);
     cnnb_trainer_destroy(r->trainer);
     cnnb_executor_destroy(r->executor);
     if (r->device) run->device_vt->destroy(r->device);

@@ -6,7 +6,9 @@
  * every replica's device and check it runs every op of the graph; create the strategy
  * (which tells this process's rank, and refuses what it cannot do before any arena
  * exists); then plan and allocate (executors), let the ranks agree on the run and
- * broadcast the initial values, and last give each replica its shard of the data. */
+ * broadcast the initial values, and last give each replica its shard of the data (and,
+ * evaluating during training, a second inference-mode set: evaluation.h). --input_only
+ * stops short of the executors. */
 #ifndef CNNB_BENCHMARK_SETUP_H
 #define CNNB_BENCHMARK_SETUP_H
 
@@ -40,6 +42,20 @@ typedef struct cnnb_replica {
   void *datasource;
   cnnb_prefetch *input;   /* reads batches ahead on its own thread */
   const int32_t *labels;  /* of the batch in use (for accuracy) */
+  const cnnb_datasource_uint8 *uint8_batches; /* the datasource's uint8 extension when the
+                                                 run's batches are uint8 (input_dtype.h) */
+  cnnb_batch held;        /* --eval's warm-up: the first batch, rerun until timing starts */
+  bool holding;
+
+  /* --eval_during_training_*: the same device again in inference mode, an executor of
+   * the graph on it (its arenas refreshed from the training executor's before each
+   * evaluation: evaluation.h), and a datasource instance reading the validation split. */
+  cnnb_ctx *eval_device_ctx;
+  void *eval_device;
+  cnnb_executor *eval_executor;
+  cnnb_ctx *eval_datasource_ctx;
+  void *eval_datasource;
+  cnnb_prefetch *eval_input;
 } cnnb_replica;
 
 struct cnnb_run {
@@ -63,6 +79,9 @@ struct cnnb_run {
   int32_t rank, world_size;/* the strategy's: processes taking part, and this one */
   int64_t examples_per_epoch; /* the datasource's; 0 when it does not know */
   int64_t num_batches;     /* timed steps: --num_batches, or --num_epochs in steps */
+  bool input_uint8;        /* batches travel as uint8 NHWC, normalized by the device */
+  int64_t eval_examples_per_epoch; /* the validation split's, while training; 0: unknown */
+  int64_t num_eval_batches;/* per evaluation during training (evaluation.h) */
   const char *device_description; /* replica 0's describe(), or the plugin's description */
 
   cnnb_graph *graph;
@@ -82,6 +101,24 @@ cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *p
 cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader);
 /* Frees what open and prepare made, in reverse; safe after a failure at any point. */
 void cnnb_run_close(cnnb_run *run);
+
+/* The pieces cnnb_run_prepare makes, for evaluation.c to make a second set: a device
+ * instance for replica `index` (training or inference kernels), a datasource instance
+ * for its shard (training or validation split) and the thread reading it ahead. Each
+ * creates *ctx as a child of the run's; on failure the message names the flag. */
+cnnb_status cnnb_run_create_device(cnnb_run *run, int32_t index, bool training,
+                                   cnnb_ctx **ctx, void **device);
+cnnb_status cnnb_run_create_datasource(cnnb_run *run, int32_t index, bool training,
+                                       cnnb_ctx **ctx, void **datasource);
+cnnb_status cnnb_run_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
+                                 const cnnb_datasource_uint8 *uint8_batches,
+                                 cnnb_prefetch **input);
+
+/* Examples this process's datasource instances skipped as unreadable, summed over its
+ * replicas (CNNB_EXT_DATASOURCE_STATS, asked of each instance, then of the plugin's
+ * descriptor; 0 for a datasource that answers neither): the training (or --eval)
+ * instances, or with `evaluation` those evaluating during training. */
+int64_t cnnb_run_skipped_examples(const cnnb_run *run, bool evaluation);
 
 /* "<what>: <message of ctx>" into the run's ctx; returns status. A plugin that failed
  * without a message gets its status's name and a note saying so. */

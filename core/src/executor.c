@@ -46,6 +46,8 @@ struct cnnb_executor {
   double *fwd_time, *bwd_time;
   float *host_accumulate;  /* [2 * host_accumulate_count]: a device without accumulate */
   size_t host_accumulate_count;
+  const cnnb_device_uint8_input *uint8_input; /* NULL until set_uint8_input */
+  float *uint8_scale, *uint8_offset;          /* [channels of the input] */
 };
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -313,6 +315,8 @@ void cnnb_executor_destroy(cnnb_executor *ex) {
   free(ex->fwd_time);
   free(ex->bwd_time);
   free(ex->host_accumulate);
+  free(ex->uint8_scale);
+  free(ex->uint8_offset);
   free(ex);
 }
 
@@ -397,8 +401,19 @@ static cnnb_status upload(cnnb_executor *ex, int32_t i, const void *host) {
   return CNNB_OK;
 }
 
-static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t *labels,
-                           uint64_t step) {
+/* The images as uint8 NHWC: the device normalizes them into the input's buffer. */
+static cnnb_status upload_uint8(cnnb_executor *ex, int32_t i, const uint8_t *host) {
+  cnnb_crash_enter(ex->cfg.crash_label, "input_from_host_uint8", cnnb_graph_node(ex->g, i)->name);
+  cnnb_status st = ex->uint8_input->input_from_host_uint8(ex->device, ex->g, i, ex->io[i].output,
+                                                          host, ex->uint8_scale, ex->uint8_offset);
+  if (st != CNNB_OK)
+    return node_error(ex, st, "the uint8 upload", i);
+  return CNNB_OK;
+}
+
+/* images: fp32 NCHW, or uint8 NHWC when uint8 is set. */
+static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
+                           const int32_t *labels, uint64_t step) {
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; i < ex->n && st == CNNB_OK; ++i) {
     const cnnb_node *node = cnnb_graph_node(ex->g, i);
@@ -407,7 +422,7 @@ static cnnb_status forward(cnnb_executor *ex, const float *images, const int32_t
     if (ex->plan->alias[i] >= 0)
       continue; /* a ReLU its producer already applied */
     if (node->op == CNNB_OP_INPUT) {
-      st = upload(ex, i, images);
+      st = uint8 ? upload_uint8(ex, i, images) : upload(ex, i, images);
       continue;
     }
     if (node->op == CNNB_OP_LABELS) {
@@ -486,8 +501,8 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
   return announce_ready(ex, &next, INT_MIN);
 }
 
-cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int32_t *labels,
-                               float loss_scale, uint64_t step) {
+static cnnb_status step(cnnb_executor *ex, const void *images, bool uint8,
+                        const int32_t *labels, float loss_scale, uint64_t step) {
   if (!images)
     return cnnb_error(ex->ctx, CNNB_EINVAL, "executor step: no images");
   if (ex->cfg.training && !labels)
@@ -498,13 +513,54 @@ cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int
   /* Each kernel call marks the thread with its node (crash_guard.h); the mark the step
    * started with comes back at its end. */
   cnnb_crash_mark outer = cnnb_crash_enter(NULL, NULL, NULL);
-  cnnb_status st = forward(ex, images, have_labels ? labels : NULL, step);
+  cnnb_status st = forward(ex, images, uint8, have_labels ? labels : NULL, step);
   if (st == CNNB_OK && ex->cfg.training)
     st = backward(ex, loss_scale, step);
   cnnb_crash_leave(outer);
   ex->have_labels = st == CNNB_OK && have_labels;
   ex->stepped = st == CNNB_OK;
   return st;
+}
+
+cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int32_t *labels,
+                               float loss_scale, uint64_t step_index) {
+  return step(ex, images, false, labels, loss_scale, step_index);
+}
+
+cnnb_status cnnb_executor_step_uint8(cnnb_executor *ex, const uint8_t *images,
+                                     const int32_t *labels, float loss_scale,
+                                     uint64_t step_index) {
+  if (!ex->uint8_input)
+    return cnnb_error(ex->ctx, CNNB_EINVAL,
+                      "executor step: uint8 images, but no uint8 input was set up");
+  return step(ex, images, true, labels, loss_scale, step_index);
+}
+
+cnnb_status cnnb_executor_set_uint8_input(cnnb_executor *ex, const cnnb_device_uint8_input *ext,
+                                          const float *scale, const float *offset) {
+  if (!ext || !ext->input_from_host_uint8 || !scale || !offset)
+    return cnnb_error(ex->ctx, CNNB_EINVAL, "executor: uint8 input without the device's "
+                      "conversion or the normalization");
+  int32_t channels = 0;
+  for (int32_t i = 0; i < ex->n; ++i)
+    if (cnnb_graph_node(ex->g, i)->op == CNNB_OP_INPUT)
+      channels = cnnb_graph_node(ex->g, i)->shape.c;
+  if (channels < 1)
+    return cnnb_error(ex->ctx, CNNB_EINVAL, "executor: uint8 input for a graph without images");
+  float *s = malloc((size_t)channels * sizeof *s), *o = malloc((size_t)channels * sizeof *o);
+  if (!s || !o) {
+    free(s);
+    free(o);
+    return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  }
+  memcpy(s, scale, (size_t)channels * sizeof *s);
+  memcpy(o, offset, (size_t)channels * sizeof *o);
+  free(ex->uint8_scale);
+  free(ex->uint8_offset);
+  ex->uint8_scale = s;
+  ex->uint8_offset = o;
+  ex->uint8_input = ext;
+  return CNNB_OK;
 }
 
 /* ---- results ----------------------------------------------------------------------- */

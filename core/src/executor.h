@@ -12,7 +12,7 @@
  * in decreasing offset order while the rest of backward goes on.
  *
  * INPUT and LABELS nodes are prepared like every node but never run: their activations
- * are filled by tensor_from_host. Errors name the node: "forward of node 'conv3'
+ * are filled by tensor_from_host (or, for uint8 images, the device's uint8 input). Errors name the node: "forward of node 'conv3'
  * (conv2d): <the device's message>". One thread at a time per executor. */
 #ifndef CNNB_EXECUTOR_H
 #define CNNB_EXECUTOR_H
@@ -64,6 +64,16 @@ cnnb_status cnnb_executor_download_params(cnnb_executor *ex, float *params, floa
  * `step` seeds dropout masks. */
 cnnb_status cnnb_executor_step(cnnb_executor *ex, const float *images, const int32_t *labels,
                                float loss_scale, uint64_t step);
+
+/* Lets the executor take uint8 batches: `ext` is the device's CNNB_EXT_DEVICE_UINT8_INPUT
+ * (kept: it must outlive the executor), scale and offset the datasource's normalization,
+ * one value per channel of the graph's input (copied). */
+cnnb_status cnnb_executor_set_uint8_input(cnnb_executor *ex, const cnnb_device_uint8_input *ext,
+                                          const float *scale, const float *offset);
+/* cnnb_executor_step with images [N, H, W, C] uint8, which the device normalizes (after
+ * cnnb_executor_set_uint8_input; CNNB_EINVAL before it). */
+cnnb_status cnnb_executor_step_uint8(cnnb_executor *ex, const uint8_t *images,
+                                     const int32_t *labels, float loss_scale, uint64_t step);
 
 /* After a step: the mean cross-entropy (unscaled), the logits [N, num_classes] and
  * top-1 / top-5 hits over the batch (TF in_top_k: ties at the boundary count as in). */

@@ -18,6 +18,7 @@ typedef struct core_flag {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
 static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
 
 static const core_flag general[] = {
@@ -63,7 +64,32 @@ static const core_flag model_and_data[] = {
     {"forward_only", CNNB_FLAG_BOOL, "false", NULL,
      "Benchmark inference only: forward pass and loss, no backward pass or update."},
     {"eval", CNNB_FLAG_BOOL, "false", NULL,
-     "Evaluate (forward pass with top-1/top-5 accuracy) instead of training."},
+     "Evaluate instead of training: forward passes in inference mode over the validation "
+     "set, top-1/top-5 hits summed over every timed step, replica and process, and the "
+     "report prints 'Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]' as "
+     "tf_cnn_benchmarks. Warm-up steps rerun the first batch and are not counted."},
+    {"num_eval_batches", CNNB_FLAG_INT, "0", NULL,
+     "Number of evaluation batches (per replica, excluding warmup) for --eval and for "
+     "each --eval_during_training_* evaluation. When neither it nor --num_eval_epochs is "
+     "given, --eval counts --num_batches (or --num_epochs over the validation set), as "
+     "tf_cnn_benchmarks; an evaluation during training covers the validation set once "
+     "when the datasource knows its size (tf_cnn_benchmarks would run the training's "
+     "--num_batches or --num_epochs), else as many batches as training runs."},
+    {"num_eval_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Number of evaluation epochs over the validation set (rounded up to whole batches), "
+     "instead of --num_eval_batches."},
+    {"eval_during_training_every_n_steps", CNNB_FLAG_INT, "0", NULL,
+     "Every n timed training steps, and once more at the end, evaluate the model in "
+     "memory on the validation set (inference mode: batch norm on its moving statistics, "
+     "no dropout) and print its accuracy. The evaluation's time is left out of the "
+     "training's images/sec. Not with --eval, --forward_only or --input_only; 0: off."},
+    {"eval_during_training_every_n_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "As --eval_during_training_every_n_steps, after every n training epochs (the first "
+     "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off."},
+    {"input_only", CNNB_FLAG_BOOL, "false", NULL,
+     "Run only the input pipeline (the datasource and its prefetch, no model) and report "
+     "its images/sec, to see whether input or compute bounds a run. Not with --eval, "
+     "--forward_only or --eval_during_training_*."},
     {"print_training_accuracy", CNNB_FLAG_BOOL, "false", NULL,
      "Calculate and print top-1 and top-5 training accuracy with each step line."},
     {"seed", CNNB_FLAG_INT, "1234", NULL,
@@ -85,6 +111,10 @@ static const core_flag devices[] = {
     {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
      "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
      "devices pick their own physical layouts whatever it says."},
+    {"input_dtype", CNNB_FLAG_STRING, "auto", input_dtypes,
+     "How batches travel from the datasource to the device: auto sends uint8 NHWC pixels "
+     "that the device normalizes (a quarter of the bytes) when both offer it, else float32; "
+     "uint8 or float32 forces one (uint8 is refused when either side lacks it)."},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
      "Compute precision of activations and gradients; master weights stay fp32."},
     {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},

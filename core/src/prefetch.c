@@ -2,7 +2,8 @@
  *
  * Slots form a ring of depth + 1: the producer fills up to `depth` ahead while the
  * consumer holds one (the batch the model is using). The consumer gives its slot back on
- * its next call, so no batch is copied. */
+ * its next call, so no batch is copied. A pipeline carries fp32 batches (next_batch) or
+ * uint8 ones (the datasource's CNNB_EXT_DATASOURCE_UINT8), fixed at creation. */
 #define _POSIX_C_SOURCE 200809L /* pthread */
 #include "prefetch.h"
 
@@ -14,12 +15,13 @@
 #include <string.h>
 
 typedef struct slot {
-  float *images;
+  void *images;
   int32_t *labels;
 } slot;
 
 struct cnnb_prefetch {
-  const cnnb_datasource_vtable *vt;
+  const cnnb_datasource_vtable *vt;      /* fp32 batches: next_batch */
+  const cnnb_datasource_uint8 *uint8;    /* uint8 batches: next_batch_uint8 (vt NULL) */
   void *datasource;
   cnnb_ctx *ctx;
   const char *crash_label;
@@ -40,7 +42,7 @@ struct cnnb_prefetch {
 static void *produce(void *arg) {
   cnnb_prefetch *p = arg;
   /* This thread only ever runs the datasource's code. */
-  cnnb_crash_enter(p->crash_label, "next_batch", NULL);
+  cnnb_crash_enter(p->crash_label, p->uint8 ? "next_batch_uint8" : "next_batch", NULL);
   pthread_mutex_lock(&p->lock);
   for (;;) {
     /* Free slots: all but those filled and the one the consumer holds. */
@@ -49,8 +51,10 @@ static void *produce(void *arg) {
     if (p->stop) break;
     int32_t index = (p->head + p->filled) % p->num_slots;
     pthread_mutex_unlock(&p->lock);
-    cnnb_status st = p->vt->next_batch(p->datasource, p->slots[index].images,
-                                       p->slots[index].labels);
+    cnnb_status st = p->uint8 ? p->uint8->next_batch_uint8(p->datasource, p->slots[index].images,
+                                                           p->slots[index].labels)
+                              : p->vt->next_batch(p->datasource, p->slots[index].images,
+                                                  p->slots[index].labels);
     pthread_mutex_lock(&p->lock);
     if (st != CNNB_OK) {
       p->failure = st;
@@ -64,14 +68,15 @@ static void *produce(void *arg) {
   return NULL;
 }
 
-cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
-                                 cnnb_ctx *ctx, const char *crash_label, size_t image_floats,
-                                 int32_t batch, int32_t depth, cnnb_prefetch **out) {
+static cnnb_status create(const cnnb_datasource_vtable *vt, const cnnb_datasource_uint8 *uint8,
+                          void *datasource, cnnb_ctx *ctx, const char *crash_label,
+                          size_t image_bytes, int32_t batch, int32_t depth, cnnb_prefetch **out) {
   *out = NULL;
   if (depth < 1) depth = 1;
   cnnb_prefetch *p = calloc(1, sizeof *p);
   if (!p) return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory");
   p->vt = vt;
+  p->uint8 = uint8;
   p->datasource = datasource;
   p->ctx = ctx;
   p->crash_label = crash_label;
@@ -81,14 +86,14 @@ cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasou
   pthread_cond_init(&p->changed, NULL);
   bool ok = p->slots != NULL;
   for (int32_t i = 0; ok && i < p->num_slots; i++) {
-    p->slots[i].images = malloc(image_floats * sizeof(float));
+    p->slots[i].images = malloc(image_bytes ? image_bytes : 1);
     p->slots[i].labels = malloc((size_t)batch * sizeof(int32_t));
     ok = p->slots[i].images && p->slots[i].labels;
   }
   if (!ok) {
     cnnb_prefetch_destroy(p);
-    return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory for %d batches of %zu floats",
-                      depth + 1, image_floats);
+    return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory for %d batches of %zu bytes",
+                      depth + 1, image_bytes);
   }
   int rc = pthread_create(&p->thread, NULL, produce, p);
   if (rc != 0) {
@@ -102,7 +107,34 @@ cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasou
   return CNNB_OK;
 }
 
+cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
+                                 cnnb_ctx *ctx, const char *crash_label, size_t image_floats,
+                                 int32_t batch, int32_t depth, cnnb_prefetch **out) {
+  return create(vt, NULL, datasource, ctx, crash_label, image_floats * sizeof(float), batch,
+                depth, out);
+}
+
+cnnb_status cnnb_prefetch_create_uint8(const cnnb_datasource_uint8 *ext, void *datasource,
+                                       cnnb_ctx *ctx, const char *crash_label,
+                                       size_t image_bytes, int32_t batch, int32_t depth,
+                                       cnnb_prefetch **out) {
+  return create(NULL, ext, datasource, ctx, crash_label, image_bytes, batch, depth, out);
+}
+
 cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int32_t **labels) {
+  if (p->uint8)
+    return cnnb_error(p->ctx, CNNB_EINTERNAL,
+                      "input pipeline: its batches are uint8, read as fp32 (a host bug)");
+  cnnb_batch batch;
+  cnnb_status st = cnnb_prefetch_take(p, &batch);
+  if (st == CNNB_OK) {
+    *images = batch.images;
+    *labels = batch.labels;
+  }
+  return st;
+}
+
+cnnb_status cnnb_prefetch_take(cnnb_prefetch *p, cnnb_batch *batch) {
   pthread_mutex_lock(&p->lock);
   if (p->holding) { /* give back the batch the model has finished with */
     p->holding = false;
@@ -113,12 +145,30 @@ cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int
   if (p->filled == 0) {
     st = p->failure;
   } else {
-    *images = p->slots[p->head].images;
-    *labels = p->slots[p->head].labels;
+    const slot *taken = &p->slots[p->head];
+    *batch = (cnnb_batch){.images = p->uint8 ? NULL : taken->images,
+                          .images_uint8 = p->uint8 ? taken->images : NULL,
+                          .labels = taken->labels};
     p->head = (p->head + 1) % p->num_slots;
     p->filled--;
     p->holding = true;
   }
+  pthread_mutex_unlock(&p->lock);
+  return st;
+}
+
+cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p) {
+  pthread_mutex_lock(&p->lock);
+  if (p->holding) {
+    p->holding = false;
+    pthread_cond_broadcast(&p->changed);
+  }
+  while (p->filled < p->num_slots && p->failure == CNNB_OK)
+    pthread_cond_wait(&p->changed, &p->lock);
+  cnnb_status st = p->failure;
+  p->head = (p->head + p->filled) % p->num_slots;
+  p->filled = 0;
+  pthread_cond_broadcast(&p->changed);
   pthread_mutex_unlock(&p->lock);
   return st;
 }

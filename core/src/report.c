@@ -127,6 +127,31 @@ void cnnb_report_print_step(FILE *out, int64_t step, const cnnb_step_stats *stat
   fputc('\n', out);
 }
 
+void cnnb_report_print_input_step_header(FILE *out) {
+  if (out) fputs("Step\tImg/sec\n", out);
+}
+
+void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats *stats) {
+  if (!out) return;
+  fprintf(out, "%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\n", (long long)step,
+          cnnb_step_stats_mean(stats), cnnb_step_stats_stderr(stats),
+          cnnb_step_stats_jitter(stats));
+}
+
+void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits,
+                                int64_t top5_hits, int64_t examples) {
+  if (!out) return;
+  /* tf_cnn_benchmarks averages per-batch fractions over equal batches: the same as the
+   * hits over the examples, which is exact here. */
+  double n = examples > 0 ? (double)examples : 1.0;
+  fprintf(out, "%sAccuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples]\n", prefix ? prefix : "",
+          (double)top1_hits / n, (double)top5_hits / n, (long long)examples);
+}
+
+void cnnb_report_print_skipped(FILE *out, int64_t skipped) {
+  if (out && skipped > 0) fprintf(out, "skipped %lld unreadable examples\n", (long long)skipped);
+}
+
 bool cnnb_report_should_display(int64_t step, int64_t display_every) {
   if (step == 1) return true;
   return display_every > 0 && step > 0 && step % display_every == 0;

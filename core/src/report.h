@@ -92,6 +92,18 @@ void cnnb_report_print_step(FILE *out, int64_t step, const cnnb_step_stats *stat
 /* When to print a step line: step 1, then every display_every steps (1-based); with
  * display_every <= 0 only step 1. */
 bool cnnb_report_should_display(int64_t step, int64_t display_every);
+/* --input_only's lines: "Step\tImg/sec", and the step line above without a loss. */
+void cnnb_report_print_input_step_header(FILE *out);
+void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats *stats);
+/* tf_cnn_benchmarks' evaluation line, after `prefix` ("" under --eval; "Step 100: "
+ * while training):
+ *   "Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]"
+ * from hits summed over every example evaluated (0 examples print 0). */
+void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits,
+                                int64_t top5_hits, int64_t examples);
+/* "skipped N unreadable examples" when N > 0 (the datasources' stats extension); nothing
+ * otherwise. */
+void cnnb_report_print_skipped(FILE *out, int64_t skipped);
 /* The closing block: 64 dashes, "total images/sec: %.2f", 64 dashes. */
 void cnnb_report_print_total(FILE *out, double images_per_sec);
 /* The same, with how a total over several processes was made after the number:

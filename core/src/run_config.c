@@ -52,6 +52,7 @@ const char *cnnb_run_mode_name(cnnb_run_mode mode) {
     case CNNB_MODE_TRAIN: return "training";
     case CNNB_MODE_FORWARD_ONLY: return "forward-only";
     case CNNB_MODE_EVAL: return "evaluation";
+    case CNNB_MODE_INPUT_ONLY: return "input-only";
   }
   return "unknown";
 }
@@ -97,9 +98,69 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
   cfg->datasource = cnnb_flags_string(flags, "datasource");
   cfg->model_info = cnnb_flags_bool(flags, "model_info");
   bool eval = cnnb_flags_bool(flags, "eval"), forward = cnnb_flags_bool(flags, "forward_only");
+  bool input = cnnb_flags_bool(flags, "input_only");
   if (eval && forward)
     return refuse(err, size, "--eval and --forward_only both given: give one of them");
-  cfg->mode = eval ? CNNB_MODE_EVAL : forward ? CNNB_MODE_FORWARD_ONLY : CNNB_MODE_TRAIN;
+  if (input && (eval || forward))
+    return refuse(err, size, "--input_only and %s both given: --input_only runs no model, so "
+                  "give one of them", eval ? "--eval" : "--forward_only");
+  cfg->mode = eval ? CNNB_MODE_EVAL : forward ? CNNB_MODE_FORWARD_ONLY
+            : input ? CNNB_MODE_INPUT_ONLY : CNNB_MODE_TRAIN;
+  return CNNB_OK;
+}
+
+/* --num_eval_batches / --num_eval_epochs and the --eval_during_training_* pair, after
+ * the steps (under --eval they replace --num_batches / --num_epochs). */
+static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                             size_t size) {
+  bool by_steps = cnnb_flags_is_set(flags, "eval_during_training_every_n_steps");
+  bool by_epochs = cnnb_flags_is_set(flags, "eval_during_training_every_n_epochs");
+  if (by_steps && by_epochs)
+    return refuse(err, size, "--eval_during_training_every_n_steps and "
+                  "--eval_during_training_every_n_epochs both given: give one of them");
+  const char *during = by_steps ? "--eval_during_training_every_n_steps"
+                                : "--eval_during_training_every_n_epochs";
+  if ((by_steps || by_epochs) && cfg->mode != CNNB_MODE_TRAIN)
+    return refuse(err, size, "%s and %s both given: evaluating during training needs "
+                  "training; give one of them", during,
+                  cfg->mode == CNNB_MODE_EVAL ? "--eval"
+                  : cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+  cnnb_status st;
+  if (by_steps && (st = int_in(flags, "eval_during_training_every_n_steps", 1, INT64_MAX / 2,
+                               "", &cfg->eval_every_n_steps, err, size)))
+    return st;
+  if (by_epochs) {
+    double e = cnnb_flags_float(flags, "eval_during_training_every_n_epochs");
+    if (!(e > 0.0) || e > 1e9)
+      return refuse(err, size, "--eval_during_training_every_n_epochs=%g: must be > 0 and at "
+                    "most 1e9", e);
+    cfg->eval_every_n_epochs = e;
+  }
+  cfg->eval_during_training = by_steps || by_epochs;
+
+  bool batches = cnnb_flags_is_set(flags, "num_eval_batches");
+  bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");
+  if (batches && epochs)
+    return refuse(err, size, "--num_eval_batches and --num_eval_epochs both given: give one "
+                  "of them");
+  if ((batches || epochs) && cfg->mode != CNNB_MODE_EVAL && !cfg->eval_during_training)
+    return refuse(err, size, "%s sizes an evaluation, and this run evaluates nothing: give it "
+                  "with --eval or --eval_during_training_every_n_steps / _epochs",
+                  batches ? "--num_eval_batches" : "--num_eval_epochs");
+  if (batches && (st = int_in(flags, "num_eval_batches", 1, INT64_MAX / 2, "",
+                              &cfg->num_eval_batches, err, size)))
+    return st;
+  if (epochs) {
+    double e = cnnb_flags_float(flags, "num_eval_epochs");
+    if (!(e > 0.0) || e > 1e9)
+      return refuse(err, size, "--num_eval_epochs=%g: must be > 0 and at most 1e9", e);
+    cfg->num_eval_epochs = e;
+  }
+  /* tf_cnn_benchmarks: under --eval, the eval counts replace the run's own. */
+  if (cfg->mode == CNNB_MODE_EVAL && (batches || epochs)) {
+    cfg->num_batches = cfg->num_eval_batches;
+    cfg->num_epochs = cfg->num_eval_epochs;
+  }
   return CNNB_OK;
 }
 
@@ -157,7 +218,7 @@ static cnnb_status read_steps(const cnnb_flags *flags, cnnb_run_config *cfg, cha
                    &cfg->display_every, err, size)))
     return st;
   cfg->print_accuracy = cnnb_flags_bool(flags, "print_training_accuracy") ||
-                        cfg->mode != CNNB_MODE_TRAIN;
+                        cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_EVAL;
   return CNNB_OK;
 }
 
@@ -192,6 +253,11 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   }
   if (!cfg->precision) return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
   cfg->data_format = cnnb_flags_string(flags, "data_format");
+  const char *dtype = cnnb_flags_string(flags, "input_dtype");
+  if (strcmp(dtype, "auto") == 0) cfg->input_dtype = CNNB_INPUT_AUTO;
+  else if (strcmp(dtype, "uint8") == 0) cfg->input_dtype = CNNB_INPUT_UINT8;
+  else if (strcmp(dtype, "float32") == 0) cfg->input_dtype = CNNB_INPUT_FLOAT32;
+  else return refuse(err, size, "--input_dtype=%s: known: auto, uint8, float32", dtype);
 
   cfg->all_reduce_spec = cnnb_flags_string(flags, "all_reduce_spec");
   double mb = cnnb_flags_float(flags, "gradient_bucket_mb");
@@ -279,6 +345,7 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
   if ((st = read_plugins_and_mode(flags, cfg, err, err_size)) ||
       (st = read_data(flags, cfg, err, err_size)) ||
       (st = read_steps(flags, cfg, err, err_size)) ||
+      (st = read_eval(flags, cfg, err, err_size)) ||
       (st = read_devices(flags, cfg, err, err_size)) ||
       (st = read_optimizer(flags, cfg, err, err_size)))
     return st;

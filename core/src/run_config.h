@@ -17,8 +17,16 @@
 typedef enum cnnb_run_mode {
   CNNB_MODE_TRAIN = 1,       /* forward, backward, update */
   CNNB_MODE_FORWARD_ONLY = 2,/* --forward_only: inference speed */
-  CNNB_MODE_EVAL = 3         /* --eval: forward with accuracy */
+  CNNB_MODE_EVAL = 3,        /* --eval: forward with accuracy */
+  CNNB_MODE_INPUT_ONLY = 4   /* --input_only: the input pipeline alone */
 } cnnb_run_mode;
+
+/* --input_dtype: how batches travel from the datasource to the device. */
+typedef enum cnnb_input_dtype {
+  CNNB_INPUT_AUTO = 0,    /* uint8 when datasource and device both offer it, else float32 */
+  CNNB_INPUT_UINT8 = 1,   /* uint8 NHWC, normalized by the device; refused without both */
+  CNNB_INPUT_FLOAT32 = 2  /* fp32 NCHW normalized by the datasource (every plugin can) */
+} cnnb_input_dtype;
 
 typedef struct cnnb_run_config {
   /* Plugins, by the names users pick them with. datasource "" lets the datasources'
@@ -42,12 +50,22 @@ typedef struct cnnb_run_config {
   int64_t display_every;
   bool print_accuracy;            /* --print_training_accuracy, or any run without updates */
 
+  /* Evaluation. Under --eval, --num_eval_batches / --num_eval_epochs already replaced
+   * num_batches / num_epochs above (tf_cnn_benchmarks' rule); while training they size
+   * each evaluation (0: not given, resolved at setup). */
+  int64_t num_eval_batches;       /* > 0 when --num_eval_batches was given */
+  double num_eval_epochs;         /* > 0 when --num_eval_epochs was given */
+  int64_t eval_every_n_steps;     /* --eval_during_training_every_n_steps; 0: off */
+  double eval_every_n_epochs;     /* --eval_during_training_every_n_epochs; 0: off */
+  bool eval_during_training;      /* either of the two */
+
   /* Devices. */
   int32_t num_replicas;           /* --num_gpus */
   int32_t num_threads;            /* --num_intra_threads; 0: the device's choice */
   uint32_t precision;             /* cnnb_precision */
   const char *precision_flag;     /* "--precision=bf16" / "--use_fp16": what asked for it */
   const char *data_format;        /* shown in the report only */
+  cnnb_input_dtype input_dtype;   /* --input_dtype */
 
   /* Distribution. */
   const char *all_reduce_spec;    /* "" when not given */
@@ -73,7 +91,7 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
 
 /* "fp32" | "bf16" | "fp16", as --precision spells them; "unknown" otherwise. */
 const char *cnnb_precision_name(uint32_t precision);
-/* "training" | "forward-only" | "evaluation". */
+/* "training" | "forward-only" | "evaluation" | "input-only". */
 const char *cnnb_run_mode_name(cnnb_run_mode mode);
 
 #endif

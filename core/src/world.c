@@ -12,10 +12,10 @@
 
 /* One rank's view of the run: fixed size, so one allgather carries it. */
 typedef struct run_facts {
-  char model[64], device[32], strategy[48], precision[8];
+  char model[64], device[32], strategy[48], precision[8], mode[16];
   int64_t batch_size, image_size, num_classes, replicas, param_count, num_batches,
-      warmup_batches;
-  double num_epochs;
+      warmup_batches, num_eval_batches, eval_every_n_steps;
+  double num_epochs, num_eval_epochs, eval_every_n_epochs;
 } run_facts;
 
 static void copy_name(char *dst, size_t size, const char *src) {
@@ -37,6 +37,13 @@ static run_facts facts_of(const cnnb_run *run) {
   f.num_batches = run->cfg->num_batches;
   f.warmup_batches = run->cfg->num_warmup_batches;
   f.num_epochs = run->cfg->num_epochs;
+  /* Evaluations are collectives too: ranks that evaluate at different steps, or a
+   * different number of batches, would wait on each other until the timeout. */
+  copy_name(f.mode, sizeof f.mode, cnnb_run_mode_name(run->cfg->mode));
+  f.num_eval_batches = run->cfg->num_eval_batches;
+  f.eval_every_n_steps = run->cfg->eval_every_n_steps;
+  f.num_eval_epochs = run->cfg->num_eval_epochs;
+  f.eval_every_n_epochs = run->cfg->eval_every_n_epochs;
   return f;
 }
 
@@ -105,6 +112,11 @@ TEXT_FIELD(params_text, "%" PRId64, f->param_count)
 TEXT_FIELD(batches_text, "%" PRId64, f->num_batches)
 TEXT_FIELD(warmup_text, "%" PRId64, f->warmup_batches)
 TEXT_FIELD(epochs_text, "%g", f->num_epochs)
+TEXT_FIELD(mode_text, "%s", f->mode)
+TEXT_FIELD(eval_batches_text, "%" PRId64, f->num_eval_batches)
+TEXT_FIELD(eval_steps_text, "%" PRId64, f->eval_every_n_steps)
+TEXT_FIELD(eval_epochs_text, "%g", f->num_eval_epochs)
+TEXT_FIELD(eval_every_epochs_text, "%g", f->eval_every_n_epochs)
 #undef TEXT_FIELD
 
 cnnb_status cnnb_world_check_agreement(cnnb_run *run) {
@@ -134,6 +146,11 @@ cnnb_status cnnb_world_check_agreement(cnnb_run *run) {
         {"--num_classes", classes_text},  {"--num_gpus", replicas_text},
         {"the parameter count", params_text}, {"--num_batches", batches_text},
         {"--num_warmup_batches", warmup_text}, {"--num_epochs", epochs_text},
+        {"the mode (--eval, --forward_only, --input_only)", mode_text},
+        {"--num_eval_batches", eval_batches_text},
+        {"--eval_during_training_every_n_steps", eval_steps_text},
+        {"--num_eval_epochs", eval_epochs_text},
+        {"--eval_during_training_every_n_epochs", eval_every_epochs_text},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
       describe_field(out, fields[i].flag, all, run->world_size, fields[i].text);
@@ -163,6 +180,24 @@ cnnb_status cnnb_world_total(cnnb_run *run, double images, double seconds,
       if (all[2 * r + 1] > slowest) slowest = all[2 * r + 1];
     }
     *images_per_sec = slowest > 0 ? total_images / slowest : 0;
+  }
+  free(all);
+  return st;
+}
+
+cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const char *what) {
+  if (run->world_size <= 1 || count <= 0) return CNNB_OK;
+  if (!run->strategy_vt->allgather)
+    return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
+                      run->strategy.label);
+  size_t n = (size_t)count;
+  int64_t *all = calloc((size_t)run->world_size * n, sizeof *all);
+  if (!all) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(run, values, all, (int64_t)(n * sizeof *values), what);
+  if (st == CNNB_OK) {
+    for (size_t k = 0; k < n; k++) values[k] = 0;
+    for (int32_t r = 0; r < run->world_size; r++)
+      for (size_t k = 0; k < n; k++) values[k] += all[(size_t)r * n + k];
   }
   free(all);
   return st;

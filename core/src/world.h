@@ -19,4 +19,10 @@ cnnb_status cnnb_world_check_agreement(cnnb_run *run);
 cnnb_status cnnb_world_total(cnnb_run *run, double images, double seconds,
                              double *images_per_sec);
 
+/* Adds `count` counters element-wise over every rank, exactly (top-1 / top-5 hits and
+ * examples of an evaluation, skipped examples): on return values[] holds the world's
+ * sums on every rank. Collective: every rank calls it with the same count; a world of
+ * one returns at once. `what` names the exchange in a failure ("summing the accuracy"). */
+cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const char *what);
+
 #endif

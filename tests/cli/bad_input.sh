@@ -41,6 +41,9 @@ expect 2 "--momentum=1: must be in [0, 1)" -- --momentum=1
 expect 2 "--adam_beta2=1.5" -- --adam_beta2=1.5
 expect 2 "--rmsprop_epsilon=0" -- --rmsprop_epsilon=0
 expect 2 "--eval and --forward_only both given" -- --eval --forward_only
+expect 2 "--num_eval_batches=0: must be at least 1" -- --eval --num_eval_batches=0
+expect 2 "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both given" -- --eval_during_training_every_n_steps=5 --eval_during_training_every_n_epochs=1
+expect 2 "--input_only and --eval both given" -- --input_only --eval
 expect 2 "--seed=-1" -- --seed=-1
 expect 1 "training diverged" -- --model=lenet --init_learning_rate=1e30 --num_batches=3 --num_warmup_batches=0 --display_every=1
 expect 2 "--piecewise_learning_rate_schedule excludes" -- --piecewise_learning_rate_schedule='0.1;2;0.01' --init_learning_rate=0.1
@@ -48,7 +51,8 @@ expect 2 "invalid epoch 'x'" -- --piecewise_learning_rate_schedule='0.1;x;0.01'
 # --data_dir names the flag the user gave and why each datasource declined, not a
 # --datasource the user never typed.
 err=$("$CNNBENCH" --data_dir=/nonexistent --num_batches=1 2>&1 >/dev/null); rc=$?
-if [ "$rc" -ne 2 ] || ! grep -qF -- "--data_dir=/nonexistent with --data_name=imagenet: no datasource plugin can serve it (synthetic: " <<<"$err" ||
+if [ "$rc" -ne 2 ] || ! grep -qF -- "--data_dir=/nonexistent with --data_name=imagenet: no datasource plugin can serve it (" <<<"$err" ||
+   ! grep -qF -- "synthetic: generates its images and reads no --data_dir" <<<"$err" ||
    grep -qF -- "--datasource=imagenet" <<<"$err"; then
   echo "FAIL: --data_dir -> rc $rc: $err"; failures=$((failures + 1))
 fi
@@ -56,9 +60,12 @@ expect 2 "--datasource=imagenet: no datasource plugin offers 'imagenet'" -- --da
 # --help lists what is installed, not plugins that do not exist here.
 help=$("$CNNBENCH" --help)
 # Every strategy plugin built here is listed; the MPI ones are built only with MPI.
-for want in "Installed here: cpu." "Installed here: synthetic." "Exit status: 0 success; 2 bad input"; do
+for want in "Installed here: cpu." "Exit status: 0 success; 2 bad input"; do
   grep -qF -- "$want" <<<"$help" || { echo "FAIL: --help lacks '$want'"; failures=$((failures + 1)); }
 done
+# Datasources other than synthetic (cifar10, imagenet) may be built too.
+grep -qE -- "Installed here: ([a-z0-9_]+, )*synthetic[.,]" <<<"$help" ||
+  { echo "FAIL: --help does not list the synthetic datasource"; failures=$((failures + 1)); }
 installed=$(awk '/^  --variable_update /{on=1; next} on && /^  --/{exit} on' <<<"$help" | tr -s ' \n' ' ')
 for strategy in independent horovod parameter_server replicated; do
   if [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_$strategy.so" ]; then

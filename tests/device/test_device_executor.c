@@ -14,7 +14,10 @@
  *  - forward-only runs the same forward with a smaller arena, without labels too;
  *  - device errors come back naming the node; init_params matches the initializers;
  *  - the ReLU fusion pass changes nothing but memory: same loss and gradients;
- *  - top-1 / top-5 with TF's in_top_k tie rule.
+ *  - top-1 / top-5 with TF's in_top_k tie rule;
+ *  - a device offering CNNB_EXT_DEVICE_UINT8_INPUT makes from uint8 NHWC pixels exactly
+ *    the input tensor_from_host makes from the normalized floats (bitwise, in fp32 and in
+ *    each low precision it accepts), and a step on uint8 batches trains as one on floats.
  * In fp32 (every device has it), within tolerance.c's same-device bounds. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -568,6 +571,130 @@ START_TEST(accuracy_in_top_k) {
 }
 END_TEST
 
+/* ---- uint8 input (CNNB_EXT_DEVICE_UINT8_INPUT) ------------------------------------------ */
+
+/* The device's uint8 conversion, or NULL (the case is skipped, saying so). */
+static const cnnb_device_uint8_input *uint8_input(const cnnb_device_vtable *dv, void *dev) {
+  const cnnb_device_uint8_input *ext = NULL;
+  if (dv->get_extension) ext = dv->get_extension(dev, CNNB_EXT_DEVICE_UINT8_INPUT);
+  const cnnb_plugin *plugin = device_harness_plugin();
+  if (!ext && plugin->get_extension) ext = plugin->get_extension(CNNB_EXT_DEVICE_UINT8_INPUT);
+  if (!ext) {
+    printf("note: device '%s' has no %s: its uint8 input is not tested\n", device_harness_name(),
+           CNNB_EXT_DEVICE_UINT8_INPUT);
+    return NULL;
+  }
+  ck_assert_uint_ge(ext->struct_size, sizeof(cnnb_device_uint8_input));
+  ck_assert_ptr_nonnull(ext->input_from_host_uint8);
+  return ext;
+}
+
+/* Pixels [n, h, w, c] and their normalization (channels differ, so a channel mix-up
+ * shows); floats [n, c, h, w] = (float)v * scale[c] + offset[c]. */
+static const float u8_scale[CH] = {(float)(1.0 / 127.5), 1.0f / 64.0f, 0.01f};
+static const float u8_offset[CH] = {-1.0f, -2.0f, 0.5f};
+
+static void make_uint8_batch(uint8_t *pixels, float *floats) {
+  unsigned s = 11;
+  for (int i = 0; i < BATCH * HW * HW * CH; ++i) {
+    s = s * 1664525u + 1013904223u;
+    pixels[i] = (uint8_t)(s >> 24);
+  }
+  for (int n = 0; n < BATCH; ++n)
+    for (int c = 0; c < CH; ++c)
+      for (int p = 0; p < HW * HW; ++p)
+        floats[(n * CH + c) * HW * HW + p] =
+            (float)pixels[(n * HW * HW + p) * CH + c] * u8_scale[c] + u8_offset[c];
+}
+
+/* _i: 0 fp32, then each of device_harness_low_precisions. */
+START_TEST(uint8_input_is_the_float_input) {
+  uint32_t precision = _i == 0 ? CNNB_PRECISION_FP32 : device_harness_low_precisions[_i - 1];
+  device_harness h;
+  int rc = device_harness_open(&h, precision, 0, 1);
+  if (rc == DEVICE_HARNESS_REFUSED) {
+    device_harness_close(&h);
+    return;
+  }
+  ck_assert_msg(rc == 0, "%s", h.error);
+  const cnnb_device_uint8_input *ext = uint8_input(h.dv, h.dev);
+  if (!ext) {
+    device_harness_close(&h);
+    return;
+  }
+  cnnb_graph *g = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
+  cnnb_tensor in = cnnb_graph_input(g);
+  cnnb_graph_set_logits(g, cnnb_dense(g, "fc", in, CNNB_DENSE(.units = CLASSES)));
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  size_t bytes = 0;
+  ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, in, &bytes), CNNB_OK);
+  void *from_uint8 = NULL, *from_float = NULL;
+  ck_assert_int_eq(h.dv->alloc(h.dev, bytes, &from_uint8), CNNB_OK);
+  ck_assert_int_eq(h.dv->alloc(h.dev, bytes, &from_float), CNNB_OK);
+  static uint8_t pixels[BATCH * HW * HW * CH];
+  static float floats[BATCH * CH * HW * HW], back_u[BATCH * CH * HW * HW], back_f[BATCH * CH * HW * HW];
+  make_uint8_batch(pixels, floats);
+  ck_assert_msg(ext->input_from_host_uint8(h.dev, g, in, from_uint8, pixels, u8_scale, u8_offset) ==
+                    CNNB_OK, "%s", cnnb_error_message(h.ctx));
+  ck_assert_int_eq(h.dv->tensor_from_host(h.dev, g, in, from_float, floats), CNNB_OK);
+  ck_assert_int_eq(h.dv->tensor_to_host(h.dev, g, in, from_uint8, back_u), CNNB_OK);
+  ck_assert_int_eq(h.dv->tensor_to_host(h.dev, g, in, from_float, back_f), CNNB_OK);
+  ck_assert_int_eq(h.dv->synchronize(h.dev), CNNB_OK);
+  for (int i = 0; i < BATCH * CH * HW * HW; ++i)
+    ck_assert_msg(memcmp(&back_u[i], &back_f[i], sizeof(float)) == 0,
+                  "precision %u element %d: from uint8 %a, from floats %a", precision, i,
+                  (double)back_u[i], (double)back_f[i]);
+  if (precision == CNNB_PRECISION_FP32)
+    for (int i = 0; i < BATCH * CH * HW * HW; ++i)
+      ck_assert_msg(memcmp(&back_u[i], &floats[i], sizeof(float)) == 0, "element %d", i);
+  h.dv->free(h.dev, from_uint8);
+  h.dv->free(h.dev, from_float);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+END_TEST
+
+START_TEST(uint8_step_trains_as_float_step) {
+  device du = open_device(1), df = open_device(1);
+  const cnnb_device_uint8_input *ext = uint8_input(dut, du.dev);
+  if (!ext) {
+    close_device(&du);
+    close_device(&df);
+    return;
+  }
+  cnnb_graph *g = build(true);
+  cnnb_executor *eu = make_executor(&du, g, true, NULL), *ef = make_executor(&df, g, true, NULL);
+  ck_assert_int_eq(cnnb_executor_init_params(eu, 5), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_init_params(ef, 5), CNNB_OK);
+  static uint8_t pixels[BATCH * HW * HW * CH];
+  static float floats[BATCH * CH * HW * HW];
+  make_uint8_batch(pixels, floats);
+  cnnb_clear_error(exec_ctx);
+  ck_assert_int_eq(cnnb_executor_step_uint8(eu, pixels, labels, 1.0f, 0), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(cnnb_error_message(exec_ctx), "no uint8 input"));
+  ck_assert_int_eq(cnnb_executor_set_uint8_input(eu, ext, u8_scale, u8_offset), CNNB_OK);
+  ck_assert_msg(cnnb_executor_step_uint8(eu, pixels, labels, 1.0f, 0) == CNNB_OK, "%s",
+                cnnb_error_message(exec_ctx));
+  ck_assert_int_eq(cnnb_executor_step(ef, floats, labels, 1.0f, 0), CNNB_OK);
+  float lu, lf;
+  ck_assert_int_eq(cnnb_executor_loss(eu, &lu), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
+  ck_assert_msg(fabsf(lu - lf) <= same_abs, "loss: uint8 %g, float %g", lu, lf);
+  int64_t n = cnnb_executor_param_count(eu);
+  float *gu = download(&du, cnnb_executor_grads(eu), n), *gf = download(&df, cnnb_executor_grads(ef), n);
+  for (int64_t i = 0; i < n; ++i)
+    ck_assert_msg(fabsf(gu[i] - gf[i]) <= same_abs + same_rel * fabsf(gf[i]),
+                  "gradient %lld: uint8 %g, float %g", (long long)i, gu[i], gf[i]);
+  free(gu);
+  free(gf);
+  cnnb_executor_destroy(eu);
+  cnnb_executor_destroy(ef);
+  cnnb_graph_destroy(g);
+  close_device(&du);
+  close_device(&df);
+}
+END_TEST
+
 static Suite *executor_suite(void) {
   dut = device_harness_vtable();
   const test_tolerance *tol = test_tolerance_of(CNNB_PRECISION_FP32);
@@ -584,6 +711,8 @@ static Suite *executor_suite(void) {
   tcase_add_test(tc, init_params_uploads_initializers);
   tcase_add_loop_test(tc, fused_relu_matches_unfused, 0, 2);
   tcase_add_test(tc, accuracy_in_top_k);
+  tcase_add_loop_test(tc, uint8_input_is_the_float_input, 0, 3);
+  tcase_add_test(tc, uint8_step_trains_as_float_step);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,8 +1,10 @@
 /* make_image_folder.c — writes a small ImageFolder of JPEGs for the real-data tests:
- *   make_image_folder OUT SPLIT CLASSES PER_CLASS [BAD]
+ *   make_image_folder OUT SPLIT CLASSES PER_CLASS [BAD [random]]
  * gives OUT/SPLIT/class<c>/img<i>.jpg. Every image is one flat colour that says what it
  * is, so a test can check what the pipeline delivered whatever the crop and resize:
- *   red and green: the image's id (c * PER_CLASS + i) in 16 x 16 levels (id < 256),
+ *   red and green: the image's id (c * PER_CLASS + i) in 16 x 16 levels (id < 256), or
+ *                  with `random` levels drawn per image that say nothing of the class
+ *                  (so a model that learns the classes must learn blue),
  *   blue: its class (32 + 64 c),
  * with sizes varying per image (40..99 x 30..79, odd ones included) and every fifth
  * image progressive. BAD adds that many damaged files to class 0 (a truncated JPEG, an
@@ -29,6 +31,8 @@ int main(int argc, char **argv) {
   }
   const char *out = argv[1], *split = argv[2];
   int classes = atoi(argv[3]), per_class = atoi(argv[4]), bad = argc > 5 ? atoi(argv[5]) : 0;
+  int random_levels = argc > 6 && strcmp(argv[6], "random") == 0;
+  unsigned state = (unsigned)strlen(split) * 2654435761u; /* differs between the splits */
   if (classes < 1 || classes > 4 || per_class < 1 || classes * per_class > 256) {
     fprintf(stderr, "make_image_folder: 1..4 classes and at most 256 images\n");
     return 2;
@@ -37,8 +41,6 @@ int main(int argc, char **argv) {
   mkdir(out, 0755);
   snprintf(path, sizeof path, "%s/%s", out, split);
   mkdir(path, 0755);
-  tjhandle tj = tjInitCompress();
-  if (!tj) return 1;
   for (int c = 0; c < classes; c++) {
     snprintf(path, sizeof path, "%s/%s/class%d", out, split, c);
     mkdir(path, 0755);
@@ -46,11 +48,22 @@ int main(int argc, char **argv) {
       int id = c * per_class + i;
       int width = 40 + (id * 7) % 60, height = 30 + (id * 13) % 50;
       unsigned char *rgb = malloc((size_t)width * height * 3);
+      int red = 16 * (id % 16) + 8, green = 16 * (id / 16) + 8;
+      if (random_levels) {
+        state = state * 1103515245u + 12345u;
+        red = (int)(state >> 16) & 255;
+        state = state * 1103515245u + 12345u;
+        green = (int)(state >> 16) & 255;
+      }
       for (int p = 0; p < width * height; p++) {
-        rgb[3 * p + 0] = (unsigned char)(16 * (id % 16) + 8);
-        rgb[3 * p + 1] = (unsigned char)(16 * (id / 16) + 8);
+        rgb[3 * p + 0] = (unsigned char)red;
+        rgb[3 * p + 1] = (unsigned char)green;
         rgb[3 * p + 2] = (unsigned char)(32 + 64 * c);
       }
+      /* A handle per image: TurboJPEG 2.1 reusing a handle after a progressive image
+       * writes the next baseline one with a broken Huffman stream. */
+      tjhandle tj = tjInitCompress();
+      if (!tj) return 1;
       unsigned char *jpeg = NULL;
       unsigned long size = 0;
       int flags = id % 5 == 4 ? TJFLAG_PROGRESSIVE : 0;
@@ -71,6 +84,7 @@ int main(int argc, char **argv) {
         if (kind == 2 && write_file(path, not_an_image, sizeof not_an_image - 1) != 0) return 1;
       }
       tjFree(jpeg);
+      tjDestroy(tj);
       free(rgb);
     }
   }
@@ -79,6 +93,5 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/%s/class0/picture.png", out, split);
     if (write_file(path, png, sizeof png) != 0) return 1;
   }
-  tjDestroy(tj);
   return 0;
 }

@@ -189,6 +189,45 @@ START_TEST(header_exact) {
 }
 END_TEST
 
+START_TEST(accuracy_and_skipped_lines_exact) {
+  char *text = NULL;
+  /* tf_cnn_benchmarks: 'Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]'. */
+  CAPTURE(text, cnnb_report_print_accuracy(out, "", 6, 7, 8));
+  ck_assert_str_eq(text, "Accuracy @ 1 = 0.7500 Accuracy @ 5 = 0.8750 [8 examples]\n");
+  free(text);
+  CAPTURE(text, cnnb_report_print_accuracy(out, "Step 100: ", 1, 2, 3));
+  ck_assert_str_eq(text, "Step 100: Accuracy @ 1 = 0.3333 Accuracy @ 5 = 0.6667 [3 examples]\n");
+  free(text);
+  CAPTURE(text, cnnb_report_print_accuracy(out, NULL, 0, 0, 0));
+  ck_assert_str_eq(text, "Accuracy @ 1 = 0.0000 Accuracy @ 5 = 0.0000 [0 examples]\n");
+  free(text);
+  CAPTURE(text, cnnb_report_print_accuracy(out, "", 50000, 50000, 50000));
+  ck_assert_str_eq(text, "Accuracy @ 1 = 1.0000 Accuracy @ 5 = 1.0000 [50000 examples]\n");
+  free(text);
+  CAPTURE(text, cnnb_report_print_skipped(out, 0));
+  ck_assert_str_eq(text, "");
+  free(text);
+  CAPTURE(text, cnnb_report_print_skipped(out, 12));
+  ck_assert_str_eq(text, "skipped 12 unreadable examples\n");
+  free(text);
+}
+END_TEST
+
+START_TEST(input_only_lines_exact) {
+  static const double v[] = {100, 400, 200};
+  cnnb_step_stats s;
+  fill(&s, v, 3);
+  char *text = NULL;
+  CAPTURE(text, cnnb_report_print_input_step_header(out));
+  ck_assert_str_eq(text, "Step\tImg/sec\n");
+  free(text);
+  CAPTURE(text, cnnb_report_print_input_step(out, 10, &s));
+  ck_assert_str_eq(text, "10\timages/sec: 171.4 +/- 72.0 (jitter = 148.3)\n");
+  free(text);
+  cnnb_step_stats_free(&s);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("report");
   TCase *tc = tcase_create("report");
@@ -198,6 +237,8 @@ int main(void) {
   tcase_add_test(tc, step_lines_exact);
   tcase_add_test(tc, total_exact);
   tcase_add_test(tc, display_schedule);
+  tcase_add_test(tc, accuracy_and_skipped_lines_exact);
+  tcase_add_test(tc, input_only_lines_exact);
   tcase_add_test(tc, header_exact);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -117,6 +117,86 @@ START_TEST(refusals_name_the_flag) {
 }
 END_TEST
 
+START_TEST(evaluation_flags) {
+  cnnb_run_config c;
+  /* tf_cnn_benchmarks: under --eval the eval counts replace the run's own. */
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30", NULL}), CNNB_OK);
+  ck_assert_int_eq(c.mode, CNNB_MODE_EVAL);
+  ck_assert_int_eq(c.num_batches, 30);
+  ck_assert(c.print_accuracy);
+  teardown(), setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30",
+                                               "--num_eval_batches=7", NULL}), CNNB_OK);
+  ck_assert_int_eq(c.num_batches, 7);
+  ck_assert(c.num_epochs == 0.0);
+  teardown(), setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_eval_epochs=0.5", NULL}), CNNB_OK);
+  ck_assert(c.num_epochs == 0.5);
+  teardown(), setup();
+  /* While training they size each evaluation and leave the training's steps alone. */
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval_during_training_every_n_steps=25",
+                                               "--num_eval_batches=4", "--num_batches=50",
+                                               NULL}), CNNB_OK);
+  ck_assert_int_eq(c.mode, CNNB_MODE_TRAIN);
+  ck_assert(c.eval_during_training);
+  ck_assert_int_eq(c.eval_every_n_steps, 25);
+  ck_assert_int_eq(c.num_eval_batches, 4);
+  ck_assert_int_eq(c.num_batches, 50);
+  ck_assert(!c.print_accuracy);
+  teardown(), setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval_during_training_every_n_epochs=0.5",
+                                               NULL}), CNNB_OK);
+  ck_assert(c.eval_every_n_epochs == 0.5 && c.eval_every_n_steps == 0 && c.eval_during_training);
+  teardown(), setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--input_only", NULL}), CNNB_OK);
+  ck_assert_int_eq(c.mode, CNNB_MODE_INPUT_ONLY);
+  ck_assert_str_eq(cnnb_run_mode_name(c.mode), "input-only");
+  ck_assert(!c.eval_during_training);
+}
+END_TEST
+
+START_TEST(evaluation_refusals_name_the_flags) {
+  static const struct {
+    const char *args[3], *want;
+  } cases[] = {
+      {{"--eval", "--num_eval_batches=0"}, "--num_eval_batches=0: must be at least 1"},
+      {{"--eval", "--num_eval_batches=-2"}, "--num_eval_batches=-2: must be at least 1"},
+      {{"--eval", "--num_eval_epochs=0"}, "--num_eval_epochs=0: must be > 0"},
+      {{"--eval", "--num_eval_epochs=-1"}, "--num_eval_epochs=-1: must be > 0"},
+      {{"--num_eval_batches=3"}, "--num_eval_batches sizes an evaluation, and this run "
+                                  "evaluates nothing"},
+      {{"--forward_only", "--num_eval_epochs=1"}, "--num_eval_epochs sizes an evaluation"},
+      {{"--num_eval_batches=3", "--num_eval_epochs=1"}, "--num_eval_batches and "
+                                                        "--num_eval_epochs both given"},
+      {{"--eval_during_training_every_n_steps=5", "--eval_during_training_every_n_epochs=1"},
+       "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both "
+       "given"},
+      {{"--eval_during_training_every_n_steps=5", "--eval"},
+       "--eval_during_training_every_n_steps and --eval both given"},
+      {{"--eval_during_training_every_n_epochs=1", "--forward_only"},
+       "--eval_during_training_every_n_epochs and --forward_only both given"},
+      {{"--eval_during_training_every_n_steps=5", "--input_only"},
+       "--eval_during_training_every_n_steps and --input_only both given"},
+      {{"--eval_during_training_every_n_steps=0"},
+       "--eval_during_training_every_n_steps=0: must be at least 1"},
+      {{"--eval_during_training_every_n_epochs=-2"},
+       "--eval_during_training_every_n_epochs=-2: must be > 0"},
+      {{"--input_only", "--eval"}, "--input_only and --eval both given"},
+      {{"--input_only", "--forward_only"}, "--input_only and --forward_only both given"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    teardown();
+    setup();
+    cnnb_run_config c;
+    const char *args[] = {cases[i].args[0], cases[i].args[1], NULL};
+    ck_assert_msg(config(&c, args) == CNNB_EINVAL, "%s %s was accepted", args[0],
+                  args[1] ? args[1] : "");
+    ck_assert_msg(strstr(err, cases[i].want), "%s %s: message '%s' lacks '%s'", args[0],
+                  args[1] ? args[1] : "", err, cases[i].want);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_config");
   TCase *tc = tcase_create("run_config");
@@ -125,6 +205,8 @@ int main(void) {
   tcase_add_test(tc, flags_land_in_their_fields);
   tcase_add_test(tc, num_classes_overrides_the_dataset);
   tcase_add_test(tc, refusals_name_the_flag);
+  tcase_add_test(tc, evaluation_flags);
+  tcase_add_test(tc, evaluation_refusals_name_the_flags);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

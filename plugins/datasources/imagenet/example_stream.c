@@ -29,6 +29,8 @@ struct example_stream {
   stream_item *buffer;
   int64_t buffer_size, buffer_filled;
   uint64_t rng;
+  int draining;                /* the epoch ended: empty the buffer before the next one */
+  stream_item next_epoch_first;/* meanwhile, the next epoch's first example */
 };
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -223,15 +225,34 @@ static void swap_items(stream_item *a, stream_item *b) {
 
 int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size) {
   if (!s->buffer) return next_source_example(s, item, err, err_size);
-  /* tf.data's shuffle: fill the buffer, then hand out a random element and put the next
-   * example in its place. Items swap their storage, so nothing is copied. */
-  while (s->buffer_filled < s->buffer_size) {
-    if (next_source_example(s, &s->buffer[s->buffer_filled], err, err_size) != 0) return -1;
-    s->buffer_filled++;
+  /* tf.data's shuffle(buffer).repeat(): a random element of the buffer goes out and the
+   * next example takes its place; epochs do not mix, so at an epoch's end the buffer
+   * drains before the next epoch's first example (held aside) goes in. Items swap their
+   * storage, so nothing is copied. */
+  for (;;) {
+    while (!s->draining && s->buffer_filled < s->buffer_size) {
+      int64_t epoch = s->epoch;
+      stream_item *slot = &s->buffer[s->buffer_filled];
+      if (next_source_example(s, slot, err, err_size) != 0) return -1;
+      if (s->epoch != epoch && s->buffer_filled > 0) {
+        swap_items(slot, &s->next_epoch_first);
+        s->draining = 1;
+        break;
+      }
+      s->buffer_filled++;
+    }
+    if (s->buffer_filled > 0) {
+      int64_t j = (int64_t)(splitmix64(&s->rng) % (uint64_t)s->buffer_filled);
+      swap_items(item, &s->buffer[j]);
+      /* Keep the filled part dense: the last element moves into the hole. */
+      swap_items(&s->buffer[j], &s->buffer[s->buffer_filled - 1]);
+      s->buffer_filled--;
+      return 0;
+    }
+    s->draining = 0;
+    swap_items(&s->buffer[0], &s->next_epoch_first);
+    s->buffer_filled = 1;
   }
-  int64_t j = (int64_t)(splitmix64(&s->rng) % (uint64_t)s->buffer_filled);
-  swap_items(item, &s->buffer[j]);
-  return next_source_example(s, &s->buffer[j], err, err_size);
 }
 
 int stream_create(const stream_config *cfg, example_stream **out, char *err, size_t err_size) {
@@ -269,6 +290,7 @@ oom:
 void stream_destroy(example_stream *s) {
   if (!s) return;
   for (int64_t i = 0; s->buffer && i < s->buffer_size; i++) stream_item_free(&s->buffer[i]);
+  stream_item_free(&s->next_epoch_first);
   free(s->buffer);
   if (s->reader) tfrecord_close(s->reader);
   free(s->order);

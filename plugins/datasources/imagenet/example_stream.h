@@ -31,7 +31,7 @@ typedef struct stream_item {
    * when its turn comes (in stream order, however far the reader runs ahead): bad is 1
    * and why says what is wrong with it. */
   int bad;
-  char why[512];
+  char why[640];
 } stream_item;
 
 void stream_item_free(stream_item *item);

@@ -32,6 +32,7 @@ typedef struct imagenet {
   pipeline *pipeline;
   int32_t batch;
   int64_t examples_per_epoch;
+  float mean[3], std[3];    /* --input_mean, --input_std */
 } imagenet;
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
@@ -177,6 +178,8 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "imagenet: out of memory");
   d->ctx = ctx;
   d->batch = cfg->batch_size;
+  memcpy(d->mean, pre.mean, sizeof d->mean);
+  memcpy(d->std, pre.std, sizeof d->std);
   char err[1024];
   if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
                     known_examples(cfg), &d->layout, err, sizeof err) != 0) {
@@ -218,6 +221,30 @@ static cnnb_status imagenet_next_batch(void *datasource, float *images, int32_t 
   return pipeline_next_batch(d->pipeline, d->batch, images, 0, labels);
 }
 
+/* Batches as bytes (CNNB_EXT_DATASOURCE_UINT8): the decoders stop before normalizing,
+ * and the device maps v to (v / 255 - mean) / std. The resized pixels are rounded to
+ * whole levels on this path, which the fp32 path keeps: the two differ by at most half a
+ * level (1/510 before dividing by std). */
+static cnnb_status imagenet_normalization(void *datasource, float *scale, float *offset) {
+  const imagenet *d = datasource;
+  for (int c = 0; c < 3; c++) {
+    scale[c] = 1.0f / (255.0f * d->std[c]);
+    offset[c] = -d->mean[c] / d->std[c];
+  }
+  return CNNB_OK;
+}
+
+static cnnb_status imagenet_next_batch_uint8(void *datasource, uint8_t *images, int32_t *labels) {
+  imagenet *d = datasource;
+  return pipeline_next_batch(d->pipeline, d->batch, images, 1, labels);
+}
+
+static const cnnb_datasource_uint8 uint8_batches = {
+    .struct_size = sizeof(cnnb_datasource_uint8),
+    .normalization = imagenet_normalization,
+    .next_batch_uint8 = imagenet_next_batch_uint8,
+};
+
 static int64_t imagenet_examples_per_epoch(void *datasource) {
   return ((const imagenet *)datasource)->examples_per_epoch;
 }
@@ -234,6 +261,7 @@ static const cnnb_datasource_stats stats = {
 static const void *imagenet_get_extension(void *datasource, const char *id) {
   (void)datasource;
   if (strcmp(id, CNNB_EXT_DATASOURCE_STATS) == 0) return &stats;
+  if (strcmp(id, CNNB_EXT_DATASOURCE_UINT8) == 0) return &uint8_batches;
   return NULL;
 }
 

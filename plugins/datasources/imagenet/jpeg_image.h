@@ -1,6 +1,6 @@
 /* jpeg_image.h — JPEG decoding through libjpeg-turbo, into 8-bit RGB (HWC). Decodes only
  * what the preprocessing keeps: a region (jpeg_crop_scanline / jpeg_skip_scanlines) at the
- * smallest DCT scale (1/8 .. 8/8) whose output still covers the size asked for.
+ * smallest DCT scale (1/8, 2/8, 4/8, 8/8) whose output still covers the size asked for.
  * Grayscale and CMYK/YCCK images come out as RGB. EXIF orientation is ignored, as
  * TensorFlow's decode_jpeg and PIL's open() ignore it. Errors never longjmp past the
  * caller and never print: they fill err. */
@@ -15,11 +15,19 @@ typedef struct jpeg_info {
   int components; /* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
 } jpeg_info;
 
-/* A reusable RGB buffer: pixels [height, width, 3]; grows as needed. */
+/* A reusable RGB buffer: pixels [height, width, 3]; grows as needed. After a region
+ * decode, scale_num says the DCT scale it used (scale_num / 8) and x0, y0 where the region
+ * starts in the image at that scale: the region [x, x + w) decodes to the scaled columns
+ * [x0, x0 + width) with x0 = floor(x * scale_num / 8) and width = ceil((x + w) * scale_num
+ * / 8) - x0 (clipped to the scaled image), rows alike. The resize needs these to map output
+ * pixels onto the exact crop. (Appended to the first interface: the resize could not know
+ * the decoded pixels' sub-pixel placement otherwise.) */
 typedef struct rgb_image {
   uint8_t *pixels;
   int width, height;
   size_t capacity;
+  int scale_num;
+  int x0, y0;
 } rgb_image;
 
 void rgb_image_free(rgb_image *image);
@@ -32,6 +40,16 @@ int jpeg_image_info(const uint8_t *data, size_t size, jpeg_info *info, char *err
  * (1:1 when min_w or min_h is 0); out's size is the scaled region. A truncated or corrupt
  * stream is an error (libjpeg's warnings about corrupt data count as errors: never train
  * on a half-grey image). 0, or -1 with err. */
+/* The DCT scale numerator (1, 2, 4 or 8, over 8: the scales libjpeg-turbo decodes with
+ * SIMD; the others are slower) that jpeg_image_decode_region uses for a w x h region and a
+ * minimum output of min_w x min_h: the smallest that keeps the scaled region at least that
+ * large (8 when min_w or min_h is 0). */
+int jpeg_image_pick_scale(int w, int h, int min_w, int min_h);
+
+/* The largest image decoded (pixels): 2^27, e.g. 16384 x 8192; ImageNet's largest is
+ * under 40 million. Larger headers are refused before libjpeg allocates anything big. */
+#define JPEG_IMAGE_MAX_PIXELS (1ull << 27)
+
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
                              int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
 

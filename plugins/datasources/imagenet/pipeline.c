@@ -22,7 +22,7 @@ typedef struct slot {
   slot_state state;
   stream_item item;
   void *image;          /* the decoded example: fp32 [3, H, W] or uint8 [H, W, 3] */
-  char error[512];      /* FAILED: why */
+  char error[1100];     /* FAILED: where and why */
 } slot;
 
 struct pipeline {
@@ -37,7 +37,7 @@ struct pipeline {
   int64_t next_read, next_decode, next_take;
   bool stop;
   bool reader_failed;
-  char reader_error[1024];
+  char reader_error[1100];
 
   pthread_mutex_t lock;
   pthread_cond_t changed;
@@ -99,7 +99,7 @@ static void *decode_examples(void *arg) {
     const stream_item *item = &s->item;
     uint64_t seed = example_seed(p->cfg.seed, index);
     int rc;
-    char why[448];
+    char why[640];
     if (!scratch) {
       snprintf(why, sizeof why, "out of memory for the decoder's buffers");
       rc = -1;

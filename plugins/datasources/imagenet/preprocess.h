@@ -49,4 +49,13 @@ int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch,
                      const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
                      uint64_t example_seed, float *out, char *err, size_t err_size);
 
+/* The same image before normalization: out [height, width, 3] RGB bytes (for batches that
+ * travel as uint8 and are normalized on the device). The float values preprocess_image
+ * normalizes are rounded to the nearest byte and clamped to [0, 255]; with distortions on,
+ * after them. 0, or -1 with err. (Added to the first interface.) */
+int preprocess_image_uint8(const preprocess_config *cfg, preprocess_scratch *scratch,
+                           const uint8_t *data, size_t size, const image_box *boxes,
+                           int num_boxes, uint64_t example_seed, uint8_t *out, char *err,
+                           size_t err_size);
+
 #endif

@@ -233,6 +233,10 @@ cnnb_status cpu_tensor_from_host(cpu_device *d, cpu_plan *p, cnnb_tensor t, void
                                  const void *host);
 cnnb_status cpu_tensor_to_host(cpu_device *d, cpu_plan *p, cnnb_tensor t, const void *buffer,
                                void *host);
+/* CNNB_EXT_DEVICE_UINT8_INPUT's conversion (input_uint8.c). */
+cnnb_status cpu_input_from_host_uint8(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                      void *buffer, const uint8_t *host, const float *scale,
+                                      const float *offset);
 
 /* ---- ops: the layout of a node's output, and its prepared state ------------------- */
 

@@ -305,8 +305,14 @@ static cnnb_status device_all_finite(void *device, const float *grads, int64_t c
   return cpu_all_finite(d, grads, count, finite);
 }
 
+static const cnnb_device_uint8_input uint8_input = {
+    .struct_size = sizeof(cnnb_device_uint8_input),
+    .input_from_host_uint8 = cpu_input_from_host_uint8,
+};
+
 static const void *device_get_extension(const char *id) {
   static const int32_t yes = 1;
+  if (strcmp(id, CNNB_EXT_DEVICE_UINT8_INPUT) == 0) return &uint8_input; /* input_uint8.c */
   if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
   /* alloc() is aligned host memory and the arenas are plain fp32 (util.c). */
   if (strcmp(id, CNNB_EXT_HOST_MEMORY) == 0) return &yes;

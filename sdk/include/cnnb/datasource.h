@@ -1,7 +1,9 @@
 /* cnnb/datasource.h — what a datasource plugin provides: batches of images and labels.
  *
  * Every replica has its own instance. Images are fp32, logical NCHW, already normalized
- * as the model expects (tf_cnn_benchmarks scales to [-1, 1]).
+ * as the model expects (tf_cnn_benchmarks scales to [-1, 1]); a datasource that has its
+ * pixels as bytes may also hand them over as uint8 NHWC with the normalization for the
+ * device to apply (CNNB_EXT_DATASOURCE_UINT8 below).
  *
  * Choosing one: --datasource=NAME picks it by name. Otherwise the host asks every
  * datasource plugin's probe() whether it can serve the run (--data_name, --data_dir) and
@@ -68,6 +70,29 @@ typedef struct cnnb_datasource_stats {
    * truncated, not an image, a record failing its CRC). */
   int64_t (*skipped_examples)(void *datasource);
 } cnnb_datasource_stats;
+
+/* Batches as bytes: uint8 pixels, NHWC, not yet normalized, with the per-channel affine
+ * map that normalizes them. They travel to the device in a quarter of the bytes of fp32
+ * and the device normalizes them (CNNB_EXT_DEVICE_UINT8_INPUT, device.h). The host uses
+ * this only when the run's device offers that extension too (and --input_dtype allows);
+ * otherwise it calls next_batch as before, so a datasource offering it still implements
+ * next_batch. On one instance the host calls next_batch or next_batch_uint8 for a whole
+ * run, never both. A host that does not know this extension never asks for it. */
+#define CNNB_EXT_DATASOURCE_UINT8 "cnnb.datasource.uint8_nhwc/1"
+typedef struct cnnb_datasource_uint8 {
+  uint32_t struct_size;
+  /* [required] [main-thread] once per instance, before its first batch: scale[c] and
+   * offset[c] for each of cfg->channels channels, such that pixel value v of channel c
+   * becomes (float)v * scale[c] + offset[c], computed in fp32 — the value next_batch
+   * would have stored for that pixel, so both transports train identically
+   * (tf_cnn_benchmarks' [-1, 1]: scale (float)(1 / 127.5), offset -1). A datasource
+   * whose fp32 path keeps finer values than whole levels (a resampled JPEG) says in
+   * its documentation how far the two differ. */
+  cnnb_status (*normalization)(void *datasource, float *scale, float *offset);
+  /* [required] [input-thread] per batch, instead of next_batch and with its rules: fills
+   * images [batch, H, W, C] uint8 and labels [batch]. */
+  cnnb_status (*next_batch_uint8)(void *datasource, uint8_t *images, int32_t *labels);
+} cnnb_datasource_uint8;
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");

@@ -43,6 +43,13 @@ typedef enum cnnb_precision {
  * step thread. */
 #define CNNB_EXT_HOST_MEMORY "cnnb.device.host_memory/1"
 
+/* The device makes its input tensor from a batch of uint8 NHWC pixels itself
+ * (cnnb_device_uint8_input below), normalizing them on its side: a batch crosses to it in
+ * a quarter of the bytes of fp32. The host uses it with a datasource offering
+ * CNNB_EXT_DATASOURCE_UINT8 (datasource.h); without it, batches arrive through
+ * tensor_from_host as fp32. Answered with a cnnb_device_uint8_input. */
+#define CNNB_EXT_DEVICE_UINT8_INPUT "cnnb.device.uint8_input/1"
+
 typedef struct cnnb_device_config {
   uint32_t struct_size;
   int32_t device_index;   /* which accelerator of this process */
@@ -146,6 +153,20 @@ typedef struct cnnb_device_vtable {
    * get_extension. An instance may say no where its plugin says yes (another GPU). */
   const void *(*get_extension)(void *device, const char *id);
 } cnnb_device_vtable;
+
+/* CNNB_EXT_DEVICE_UINT8_INPUT's answer. */
+typedef struct cnnb_device_uint8_input {
+  uint32_t struct_size;
+  /* [required] [step-thread] per step, instead of tensor_from_host for the images: host
+   * [N, H, W, C] uint8 (N, C, H, W of tensor t, the graph's input) into the device's
+   * layout of t, each element (float)v * scale[c] + offset[c] computed in fp32 and then
+   * stored as tensor_from_host stores that float (rounded to the device's precision the
+   * same way), so a run trains identically with either transport. scale and offset hold
+   * C values and, like host, are valid during the call only. */
+  cnnb_status (*input_from_host_uint8)(void *device, const cnnb_graph *g, cnnb_tensor t,
+                                       void *buffer, const uint8_t *host, const float *scale,
+                                       const float *offset);
+} cnnb_device_uint8_input;
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_device_config) == 24, "ABI: grow only by appending");

@@ -1,0 +1,192 @@
+/* preprocess.c — one encoded image to the model's input (preprocess.h): the crop chosen
+ * first from the JPEG header alone (train: crop_sample; eval: the window of the aspect-
+ * preserving resize that the central crop keeps, plus a few pixels of margin for the
+ * resize's taps), then only that region decoded, at the smallest DCT scale that keeps it at
+ * least as large as the target, then one separable resize straight from the decoded region
+ * to the target size (the mapping carries the crop's and the DCT scale's offsets, so the
+ * result samples the same points as TensorFlow's decode-crop-resize), the flip, the colour
+ * distortions, and the normalization into [3, H, W].
+ *
+ * All buffers live in the per-thread scratch and only grow, so a steady stream of images
+ * allocates nothing here (libjpeg still allocates its own decoder state per image). */
+#include "preprocess.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crop_sample.h"
+#include "distort.h"
+#include "jpeg_image.h"
+#include "prep_rng.h"
+#include "resize.h"
+
+struct preprocess_scratch {
+  rgb_image image;       /* the decoded region */
+  resize_taps tx, ty;
+  float *tmp;            /* the horizontal pass */
+  size_t tmp_cap;
+  float *hwc;            /* the resized image, [H, W, 3] on the [0, 255] scale */
+  size_t hwc_cap;
+};
+
+int resize_method_parse(const char *name) {
+  static const char *const names[] = {"bilinear", "nearest", "bicubic", "area", "round_robin"};
+  for (int i = 0; i < 5; i++)
+    if (name && strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+preprocess_scratch *preprocess_scratch_create(void) { return calloc(1, sizeof(preprocess_scratch)); }
+
+void preprocess_scratch_destroy(preprocess_scratch *s) {
+  if (!s) return;
+  rgb_image_free(&s->image);
+  resize_taps_free(&s->tx);
+  resize_taps_free(&s->ty);
+  free(s->tmp);
+  free(s->hwc);
+  free(s);
+}
+
+/* The region [lo, hi) of one axis that an output window needs: the core the window maps
+ * onto plus `margin` pixels each side, inside [0, full). */
+static void with_margin(double core_lo, double core_hi, int margin, int full, int *lo, int *len) {
+  int a = (int)floor(core_lo) - margin, b = (int)ceil(core_hi) + margin;
+  if (a < 0) a = 0;
+  if (b > full) b = full;
+  if (b <= a) b = a + 1;
+  *lo = a;
+  *len = b - a;
+}
+
+/* Decode, crop and resize into scratch->hwc; the flip and distortions too. */
+static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_t *data,
+               size_t size, const image_box *boxes, int num_boxes, uint64_t seed, char *err,
+               size_t err_size) {
+  if (!cfg || !s || cfg->height <= 0 || cfg->width <= 0 || (unsigned)cfg->resize > RESIZE_ROUND_ROBIN) {
+    snprintf(err, err_size, "preprocess: bad configuration");
+    return -1;
+  }
+  if (!data && size) {
+    snprintf(err, err_size, "preprocess: no data");
+    return -1;
+  }
+  const int W = cfg->width, H = cfg->height;
+  jpeg_info info;
+  if (jpeg_image_info(data, size, &info, err, err_size)) return -1;
+
+  resize_kernel kernel = (resize_kernel)cfg->resize;
+  if (cfg->resize == RESIZE_ROUND_ROBIN) {
+    prep_rng r = prep_rng_stream(seed, RNG_RESIZE);
+    kernel = (resize_kernel)prep_rng_below(&r, 4);
+  }
+
+  /* The output maps onto full-resolution pixels as u(j) = (j + 0.5) * sx + ox. */
+  double sx, sy, ox, oy;
+  int rx, ry, rw, rh, min_w, min_h;
+  if (cfg->training) {
+    prep_rng r = prep_rng_stream(seed, RNG_CROP);
+    crop_rect c;
+    crop_sample(&CROP_TF_CNN_BENCHMARKS, info.width, info.height, boxes, num_boxes, &r, &c);
+    sx = (double)c.w / W;
+    sy = (double)c.h / H;
+    ox = c.x;
+    oy = c.y;
+    rx = c.x, ry = c.y, rw = c.w, rh = c.h;
+    min_w = W, min_h = H;
+  } else {
+    int full_w, full_h, left, top;
+    eval_window(info.width, info.height, W, H, &full_w, &full_h, &left, &top);
+    sx = (double)info.width / full_w;
+    sy = (double)info.height / full_h;
+    ox = left * sx;
+    oy = top * sy;
+    double core_w = W * sx, core_h = H * sy;
+    int num = jpeg_image_pick_scale((int)core_w, (int)core_h, W, H);
+    /* Taps reach 2 decoded pixels past the window (bicubic); 3 at the chosen scale. */
+    int margin = (3 * 8 + num - 1) / num;
+    with_margin(ox, ox + core_w, margin, info.width, &rx, &rw);
+    with_margin(oy, oy + core_h, margin, info.height, &ry, &rh);
+    /* The sizes that make decode_region pick `num` for the margined region. */
+    min_w = num == 8 ? 0 : (int)((long)rw * num / 8);
+    min_h = num == 8 ? 0 : (int)((long)rh * num / 8);
+    if (min_w <= 0 || min_h <= 0) min_w = min_h = 0;
+  }
+  if (jpeg_image_decode_region(data, size, rx, ry, rw, rh, min_w, min_h, &s->image, err, err_size))
+    return -1;
+
+  /* Into the decoded region's pixels: scaled by num/8, from its origin x0, y0. */
+  double f = s->image.scale_num / 8.0;
+  if (resize_taps_make(&s->tx, kernel, s->image.width, W, sx * f, ox * f - s->image.x0) ||
+      resize_taps_make(&s->ty, kernel, s->image.height, H, sy * f, oy * f - s->image.y0)) {
+    snprintf(err, err_size, "preprocess: out of memory");
+    return -1;
+  }
+  size_t n = (size_t)W * (size_t)H;
+  if (n * 3 > s->hwc_cap) {
+    float *p = realloc(s->hwc, n * 3 * sizeof(float));
+    if (!p) {
+      snprintf(err, err_size, "preprocess: out of memory");
+      return -1;
+    }
+    s->hwc = p;
+    s->hwc_cap = n * 3;
+  }
+  if (resize_rgb(s->image.pixels, s->image.width, s->image.height, (size_t)s->image.width * 3,
+                 &s->tx, &s->ty, s->hwc, &s->tmp, &s->tmp_cap)) {
+    snprintf(err, err_size, "preprocess: out of memory");
+    return -1;
+  }
+
+  if (cfg->training) {
+    prep_rng r = prep_rng_stream(seed, RNG_FLIP);
+    if (prep_rng_float(&r) < 0.5f) { /* tf.image.random_flip_left_right */
+      for (int i = 0; i < H; i++) {
+        float *row = s->hwc + (size_t)i * (size_t)W * 3;
+        for (int a = 0, b = W - 1; a < b; a++, b--)
+          for (int c = 0; c < 3; c++) {
+            float t = row[3 * a + c];
+            row[3 * a + c] = row[3 * b + c];
+            row[3 * b + c] = t;
+          }
+      }
+    }
+    if (cfg->distortions) {
+      prep_rng r2 = prep_rng_stream(seed, RNG_COLOR);
+      color_distortion d;
+      distort_draw(&r2, &d);
+      distort_apply(&d, s->hwc, n);
+    }
+  }
+  return 0;
+}
+
+int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch,
+                     const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
+                     uint64_t example_seed, float *out, char *err, size_t err_size) {
+  if (run(cfg, scratch, data, size, boxes, num_boxes, example_seed, err, err_size)) return -1;
+  const size_t n = (size_t)cfg->width * (size_t)cfg->height;
+  for (int c = 0; c < 3; c++) {
+    const float a = 1.0f / (255.0f * cfg->std[c]), b = -cfg->mean[c] / cfg->std[c];
+    const float *src = scratch->hwc + c;
+    float *dst = out + (size_t)c * n;
+    for (size_t i = 0; i < n; i++) dst[i] = src[3 * i] * a + b;
+  }
+  return 0;
+}
+
+int preprocess_image_uint8(const preprocess_config *cfg, preprocess_scratch *scratch,
+                           const uint8_t *data, size_t size, const image_box *boxes,
+                           int num_boxes, uint64_t example_seed, uint8_t *out, char *err,
+                           size_t err_size) {
+  if (run(cfg, scratch, data, size, boxes, num_boxes, example_seed, err, err_size)) return -1;
+  const size_t n = (size_t)cfg->width * (size_t)cfg->height * 3;
+  const float *src = scratch->hwc;
+  for (size_t i = 0; i < n; i++) {
+    float v = src[i] + 0.5f;
+    out[i] = (uint8_t)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)v);
+  }
+  return 0;
+}

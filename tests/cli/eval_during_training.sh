@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# --eval_during_training_every_n_steps / _every_n_epochs (tf_cnn_benchmarks' flags):
+# - the "Step S: Accuracy @ 1 = ... [N examples]" lines come after the right step lines
+#   (every n steps but the last, then once after the total), N = --num_eval_batches x
+#   batch x replicas;
+# - the model evaluated is the one in memory: alexnet on synthetic data (a fixed batch per
+#   replica, which the evaluation's datasource instance, for the validation split, draws
+#   alike) is near chance before training and fits the batch within 16 steps, and the
+#   evaluation sees that; resnet20's evaluation, on batch norm's moving statistics, too;
+# - the evaluation datasource instances are created with training=0, the training ones
+#   with training=1;
+# - --eval_during_training_every_n_epochs at tf_cnn_benchmarks' steps;
+# - the default batches per evaluation: one validation epoch, rounded up;
+# - the training's images/sec leave the evaluations out: with evaluations far longer than
+#   the training, the training's timed seconds (its images over its images/sec) stay
+#   below the evaluations' (which they would exceed if counted);
+# - across 2 ranks, the world's examples and skipped counts;
+# - refusals (both flags, with --eval) exit 2 naming the flags.
+set -euo pipefail
+: "${CNNBENCH:?}" "${CNNB_BUILD_DIR:?}" "${CNNB_SOURCE_DIR:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*; do echo "--- $f"; cat "$f"; done; exit 1; }
+fixtures=$CNNB_BUILD_DIR/fixtures/data
+acc_re='Accuracy @ 1 = [0-9]\.[0-9]{4} Accuracy @ 5 = [0-9]\.[0-9]{4} \[[0-9]+ examples\]'
+
+# 1. The in-memory model, evaluated at steps 8 and 16.
+"$CNNBENCH" --model=alexnet --data_name=cifar10 --batch_size=8 --num_batches=16 \
+  --num_warmup_batches=0 --display_every=8 --optimizer=momentum --init_learning_rate=0.01 \
+  --eval_during_training_every_n_steps=8 --num_eval_batches=1 --print_training_accuracy \
+  >"$tmp/fit.out" 2>"$tmp/fit.err" || fail "alexnet: exit $?"
+grep -E "^Step [0-9]+: " "$tmp/fit.out" | grep -vqE "^Step [0-9]+: $acc_re$" && fail "evaluation line format"
+[ "$(grep -cE '^Step [0-9]+: Accuracy' "$tmp/fit.out")" -eq 2 ] || fail "want evaluations at steps 8 and 16 only"
+# Order: step line 8, its evaluation, step line 16, the total, the final evaluation.
+order=$(grep -nE $'^(8|16)\t|^Step (8|16): |^total images/sec' "$tmp/fit.out" | cut -d: -f2- | cut -c1-8 | tr '\n' '|')
+[ "$order" = $'8\timages|Step 8: |16\timage|total im|Step 16:|' ] || fail "order of lines: $order"
+first=$(awk -F'\t' '$1 == 1 {print $4}' "$tmp/fit.out")
+final=$(sed -nE 's/^Step 16: Accuracy @ 1 = ([0-9.]+) .*\[8 examples\]$/\1/p' "$tmp/fit.out")
+[ -n "$final" ] || fail "no final evaluation of 8 examples"
+awk -v a="$first" -v b="$final" 'BEGIN { exit !(a <= 0.5 && b >= 0.85) }' \
+  || fail "the evaluated model did not learn: training top-1 at step 1 $first, evaluation at step 16 $final"
+echo "ok: evaluation of the model in memory: top-1 $first at step 1 (training), $final at step 16"
+
+# 1b. Batch norm: the evaluation normalises with the moving statistics, which must come
+# from the training executor too (an evaluation without them scores 0 on this run).
+"$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=8 --num_batches=20 \
+  --num_warmup_batches=0 --optimizer=momentum --init_learning_rate=0.05 \
+  --eval_during_training_every_n_steps=10 --num_eval_batches=1 >"$tmp/bn.out" 2>"$tmp/bn.err" \
+  || fail "resnet20: exit $?"
+bn=$(sed -nE 's/^Step 20: Accuracy @ 1 = ([0-9.]+) .*/\1/p' "$tmp/bn.out")
+awk -v b="$bn" 'BEGIN { exit !(b >= 0.85) }' || fail "resnet20: evaluation at step 20 '$bn', want >= 0.85"
+echo "ok: batch-norm model evaluated on its moving statistics: top-1 $bn"
+
+# 2. Which split each instance reads, 2 replicas, examples counted over both.
+"$CNNBENCH" --plugin="$fixtures/libfixture_eval_data.so" --datasource=eval_data --batch_size=4 \
+  --num_gpus=2 --num_batches=6 --num_warmup_batches=1 --eval_during_training_every_n_steps=3 \
+  --num_eval_batches=2 >"$tmp/split.out" 2>"$tmp/split.err" || fail "eval_data: exit $?"
+for t in 0 1; do
+  for shard in 0 1; do
+    grep -q "eval_data: shard $shard of 2, training=$t" "$tmp/split.err" || fail "shard $shard, training=$t not created"
+  done
+done
+[ "$(grep -cE "^Step (3|6): $acc_re$" "$tmp/split.out")" -eq 2 ] || fail "evaluations at 3 and 6"
+grep -qE '^Step 3: .*\[16 examples\]$' "$tmp/split.out" || fail "2 batches x 4 x 2 replicas = 16 examples"
+# Training shards skip 1 + 2, evaluation shards 1 + 2 again.
+[ "$(tail -1 "$tmp/split.out")" = "skipped 6 unreadable examples" ] || fail "skipped count of both sets"
+echo "ok: training=1 and training=0 instances for both replicas, 16 examples per evaluation"
+
+# 3. Every n epochs, at tf_cnn_benchmarks' steps: cifar10's 50000 training examples,
+# 16 a step, 12 steps, every 0.001 epochs: steps 4, 7, 10, then the final one at 12.
+"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_batches=12 \
+  --num_warmup_batches=0 --eval_during_training_every_n_epochs=0.001 --num_eval_batches=1 \
+  >"$tmp/epochs.out" 2>"$tmp/epochs.err" || fail "every_n_epochs: exit $?"
+steps=$(sed -nE 's/^Step ([0-9]+): Accuracy.*/\1/p' "$tmp/epochs.out" | tr '\n' ' ')
+[ "$steps" = "4 7 10 12 " ] || fail "every 0.001 epochs: evaluations at '$steps', want '4 7 10 12 '"
+echo "ok: every 0.001 epochs at steps $steps"
+
+# 4. The default: one validation epoch (cifar10: 10000 examples) in batches of 2 x 16.
+"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_gpus=2 --num_batches=2 \
+  --num_warmup_batches=0 --eval_during_training_every_n_steps=1 \
+  >"$tmp/default.out" 2>"$tmp/default.err" || fail "default eval batches: exit $?"
+grep -qE '^Step 1: .*\[10016 examples\]$' "$tmp/default.out" || fail "want ceil(10000 / 32) = 313 batches, 10016 examples"
+echo "ok: one validation epoch by default (313 batches)"
+
+# 5. The training's images/sec leave the evaluations out. alexnet's training step costs
+# about as much as 7 of its inference batches here; 3 training steps of 4 examples and
+# evaluations of 40 batches after steps 1 and 2 make the evaluations before the last step
+# about 4 times the training's time, so counting them would show.
+"$CNNBENCH" --model=alexnet --data_name=cifar10 --batch_size=4 --num_batches=3 \
+  --num_warmup_batches=1 --eval_during_training_every_n_steps=1 --num_eval_batches=40 \
+  >"$tmp/time.out" 2>"$tmp/time.err" || fail "timing: exit $?"
+ips=$(sed -n 's/^total images\/sec: //p' "$tmp/time.out")
+evals=$(sed -nE 's/.*evaluation at step [12] took ([0-9.]+) s.*/\1/p' "$tmp/time.err" | awk '{s += $1} END {print s}')
+awk -v ips="$ips" -v e="$evals" 'BEGIN { t = 12 / ips; printf "training %.3f s, evaluations %.3f s\n", t, e; exit !(t < e) }' \
+  || fail "training's timed seconds (12 / $ips) not below the evaluations' $evals s: evaluation counted?"
+echo "ok: evaluations left out of the training's images/sec"
+
+# 6. Across 2 ranks (when mpirun and the horovod plugin are there): each rank evaluates
+# its own shard, and the examples and skipped counts are the world's.
+source "$CNNB_SOURCE_DIR/tests/support/mpi.sh"
+if command -v mpirun >/dev/null 2>&1 && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ]; then
+  trap 'mpi_cleanup; rm -rf "$tmp"' EXIT
+  CNNB_PLUGIN_PATH=$fixtures mpi_run_bounded 300 2 "$CNNBENCH" --variable_update=horovod \
+    --datasource=eval_data --batch_size=4 --num_batches=4 --num_warmup_batches=1 \
+    --eval_during_training_every_n_steps=2 --num_eval_batches=3 --num_intra_threads=1 \
+    >"$tmp/mpi.out" 2>"$tmp/mpi.err" || fail "mpirun -np 2: exit $?"
+  [ "$(grep -cE '^Step (2|4): .*\[24 examples\]$' "$tmp/mpi.out")" -eq 2 ] || fail "2 ranks: want 2 evaluations of 3 x 4 x 2 = 24 examples"
+  grep -q '^skipped 6 unreadable examples$' "$tmp/mpi.out" || fail "2 ranks: skipped count"
+  echo "ok: 2 ranks"
+fi
+
+# 7. Refusals.
+expect_refused() { # expect_refused <message> args...
+  local want=$1; shift
+  set +e; "$CNNBENCH" "$@" >/dev/null 2>"$tmp/bad.err"; local rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -qF -- "$want" "$tmp/bad.err" || fail "$*: exit $rc, $(cat "$tmp/bad.err")"
+}
+expect_refused "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both given" \
+  --eval_during_training_every_n_steps=2 --eval_during_training_every_n_epochs=1
+expect_refused "--eval_during_training_every_n_steps and --eval both given" --eval --eval_during_training_every_n_steps=2
+expect_refused "--eval_during_training_every_n_epochs and --forward_only both given" --forward_only --eval_during_training_every_n_epochs=1
+expect_refused "--num_eval_batches=0: must be at least 1" --eval_during_training_every_n_steps=2 --num_eval_batches=0
+# A datasource that cannot say how big an epoch is cannot count evaluations in epochs.
+expect_refused "--eval_during_training_every_n_epochs=1: datasource eval_data does not say" \
+  --plugin="$fixtures/libfixture_eval_data.so" --datasource=eval_data --eval_during_training_every_n_epochs=1 --num_batches=2
+echo "ok: refusals"
+echo "PASS"
