@@ -16,7 +16,9 @@
 #
 #   cnnbench, JPEG folder and TFRecords, --distortions=false (torchvision's recipe has no
 #     colour jitter; torchvision's mean/std) and --distortions=true (tf_cnn_benchmarks'
-#     default), --datasets_num_private_threads=1, batch 64
+#     default), --datasets_num_private_threads=1, batch 64, --input_dtype=float32 (float
+#     batches normalized in the pipeline, as the anchors'); and the folder with the
+#     default --input_dtype=auto (uint8 batches, normalized by the device)
 #   torchvision: bench/input_anchors.py torchvision (the issue's recipe, one worker)
 #   tf.data: bench/input_anchors.py tf, JPEG files and TFRecords, distortions off and on
 #
@@ -76,11 +78,17 @@ tv_norm=(--input_mean=0.485,0.456,0.406 --input_std=0.229,0.224,0.225)
 anchor=("$PYTHON" "$REPO/bench/input_anchors.py" --batch_size=64 --batches="$BATCHES"
         --warmup_batches="$WARMUP")
 # name|command (words separated by spaces; no word has one)
+# cnnbench's rows use --input_dtype=float32: the pipeline normalizes into float32 batches,
+# as both anchors do. Its default (auto) hands uint8 NHWC pixels to the device, which
+# normalizes them; the two "uint8" rows show what that saves the pipeline.
+f32=--input_dtype=float32
 configs=(
-  "cnnbench folder dist=0|${common[*]} --data_dir=$CORPUS --distortions=false ${tv_norm[*]}"
-  "cnnbench records dist=0|${common[*]} --data_dir=$RECORDS --distortions=false ${tv_norm[*]}"
-  "cnnbench folder dist=1|${common[*]} --data_dir=$CORPUS --distortions=true"
-  "cnnbench records dist=1|${common[*]} --data_dir=$RECORDS --distortions=true"
+  "cnnbench folder dist=0|${common[*]} --data_dir=$CORPUS --distortions=false ${tv_norm[*]} $f32"
+  "cnnbench records dist=0|${common[*]} --data_dir=$RECORDS --distortions=false ${tv_norm[*]} $f32"
+  "cnnbench folder dist=1|${common[*]} --data_dir=$CORPUS --distortions=true $f32"
+  "cnnbench records dist=1|${common[*]} --data_dir=$RECORDS --distortions=true $f32"
+  "cnnbench folder dist=0 uint8|${common[*]} --data_dir=$CORPUS --distortions=false --input_dtype=auto"
+  "cnnbench folder dist=1 uint8|${common[*]} --data_dir=$CORPUS --distortions=true --input_dtype=auto"
   "torchvision folder|torchvision --folder=$CORPUS/train"
   "tf.data folder dist=0|tf --folder=$CORPUS/train --distortions=0"
   "tf.data records dist=0|tf --records=$RECORDS/train-* --distortions=0"
