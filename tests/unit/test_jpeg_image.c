@@ -122,6 +122,12 @@ START_TEST(grayscale_comes_out_rgb) {
   }
   diff d = compare(img.pixels, px, 45, 29, 1);
   ck_assert_msg(d.mean < 1.5, "mean %.2f", d.mean);
+  /* A region of it: the full decode's pixels (gray has no upsampling to differ at edges). */
+  rgb_image part = {0};
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 11, 9, 23, 13, 0, 0, &part, err, sizeof err), 0);
+  for (int y = 0; y < 13; y++)
+    ck_assert_int_eq(memcmp(part.pixels + (size_t)y * 23 * 3, img.pixels + ((size_t)(y + 9) * 45 + 11) * 3, 23 * 3), 0);
+  rgb_image_free(&part);
   rgb_image_free(&img);
   free(j.data);
   free(px);

@@ -4,6 +4,11 @@
 
 #include <math.h>
 
+/* Plain comparisons: fminf / fmaxf are library calls at -O2 (their NaN rules), and these
+ * run per value. */
+static inline float min_f(float a, float b) { return a < b ? a : b; }
+static inline float max_f(float a, float b) { return a > b ? a : b; }
+
 void distort_draw(prep_rng *rng, color_distortion *d) {
   d->order = (int)(prep_rng_next(rng) & 1);
   d->brightness = prep_rng_range(rng, -32.0f / 255.0f, 32.0f / 255.0f);
@@ -32,8 +37,8 @@ static void saturation_hue(float *px, size_t n, float sat, float hue) {
   const float inv = 1.0f / 255.0f;
   for (size_t i = 0; i < n; i++) {
     float r = px[3 * i] * inv, g = px[3 * i + 1] * inv, b = px[3 * i + 2] * inv;
-    float v = fmaxf(r, fmaxf(g, b));
-    float vv = v - fminf(r, fminf(g, b));
+    float v = max_f(r, max_f(g, b));
+    float vv = v - min_f(r, min_f(g, b));
     float s = v > 0.0f ? vv / v : 0.0f;
     float h = 0.0f;
     if (vv > 0.0f) {
@@ -46,14 +51,15 @@ static void saturation_hue(float *px, size_t n, float sat, float hue) {
         h = (r - g) / vv / 6.0f + 4.0f / 6.0f;
       }
     }
-    s = fminf(1.0f, fmaxf(0.0f, s * sat));
-    h = fmodf(h + hue, 1.0f);
+    s = min_f(1.0f, max_f(0.0f, s * sat));
+    /* h in [0, 1) and |hue| < 1: one wrap either way is TensorFlow's fmod + 1. */
+    h += hue;
     if (h < 0.0f) h += 1.0f;
+    if (h >= 1.0f) h -= 1.0f;
     float c = s * v, m = v - c, dh = h * 6.0f;
     int cat = (int)dh;
-    float f = dh;
-    while (f <= 0.0f) f += 2.0f;
-    while (f > 2.0f) f -= 2.0f;
+    /* TensorFlow's fmodu: dh brought into (0, 2] (dh is in [0, 6) here). */
+    float f = dh <= 0.0f ? 2.0f : dh - 2.0f * (float)((cat - (dh == (float)cat)) / 2);
     float x = c * (1.0f - fabsf(f - 1.0f));
     float rr = 0, gg = 0, bb = 0;
     switch (cat) {
@@ -80,5 +86,5 @@ void distort_apply(const color_distortion *d, float *px, size_t n) {
     contrast(px, n, d->contrast);
     saturation_hue(px, n, d->saturation, d->hue);
   }
-  for (size_t i = 0; i < 3 * n; i++) px[i] = fminf(255.0f, fmaxf(0.0f, px[i]));
+  for (size_t i = 0; i < 3 * n; i++) px[i] = min_f(255.0f, max_f(0.0f, px[i]));
 }
