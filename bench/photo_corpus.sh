@@ -7,7 +7,7 @@
 # So the photographs come from Debian wallpaper packages (the ones that are photos, picked
 # by eye; abstract and rendered wallpapers are left out) and from the sample photos that
 # scikit-learn and scikit-image ship. The corpus holds
-#   - the 32 source photos themselves ("originals": 24 wallpapers of 1.3 to 24 megapixels,
+#   - the 32 source photos themselves ("originals": 24 wallpapers of 1.3 to 20 megapixels,
 #     byte for byte as packaged — progressive and baseline, some with EXIF — plus 8 small
 #     sample photos, PNGs re-encoded as JPEG), and
 #   - 288 ImageNet-like images cut from them: a random crop (10-100% of the area) in the
