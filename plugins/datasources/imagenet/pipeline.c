@@ -206,22 +206,25 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
     if (rc < 0)
       return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
     if (rc == 0) {
+      /* The slot goes back to the reader below: its message is read before that. */
       int64_t n = atomic_fetch_add(&p->skipped, 1) + 1;
       if (n <= p->cfg.max_named)
         cnnb_log(p->cfg.ctx, CNNB_LOG_WARN, "skipped %s%s", s->error,
                  n == p->cfg.max_named ? " (further bad examples are counted, not named)" : "");
-      give_back(p, s);
       int64_t shard_examples = p->cfg.stream.layout->examples / p->cfg.stream.num_shards + 1;
+      cnnb_status st = CNNB_OK;
       if (++p->failed_in_a_row > shard_examples)
-        return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s: %lld examples in a row were "
-                          "unreadable, more than a whole epoch of this shard: no image here "
-                          "can be read (the last: %s)", p->cfg.stream.layout->where,
-                          (long long)p->failed_in_a_row, s->error);
-      if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
-        return cnnb_error(p->cfg.ctx, CNNB_EDATA,
-                          "imagenet: %lld unreadable examples, more than --max_skipped_examples=%lld "
-                          "allows; the last: %s", (long long)n, (long long)p->cfg.max_skipped,
-                          s->error);
+        st = cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s: %lld examples in a row were "
+                        "unreadable, more than a whole epoch of this shard: no image here "
+                        "can be read (the last: %s)", p->cfg.stream.layout->where,
+                        (long long)p->failed_in_a_row, s->error);
+      else if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
+        st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
+                        "imagenet: %lld unreadable examples, more than --max_skipped_examples=%lld "
+                        "allows; the last: %s", (long long)n, (long long)p->cfg.max_skipped,
+                        s->error);
+      give_back(p, s);
+      if (st != CNNB_OK) return st;
       continue;
     }
     memcpy((uint8_t *)images + (size_t)i * image_bytes, s->image, image_bytes);
