@@ -187,13 +187,14 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
     return cnnb_error(ctx, CNNB_EINVAL, "imagenet: %s", err);
   }
   d->examples_per_epoch = d->layout.examples;
+  /* --shuffle_buffer_size is the process's: its replicas share it. */
   int64_t replicas = cnnb_flag_int(ctx, "num_gpus");
+  int64_t buffer = shuffle / (replicas > 1 ? replicas : 1);
   int32_t decoders = threads > 0 ? (int32_t)threads : default_threads(ctx);
   pipeline_config pc = {
       .stream = {.layout = &d->layout, .shard = cfg->rank, .num_shards = cfg->world_size,
                  .shuffle = cfg->training,
-                 .shuffle_buffer = shuffle / (replicas > 1 ? replicas : 1) > 1
-                                       ? shuffle / (replicas > 1 ? replicas : 1) : 1,
+                 .shuffle_buffer = buffer > 1 ? buffer : 1,
                  .seed = cfg->seed, .num_classes = cfg->num_classes},
       .preprocess = pre,
       .num_threads = decoders,
