@@ -176,6 +176,38 @@ static const core_flag optimization[] = {
      "Gradient clipping magnitude; 0 disables clipping."},
 };
 
+static const core_flag checkpoints_and_logs[] = {
+    {"train_dir", CNNB_FLAG_STRING, "", NULL,
+     "Directory for checkpoints (safetensors, torchvision's parameter names where the model "
+     "has them). Training saves there every --save_model_steps / --save_model_secs and at the "
+     "end, and resumes from its latest valid checkpoint when there is one (step, learning-rate "
+     "schedule, optimizer state, loss scale); --eval evaluates its latest checkpoint. Empty: "
+     "no checkpoints."},
+    {"save_model_steps", CNNB_FLAG_INT, "0", NULL,
+     "With --train_dir, save a checkpoint every n global steps; 0: only at the end (and as "
+     "--save_model_secs says)."},
+    {"save_model_secs", CNNB_FLAG_FLOAT, "0", NULL,
+     "With --train_dir, save a checkpoint when this many seconds passed since the last one; "
+     "0: off."},
+    {"max_ckpts_to_keep", CNNB_FLAG_INT, "5", NULL,
+     "With --train_dir, how many of the newest checkpoints to keep; older ones are deleted."},
+    {"benchmark_log_dir", CNNB_FLAG_STRING, "", NULL,
+     "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
+     "configuration, machine and plugins, every displayed step, and a final summary. Keys "
+     "are documented in the README. Empty: no log."},
+    {"trace_file", CNNB_FLAG_STRING, "", NULL,
+     "Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of --trace_steps "
+     "steady-state steps: every node's forward and backward, the optimizer update, the data "
+     "wait and each gradient bucket's communication, one process per rank (\".rankN\" is "
+     "added to the name under several ranks). Empty: no trace."},
+    {"trace_steps", CNNB_FLAG_INT, "3", NULL,
+     "With --trace_file, how many timed steps to trace, from the first step after warm-up."},
+    {"target_accuracy", CNNB_FLAG_FLOAT, "0", NULL,
+     "Time to accuracy (as MLPerf): stop training once top-1 accuracy on the validation set "
+     "reaches this fraction at one of the --eval_during_training_* evaluations, and report "
+     "the wall time, images and epochs it took. Needs an evaluation during training; 0: off."},
+};
+
 static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const core_flag *list,
                                  size_t count) {
   cnnb_flag_registry *r = cnnb_flags_theme_registry(flags, theme);
@@ -207,6 +239,7 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
   if (st == CNNB_OK) st = DECLARE("Devices", devices);
   if (st == CNNB_OK) st = DECLARE("Distribution", distribution);
   if (st == CNNB_OK) st = DECLARE("Optimization", optimization);
+  if (st == CNNB_OK) st = DECLARE("Checkpoints and logs", checkpoints_and_logs);
   if (st == CNNB_OK) st = cnnb_flags_alias(flags, "tf_random_seed", "seed");
   return st;
 }

@@ -335,6 +335,55 @@ static cnnb_status read_optimizer(const cnnb_flags *flags, cnnb_run_config *cfg,
   return cnnb_lr_config_check(lr, err, size);
 }
 
+/* --train_dir and its saving flags, the log and trace outputs, --target_accuracy. */
+static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                size_t size) {
+  cnnb_status st;
+  cfg->train_dir = cnnb_flags_string(flags, "train_dir");
+  bool training = cfg->mode == CNNB_MODE_TRAIN;
+  static const char *const saving[] = {"save_model_steps", "save_model_secs", "max_ckpts_to_keep"};
+  for (size_t i = 0; i < sizeof saving / sizeof saving[0]; i++) {
+    if (!cnnb_flags_is_set(flags, saving[i])) continue;
+    if (!*cfg->train_dir)
+      return refuse(err, size, "--%s given without --train_dir: name the directory to save "
+                    "checkpoints in", saving[i]);
+    if (!training)
+      return refuse(err, size, "--%s given with %s: only training saves checkpoints", saving[i],
+                    cfg->mode == CNNB_MODE_EVAL ? "--eval" : cfg->mode == CNNB_MODE_FORWARD_ONLY
+                                                                 ? "--forward_only" : "--input_only");
+  }
+  if (*cfg->train_dir && (cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_INPUT_ONLY))
+    return refuse(err, size, "--train_dir given with %s: checkpoints are for training and --eval",
+                  cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+  if ((st = int_in(flags, "save_model_steps", 0, INT64_MAX / 2, " (0: at the end only)",
+                   &cfg->save_model_steps, err, size)))
+    return st;
+  if ((st = float_in(flags, "save_model_secs", 0, 1e9, false, &cfg->save_model_secs, err, size)))
+    return st;
+  int64_t v = 0;
+  if ((st = int_in(flags, "max_ckpts_to_keep", 1, 1000000, "", &v, err, size))) return st;
+  cfg->max_ckpts_to_keep = (int32_t)v;
+
+  cfg->benchmark_log_dir = cnnb_flags_string(flags, "benchmark_log_dir");
+  cfg->trace_file = cnnb_flags_string(flags, "trace_file");
+  if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
+    return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
+  if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
+  if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
+    return refuse(err, size, "--trace_file given with --input_only: the trace shows a model's steps");
+
+  if (cnnb_flags_is_set(flags, "target_accuracy")) {
+    double t = cnnb_flags_float(flags, "target_accuracy");
+    if (!(t > 0.0 && t <= 1.0))
+      return refuse(err, size, "--target_accuracy=%g: must be a top-1 fraction in (0, 1]", t);
+    if (!cfg->eval_during_training)
+      return refuse(err, size, "--target_accuracy=%g needs an evaluation to measure it: add "
+                    "--eval_during_training_every_n_epochs (or _every_n_steps)", t);
+    cfg->target_accuracy = t;
+  }
+  return CNNB_OK;
+}
+
 cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                                        size_t err_size) {
   memset(cfg, 0, sizeof *cfg);
@@ -347,7 +396,8 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
       (st = read_steps(flags, cfg, err, err_size)) ||
       (st = read_eval(flags, cfg, err, err_size)) ||
       (st = read_devices(flags, cfg, err, err_size)) ||
-      (st = read_optimizer(flags, cfg, err, err_size)))
+      (st = read_optimizer(flags, cfg, err, err_size)) ||
+      (st = read_outputs(flags, cfg, err, err_size)))
     return st;
   return CNNB_OK;
 }

@@ -74,6 +74,16 @@ typedef struct cnnb_run_config {
   int32_t gradient_repacking;     /* 0: none; K: gradients travel as K chunks */
   bool compact_gradient_transfer; /* 16-bit gradients between processes */
 
+  /* Checkpoints, logs and traces. Paths are "" when not given. */
+  const char *train_dir;          /* --train_dir */
+  int64_t save_model_steps;       /* 0: at the end only */
+  double save_model_secs;         /* 0: off */
+  int32_t max_ckpts_to_keep;      /* >= 1 */
+  const char *benchmark_log_dir;  /* --benchmark_log_dir */
+  const char *trace_file;         /* --trace_file */
+  int64_t trace_steps;            /* timed steps traced, from the first one */
+  double target_accuracy;         /* (0, 1]: stop at this top-1; 0: off */
+
   /* Optimization: the optimizer, loss scaling and the learning-rate flags. The
    * schedule's dataset-dependent part (epoch size, global batch, the model's hook) is
    * filled at setup. */

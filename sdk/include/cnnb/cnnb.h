@@ -11,4 +11,5 @@
 #include "device.h"
 #include "strategy.h"
 #include "datasource.h"
+#include "trace.h"
 #endif

@@ -262,6 +262,18 @@ CNNB_EXPORT cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tenso
                                      int32_t c, int32_t h, int32_t w);
 CNNB_EXPORT cnnb_tensor cnnb_flatten(cnnb_graph *g, const char *name, cnnb_tensor x);
 
+/* ABI 1.5: the key prefix under which node x's parameters are saved in checkpoints, so
+ * a model torchvision also has saves under torchvision's state_dict keys and PyTorch
+ * loads the file as it is: "layer1.0.conv1" makes a conv2d's kernel and bias
+ * "layer1.0.conv1.weight" and ".bias", a dense layer's the same, and a batch norm's scale,
+ * offset, moving mean and variance ".weight", ".bias", ".running_mean", ".running_var"
+ * (the suffixes are each op's, in the core's op table). x must be a node that owns
+ * parameters; the prefix is copied and must be unique in the graph. Without a call a
+ * parameter is saved under its own name ("resnet_v2/block1/conv1/kernel"). Errors are
+ * recorded like the builder's (the first one sticks) and returned. */
+CNNB_EXPORT cnnb_status cnnb_graph_set_checkpoint_name(cnnb_graph *g, cnnb_tensor x,
+                                                       const char *prefix);
+
 /* ---- reading the IR ------------------------------------------------------------------ */
 
 CNNB_EXPORT int32_t cnnb_graph_num_nodes(const cnnb_graph *g);
