@@ -54,4 +54,10 @@ cnnb_status cnnb_graph_fail(cnnb_graph *g, cnnb_status status, const char *fmt, 
  * CNNB_EINVAL for another op. */
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused);
 
+/* Checkpoint keys (cnnb_graph_set_checkpoint_name): param `index`'s key, torchvision's
+ * when its node has a checkpoint name, else the param's own name; and node `node`'s
+ * checkpoint name (NULL when none). */
+const char *cnnb_graph_param_key(const cnnb_graph *g, int32_t index);
+const char *cnnb_graph_node_checkpoint_name(const cnnb_graph *g, int32_t node);
+
 #endif
