@@ -20,6 +20,7 @@
 #include "trainer.h"
 
 typedef struct cnnb_run cnnb_run;
+typedef struct cnnb_benchmark_log cnnb_benchmark_log; /* benchmark_log.h */
 
 /* A plugin the run uses, as the user picked it. */
 typedef struct cnnb_run_plugin {
@@ -90,6 +91,7 @@ struct cnnb_run {
   float **params;          /* [num_replicas] device pointers, for the strategy */
   float **grads;
   cnnb_status bucket_status; /* the first failure inside a bucket callback */
+  cnnb_benchmark_log *log; /* --benchmark_log_dir; NULL without */
 };
 
 /* Resolves the model, reads its facts (the sizes the config leaves to it) and builds
