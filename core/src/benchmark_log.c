@@ -405,6 +405,6 @@ cnnb_status cnnb_benchmark_log_summary(cnnb_benchmark_log *log, const char *erro
   json_object_set_new(record, "images", t ? json_integer((json_int_t)llround(log->images)) : json_null());
   json_object_set_new(record, "seconds", t ? number(log->seconds) : json_null());
   json_object_set_new(record, "steps", t ? json_integer(log->steps) : json_null());
-  json_object_update(record, log->extras);
+  json_object_update_missing(record, log->extras); /* the summary's own keys win */
   return write_record(log, record);
 }
