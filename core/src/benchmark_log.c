@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "input_dtype.h"
 
 #define FILE_PREFIX "benchmark_run.rank"
 #define FILE_SUFFIX ".jsonl"
@@ -91,11 +90,14 @@ static json_t *new_record(const cnnb_benchmark_log *log, const char *kind) {
 
 /* One line, whole, flushed at once. Takes the record's reference. */
 static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
-  char *line = record ? json_dumps(record, JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS)) : NULL;
+  size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS);
+  char *line = record ? json_dumps(record, flags) : NULL;
   json_decref(record);
-  if (!line) return cnnb_error(log->ctx, CNNB_ENOMEM, "--benchmark_log_dir: out of memory for a record");
+  if (!line)
+    return cnnb_error(log->ctx, CNNB_ENOMEM, "--benchmark_log_dir: out of memory for a record");
   errno = 0;
-  bool ok = fputs(line, log->file) >= 0 && fputc('\n', log->file) != EOF && fflush(log->file) == 0;
+  bool ok = fputs(line, log->file) >= 0 && fputc('\n', log->file) != EOF &&
+            fflush(log->file) == 0;
   free(line);
   if (!ok)
     return cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir: writing %s failed: %s", log->path,
@@ -107,6 +109,7 @@ static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
 
 /* mkdir -p: every missing component of `dir`, in order. */
 static cnnb_status make_dirs(cnnb_ctx *ctx, const char *dir) {
+  if (!*dir) return cnnb_error(ctx, CNNB_EINVAL, "--benchmark_log_dir: the directory is empty");
   char *path = strdup(dir);
   if (!path) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory");
   cnnb_status st = CNNB_OK;
@@ -234,12 +237,11 @@ static json_t *resolved(const cnnb_run *run) {
   json_object_set_new(o, "num_batches", json_integer(run->num_batches));
   json_object_set_new(o, "num_warmup_batches", json_integer(cfg->num_warmup_batches));
   json_object_set_new(o, "display_every", json_integer(cfg->display_every));
-  json_object_set_new(o, "examples_per_epoch",
-                      run->examples_per_epoch > 0 ? json_integer(run->examples_per_epoch) : json_null());
+  int64_t epoch = run->examples_per_epoch; /* 0: the datasource does not know */
+  json_object_set_new(o, "examples_per_epoch", epoch > 0 ? json_integer(epoch) : json_null());
   json_object_set_new(o, "num_epochs",
-                      run->examples_per_epoch > 0
-                          ? number((double)run->num_batches * (double)global / (double)run->examples_per_epoch)
-                          : json_null());
+                      epoch > 0 ? number((double)run->num_batches * (double)global / (double)epoch)
+                                : json_null());
   return o;
 }
 
@@ -402,7 +404,8 @@ cnnb_status cnnb_benchmark_log_summary(cnnb_benchmark_log *log, const char *erro
   json_object_set_new(record, "status", text(error ? error : "ok"));
   bool t = log->has_total;
   json_object_set_new(record, "images_per_sec", t ? number(log->images_per_sec) : json_null());
-  json_object_set_new(record, "images", t ? json_integer((json_int_t)llround(log->images)) : json_null());
+  json_object_set_new(record, "images",
+                      t ? json_integer((json_int_t)llround(log->images)) : json_null());
   json_object_set_new(record, "seconds", t ? number(log->seconds) : json_null());
   json_object_set_new(record, "steps", t ? json_integer(log->steps) : json_null());
   json_object_update_missing(record, log->extras); /* the summary's own keys win */

@@ -73,9 +73,10 @@ cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step,
  * and this rank's images, timed seconds and timed steps. */
 void cnnb_benchmark_log_total(cnnb_benchmark_log *log, double images_per_sec, double images,
                               double seconds, int64_t steps);
-/* Adds every key of `extras` (a JSON object; time-to-accuracy, ...) to the summary; a
- * key added before is replaced, one the summary writes itself ("status", ...) is not. The log takes its own reference: the caller keeps
- * (and decrefs) its own. CNNB_EINVAL when extras is not an object. */
+/* Adds every key of `extras` (a JSON object; time-to-accuracy, ...) to the summary: a
+ * key added before is replaced, one the summary writes itself ("status", ...) is not.
+ * The values are shared, not copied: the caller keeps (and decrefs) its own reference.
+ * CNNB_EINVAL when extras is not an object. */
 cnnb_status cnnb_benchmark_log_summary_extras(cnnb_benchmark_log *log, json_t *extras);
 /* The "summary" record, once: status "ok" when `error` is NULL, else the error message.
  * Totals not given (a run that failed before them) are null. */

@@ -579,8 +579,9 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = create_strategy(run)) != CNNB_OK) return st;
   /* The log is named by rank, known from the strategy on: opened now, before any arena is
    * allocated, so an unwritable directory stops the run early. */
-  if (*cfg->benchmark_log_dir &&
-      (st = cnnb_benchmark_log_open(run->ctx, cfg->benchmark_log_dir, run->rank, &run->log)) != CNNB_OK)
+  const char *log_dir = cfg->benchmark_log_dir;
+  if (log_dir && *log_dir &&
+      (st = cnnb_benchmark_log_open(run->ctx, log_dir, run->rank, &run->log)) != CNNB_OK)
     return st;
   for (int32_t i = 0; model && i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;
