@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchmark_log.h"
 #include "benchmark_setup.h"
 #include "checkpoint.h"
 #include "crash_guard.h"
@@ -166,25 +167,29 @@ static cnnb_status synchronize_all(cnnb_run *run) {
   return st;
 }
 
-/* Loss (and accuracy) of replica 0's step, as tf_cnn_benchmarks prints tower 0's. */
-static cnnb_status step_metrics(cnnb_run *run, double *loss, double *top1, double *top5) {
+/* Loss (and accuracy) of replica 0's step, as tf_cnn_benchmarks prints tower 0's, and
+ * for the benchmark log the learning rate and loss scale of the step's update (optimizer
+ * step `step`): read before the update, which may change the scale. */
+static cnnb_status step_metrics(cnnb_run *run, int64_t step, cnnb_benchmark_log_step *m) {
   cnnb_replica *r = &run->replicas[0];
+  m->learning_rate = r->trainer ? cnnb_trainer_learning_rate(r->trainer, step) : NAN;
+  m->loss_scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : NAN;
   float value = NAN;
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "tensor_to_host", "loss");
   cnnb_status st = cnnb_executor_loss(r->executor, &value);
-  *loss = value;
+  m->loss = value;
   if (st == CNNB_OK && r->trainer) {
     double decay_loss = 0;
     /* total_loss includes the L2 term, as tf_cnn_benchmarks' total_loss does. */
     st = cnnb_trainer_weight_decay_loss(r->trainer, &decay_loss);
-    *loss += decay_loss;
+    m->loss += decay_loss;
   }
-  *top1 = *top5 = NAN;
+  m->top1 = m->top5 = NAN;
   if (st == CNNB_OK && run->cfg->print_accuracy) {
     int hits1 = 0, hits5 = 0;
     st = cnnb_executor_accuracy(r->executor, r->labels, &hits1, &hits5);
-    *top1 = (double)hits1 / run->batch_size;
-    *top5 = (double)hits5 / run->batch_size;
+    m->top1 = (double)hits1 / run->batch_size;
+    m->top5 = (double)hits5 / run->batch_size;
   }
   cnnb_crash_leave(outer);
   return st;
@@ -194,6 +199,7 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, F
   double images_per_sec = 0;
   cnnb_status st = cnnb_world_total(run, images, seconds, &images_per_sec);
   if (st != CNNB_OK) return st;
+  cnnb_benchmark_log_total(run->log, images_per_sec, images, seconds, run->num_batches);
   if (run->world_size > 1) {
     char note[160];
     snprintf(note, sizeof note, "%d ranks: every rank's images over the slowest rank's time, "
@@ -241,6 +247,14 @@ static bool target_check(cnnb_run *run, target_watch *w, const cnnb_eval_result 
   w->reached = true;
   double seconds = now_seconds() - w->start;
   double images = (double)global_step * (double)global_batch(run);
+  json_t *extras = json_pack("{s:{s:f,s:f,s:I,s:I,s:f,s:f,s:f}}", "time_to_accuracy",
+                             "target", w->target, "top1", result->top1, "step", (json_int_t)step,
+                             "global_step", (json_int_t)global_step, "seconds", seconds,
+                             "images", images,
+                             "epochs", run->examples_per_epoch > 0
+                                           ? images / (double)run->examples_per_epoch : 0.0);
+  cnnb_benchmark_log_summary_extras(run->log, extras);
+  json_decref(extras);
   if (out) {
     fprintf(out, "Reached --target_accuracy=%g: top-1 %.4f at step %lld (global step %lld) in "
             "%.3f s wall time, %.0f images", w->target, result->top1, (long long)step,
@@ -260,6 +274,17 @@ static cnnb_status maybe_save(cnnb_run *run, int64_t global_step, int64_t *saved
   if (st != CNNB_OK || !due) return st;
   *saved_step = global_step;
   return cnnb_checkpoint_save(run, global_step);
+}
+
+/* A displayed step's record in the benchmark log: every rank writes what it measured
+ * (its own loss and timing), as the step line would show it on that rank. */
+static cnnb_status log_step(cnnb_run *run, cnnb_benchmark_log_step *m,
+                            const cnnb_step_stats *stats, double seconds) {
+  m->images_per_sec = cnnb_step_stats_mean(stats);
+  m->images_per_sec_uncertainty = cnnb_step_stats_stderr(stats);
+  m->jitter = cnnb_step_stats_jitter(stats);
+  m->step_seconds = seconds;
+  return cnnb_benchmark_log_step_record(run->log, m);
 }
 
 /* The run's steps. Only rank 0 prints the report (out is NULL on the others). Steps count
@@ -311,8 +336,8 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
      * metrics wait for them. */
     if (display && (st = synchronize_all(run)) != CNNB_OK) break;
     double seconds = now_seconds() - start;
-    double loss = 0, top1 = NAN, top5 = NAN;
-    if (display && (st = step_metrics(run, &loss, &top1, &top5)) != CNNB_OK) break;
+    cnnb_benchmark_log_step m = {.step = i + 1, .global_step = step + 1};
+    if (display && (st = step_metrics(run, step, &m)) != CNNB_OK) break;
     start = now_seconds();
     if ((st = apply_updates(run, step)) != CNNB_OK || (st = synchronize_all(run)) != CNNB_OK)
       break;
@@ -320,15 +345,16 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     total_seconds += seconds;
     steps_run = i + 1;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
-    if (display && !isfinite(loss)) {
+    if (display && (st = log_step(run, &m, &stats, seconds)) != CNNB_OK) break;
+    if (display && !isfinite(m.loss)) {
       st = cnnb_error(run->ctx, CNNB_ENUMERIC,
                       "step %lld: the loss is %f: training diverged (check --init_learning_rate "
                       "and the optimizer's flags; under --precision=fp16, the loss scale)",
-                      (long long)(i + 1), loss);
+                      (long long)(i + 1), m.loss);
       break;
     }
     if (display && out) {
-      cnnb_report_print_step(out, i + 1, &stats, loss, top1, top5);
+      cnnb_report_print_step(out, i + 1, &stats, m.loss, m.top1, m.top5);
       fflush(out);
     }
     /* Outside the timed part: the training's images/sec leave evaluations and saves out. */
@@ -348,6 +374,10 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   /* tf_cnn_benchmarks prints the accuracy before the total (_eval_once). */
   if (eval && (st = cnnb_world_sum(run, tally, 3, "summing the accuracy")) != CNNB_OK) return st;
   if (eval) cnnb_report_print_accuracy(out, "", tally[0], tally[1], tally[2]);
+  if (eval && tally[2] > 0 &&
+      (st = cnnb_benchmark_log_eval(run->log, num_batches, (double)tally[0] / (double)tally[2],
+                                    (double)tally[1] / (double)tally[2], tally[2])) != CNNB_OK)
+    return st;
   /* This process's images; the world's total adds every rank's (world.h). */
   double images = (double)run->batch_size * run->num_replicas * (double)steps_run;
   if ((st = cnnb_run_print_total(run, images, total_seconds, out)) != CNNB_OK) return st;
@@ -384,6 +414,10 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     /* A hook reads the model's arenas, which --input_only never made. */
     if (st == CNNB_OK && hooks && hooks->after_steps && cfg->mode != CNNB_MODE_INPUT_ONLY)
       st = hooks->after_steps(&run, hooks->user);
+    /* The log's last line says how the run ended, a failure included. */
+    cnnb_status logged = cnnb_benchmark_log_summary(run.log, st == CNNB_OK ? NULL
+                                                             : cnnb_error_message(run.ctx));
+    if (st == CNNB_OK) st = logged;
   }
   /* Every rank of a job reports its own failure: say whose it is. */
   if (st != CNNB_OK && run.world_size > 1)

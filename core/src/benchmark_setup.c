@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "benchmark_log.h"
 #include "checkpoint.h"
 #include "crash_guard.h"
 #include "evaluation.h"
@@ -580,6 +581,12 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
    * before a model's memory is allocated. --input_only still creates it (and the devices
    * it is given) for this process's rank and the world's total, but no executor. */
   if ((st = create_strategy(run)) != CNNB_OK) return st;
+  /* The log is named by rank, known from the strategy on: opened now, before any arena is
+   * allocated, so an unwritable directory stops the run early. */
+  const char *log_dir = cfg->benchmark_log_dir;
+  if (log_dir && *log_dir &&
+      (st = cnnb_benchmark_log_open(run->ctx, log_dir, run->rank, &run->log)) != CNNB_OK)
+    return st;
   for (int32_t i = 0; model && i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;
   if ((st = model ? broadcast_params(run) : cnnb_world_check_agreement(run)) != CNNB_OK)
@@ -600,10 +607,11 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   for (int32_t i = 0; i < n; i++)
     if ((st = start_input(run, i)) != CNNB_OK) return st;
   if (cfg->eval_during_training && (st = cnnb_evaluation_prepare(run)) != CNNB_OK) return st;
-  return CNNB_OK;
+  return cnnb_benchmark_log_run(run->log, run);
 }
 
 void cnnb_run_close(cnnb_run *run) {
+  cnnb_benchmark_log_close(run->log); /* first: its summary may report through run->ctx */
   cnnb_safetensors_close(run->resume_file);
   free(run->resume_path);
   if (run->strategy_state) run->strategy_vt->destroy(run->strategy_state);

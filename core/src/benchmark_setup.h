@@ -20,6 +20,7 @@
 #include "trainer.h"
 
 typedef struct cnnb_run cnnb_run;
+typedef struct cnnb_benchmark_log cnnb_benchmark_log; /* benchmark_log.h */
 
 /* A plugin the run uses, as the user picked it. */
 typedef struct cnnb_run_plugin {
@@ -90,6 +91,7 @@ struct cnnb_run {
   float **params;          /* [num_replicas] device pointers, for the strategy */
   float **grads;
   cnnb_status bucket_status; /* the first failure inside a bucket callback */
+  cnnb_benchmark_log *log; /* --benchmark_log_dir; NULL without */
 
   /* --train_dir (checkpoint.h): the global step the run starts at (the resumed
    * checkpoint's, else 0), the checkpoint found at setup until its optimizer state is

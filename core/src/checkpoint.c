@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchmark_log.h"
 #include "checkpoint_dir.h"
 #include "crash_guard.h"
 #include "graph_internal.h"
@@ -329,9 +330,11 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
     st = cnnb_error(run->ctx, CNNB_EIO, "rank 0 could not save the checkpoint of step %" PRId64
                     " in %s (its message says why)", global_step, run->cfg->train_dir);
   run->last_save_time = now_seconds();
-  if (st == CNNB_OK && path)
+  if (st == CNNB_OK && path) {
     cnnb_log(run->ctx, CNNB_LOG_INFO, "saved checkpoint %s (step %" PRId64 ", %.2f s)", path,
              global_step, run->last_save_time - start);
+    st = cnnb_benchmark_log_checkpoint(run->log, global_step, path, run->last_save_time - start);
+  }
   free(path);
   return st;
 }

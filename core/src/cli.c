@@ -127,6 +127,8 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
     st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
+    cfg.argc = argc;
+    cfg.argv = argv;
     if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
     if (st != CNNB_OK) {
       fflush(stdout);

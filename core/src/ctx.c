@@ -62,6 +62,8 @@ void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag) {
   if (ctx) snprintf(ctx->log->tag, sizeof ctx->log->tag, "%s", tag ? tag : "");
 }
 
+const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx) { return ctx ? ctx->flags : NULL; }
+
 
 
 const char *cnnb_ctx_component(const cnnb_ctx *ctx) {

@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "evaluation.h"
 
+#include "benchmark_log.h"
+
 #include <math.h>
 #include <time.h>
 #include <stdlib.h>
@@ -231,6 +233,9 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
   cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);
   if (out) fflush(out);
+  if (tally[2] > 0 && (st = cnnb_benchmark_log_eval(run->log, step, (double)tally[0] / tally[2],
+                                                    (double)tally[1] / tally[2], tally[2])) != CNNB_OK)
+    return st;
   if (result) {
     double examples = tally[2] > 0 ? (double)tally[2] : 1.0;
     *result = (cnnb_eval_result){tally[0], tally[1], tally[2], (double)tally[0] / examples,

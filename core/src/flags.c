@@ -434,3 +434,25 @@ bool cnnb_flag_is_set(const cnnb_ctx *ctx, const char *name) {
   }
   return f->is_set;
 }
+
+/* ---- walking the table --------------------------------------------------------- */
+
+size_t cnnb_flags_count(const cnnb_flags *flags) { return flags ? flags->n : 0; }
+
+bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view) {
+  if (!flags || index >= flags->n) return false;
+  const cnnb_flag_entry *f = &flags->v[index];
+  const cnnb_flag_group *g = &flags->groups[f->group];
+  *view = (cnnb_flag_view){
+      .name = f->name,
+      .group = g->name,
+      .plugin = !g->theme,
+      .type = f->type,
+      .is_set = f->is_set,
+      .i = f->i,
+      .f = f->f,
+      .b = f->b,
+      .s = f->s ? f->s : "",
+  };
+  return true;
+}

@@ -44,6 +44,23 @@ bool cnnb_flags_bool(const cnnb_flags *flags, const char *name);
 const char *cnnb_flags_string(const cnnb_flags *flags, const char *name);
 bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
 
+/* Every declared flag in declaration order (the core's themes first, then each plugin's
+ * group), for records that show the whole configuration (the benchmark log). */
+typedef struct cnnb_flag_view {
+  const char *name;
+  const char *group;      /* the core's theme ("Model and data") or the plugin's name */
+  bool plugin;            /* declared by a plugin */
+  cnnb_flag_type type;    /* which of i, f, b, s holds the value */
+  bool is_set;            /* given on the command line */
+  int64_t i;
+  double f;
+  bool b;
+  const char *s;          /* never NULL for a string flag; borrowed from the table */
+} cnnb_flag_view;
+size_t cnnb_flags_count(const cnnb_flags *flags);
+/* Flag number `index` (< cnnb_flags_count) into *view; false past the end. */
+bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view);
+
 /* A root context for one component: `component` prefixes its log lines ("cpu: ..."), and
  * flag getters read `flags` (may be NULL in tests: getters then return defaults of 0). It
  * logs at CNNB_LOG_INFO and above until told otherwise. */
@@ -54,6 +71,8 @@ cnnb_ctx *cnnb_ctx_create(const char *component, const cnnb_flags *flags);
  * starts with `tag` (NULL or "": none). Set them before other threads log. */
 void cnnb_ctx_set_log_level(cnnb_ctx *ctx, cnnb_log_level level);
 void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag);
+/* The flag table ctx's getters read (NULL for a ctx without one). */
+const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx);
 
 
 /* Edit distance, for "did you mean" everywhere (flags, plugin names). */

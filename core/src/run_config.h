@@ -83,6 +83,10 @@ typedef struct cnnb_run_config {
   const char *trace_file;         /* --trace_file */
   int64_t trace_steps;            /* timed steps traced, from the first one */
   double target_accuracy;         /* (0, 1]: stop at this top-1; 0: off */
+  /* The command line as given, for the benchmark log's record of the run; set by the
+   * caller (cli.c), not by the flags (argc 0: none). */
+  int argc;
+  char *const *argv;
 
   /* Optimization: the optimizer, loss scaling and the learning-rate flags. The
    * schedule's dataset-dependent part (epoch size, global batch, the model's hook) is

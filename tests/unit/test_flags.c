@@ -1,7 +1,7 @@
 /* test_flags.c — the flag table: both spellings of values, bools (--x, --x=false, --nox),
  * errors that name the flag (unknown with "did you mean", bad int/float/choice, missing
  * value, stray arguments), the repeatable --plugin, plugin groups in --help, refused
- * duplicate declarations, and getters through a ctx. */
+ * duplicate declarations, getters through a ctx, and walking every flag. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -295,6 +295,44 @@ START_TEST(getters_through_ctx) {
 }
 END_TEST
 
+START_TEST(walk_every_flag) {
+  cnnb_flag_registry *plugin = cnnb_flags_registry(flags, "cpu");
+  ck_assert_int_eq(cnnb_flag_declare(plugin, "cpu_threads", CNNB_FLAG_INT, "2", ""), CNNB_OK);
+  ck_assert_int_eq(parse("--batch_size=8 --cpu_threads=3 --use_fp16"), CNNB_OK);
+  /* The ctx reaches the table its getters read. */
+  cnnb_ctx *ctx = cnnb_ctx_create("cpu", flags);
+  ck_assert_ptr_eq(cnnb_ctx_flags(ctx), flags);
+  cnnb_ctx_destroy(ctx);
+  size_t n = cnnb_flags_count(flags);
+  ck_assert_uint_gt(n, 10);
+  bool batch = false, threads = false, model = false;
+  cnnb_flag_view f;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert(cnnb_flags_at(flags, i, &f));
+    ck_assert_ptr_nonnull(f.name);
+    ck_assert_ptr_nonnull(f.group);
+    if (strcmp(f.name, "batch_size") == 0) {
+      batch = true;
+      ck_assert(!f.plugin && f.is_set && f.type == CNNB_FLAG_INT && f.i == 8);
+    } else if (strcmp(f.name, "cpu_threads") == 0) {
+      threads = true;
+      ck_assert(f.plugin && f.is_set && f.i == 3);
+      ck_assert_str_eq(f.group, "cpu");
+      ck_assert_uint_eq(i, n - 1); /* declared last */
+    } else if (strcmp(f.name, "model") == 0) {
+      model = true;
+      ck_assert(!f.is_set && f.type == CNNB_FLAG_STRING);
+      ck_assert_str_eq(f.s, "trivial");
+    } else if (strcmp(f.name, "use_fp16") == 0) {
+      ck_assert(f.is_set && f.type == CNNB_FLAG_BOOL && f.b);
+    }
+  }
+  ck_assert(batch && threads && model);
+  ck_assert(!cnnb_flags_at(flags, n, &f));
+  ck_assert_uint_eq(cnnb_flags_count(NULL), 0);
+}
+END_TEST
+
 START_TEST(edit_distance_known_values) {
   ck_assert_int_eq(cnnb_edit_distance("kitten", "sitting"), 3);
   ck_assert_int_eq(cnnb_edit_distance("", "abc"), 3);
@@ -326,6 +364,7 @@ int main(void) {
   tcase_add_test(tc, plugin_flags_in_help);
   tcase_add_test(tc, duplicate_and_bad_declarations_refused);
   tcase_add_test(tc, getters_through_ctx);
+  tcase_add_test(tc, walk_every_flag);
   tcase_add_test(tc, edit_distance_known_values);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# --benchmark_log_dir=DIR (README.md, "Benchmark log"), checked by json_lines_check
+# (tests/tools), which reads the JSON with jansson:
+# - a training run writes DIR/benchmark_run.rank0.jsonl, creating DIR and its parents:
+#   whole JSON lines, records run, step..., summary with the documented keys and types;
+#   one step record per step line of the report (same steps), the summary's images/sec
+#   equal to the printed total within its rounding; the command line and the flags as
+#   given; the learning rate and loss scale of the steps;
+# - --eval adds an eval record with the report's accuracy;
+# - a run that fails after setup (a diverging loss) still ends its log with a summary
+#   whose status is the error message;
+# - a DIR that cannot be made (under a regular file) fails before any step, exit status
+#   != 0, with a message naming it, and no report;
+# - under mpirun -np 2 (horovod), each rank writes its own file with its rank in it.
+set -euo pipefail
+: "${CNNBENCH:?}" "${JSON_LINES_CHECK:?}" "${CNNB_SOURCE_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do [ -e "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+common=(--model=trivial --batch_size=4 --num_warmup_batches=2 --num_intra_threads=1)
+
+# 1. A training run of 7 steps, displayed at 1, 2, 4, 6 and 7, into a directory to create.
+log=$tmp/logs/train
+"$CNNBENCH" "${common[@]}" --num_batches=7 --display_every=2 --benchmark_log_dir="$log" \
+  >"$tmp/train.out" 2>"$tmp/train.err" || fail "training with --benchmark_log_dir: exit $?"
+[ "$(ls "$log")" = "benchmark_run.rank0.jsonl" ] || fail "want exactly benchmark_run.rank0.jsonl in $log, found: $(ls "$log")"
+file=$log/benchmark_run.rank0.jsonl
+"$JSON_LINES_CHECK" "$file" 0 "$tmp/train.out" || fail "the log does not match its schema or the report"
+[ "$(grep -c '"record":"step"' "$file")" -eq 5 ] || fail "want 5 step records (steps 1 2 4 6 7)"
+grep -q '"command_line":\["[^"]*cnnbench","--model=trivial",' "$file" || fail "the command line is not recorded as given"
+grep -q '"flags_set":\[[^]]*"display_every"' "$file" || fail "display_every is not among the flags set"
+grep -q '"num_batches":7,' "$file" || fail "num_batches=7 is not recorded"
+grep -q '"learning_rate":0.005,"loss_scale":1.0,' "$file" || fail "the trivial model's learning rate 0.005 (shortest float) and loss scale 1 are not in the step records"
+echo "ok: a training run's log: run, 5 steps, summary; total as printed"
+
+# 2. --eval: an eval record with the accuracy the report prints.
+"$CNNBENCH" "${common[@]}" --eval --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
+  >"$tmp/eval.out" 2>"$tmp/eval.err" || fail "--eval with --benchmark_log_dir: exit $?"
+"$JSON_LINES_CHECK" "$tmp/eval/benchmark_run.rank0.jsonl" 0 "$tmp/eval.out" || fail "--eval: the log does not match"
+read -r top1 top5 n < <(sed -nE 's/^Accuracy @ 1 = ([0-9.]+) Accuracy @ 5 = ([0-9.]+) \[([0-9]+) examples\]$/\1 \2 \3/p' "$tmp/eval.out")
+grep -q "\"record\":\"eval\",.*\"step\":3,.*\"examples\":$n}" "$tmp/eval/benchmark_run.rank0.jsonl" \
+  || fail "--eval: no eval record of step 3 and $n examples"
+echo "ok: --eval's accuracy in an eval record"
+
+# 3. A run that fails after setup: the summary says why.
+rc=0
+"$CNNBENCH" "${common[@]}" --num_batches=6 --display_every=1 --init_learning_rate=1e30 \
+  --benchmark_log_dir="$tmp/diverged" >"$tmp/diverged.out" 2>"$tmp/diverged.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "a diverging run exited 0"
+"$JSON_LINES_CHECK" "$tmp/diverged/benchmark_run.rank0.jsonl" 0 -failed || fail "the diverged run's log does not match"
+tail -1 "$tmp/diverged/benchmark_run.rank0.jsonl" | grep -q '"record":"summary".*"status":"[^"]*training diverged' \
+  || fail "the summary's status is not the divergence error"
+echo "ok: a failed run's summary carries its error"
+
+# 4. An unwritable directory: refused before any step, naming it.
+touch "$tmp/regular"
+rc=0
+"$CNNBENCH" "${common[@]}" --num_batches=2 --benchmark_log_dir="$tmp/regular/logs" \
+  >"$tmp/unwritable.out" 2>"$tmp/unwritable.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "an unwritable --benchmark_log_dir exited 0"
+grep -q -- "--benchmark_log_dir=$tmp/regular/logs: $tmp/regular is not a directory" "$tmp/unwritable.err" \
+  || fail "the error does not name the flag and the path"
+grep -q 'Step' "$tmp/unwritable.out" && fail "steps ran before the unwritable directory was refused"
+echo "ok: an unwritable directory is refused before any step"
+
+# 5. Two ranks: one file each, named and tagged by rank.
+source "$CNNB_SOURCE_DIR/tests/support/mpi.sh"
+if command -v mpirun >/dev/null 2>&1 && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ]; then
+  trap 'mpi_cleanup; rm -rf "$tmp"' EXIT
+  mpi_run_bounded 300 2 "$CNNBENCH" "${common[@]}" --variable_update=horovod --num_batches=4 \
+    --display_every=2 --benchmark_log_dir="$tmp/mpi" >"$tmp/mpi.out" 2>"$tmp/mpi.err" \
+    || fail "mpirun -np 2 with --benchmark_log_dir: exit $?"
+  [ "$(ls "$tmp/mpi" | tr '\n' ' ')" = "benchmark_run.rank0.jsonl benchmark_run.rank1.jsonl " ] \
+    || fail "2 ranks: want one file per rank, found: $(ls "$tmp/mpi")"
+  # Only rank 0 prints the report; the world's total is in both summaries.
+  "$JSON_LINES_CHECK" "$tmp/mpi/benchmark_run.rank0.jsonl" 0 "$tmp/mpi.out" || fail "rank 0's log"
+  "$JSON_LINES_CHECK" "$tmp/mpi/benchmark_run.rank1.jsonl" 1 "$tmp/mpi.out" || fail "rank 1's log"
+  grep -q '"ranks":2,' "$tmp/mpi/benchmark_run.rank1.jsonl" || fail "2 ranks: the run record does not say so"
+  echo "ok: mpirun -np 2: a log per rank"
+else
+  echo "note: mpirun or the horovod plugin missing: the per-rank files are not checked"
+fi
+echo "PASS"
