@@ -243,6 +243,7 @@ const char *ps_rule_name(uint32_t rule) {
     case CNNB_OPT_MOMENTUM: return "momentum";
     case CNNB_OPT_RMSPROP: return "rmsprop";
     case CNNB_OPT_ADAM: return "adam";
+    case 0: return "none yet";
     default: return "an unknown rule";
   }
 }
