@@ -23,6 +23,7 @@
 
 #include "parameter_server.h"
 #include "ps_async.h"
+#include "ps_optimizer_state.h"
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
   cnnb_status st = cnnb_flag_declare(
@@ -54,6 +55,7 @@ static void ps_destroy(void *strategy) {
   free(s->slot1);
   free(s->slot2);
   free(s->updates);
+  if (s->slots_lock_ready) pthread_mutex_destroy(&s->slots_lock);
   free(s);
 }
 
@@ -83,6 +85,11 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
   s->ctx = ctx;
   s->count = cfg->param_count;
   s->timeout_s = cfg->collective_timeout_s;
+  if (pthread_mutex_init(&s->slots_lock, NULL) != 0) {
+    free(s);
+    return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: cannot make a mutex");
+  }
+  s->slots_lock_ready = true;
   /* The server threads of asynchronous mode talk MPI while the step thread does. */
   s->sync = cnnb_flag_bool(ctx, "cross_replica_sync") || !mpi_world_launched();
   cnnb_status st = s->sync ? mpi_world_open(ctx, "parameter_server", cfg->collective_timeout_s,
@@ -230,8 +237,19 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
   return st;
 }
 
-static cnnb_status make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule) {
-  size_t bytes = (size_t)s->count * sizeof(float);
+const char *ps_rule_name(uint32_t rule) {
+  switch (rule) {
+    case CNNB_OPT_SGD: return "sgd";
+    case CNNB_OPT_MOMENTUM: return "momentum";
+    case CNNB_OPT_RMSPROP: return "rmsprop";
+    case CNNB_OPT_ADAM: return "adam";
+    case 0: return "none yet";
+    default: return "an unknown rule";
+  }
+}
+
+cnnb_status ps_make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule) {
+  size_t bytes = (size_t)(s->count ? s->count : 1) * sizeof(float);
   int two = rule == CNNB_OPT_RMSPROP || rule == CNNB_OPT_ADAM;
   if ((rule != CNNB_OPT_SGD && !(s->slot1 = malloc(bytes))) || (two && !(s->slot2 = calloc(1, bytes))))
     return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for optimizer slots");
@@ -245,9 +263,14 @@ static cnnb_status make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule) {
 cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard_index, float *vars,
                               const float *grads, int64_t offset, const cnnb_update *update) {
   if (!s->slots_rule) {
-    cnnb_status st = make_slots(s, ctx, update->rule);
+    cnnb_status st = ps_make_slots(s, ctx, update->rule);
     if (st != CNNB_OK) return st;
   }
+  if (update->rule != s->slots_rule)
+    return cnnb_error(ctx, CNNB_EINVAL, "parameter_server: the optimizer slots are %s's (restored "
+                      "from a checkpoint), but the run updates with %s: resume with the "
+                      "checkpoint's --optimizer", ps_rule_name(s->slots_rule),
+                      ps_rule_name(update->rule));
   const ps_shard *shard = &s->shards.shards[shard_index];
   int64_t end = offset + update->count;
   for (int32_t i = 0; i < shard->num_ranges; i++) {
@@ -305,6 +328,12 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
   return st == CNNB_OK ? write_vars(s, params) : st;
 }
 
+/* Checkpoints reach the optimizer slots kept here (ps_optimizer_state.h). */
+static const void *ps_get_extension(void *strategy, const char *id) {
+  (void)strategy;
+  return strcmp(id, CNNB_EXT_STRATEGY_OPTIMIZER_STATE) == 0 ? &ps_optimizer_state : NULL;
+}
+
 static const cnnb_strategy_vtable vtable = {
     .struct_size = sizeof(cnnb_strategy_vtable),
     .create = ps_create,
@@ -314,6 +343,7 @@ static const cnnb_strategy_vtable vtable = {
     .broadcast_params = ps_broadcast,
     .bucket_ready = ps_bucket_ready,
     .finish_step = ps_finish_step,
+    .get_extension = ps_get_extension,
     .allgather = ps_allgather,
     .apply_update = ps_apply_update,
     .finish_update = ps_finish_update,

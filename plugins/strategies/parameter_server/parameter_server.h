@@ -3,6 +3,7 @@
 #ifndef CNNB_PARAMETER_SERVER_H
 #define CNNB_PARAMETER_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <cnnb/cnnb.h>
 
@@ -31,10 +32,15 @@ typedef struct ps {
                               global mean of its shard (synchronous), or this rank's mean
                               (asynchronous) */
   float *pack;             /* the largest shard, packed */
-  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update */
-  uint32_t slots_rule;
+  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update (or restored) */
+  uint32_t slots_rule;     /* the rule they were made for; 0: not yet */
+  /* Guards the slots: the server thread of asynchronous mode applies updates while the
+   * main thread saves or restores them for a checkpoint (ps_optimizer_state.h). */
+  pthread_mutex_t slots_lock;
+  bool slots_lock_ready;
   int check_finite;        /* dynamic loss scaling: every rank must skip the same steps */
-  int64_t step;            /* finish_step calls, for messages */
+  int64_t step;            /* finish_step calls: for messages, and slots are
+                              restored only before the first */
   double timeout_s;        /* --collective_timeout_s */
   ps_update *updates;      /* this step's, asynchronous mode */
   int32_t num_updates, max_updates;
@@ -43,10 +49,18 @@ typedef struct ps {
 
 /* Applies `u` (with its arena offset) to shard `shard`'s variables in `vars`, reading
  * the gradients at the same arena positions of `grads` (both arena-sized); makes the
- * optimizer slots on first use, recording a failure in `ctx` (the calling thread's). The
- * keeper of a shard calls it: the step thread (synchronous, on s->vars), or the server
- * thread (asynchronous, on its own copy), never both. */
+ * optimizer slots on first use, recording a failure in `ctx` (the calling thread's), and
+ * refuses an update of another rule than the slots' (restored for another). The keeper of
+ * a shard calls it: the step thread (synchronous, on s->vars), or the server thread
+ * (asynchronous, on its own copy, holding slots_lock), never both. */
 cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard, float *vars,
                               const float *grads, int64_t offset, const cnnb_update *u);
+
+/* Makes the optimizer slots for `rule` (zeros; RMSProp's mean square ones), recording a
+ * failure in `ctx`. The caller holds slots_lock when another thread may apply updates. */
+cnnb_status ps_make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule);
+
+/* "momentum", for messages. */
+const char *ps_rule_name(uint32_t rule);
 
 #endif

@@ -115,12 +115,14 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   ps_shard_unpack(shard, grads, a->server_grads);
   free(grads);
   cnnb_status st = CNNB_OK;
+  pthread_mutex_lock(&s->slots_lock); /* a checkpoint may be reading them */
   for (int64_t i = 0; i < h.num_updates && st == CNNB_OK; i++) {
     ps_update u;
     memcpy(&u, at + (size_t)i * sizeof u, sizeof u);
     st = ps_apply_to_shard(s, a->server_ctx, s->rank, a->server_vars, a->server_grads,
                            u.offset, &u.update);
   }
+  pthread_mutex_unlock(&s->slots_lock);
   if (st != CNNB_OK) return st;
   if (h.num_updates > 0) a->pushes_applied++;
   ps_shard_pack(shard, a->server_vars, a->reply);

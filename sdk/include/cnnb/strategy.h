@@ -16,7 +16,9 @@
  * every rank, naming the values) and gathers the step times for the report's total. A
  * strategy that keeps the variables itself (a parameter server) offers apply_update()
  * and finish_update(): the host then hands it each step's optimizer updates instead of
- * running them on every replica's device.
+ * running them on every replica's device. Since ABI 1.5 such a strategy also answers
+ * CNNB_EXT_STRATEGY_OPTIMIZER_STATE, so checkpoints can save and restore the optimizer
+ * slots it keeps.
  *
  * Failures between processes (a rank that died or stopped answering) end in a bounded
  * time (cfg->collective_timeout_s) with CNNB_ECOMM and a message naming the lost rank;
@@ -104,19 +106,37 @@ typedef struct cnnb_strategy_vtable {
 } cnnb_strategy_vtable;
 
 /* ABI 1.5: a strategy that keeps the optimizer's slots itself (apply_update) lets
- * checkpoints save and restore them. Answered with a cnnb_strategy_optimizer_state. */
+ * checkpoints save and restore them. Answered with a cnnb_strategy_optimizer_state by the
+ * instance's get_extension. The slots are arena-sized, in arena order, as the trainers'
+ * (slot1/slot2 of cnnb_update for the run's rule: momentum's accumulator; RMSProp's mean
+ * square and momentum; Adam's m and v); the strategy may keep them spread over processes
+ * (a parameter server's shards), which is why both calls are collective. Adam's step
+ * count is not here: the host passes it in every update (cnnb_update.step).
+ * Both calls are [main-thread] and between steps (never while a step runs). A bad
+ * argument (slot not 1 or 2, count not the arena's, NULL pointer) is refused at once with
+ * CNNB_EINVAL on the rank that passes it; every other refusal comes back the same on every
+ * rank, so no rank is left waiting. Every wait is bounded by the collective timeout. */
 #define CNNB_EXT_STRATEGY_OPTIMIZER_STATE "cnnb.strategy.optimizer_state/1"
 typedef struct cnnb_strategy_optimizer_state {
   uint32_t struct_size;
-  /* [required] [main-thread] collective (every process calls it, in the same order): slot
-   * `slot` (1 or 2, as cnnb_update's slot1 / slot2 for the run's rule) of the whole arena,
-   * [0, count) elements, into host on every process; *exists = 0 (host untouched) when
-   * the slot does not exist (no update ran yet, or the rule has no such slot). */
+  /* [required] [main-thread] when saving a checkpoint, collective (every process calls
+   * it, in the same order): slot `slot` (1 or 2) of the whole arena, [0, count) elements,
+   * into host on every process. When the rule has no such slot (sgd; momentum's slot 2),
+   * or no update ran yet and nothing was restored (the slots do not exist), it returns
+   * CNNB_OK with *exists = 0 and leaves host untouched; otherwise *exists = 1. A strategy
+   * updating asynchronously first waits for every process to reach the call, so the slots
+   * hold every update pushed before it, and none pushed after. */
   cnnb_status (*get_slot)(void *strategy, int32_t slot, float *host, int64_t count,
                           int32_t *exists);
-  /* [required] [main-thread] collective, before the first step: slot `slot` of the arena
-   * for rule `rule` (cnnb_optimizer_rule) from host; every process passes the same values
-   * and keeps its own share. */
+  /* [required] [main-thread] when resuming, collective: after create and before the first
+   * step (before or after broadcast_params), slot `slot` of the arena for rule `rule`
+   * (cnnb_optimizer_rule) from host; every process passes the same values and each keeps
+   * what it holds (its shards). A slot not set keeps its initial value (zeros; RMSProp's
+   * mean square ones). CNNB_EINVAL on every rank when a step already ran, when an earlier
+   * set_slot named another rule, or when the processes pass different values (the message
+   * names the rank); at once when the rule has no such slot (sgd; momentum's slot 2: an
+   * argument error, which every rank makes alike). The run's updates must then use the
+   * same rule (apply_update refuses another). */
   cnnb_status (*set_slot)(void *strategy, uint32_t rule, int32_t slot, const float *host,
                           int64_t count);
 } cnnb_strategy_optimizer_state;
@@ -127,6 +147,8 @@ _Static_assert(sizeof(cnnb_strategy_config) == 72, "ABI: grow only by appending"
 _Static_assert(offsetof(cnnb_strategy_vtable, finish_step) == 56, "ABI: 1.0 layout moved");
 _Static_assert(offsetof(cnnb_strategy_vtable, allgather) == 72, "ABI: 1.3 layout moved");
 _Static_assert(sizeof(cnnb_strategy_vtable) == 96, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_strategy_optimizer_state, get_slot) == 8, "ABI: 1.5 layout moved");
+_Static_assert(sizeof(cnnb_strategy_optimizer_state) == 24, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus
