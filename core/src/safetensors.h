@@ -28,7 +28,9 @@ typedef enum cnnb_st_dtype {
   CNNB_ST_BF16 = 4 /* "BF16" */
 } cnnb_st_dtype;
 
-/* One tensor to write, or one read (then data points into the opened file's memory). */
+/* One tensor to write, or one read (then data points into the opened file's memory, valid
+ * until close, and not necessarily aligned to its element size: the format does not
+ * promise it, so copy with memcpy rather than casting). */
 typedef struct cnnb_st_tensor {
   const char *name;
   uint32_t dtype;          /* cnnb_st_dtype */
