@@ -86,8 +86,8 @@ fail:
   saved_errno = errno;
   if (fd >= 0) close(fd);
   unlink(tmp);
-  cnnb_status st = cnnb_error(ctx, CNNB_EIO, "%s: %s the temporary file %s failed: %s", path,
-                              step, tmp, strerror(saved_errno));
+  cnnb_status st = cnnb_error(ctx, CNNB_EIO, "%s: %s the temporary file %s failed: %s", path, step,
+                              tmp, strerror(saved_errno));
   free(tmp);
   return st;
 }

@@ -29,8 +29,7 @@ void cnnb_checkpoint_file_name(int64_t step, char *buf, size_t size) {
 /* True when `name` is PREFIX digits SUFFIX; *step gets the digits' value. */
 static bool parse_file_name(const char *name, int64_t *step) {
   size_t len = strlen(name), pre = strlen(PREFIX), suf = strlen(SUFFIX);
-  if (len <= pre + suf || strncmp(name, PREFIX, pre) != 0 ||
-      strcmp(name + len - suf, SUFFIX) != 0)
+  if (len <= pre + suf || strncmp(name, PREFIX, pre) != 0 || strcmp(name + len - suf, SUFFIX) != 0)
     return false;
   int64_t v = 0;
   for (size_t i = pre; i < len - suf; i++) {
@@ -72,8 +71,7 @@ cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
   if (stat(dir, &sb) != 0)
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
   if (!S_ISDIR(sb.st_mode))
-    return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: exists and is not a directory",
-                      dir);
+    return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: exists and is not a directory", dir);
   return CNNB_OK;
 }
 
@@ -201,17 +199,15 @@ done:
 
 /* ---- saving ------------------------------------------------------------------- */
 
-cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t step,
-                                     int32_t max_keep, const cnnb_st_tensor *tensors,
-                                     size_t num_tensors, const cnnb_st_meta *meta,
-                                     size_t num_meta, char **path_out) {
+cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t step, int32_t max_keep,
+                                     const cnnb_st_tensor *tensors, size_t num_tensors,
+                                     const cnnb_st_meta *meta, size_t num_meta, char **path_out) {
   if (path_out) *path_out = NULL;
   if (max_keep < 1)
-    return cnnb_error(ctx, CNNB_EINVAL, "%s: keeping %d checkpoints: at least 1 must be kept",
-                      dir, (int)max_keep);
+    return cnnb_error(ctx, CNNB_EINVAL, "%s: keeping %d checkpoints: at least 1 must be kept", dir,
+                      (int)max_keep);
   if (step < 0)
-    return cnnb_error(ctx, CNNB_EINVAL, "%s: a checkpoint of step %" PRId64 " (< 0)", dir,
-                      step);
+    return cnnb_error(ctx, CNNB_EINVAL, "%s: a checkpoint of step %" PRId64 " (< 0)", dir, step);
   char name[64];
   cnnb_checkpoint_file_name(step, name, sizeof name);
   char *path = join(dir, name);
@@ -354,7 +350,8 @@ cnnb_status cnnb_checkpoint_dir_latest(cnnb_ctx *ctx, const char *dir,
         free(path);
         goto done;
       }
-      cnnb_log(ctx, CNNB_LOG_WARN, "skipping checkpoint %s: %s", path, cnnb_error_message(ctx));
+      /* The message names the file. */
+      cnnb_log(ctx, CNNB_LOG_WARN, "skipping an invalid checkpoint: %s", cnnb_error_message(ctx));
       cnnb_clear_error(ctx);
       free(path);
       skipped++;

@@ -24,8 +24,10 @@ static const struct {
   uint32_t dtype;
   const char *name;
   size_t size;
-} dtypes[] = {{CNNB_ST_F32, "F32", 4}, {CNNB_ST_I64, "I64", 8},
-              {CNNB_ST_F16, "F16", 2}, {CNNB_ST_BF16, "BF16", 2}};
+} dtypes[] = {{CNNB_ST_F32, "F32", 4},
+              {CNNB_ST_I64, "I64", 8},
+              {CNNB_ST_F16, "F16", 2},
+              {CNNB_ST_BF16, "BF16", 2}};
 #define NUM_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
 size_t cnnb_st_dtype_size(uint32_t dtype) {
@@ -77,8 +79,8 @@ static cnnb_status check_tensor(cnnb_ctx *ctx, const char *path, const cnnb_st_t
                       t->name);
   if (bytes != t->bytes)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: tensor '%s': %zu bytes given, its dtype and shape need %" PRIu64,
-                      path, t->name, t->bytes, bytes);
+                      "%s: tensor '%s': %zu bytes given, its dtype and shape need %" PRIu64, path,
+                      t->name, t->bytes, bytes);
   if (bytes && !t->data)
     return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': no data", path, t->name);
   return CNNB_OK;
@@ -99,20 +101,18 @@ static cnnb_status build_header(cnnb_ctx *ctx, const char *path, const cnnb_st_t
     if (!m || json_object_set_new(root, METADATA_KEY, m) != 0) goto oom;
     for (size_t i = 0; i < num_meta; i++) {
       if (!meta[i].key || !meta[i].value) {
-        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata entry %zu without a key or value",
-                        path, i);
+        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata entry %zu without a key or value", path, i);
         goto done;
       }
       if (json_object_get(m, meta[i].key)) {
-        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata key '%s' given twice", path,
-                        meta[i].key);
+        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata key '%s' given twice", path, meta[i].key);
         goto done;
       }
       /* json_string refuses text that is not UTF-8: JSON cannot hold it. */
       json_t *v = json_string(meta[i].value);
       if (!v || json_object_set_new(m, meta[i].key, v) != 0) {
-        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata '%s': key or value is not UTF-8 text",
-                        path, meta[i].key);
+        st = cnnb_error(ctx, CNNB_EINVAL, "%s: metadata '%s': key or value is not UTF-8 text", path,
+                        meta[i].key);
         goto done;
       }
     }
@@ -140,15 +140,14 @@ static cnnb_status build_header(cnnb_ctx *ctx, const char *path, const cnnb_st_t
       }
     if (json_object_set_new(entry, "dtype", json_string(dtype_name(t->dtype))) != 0 ||
         json_object_set_new(entry, "shape", shape) != 0 ||
-        json_object_set_new(entry, "data_offsets",
-                            json_pack("[II]", (json_int_t)offset,
-                                      (json_int_t)(offset + t->bytes))) != 0) {
+        json_object_set_new(
+            entry, "data_offsets",
+            json_pack("[II]", (json_int_t)offset, (json_int_t)(offset + t->bytes))) != 0) {
       json_decref(entry);
       goto oom;
     }
     if (json_object_set_new(root, t->name, entry) != 0) {
-      st = cnnb_error(ctx, CNNB_EINVAL, "%s: tensor name '%s' is not UTF-8 text", path,
-                      t->name);
+      st = cnnb_error(ctx, CNNB_EINVAL, "%s: tensor name '%s' is not UTF-8 text", path, t->name);
       goto done;
     }
     offset += t->bytes;
@@ -199,9 +198,9 @@ cnnb_status cnnb_safetensors_write(cnnb_ctx *ctx, const char *path, const cnnb_s
 /* ---- reading ------------------------------------------------------------------ */
 
 struct cnnb_safetensors {
-  unsigned char *bytes; /* the whole file */
-  json_t *header;       /* owns the names the tensors point to */
-  json_t *meta;         /* "__metadata__" or NULL */
+  unsigned char *bytes;    /* the whole file */
+  json_t *header;          /* owns the names the tensors point to */
+  json_t *meta;            /* "__metadata__" or NULL */
   cnnb_st_tensor *tensors; /* in file order */
   size_t count;
   const cnnb_st_tensor **by_name; /* sorted by name, for find() */
@@ -271,8 +270,8 @@ static cnnb_status parse_entry(cnnb_ctx *ctx, const char *path, const char *name
                                uint64_t *begin) {
   if (!*name) return cnnb_error(ctx, CNNB_EINVAL, "%s: a tensor with an empty name", path);
   if (!json_is_object(entry))
-    return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': its entry is not a JSON object",
-                      path, name);
+    return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': its entry is not a JSON object", path,
+                      name);
   const json_t *dtype = json_object_get(entry, "dtype");
   const json_t *shape = json_object_get(entry, "shape");
   const json_t *offsets = json_object_get(entry, "data_offsets");
@@ -294,9 +293,8 @@ static cnnb_status parse_entry(cnnb_ctx *ctx, const char *path, const char *name
   for (int32_t d = 0; d < t->ndims; d++) {
     uint64_t v;
     if (!get_uint(json_array_get(shape, (size_t)d), &v) || v > INT64_MAX)
-      return cnnb_error(ctx, CNNB_EINVAL,
-                        "%s: tensor '%s': shape dim %d is not an integer >= 0", path, name,
-                        (int)d);
+      return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': shape dim %d is not an integer >= 0",
+                        path, name, (int)d);
     t->dims[d] = (int64_t)v;
   }
   uint64_t b, e, bytes;
@@ -308,8 +306,7 @@ static cnnb_status parse_entry(cnnb_ctx *ctx, const char *path, const char *name
                       "0 <= begin <= end",
                       path, name);
   if (!tensor_bytes(cnnb_st_dtype_size(t->dtype), t->ndims, t->dims, &bytes))
-    return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': its shape's size overflows", path,
-                      name);
+    return cnnb_error(ctx, CNNB_EINVAL, "%s: tensor '%s': its shape's size overflows", path, name);
   if (bytes != e - b)
     return cnnb_error(ctx, CNNB_EINVAL,
                       "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
@@ -343,18 +340,20 @@ static cnnb_status parse_metadata(cnnb_ctx *ctx, const char *path, const json_t 
 static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, size_t size) {
   if (size < 8)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: %zu bytes, too short for a safetensors file's 8-byte header size",
-                      path, size);
+                      "%s: %zu bytes, too short for a safetensors file's 8-byte header size", path,
+                      size);
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--) n = (n << 8) | f->bytes[i];
   if (n > MAX_HEADER_BYTES)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: header size %" PRIu64 " bytes exceeds safetensors' limit of %u: "
+                      "%s: header size %" PRIu64
+                      " bytes exceeds safetensors' limit of %u: "
                       "not a safetensors file",
                       path, n, MAX_HEADER_BYTES);
   if (n > size - 8)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: header size %" PRIu64 " bytes, but the file has only %zu after the "
+                      "%s: header size %" PRIu64
+                      " bytes, but the file has only %zu after the "
                       "size field (a truncated file?)",
                       path, n, size - 8);
   const char *text = (const char *)f->bytes + 8;
@@ -389,8 +388,8 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
       f->meta = value;
       continue;
     }
-    if ((st = parse_entry(ctx, path, key, value, data_size, &parsed[count],
-                          &spans[count].begin)) != CNNB_OK)
+    if ((st = parse_entry(ctx, path, key, value, data_size, &parsed[count], &spans[count].begin)) !=
+        CNNB_OK)
       goto done;
     spans[count].end = spans[count].begin + parsed[count].bytes;
     spans[count].index = count;
@@ -406,8 +405,8 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
       st = cnnb_error(ctx, CNNB_EINVAL,
                       "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                       "] overlap tensor '%s' (which ends at %" PRIu64 ")",
-                      path, name, spans[k].begin, spans[k].end,
-                      parsed[spans[k - 1].index].name, expect);
+                      path, name, spans[k].begin, spans[k].end, parsed[spans[k - 1].index].name,
+                      expect);
       goto done;
     }
     if (spans[k].begin > expect) {
@@ -421,7 +420,8 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
   }
   if (expect != data_size) {
     st = cnnb_error(ctx, CNNB_EINVAL,
-                    "%s: %" PRIu64 " trailing bytes after the last tensor%s%s%s (the tensors "
+                    "%s: %" PRIu64
+                    " trailing bytes after the last tensor%s%s%s (the tensors "
                     "cover %" PRIu64 " of %" PRIu64 " bytes of data)",
                     path, data_size - expect, count ? " '" : "",
                     count ? parsed[spans[count - 1].index].name : "", count ? "'" : "", expect,

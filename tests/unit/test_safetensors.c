@@ -145,9 +145,10 @@ START_TEST(bytes_on_disk) {
   ck_assert_int_eq(cnnb_safetensors_write(ctx, path, in, 2, meta, 1), CNNB_OK);
   size_t size;
   unsigned char *bytes = read_all(path, &size);
-  const char *json = "{\"__metadata__\":{\"format\":\"pt\"},"
-                     "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                     "\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}";
+  const char *json =
+      "{\"__metadata__\":{\"format\":\"pt\"},"
+      "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+      "\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}";
   size_t len = strlen(json), padded = (len + 7) / 8 * 8;
   ck_assert_uint_ne(len, padded); /* so the padding is exercised */
   ck_assert_uint_eq(size, 8 + padded + 16);
@@ -167,9 +168,10 @@ END_TEST
 START_TEST(file_order_is_data_order) {
   char path[300];
   path_of(path, sizeof path, "order.safetensors");
-  const char *h = "{\"late\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
-                  "\"early\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
-                  "\"none\":{\"dtype\":\"BF16\",\"shape\":[0],\"data_offsets\":[8,8]}}";
+  const char *h =
+      "{\"late\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+      "\"early\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+      "\"none\":{\"dtype\":\"BF16\",\"shape\":[0],\"data_offsets\":[8,8]}}";
   craft(path, h, strlen(h), 12);
   cnnb_safetensors *f;
   ck_assert_msg(cnnb_safetensors_open(ctx, path, &f) == CNNB_OK, "%s", cnnb_error_message(ctx));
@@ -280,8 +282,9 @@ START_TEST(refuses_truncated) {
   size_t size;
   unsigned char *bytes = read_all(path, &size);
   size_t header_end = size - sizeof w - 8;
-  size_t cuts[] = {0,          1,          7,          8,         9,    header_end / 2,
-                   header_end - 1, header_end, header_end + 1, size - 9, size - 8, size - 1};
+  size_t cuts[] = {
+      0,        1,        7,       8, 9, header_end / 2, header_end - 1, header_end, header_end + 1,
+      size - 9, size - 8, size - 1};
   for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
     /* A copy of exactly `cut` bytes, so reading past it is a heap overflow ASan reports. */
     write_file(cut_path, bytes, cuts[k]);
@@ -308,7 +311,8 @@ START_TEST(writer_refuses_bad_tensors) {
     size_t n;
     const char *want;
   } cases[] = {
-      {{{"a", CNNB_ST_F32, 1, {2}, v, 8}, {"a", CNNB_ST_F32, 1, {2}, v, 8}}, 2,
+      {{{"a", CNNB_ST_F32, 1, {2}, v, 8}, {"a", CNNB_ST_F32, 1, {2}, v, 8}},
+       2,
        "tensor name 'a' given twice"},
       {{{"", CNNB_ST_F32, 1, {2}, v, 8}}, 1, "a tensor without a name"},
       {{{NULL, CNNB_ST_F32, 1, {2}, v, 8}}, 1, "a tensor without a name"},
@@ -324,8 +328,8 @@ START_TEST(writer_refuses_bad_tensors) {
     ck_assert_int_eq(cnnb_safetensors_write(ctx, path, cases[k].t, cases[k].n, NULL, 0),
                      CNNB_EINVAL);
     const char *msg = cnnb_error_message(ctx);
-    ck_assert_msg(strstr(msg, path) && strstr(msg, cases[k].want), "got \"%s\", want \"%s\"",
-                  msg, cases[k].want);
+    ck_assert_msg(strstr(msg, path) && strstr(msg, cases[k].want), "got \"%s\", want \"%s\"", msg,
+                  cases[k].want);
     ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
   }
   cnnb_st_meta dup[] = {{"k", "1"}, {"k", "2"}};
