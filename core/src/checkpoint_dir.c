@@ -8,6 +8,7 @@
 #include "checkpoint_dir.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -48,6 +49,39 @@ static char *join(const char *dir, const char *name) {
   return p;
 }
 
+/* True for "<checkpoint or index name>.tmp.<pid>" (atomic_file.c's temporary names) whose
+ * process is gone: a save killed mid-write left it, and nothing will ever rename it. A
+ * live pid's (another run on this train_dir, or on another host sharing it) is kept. */
+static bool stale_tmp(const char *name) {
+  const char *tmp = strstr(name, ".tmp.");
+  if (!tmp) return false;
+  char base[256];
+  int64_t step;
+  if ((size_t)(tmp - name) >= sizeof base) return false;
+  snprintf(base, sizeof base, "%.*s", (int)(tmp - name), name);
+  if (strcmp(base, CNNB_CHECKPOINT_INDEX) != 0 && !parse_file_name(base, &step)) return false;
+  char *end;
+  long pid = strtol(tmp + 5, &end, 10);
+  if (*end || pid <= 0 || pid == (long)getpid()) return false;
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes the temporary files of saves that were killed (stale_tmp): a checkpoint's can
+ * be hundreds of MB per crash. */
+static void remove_stale_tmp(cnnb_ctx *ctx, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!stale_tmp(e->d_name)) continue;
+    char *p = join(dir, e->d_name);
+    if (p && unlink(p) == 0)
+      cnnb_log(ctx, CNNB_LOG_INFO, "removed %s, left by a save that did not finish", p);
+    free(p);
+  }
+  closedir(d);
+}
+
 cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
   if (!dir || !*dir) return cnnb_error(ctx, CNNB_EINVAL, "checkpoint directory: empty path");
   char *p = strdup(dir);
@@ -72,6 +106,7 @@ cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
   if (!S_ISDIR(sb.st_mode))
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: exists and is not a directory", dir);
+  remove_stale_tmp(ctx, dir);
   return CNNB_OK;
 }
 

@@ -3,7 +3,8 @@
  * and only files the index named are ever deleted; resuming finds the newest checkpoint,
  * skips a torn or corrupt one with a warning naming it and falls back to the one before,
  * still finds the newest with the index gone or garbled, has none in an empty or missing
- * directory, and returns a `check` refusal as the error instead of trying older ones. */
+ * directory, and returns a `check` refusal as the error instead of trying older ones;
+ * preparing the directory removes the temporary files of killed saves, and no others. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "checkpoint_dir.h"
@@ -318,6 +320,31 @@ START_TEST(empty_or_missing_dir) {
 }
 END_TEST
 
+/* prepare removes temporary files of saves whose process is gone, and only those. */
+START_TEST(prepare_removes_stale_tmp) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ck_assert_int_gt(child, 0);
+  ck_assert_int_eq(waitpid(child, NULL, 0), child); /* reaped: its pid names no process */
+  char dead_ckpt[400], dead_index[300], live[400], mine[400], other[300];
+  snprintf(dead_ckpt, sizeof dead_ckpt, "%s/model.ckpt-0000000001.safetensors.tmp.%ld", dir,
+           (long)child);
+  snprintf(dead_index, sizeof dead_index, "%s/checkpoint.tmp.%ld", dir, (long)child);
+  snprintf(live, sizeof live, "%s/model.ckpt-0000000001.safetensors.tmp.%ld", dir, (long)getppid());
+  snprintf(mine, sizeof mine, "%s/model.ckpt-0000000002.safetensors.tmp.%ld", dir, (long)getpid());
+  snprintf(other, sizeof other, "%s/notes.tmp.%ld", dir, (long)child);
+  const char *all[] = {dead_ckpt, dead_index, live, mine, other};
+  for (int i = 0; i < 5; i++) write_text(all[i], "x");
+  fflush(stderr);
+  ck_assert_int_eq(cnnb_checkpoint_dir_prepare(ctx, dir), CNNB_OK);
+  ck_assert(!exists(dead_ckpt));
+  ck_assert(!exists(dead_index));
+  ck_assert(exists(live));
+  ck_assert(exists(mine));
+  ck_assert(exists(other));
+}
+END_TEST
+
 typedef struct seen {
   int calls;
   char last[400];
@@ -377,6 +404,7 @@ int main(void) {
   tcase_add_test(tc, without_index_scans_dir);
   tcase_add_test(tc, empty_or_missing_dir);
   tcase_add_test(tc, check_refusal_is_an_error);
+  tcase_add_test(tc, prepare_removes_stale_tmp);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
