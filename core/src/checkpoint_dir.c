@@ -335,7 +335,7 @@ static cnnb_status scan_dir(cnnb_ctx *ctx, const char *dir, names *candidates) {
     st = cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
     goto done;
   }
-  qsort(v, n, sizeof *v, cmp_step_desc);
+  if (n) qsort(v, n, sizeof *v, cmp_step_desc); /* v is NULL when n is 0 */
   for (size_t i = 0; i < n; i++)
     if (!names_has(candidates, v[i].name) && !names_push(candidates, v[i].name)) goto oom;
   goto done;

@@ -457,6 +457,24 @@ cnnb_status cnnb_safetensors_open(cnnb_ctx *ctx, const char *path, cnnb_safetens
   return CNNB_OK;
 }
 
+cnnb_status cnnb_safetensors_open_bytes(cnnb_ctx *ctx, const char *name, const void *bytes,
+                                        size_t size, cnnb_safetensors **out) {
+  *out = NULL;
+  cnnb_safetensors *f = calloc(1, sizeof *f);
+  if (!f || !(f->bytes = malloc(size ? size : 1))) {
+    free(f);
+    return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", name);
+  }
+  if (size) memcpy(f->bytes, bytes, size);
+  cnnb_status st = parse(ctx, name, f, size);
+  if (st != CNNB_OK) {
+    cnnb_safetensors_close(f);
+    return st;
+  }
+  *out = f;
+  return CNNB_OK;
+}
+
 void cnnb_safetensors_close(cnnb_safetensors *f) {
   if (!f) return;
   json_decref(f->header);

@@ -58,6 +58,10 @@ typedef struct cnnb_safetensors cnnb_safetensors;
 /* Reads and checks the whole file (above). CNNB_EIO when it cannot be read, CNNB_EINVAL
  * when it is not a valid safetensors file, with the path and the reason in ctx. */
 cnnb_status cnnb_safetensors_open(cnnb_ctx *ctx, const char *path, cnnb_safetensors **out);
+/* The same checks on a file's bytes already in memory (copied), `name` standing for the
+ * path in messages: for tests and the fuzz target (tests/fuzz/fuzz_safetensors.c). */
+cnnb_status cnnb_safetensors_open_bytes(cnnb_ctx *ctx, const char *name, const void *bytes,
+                                        size_t size, cnnb_safetensors **out);
 void cnnb_safetensors_close(cnnb_safetensors *f);
 
 /* Tensors in file order (by data offset); i in [0, count). */
