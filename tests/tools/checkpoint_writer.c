@@ -10,7 +10,8 @@
  *       every file with a checkpoint's name (model.ckpt-N.safetensors, in the index or
  *       not: only a temporary file may ever be partial) opens and holds exactly its step's
  *       values, the index parses, and cnnb_checkpoint_dir_latest returns the index's
- *       latest (no fallback to an older one was needed). Prints
+ *       latest (no fallback to an older one was needed; with no index yet, the one
+ *       checkpoint the first save left). Prints
  *       "ok step N (K in the index, F files)" or "none" (killed before the first save finished);
  *       exits 1 naming what is wrong. */
 #define _POSIX_C_SOURCE 200809L
@@ -162,9 +163,19 @@ static int verify(cnnb_ctx *ctx, const char *dir) {
   bad |= check_contents(f, path, step);
   cnnb_safetensors_close(f);
   if (!index) {
-    fprintf(stderr, "%s: %s (a checkpoint exists, so its index must)\n", index_path, jerr.text);
+    /* Killed between the first checkpoint's rename and its index's: the scan found it. A
+     * torn index (not merely a missing one) is an error. */
+    FILE *exists = fopen(index_path, "rb");
+    if (exists) {
+      fclose(exists);
+      fprintf(stderr, "%s: %s\n", index_path, jerr.text);
+      bad = 1;
+    }
+    size_t files = 0;
+    bad |= check_files(ctx, dir, &files);
+    if (!bad) printf("ok step %" PRId64 " (no index yet, %zu files)\n", step, files);
     free(path);
-    return 1;
+    return bad;
   }
   const char *latest = json_string_value(json_object_get(index, "latest"));
   if (!latest || strcmp(want, latest) != 0) {
