@@ -17,6 +17,7 @@ packages=(
   ocl-icd-opencl-dev  # OpenCL headers + libOpenCL.so: Debian's oneDNN CMake package (GPU
                       # runtime OCL) find_package()s OpenCL REQUIRED, and libdnnl-dev only
                       # Recommends them
+  libjansson-dev      # JSON: checkpoints' safetensors headers and index, the benchmark log
   check               # the unit tests' framework (without it no tests are configured)
   libturbojpeg0-dev   # libjpeg-turbo: the ImageNet datasource's JPEG decoding
   libjpeg62-turbo-dev # libjpeg-turbo's libjpeg API (jpeglib.h): region and scaled decodes

@@ -24,7 +24,10 @@
 
 #define CNNB_CHECKPOINT_INDEX "checkpoint"
 
-/* Creates dir (and missing parents) when needed; CNNB_EIO naming it when it cannot. */
+/* Creates dir (and missing parents) when needed; CNNB_EIO naming it when it cannot. Also
+ * removes the temporary files ("<name>.tmp.<pid>") that saves killed mid-write left, when
+ * their process is gone (each can be as big as a checkpoint). Call it once, before the
+ * first save. */
 cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir);
 
 /* Saves one checkpoint of global step `step` (safetensors_write), updates the index and

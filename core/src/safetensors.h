@@ -28,7 +28,9 @@ typedef enum cnnb_st_dtype {
   CNNB_ST_BF16 = 4 /* "BF16" */
 } cnnb_st_dtype;
 
-/* One tensor to write, or one read (then data points into the opened file's memory). */
+/* One tensor to write, or one read (then data points into the opened file's memory, valid
+ * until close, and not necessarily aligned to its element size: the format does not
+ * promise it, so copy with memcpy rather than casting). */
 typedef struct cnnb_st_tensor {
   const char *name;
   uint32_t dtype;          /* cnnb_st_dtype */
@@ -56,6 +58,10 @@ typedef struct cnnb_safetensors cnnb_safetensors;
 /* Reads and checks the whole file (above). CNNB_EIO when it cannot be read, CNNB_EINVAL
  * when it is not a valid safetensors file, with the path and the reason in ctx. */
 cnnb_status cnnb_safetensors_open(cnnb_ctx *ctx, const char *path, cnnb_safetensors **out);
+/* The same checks on a file's bytes already in memory (copied), `name` standing for the
+ * path in messages: for tests and the fuzz target (tests/fuzz/fuzz_safetensors.c). */
+cnnb_status cnnb_safetensors_open_bytes(cnnb_ctx *ctx, const char *name, const void *bytes,
+                                        size_t size, cnnb_safetensors **out);
 void cnnb_safetensors_close(cnnb_safetensors *f);
 
 /* Tensors in file order (by data offset); i in [0, count). */
