@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "benchmark_setup.h"
+#include "checkpoint.h"
 #include "crash_guard.h"
 #include "evaluation.h"
 #include "graph_internal.h"
@@ -217,13 +218,63 @@ cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out) {
   return CNNB_OK;
 }
 
-/* The run's steps. Only rank 0 prints the report (out is NULL on the others). */
+/* --target_accuracy (time to accuracy, as MLPerf): the clock starts at the first step,
+ * warm-up included; evaluations count, since a real run cannot skip them. */
+typedef struct target_watch {
+  double target;         /* 0: off */
+  double start;          /* CLOCK_MONOTONIC seconds at the first step */
+  bool reached;
+  double best_top1;
+  int64_t best_step;
+} target_watch;
+
+/* After an evaluation at timed step `step` (global step `global_step`): prints and returns
+ * true when it reached the target. */
+static bool target_check(cnnb_run *run, target_watch *w, const cnnb_eval_result *result,
+                         int64_t step, int64_t global_step, FILE *out) {
+  if (!(w->target > 0)) return false;
+  if (result->top1 > w->best_top1 || w->best_step == 0) {
+    w->best_top1 = result->top1;
+    w->best_step = step;
+  }
+  if (result->top1 < w->target) return false;
+  w->reached = true;
+  double seconds = now_seconds() - w->start;
+  double images = (double)global_step * (double)global_batch(run);
+  if (out) {
+    fprintf(out, "Reached --target_accuracy=%g: top-1 %.4f at step %lld (global step %lld) in "
+            "%.3f s wall time, %.0f images", w->target, result->top1, (long long)step,
+            (long long)global_step, seconds, images);
+    if (run->examples_per_epoch > 0)
+      fprintf(out, ", %.3f epochs", images / (double)run->examples_per_epoch);
+    fprintf(out, "\n");
+    fflush(out);
+  }
+  return true;
+}
+
+/* --train_dir: saves after global step `global_step` when due (checkpoint.h). */
+static cnnb_status maybe_save(cnnb_run *run, int64_t global_step, int64_t *saved_step) {
+  bool due = false;
+  cnnb_status st = cnnb_checkpoint_due(run, global_step, &due);
+  if (st != CNNB_OK || !due) return st;
+  *saved_step = global_step;
+  return cnnb_checkpoint_save(run, global_step);
+}
+
+/* The run's steps. Only rank 0 prints the report (out is NULL on the others). Steps count
+ * globally from the resumed checkpoint's step (run->start_step): the learning rate,
+ * dropout masks and saved step continue; the report's step numbers are this run's. */
 static cnnb_status train(cnnb_run *run, FILE *out) {
   const cnnb_run_config *cfg = run->cfg;
   int64_t num_batches = run->num_batches, warmup = cfg->num_warmup_batches;
+  int64_t base = run->start_step;
   bool accuracy = cfg->print_accuracy;
   bool eval = cfg->mode == CNNB_MODE_EVAL;
+  bool training = cfg->mode == CNNB_MODE_TRAIN;
   int64_t tally[3] = {0, 0, 0}; /* --eval: hits at 1, at 5, examples */
+  target_watch watch = {.target = cfg->target_accuracy, .start = now_seconds()};
+  int64_t saved_step = -1;
   if (out) cnnb_run_print_header(run, out);
   if (run->replicas[0].trainer)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "optimizer: %s", cnnb_trainer_describe(run->replicas[0].trainer));
@@ -236,8 +287,8 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Running warm up");
   batch_use warmup_use = eval ? HOLD_FIRST_BATCH : NEXT_BATCH;
   for (int64_t i = 0; i < warmup; i++)
-    if ((st = compute_gradients(run, i, warmup_use, NULL)) != CNNB_OK ||
-        (st = apply_updates(run, i)) != CNNB_OK)
+    if ((st = compute_gradients(run, base + i, warmup_use, NULL)) != CNNB_OK ||
+        (st = apply_updates(run, base + i)) != CNNB_OK)
       return st;
   if ((st = synchronize_all(run)) != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
@@ -247,12 +298,14 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   if (out) cnnb_report_print_step_header(out, accuracy);
   double images_per_step = (double)global_batch(run);
   double total_seconds = 0;
-  for (int64_t i = 0; i < num_batches; i++) {
+  int64_t steps_run = 0;
+  for (int64_t i = 0; i < num_batches && !watch.reached; i++) {
+    int64_t step = base + warmup + i; /* global steps before this one */
     bool display = cnnb_report_should_display(i + 1, cfg->display_every) || i + 1 == num_batches;
     /* The metrics are read between gradients and update, as tf_cnn_benchmarks fetches
      * the loss of the step's own weights; reading them is not timed. */
     double start = now_seconds();
-    if ((st = compute_gradients(run, warmup + i, NEXT_BATCH, eval ? tally : NULL)) != CNNB_OK)
+    if ((st = compute_gradients(run, step, NEXT_BATCH, eval ? tally : NULL)) != CNNB_OK)
       break;
     /* An asynchronous device finishes the gradients inside the timed part, not while the
      * metrics wait for them. */
@@ -261,10 +314,11 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     double loss = 0, top1 = NAN, top5 = NAN;
     if (display && (st = step_metrics(run, &loss, &top1, &top5)) != CNNB_OK) break;
     start = now_seconds();
-    if ((st = apply_updates(run, warmup + i)) != CNNB_OK || (st = synchronize_all(run)) != CNNB_OK)
+    if ((st = apply_updates(run, step)) != CNNB_OK || (st = synchronize_all(run)) != CNNB_OK)
       break;
     seconds += now_seconds() - start;
     total_seconds += seconds;
+    steps_run = i + 1;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
     if (display && !isfinite(loss)) {
       st = cnnb_error(run->ctx, CNNB_ENUMERIC,
@@ -277,22 +331,39 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
       cnnb_report_print_step(out, i + 1, &stats, loss, top1, top5);
       fflush(out);
     }
-    /* Outside the timed part: the training's images/sec leave the evaluation out. */
-    if (i + 1 < num_batches && cnnb_evaluation_due(run, i + 1) &&
-        (st = cnnb_evaluation_run(run, i + 1, out)) != CNNB_OK)
-      break;
+    /* Outside the timed part: the training's images/sec leave evaluations and saves out. */
+    if (i + 1 < num_batches && cnnb_evaluation_due(run, i + 1)) {
+      cnnb_eval_result result;
+      if ((st = cnnb_evaluation_run(run, i + 1, out, &result)) != CNNB_OK) break;
+      target_check(run, &watch, &result, i + 1, step + 1, out);
+    }
+    if (training && (st = maybe_save(run, step + 1, &saved_step)) != CNNB_OK) break;
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
+  int64_t end_step = base + warmup + steps_run;
+  if (training && *cfg->train_dir && saved_step != end_step &&
+      (st = cnnb_checkpoint_save(run, end_step)) != CNNB_OK)
+    return st;
   /* tf_cnn_benchmarks prints the accuracy before the total (_eval_once). */
   if (eval && (st = cnnb_world_sum(run, tally, 3, "summing the accuracy")) != CNNB_OK) return st;
   if (eval) cnnb_report_print_accuracy(out, "", tally[0], tally[1], tally[2]);
   /* This process's images; the world's total adds every rank's (world.h). */
-  double images = (double)run->batch_size * run->num_replicas * (double)num_batches;
+  double images = (double)run->batch_size * run->num_replicas * (double)steps_run;
   if ((st = cnnb_run_print_total(run, images, total_seconds, out)) != CNNB_OK) return st;
-  if (cfg->eval_during_training && (st = cnnb_evaluation_run(run, num_batches, out)) != CNNB_OK)
-    return st;
-  return cnnb_run_print_skipped(run, out);
+  /* The final evaluation, unless the run stopped at the target right after one. */
+  if (cfg->eval_during_training && !watch.reached) {
+    cnnb_eval_result result;
+    if ((st = cnnb_evaluation_run(run, steps_run, out, &result)) != CNNB_OK) return st;
+    target_check(run, &watch, &result, steps_run, end_step, out);
+  }
+  if ((st = cnnb_run_print_skipped(run, out)) != CNNB_OK) return st;
+  if (watch.target > 0 && !watch.reached)
+    return cnnb_error(run->ctx, CNNB_ENUMERIC, "--target_accuracy=%g not reached in %lld steps: "
+                      "the best top-1 was %.4f, at step %lld (train longer: --num_epochs)",
+                      watch.target, (long long)steps_run, watch.best_top1,
+                      (long long)watch.best_step);
+  return CNNB_OK;
 }
 
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,

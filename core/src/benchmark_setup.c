@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "crash_guard.h"
 #include "evaluation.h"
 #include "graph_internal.h"
@@ -370,6 +371,9 @@ static cnnb_status create_strategy(cnnb_run *run) {
 static cnnb_status broadcast_params(cnnb_run *run) {
   cnnb_status st = cnnb_world_check_agreement(run);
   if (st != CNNB_OK) return st;
+  /* A checkpoint's values (--train_dir) replace the initializers' before the broadcast
+   * spreads them, and before a strategy that keeps the variables takes its copy. */
+  if ((st = cnnb_checkpoint_restore_model(run)) != CNNB_OK) return st;
   cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "broadcast_params", NULL);
   st = run->strategy_vt->broadcast_params(run->strategy_state, run->params,
                                           cnnb_graph_param_arena_count(run->graph));
@@ -591,6 +595,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = count_batches(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n && cfg->mode == CNNB_MODE_TRAIN; i++)
     if ((st = create_trainer(run, i)) != CNNB_OK) return st;
+  if (model && (st = cnnb_checkpoint_restore_optimizer(run)) != CNNB_OK) return st;
   if ((st = cnnb_input_dtype_choose(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++)
     if ((st = start_input(run, i)) != CNNB_OK) return st;
@@ -599,6 +604,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
 }
 
 void cnnb_run_close(cnnb_run *run) {
+  cnnb_safetensors_close(run->resume_file);
+  free(run->resume_path);
   if (run->strategy_state) run->strategy_vt->destroy(run->strategy_state);
   for (int32_t i = 0; run->replicas && i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];

@@ -90,6 +90,14 @@ struct cnnb_run {
   float **params;          /* [num_replicas] device pointers, for the strategy */
   float **grads;
   cnnb_status bucket_status; /* the first failure inside a bucket callback */
+
+  /* --train_dir (checkpoint.h): the global step the run starts at (the resumed
+   * checkpoint's, else 0), the checkpoint found at setup until its optimizer state is
+   * restored, and when the last save ended (CLOCK_MONOTONIC seconds). */
+  int64_t start_step;
+  struct cnnb_safetensors *resume_file;
+  char *resume_path;
+  double last_save_time;
 };
 
 /* Resolves the model, reads its facts (the sizes the config leaves to it) and builds

@@ -190,7 +190,7 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out) {
+cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result) {
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Running evaluation at step %lld", (long long)step);
   double start = now_seconds();
   int64_t largest = cnnb_graph_param_arena_count(run->graph);
@@ -231,5 +231,10 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out) {
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
   cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);
   if (out) fflush(out);
+  if (result) {
+    double examples = tally[2] > 0 ? (double)tally[2] : 1.0;
+    *result = (cnnb_eval_result){tally[0], tally[1], tally[2], (double)tally[0] / examples,
+                                 (double)tally[1] / examples};
+  }
   return CNNB_OK;
 }

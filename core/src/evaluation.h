@@ -44,9 +44,16 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run);
 /* Whether the run evaluates after timed step `step` (cnnb_eval_schedule_due). */
 bool cnnb_evaluation_due(const cnnb_run *run, int64_t step);
 
+/* What one evaluation measured, the same on every rank. */
+typedef struct cnnb_eval_result {
+  int64_t top1_hits, top5_hits, examples;
+  double top1, top5; /* fractions of examples */
+} cnnb_eval_result;
+
 /* One evaluation of the current parameters: every replica's run->num_eval_batches
  * batches, hits summed over replicas and ranks (collective), and on `out` (rank 0's;
- * NULL elsewhere) "Step <step>: Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]". */
-cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out);
+ * NULL elsewhere) "Step <step>: Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]".
+ * result (may be NULL) receives the sums. */
+cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result);
 
 #endif

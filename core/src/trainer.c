@@ -361,3 +361,27 @@ const char *cnnb_trainer_describe(const cnnb_trainer *tr) { return tr->descripti
 float *cnnb_trainer_slot1(const cnnb_trainer *tr) { return tr->slot1; }
 float *cnnb_trainer_slot2(const cnnb_trainer *tr) { return tr->slot2; }
 int64_t cnnb_trainer_updates(const cnnb_trainer *tr) { return tr->updates; }
+
+void cnnb_trainer_get_state(const cnnb_trainer *tr, cnnb_trainer_state *out) {
+  *out = (cnnb_trainer_state){.updates = tr->updates,
+                              .loss_scale = tr->loss_scale.scale,
+                              .loss_scale_normal_steps = tr->loss_scale.normal_steps};
+}
+
+cnnb_status cnnb_trainer_set_state(cnnb_trainer *tr, const cnnb_trainer_state *state) {
+  if (state->updates < 0)
+    return cnnb_error(tr->ctx, CNNB_EINVAL, "trainer: %lld updates applied: must be >= 0",
+                      (long long)state->updates);
+  if (!(state->loss_scale > 0.0f && isfinite(state->loss_scale)) ||
+      state->loss_scale_normal_steps < 0)
+    return cnnb_error(tr->ctx, CNNB_EINVAL, "trainer: loss scale %g after %lld clean steps: "
+                      "the scale must be finite and > 0, the count >= 0",
+                      (double)state->loss_scale, (long long)state->loss_scale_normal_steps);
+  tr->updates = state->updates;
+  if (tr->loss_scale.dynamic) {
+    tr->loss_scale.scale = state->loss_scale;
+    tr->loss_scale.normal_steps = state->loss_scale_normal_steps;
+    describe(tr);
+  }
+  return CNNB_OK;
+}

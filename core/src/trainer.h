@@ -81,6 +81,21 @@ float *cnnb_trainer_slot1(const cnnb_trainer *tr);
 float *cnnb_trainer_slot2(const cnnb_trainer *tr);
 int64_t cnnb_trainer_updates(const cnnb_trainer *tr);
 
+/* What a checkpoint keeps of a trainer besides its slots: the updates applied (Adam's t)
+ * and the loss scale's state (dynamic scaling's current scale and clean-step count). */
+typedef struct cnnb_trainer_state {
+  int64_t updates;
+  float loss_scale;
+  int64_t loss_scale_normal_steps;
+} cnnb_trainer_state;
+
+void cnnb_trainer_get_state(const cnnb_trainer *tr, cnnb_trainer_state *out);
+/* Resuming: sets the updates count and, under dynamic loss scaling, the scale and its
+ * counter (a static scale stays the flag's: the user chose it for this run; without fp16
+ * the scale stays 1). CNNB_EINVAL naming the value for a negative count or a scale that
+ * is not finite and positive. */
+cnnb_status cnnb_trainer_set_state(cnnb_trainer *tr, const cnnb_trainer_state *state);
+
 /* "sgd" | "momentum" | "rmsprop" | "adam" -> rule; 0 when unknown. */
 uint32_t cnnb_optimizer_rule_parse(const char *name);
 /* The other way: the rule's name, "unknown" for none. */

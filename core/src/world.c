@@ -202,3 +202,40 @@ cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const 
   free(all);
   return st;
 }
+
+/* Every rank's value of one counter, allgathered; NULL on a world of one. */
+static cnnb_status gather_one(cnnb_run *run, int64_t value, const char *what, int64_t **all) {
+  *all = NULL;
+  if (run->world_size <= 1) return CNNB_OK;
+  if (!run->strategy_vt->allgather)
+    return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
+                      run->strategy.label);
+  if (!(*all = calloc((size_t)run->world_size, sizeof **all)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(run, &value, *all, (int64_t)sizeof value, what);
+  if (st != CNNB_OK) {
+    free(*all);
+    *all = NULL;
+  }
+  return st;
+}
+
+cnnb_status cnnb_world_check_same(cnnb_run *run, int64_t value, const char *what) {
+  int64_t *all;
+  cnnb_status st = gather_one(run, value, what, &all);
+  if (st != CNNB_OK || !all) return st;
+  for (int32_t r = 1; r < run->world_size && st == CNNB_OK; r++)
+    if (all[r] != all[0])
+      st = cnnb_error(run->ctx, CNNB_EINVAL, "%s: %" PRId64 " on rank 0, %" PRId64 " on rank %d",
+                      what, all[0], all[r], (int)r);
+  free(all);
+  return st;
+}
+
+cnnb_status cnnb_world_rank0_value(cnnb_run *run, int64_t *value, const char *what) {
+  int64_t *all;
+  cnnb_status st = gather_one(run, *value, what, &all);
+  if (st == CNNB_OK && all) *value = all[0];
+  free(all);
+  return st;
+}

@@ -25,4 +25,12 @@ cnnb_status cnnb_world_total(cnnb_run *run, double images, double seconds,
  * one returns at once. `what` names the exchange in a failure ("summing the accuracy"). */
 cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const char *what);
 
+/* Whether every rank holds the same `value` (the step a resumed run starts at): CNNB_EINVAL
+ * on every rank, naming what and the first rank that differs from rank 0. Collective. */
+cnnb_status cnnb_world_check_same(cnnb_run *run, int64_t value, const char *what);
+
+/* Replaces *value with rank 0's on every rank (a decision only rank 0's clock makes).
+ * Collective. */
+cnnb_status cnnb_world_rank0_value(cnnb_run *run, int64_t *value, const char *what);
+
 #endif

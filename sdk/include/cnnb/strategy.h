@@ -103,6 +103,24 @@ typedef struct cnnb_strategy_vtable {
   cnnb_status (*finish_update)(void *strategy, float *const *params);
 } cnnb_strategy_vtable;
 
+/* ABI 1.5: a strategy that keeps the optimizer's slots itself (apply_update) lets
+ * checkpoints save and restore them. Answered with a cnnb_strategy_optimizer_state. */
+#define CNNB_EXT_STRATEGY_OPTIMIZER_STATE "cnnb.strategy.optimizer_state/1"
+typedef struct cnnb_strategy_optimizer_state {
+  uint32_t struct_size;
+  /* [required] [main-thread] collective (every process calls it, in the same order): slot
+   * `slot` (1 or 2, as cnnb_update's slot1 / slot2 for the run's rule) of the whole arena,
+   * [0, count) elements, into host on every process; *exists = 0 (host untouched) when
+   * the slot does not exist (no update ran yet, or the rule has no such slot). */
+  cnnb_status (*get_slot)(void *strategy, int32_t slot, float *host, int64_t count,
+                          int32_t *exists);
+  /* [required] [main-thread] collective, before the first step: slot `slot` of the arena
+   * for rule `rule` (cnnb_optimizer_rule) from host; every process passes the same values
+   * and keeps its own share. */
+  cnnb_status (*set_slot)(void *strategy, uint32_t rule, int32_t slot, const float *host,
+                          int64_t count);
+} cnnb_strategy_optimizer_state;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_strategy_config, param_count) == 24, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_strategy_config) == 72, "ABI: grow only by appending");

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Resuming continues a run as if it had never stopped: 20 steps straight and 10 steps, then
+# 10 more resumed from --train_dir, print the same loss at every step and end with the
+# same checkpoint (parameters, batch-norm statistics, optimizer slots: equal within 1e-6
+# of 1 + |value|; the cpu device computes the same sums in the same order, so in practice
+# bit for bit). The run uses what a resume must carry: momentum slots, Adam's update count,
+# a learning-rate schedule whose boundary falls in the resumed half, batch-norm moving
+# statistics. Then: --eval --train_dir evaluates the latest checkpoint, and a checkpoint
+# is refused by another model and by another optimizer, naming both.
+set -euo pipefail
+: "${CNNBENCH:?}" "${CHECKPOINT_COMPARE:?}" "${CHECKPOINT_EDIT:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
+
+# resnet20 on synthetic CIFAR-10 at batch 4: 20 steps take a few seconds. The schedule's
+# boundary, at epoch 0.0012 of 50000 examples, is step 15.
+common=(--model=resnet20 --data_name=cifar10 --batch_size=4 --num_warmup_batches=0
+        --display_every=1 --weight_decay=0.0001
+        --piecewise_learning_rate_schedule='0.05;0.0012;0.005')
+losses() { grep -oP '^\d+\timages/sec: .*\t\K\d+\.\d{3}$' "$1"; }
+
+for optimizer in momentum adam; do
+  run() { "$CNNBENCH" "${common[@]}" --optimizer=$optimizer "$@"; }
+  run --num_batches=20 --train_dir="$tmp/$optimizer-straight" >"$tmp/straight.out" 2>"$tmp/straight.err" \
+    || fail "$optimizer: straight run exit $?"
+  run --num_batches=10 --train_dir="$tmp/$optimizer-resumed" >"$tmp/first.out" 2>"$tmp/first.err" \
+    || fail "$optimizer: first half exit $?"
+  grep -q "no checkpoint in .* yet: training starts at step 0" "$tmp/first.err" \
+    || fail "$optimizer: the first half did not say it starts fresh"
+  run --num_batches=10 --train_dir="$tmp/$optimizer-resumed" >"$tmp/second.out" 2>"$tmp/second.err" \
+    || fail "$optimizer: second half exit $?"
+  grep -q "resuming from .*model.ckpt-0000000010.safetensors (global step 10)" "$tmp/second.err" \
+    || fail "$optimizer: the second half did not resume from step 10"
+  [ "$(losses "$tmp/straight.out" | wc -l)" -eq 20 ] || fail "$optimizer: 20 step lines expected"
+  diff <(losses "$tmp/straight.out") <(cat <(losses "$tmp/first.out") <(losses "$tmp/second.out")) \
+    >"$tmp/loss.diff" || fail "$optimizer: the losses differ: $(cat "$tmp/loss.diff")"
+  # The resumed half must not just repeat the first: the losses move.
+  [ "$(losses "$tmp/second.out" | sort -u | wc -l)" -gt 1 ] || fail "$optimizer: a flat loss proves nothing"
+  "$CHECKPOINT_COMPARE" 1e-6 "$tmp/$optimizer-straight/model.ckpt-0000000020.safetensors" \
+    "$tmp/$optimizer-resumed/model.ckpt-0000000020.safetensors" >"$tmp/compare.out" \
+    || fail "$optimizer: the final checkpoints differ: $(cat "$tmp/compare.out")"
+  echo "$optimizer: 20 losses equal; $(cat "$tmp/compare.out")"
+done
+
+# The comparison can fail: the same resume from the step-10 checkpoint without its
+# optimizer tensors (momentum restarting from zero) ends elsewhere.
+mkdir "$tmp/no-slots"
+"$CHECKPOINT_EDIT" drop optimizer. "$tmp/momentum-resumed/model.ckpt-0000000010.safetensors" \
+  "$tmp/no-slots/model.ckpt-0000000010.safetensors" || fail "checkpoint_edit failed"
+"$CNNBENCH" "${common[@]}" --optimizer=momentum --num_batches=10 --train_dir="$tmp/no-slots" \
+  >"$tmp/no-slots.out" 2>"$tmp/no-slots.err" || fail "resume without slots: exit $?"
+if "$CHECKPOINT_COMPARE" 1e-6 "$tmp/momentum-straight/model.ckpt-0000000020.safetensors" \
+     "$tmp/no-slots/model.ckpt-0000000020.safetensors" >"$tmp/compare.out"; then
+  fail "a resume that lost the momentum matched the straight run: the comparison cannot fail"
+fi
+
+# --eval --train_dir: evaluates the latest checkpoint (step 20), in inference mode.
+"$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=4 --eval --num_batches=2 \
+  --num_warmup_batches=0 --train_dir="$tmp/momentum-resumed" >"$tmp/eval.out" 2>"$tmp/eval.err" \
+  || fail "--eval --train_dir exit $?"
+grep -q "evaluating .*model.ckpt-0000000020.safetensors (global step 20)" "$tmp/eval.err" \
+  || fail "--eval did not load the latest checkpoint"
+grep -qP '^Accuracy @ 1 = \d\.\d{4} Accuracy @ 5 = \d\.\d{4} \[8 examples\]$' "$tmp/eval.out" \
+  || fail "--eval --train_dir: no accuracy line"
+if "$CNNBENCH" --model=resnet20 --data_name=cifar10 --eval --num_batches=1 \
+     --train_dir="$tmp/empty" >"$tmp/noeval.out" 2>"$tmp/noeval.err"; then
+  fail "--eval with an empty --train_dir succeeded"
+fi
+grep -q "no checkpoint there to evaluate" "$tmp/noeval.err" || fail "--eval, empty dir: unclear message"
+
+# Another model, another optimizer: refused, naming both, before any step.
+if "$CNNBENCH" --model=resnet32 --data_name=cifar10 --batch_size=4 --num_batches=1 \
+     --train_dir="$tmp/momentum-resumed" >"$tmp/model.out" 2>"$tmp/model.err"; then
+  fail "resnet32 resumed from a resnet20 checkpoint"
+fi
+grep -q "is of model 'resnet20', this run's is 'resnet32'" "$tmp/model.err" || fail "wrong model: unclear message"
+if "$CNNBENCH" "${common[@]}" --optimizer=adam --num_batches=1 --train_dir="$tmp/momentum-resumed" \
+     >"$tmp/opt.out" 2>"$tmp/opt.err"; then
+  fail "adam resumed from a momentum checkpoint"
+fi
+grep -q "trained with --optimizer=momentum, this run asks for --optimizer=adam" "$tmp/opt.err" \
+  || fail "wrong optimizer: unclear message"
+echo PASS
