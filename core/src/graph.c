@@ -1,7 +1,8 @@
 /* graph.c — the graph's lifetime, names and scopes, its sticky first error, node and
- * parameter storage, and the read side of the IR (graph.h, graph_internal.h). The op
- * builders live in graph_build.c; what each op is (name, shape rule, params) is its row
- * in the op table (op_table.c).
+ * parameter storage, checkpoint names, and the read side of the IR (graph.h,
+ * graph_internal.h). The op builders live in graph_build.c; what each op is (name,
+ * shape rule, params and their checkpoint suffixes) is its row in the op table
+ * (op_table.c).
  *
  * The first error wins: once the graph has failed, no node is added any more, so a model
  * written as straight-line builder calls reports the real cause, not its consequences. */
@@ -112,11 +113,13 @@ void cnnb_graph_destroy(cnnb_graph *g) {
     free(g->nodes[i]->name);
     free(g->nodes[i]->inputs);
     free(g->nodes[i]->consumers);
+    free(g->nodes[i]->checkpoint_name);
     free(g->nodes[i]);
   }
   free(g->nodes);
   for (int32_t i = 0; i < g->num_params; i++) {
     free(g->params[i]->name);
+    free(g->params[i]->key);
     free(g->params[i]);
   }
   free(g->params);
@@ -289,8 +292,10 @@ cnnb_tensor cnnb_graph_finish(cnnb_node_start *s, const cnnb_node *proto, int32_
   return t;
 }
 
-bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const char *suffix, int32_t is_stat,
-                          uint32_t flags, int32_t ndims, const int32_t *dims, cnnb_init init) {
+bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p) {
+  const char *suffix = p->suffix;
+  const int32_t is_stat = p->is_stat, ndims = p->ndims;
+  const int32_t *dims = p->dims;
   cnnb_node_rec *node = g->nodes[t];
   if (!grow((void **)&g->params, &g->cap_params, g->num_params + 1, sizeof(cnnb_param_rec *))) {
     oom(g, "a parameter");
@@ -310,16 +315,17 @@ bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const char *suffix, int3
   for (int32_t i = 0; i < ndims; i++) count *= dims[i];
   int32_t index = g->num_params;
   rec->name = name;
+  rec->torch_suffix = p->torch_suffix;
   rec->param = (cnnb_param){
       .struct_size = (uint32_t)sizeof(cnnb_param),
-      .flags = flags,
+      .flags = p->flags,
       .name = name,
       .ndims = ndims,
       .count = count,
       .offset = is_stat ? g->stat_count : g->param_count,
       .node = t,
       .is_stat = is_stat,
-      .init = init,
+      .init = p->init,
   };
   for (int32_t i = 0; i < ndims && i < 4; i++) rec->param.dims[i] = dims[i];
   if (is_stat) {
@@ -331,6 +337,93 @@ bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const char *suffix, int3
   }
   g->params[g->num_params++] = rec;
   return true;
+}
+
+/* ---- checkpoint names ---------------------------------------------------------------- */
+
+/* The key a param is saved under: its torch key once its node has a checkpoint name. */
+static const char *param_key(const cnnb_param_rec *p) {
+  return p->key ? p->key : p->name;
+}
+
+/* Frees the keys of node n's params (a failed naming leaves none half-set). */
+static void drop_keys(cnnb_graph *g, const cnnb_node *n) {
+  for (int32_t i = 0; i < n->num_params + n->num_stats; i++) {
+    cnnb_param_rec *p = g->params[i < n->num_params ? n->params[i] : n->stats[i - n->num_params]];
+    free(p->key);
+    p->key = NULL;
+  }
+}
+
+cnnb_status cnnb_graph_set_checkpoint_name(cnnb_graph *g, cnnb_tensor x, const char *prefix) {
+  if (!g) return CNNB_EINVAL;
+  if (g->status != CNNB_OK) return g->status;
+  if (x < 0 || x >= g->num_nodes)
+    return cnnb_graph_fail(g, CNNB_EINVAL,
+                           "set_checkpoint_name: tensor %d does not exist (graph has %d nodes)%s%s%s",
+                           (int)x, (int)g->num_nodes, prefix ? ", prefix '" : "",
+                           prefix ? prefix : "", prefix ? "'" : "");
+  cnnb_node_rec *rec = g->nodes[x];
+  const cnnb_node *n = &rec->node;
+  const char *what = cnnb_op_name(n->op);
+  if (!prefix || !prefix[0])
+    return cnnb_graph_fail(g, CNNB_EINVAL, "set_checkpoint_name: %s '%s': the prefix is %s",
+                           what, rec->name, prefix ? "empty" : "NULL");
+  if (n->num_params + n->num_stats == 0)
+    return cnnb_graph_fail(g, CNNB_EINVAL,
+                           "set_checkpoint_name: %s '%s' owns no parameters, so prefix '%s' "
+                           "would name nothing",
+                           what, rec->name, prefix);
+  if (rec->checkpoint_name)
+    return cnnb_graph_fail(g, CNNB_EINVAL,
+                           "set_checkpoint_name: %s '%s' already has checkpoint name '%s' "
+                           "(asked for '%s')",
+                           what, rec->name, rec->checkpoint_name, prefix);
+  for (int32_t i = 0; i < g->num_nodes; i++)
+    if (g->nodes[i]->checkpoint_name && strcmp(g->nodes[i]->checkpoint_name, prefix) == 0)
+      return cnnb_graph_fail(g, CNNB_EINVAL,
+                             "set_checkpoint_name: %s '%s': prefix '%s' is already the "
+                             "checkpoint name of %s '%s'",
+                             what, rec->name, prefix, cnnb_op_name(g->nodes[i]->node.op),
+                             g->nodes[i]->name);
+
+  char *copy = dup_string(prefix);
+  if (!copy) return cnnb_graph_fail(g, CNNB_ENOMEM, "graph: out of memory naming '%s'", rec->name);
+  for (int32_t i = 0; i < n->num_params + n->num_stats; i++) {
+    int32_t index = i < n->num_params ? n->params[i] : n->stats[i - n->num_params];
+    cnnb_param_rec *p = g->params[index];
+    if (!p->torch_suffix) {
+      drop_keys(g, n);
+      free(copy);
+      return cnnb_graph_fail(g, CNNB_EINTERNAL,
+                             "set_checkpoint_name: %s '%s': param '%s' has no torch suffix in "
+                             "the op table",
+                             what, rec->name, p->name);
+    }
+    size_t len = strlen(prefix) + 1 + strlen(p->torch_suffix) + 1;
+    p->key = malloc(len);
+    if (!p->key) {
+      drop_keys(g, n);
+      free(copy);
+      return cnnb_graph_fail(g, CNNB_ENOMEM, "graph: out of memory naming '%s'", rec->name);
+    }
+    /* Unique prefixes make unique keys: a torch suffix has no '.', so a key splits
+     * back into one prefix and one suffix; and no key equals a param's own name, which
+     * ends in "/<suffix>". */
+    snprintf(p->key, len, "%s.%s", prefix, p->torch_suffix);
+  }
+  rec->checkpoint_name = copy;
+  return CNNB_OK;
+}
+
+const char *cnnb_graph_param_key(const cnnb_graph *g, int32_t index) {
+  if (!g || index < 0 || index >= g->num_params) return NULL;
+  return param_key(g->params[index]);
+}
+
+const char *cnnb_graph_node_checkpoint_name(const cnnb_graph *g, int32_t node) {
+  if (!g || node < 0 || node >= g->num_nodes) return NULL;
+  return g->nodes[node]->checkpoint_name;
 }
 
 /* ---- the whole graph ------------------------------------------------------------------ */

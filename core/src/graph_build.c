@@ -55,8 +55,7 @@ cnnb_tensor cnnb_graph_add_op(cnnb_graph *g, cnnb_op_request *r) {
   cnnb_op_param params[CNNB_OP_MAX_PARAMS];
   int32_t count = row->params(r, params);
   for (int32_t i = 0; i < count; i++)
-    if (!cnnb_graph_add_param(g, t, params[i].suffix, params[i].is_stat, params[i].flags,
-                              params[i].ndims, params[i].dims, params[i].init))
+    if (!cnnb_graph_add_param(g, t, &params[i]))
       return CNNB_NO_TENSOR;
   return t;
 }

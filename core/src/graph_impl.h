@@ -21,11 +21,15 @@ typedef struct cnnb_node_rec {
   cnnb_tensor *inputs;   /* owned; node.inputs points here */
   int32_t *consumers;    /* nodes reading this tensor, increasing */
   int32_t num_consumers, cap_consumers;
+  char *checkpoint_name; /* owned; NULL until cnnb_graph_set_checkpoint_name */
 } cnnb_node_rec;
 
 typedef struct cnnb_param_rec {
   cnnb_param param;      /* first */
   char *name;            /* owned; param.name points here */
+  const char *torch_suffix; /* the op row's ("weight"); static */
+  char *key;             /* owned; "<checkpoint name>.<torch_suffix>", NULL until the
+                            node has a checkpoint name */
 } cnnb_param_rec;
 
 struct cnnb_graph {
@@ -70,11 +74,10 @@ cnnb_tensor cnnb_graph_reject(const cnnb_node_start *s, cnnb_status status, cons
 cnnb_tensor cnnb_graph_finish(cnnb_node_start *s, const cnnb_node *proto, int32_t num_inputs,
                               const cnnb_tensor *inputs);
 
-/* Adds a parameter "<node name>/<suffix>" to node t (the last one built): into the stats
- * arena when is_stat, else the trainable arena, at the arena's running end. Returns
- * false when out of memory (recorded). */
-bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const char *suffix, int32_t is_stat,
-                          uint32_t flags, int32_t ndims, const int32_t *dims, cnnb_init init);
+/* Adds the parameter p declares to node t (the last one built), named "<node
+ * name>/<p->suffix>": into the stats arena when p->is_stat, else the trainable arena, at
+ * the arena's running end. Returns false when out of memory (recorded). */
+bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p);
 
 /* The one way a node enters the graph (graph_build.c): starts it (name, inputs, the
  * op's arity), runs its row's shape rule on r, appends it, then adds the parameters the

@@ -41,6 +41,17 @@ int32_t cnnb_graph_find_node(const cnnb_graph *g, const char *name);
 /* Looks a param up by its full name ("block1/conv1/kernel"); -1 when absent. */
 int32_t cnnb_graph_find_param(const cnnb_graph *g, const char *name);
 
+/* The key param `index` is saved under in checkpoints: "<prefix>.<torch suffix>"
+ * ("layer1.0.conv1.weight") once its node has a checkpoint name
+ * (cnnb_graph_set_checkpoint_name), else the param's own name ("conv0/conv2d/kernel").
+ * Unique in the graph: the builder refuses a prefix that would repeat a key. NULL for
+ * an index that does not exist. */
+const char *cnnb_graph_param_key(const cnnb_graph *g, int32_t index);
+
+/* Node `node`'s checkpoint name ("layer1.0.bn1"); NULL when it has none or does not
+ * exist. The checkpoint writer adds a named batch norm's torchvision extras under it. */
+const char *cnnb_graph_node_checkpoint_name(const cnnb_graph *g, int32_t node);
+
 /* Records an error in the graph (the first one wins, like the builder's own), so host
  * code that finds a graph unusable ("model 'x' returned OK without setting logits")
  * reports through the same cnnb_graph_status()/cnnb_graph_error(). Returns the graph's
@@ -53,11 +64,5 @@ cnnb_status cnnb_graph_fail(cnnb_graph *g, cnnb_status status, const char *fmt, 
  * ReLU's input has no other consumer; the graph itself does not rewrite nodes.
  * CNNB_EINVAL for another op. */
 cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fused);
-
-/* Checkpoint keys (cnnb_graph_set_checkpoint_name): param `index`'s key, torchvision's
- * when its node has a checkpoint name, else the param's own name; and node `node`'s
- * checkpoint name (NULL when none). */
-const char *cnnb_graph_param_key(const cnnb_graph *g, int32_t index);
-const char *cnnb_graph_node_checkpoint_name(const cnnb_graph *g, int32_t node);
 
 #endif

@@ -69,12 +69,12 @@ static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_M
   /* tf_cnn_benchmarks' conv(): variance scaling (TF default) unless told otherwise. */
   cnnb_init kinit = r->init[0];
   if (kinit.kind == CNNB_INIT_DEFAULT) kinit = (cnnb_init){CNNB_INIT_VARIANCE_SCALING, 1.0f};
-  out[0] = (cnnb_op_param){"kernel", 0, 0, 4,
+  out[0] = (cnnb_op_param){"kernel", "weight", 0, 0, 4,
                            {filters, in.c / r->node.attr.window.groups,
                             r->node.attr.window.kernel_h, r->node.attr.window.kernel_w},
                            kinit};
   if (!r->node.attr.window.use_bias) return 1;
-  out[1] = (cnnb_op_param){"bias", 0, 0, 1, {filters}, r->init[1]};
+  out[1] = (cnnb_op_param){"bias", "bias", 0, 0, 1, {filters}, r->init[1]};
   return 2;
 }
 
@@ -104,10 +104,10 @@ static int32_t params_batch_norm(const cnnb_op_request *r, cnnb_op_param out[CNN
   int32_t k = 0;
   /* tf_cnn_benchmarks excludes batch norm variables from L2 weight decay. */
   if (r->node.attr.batch_norm.scale)
-    out[k++] = (cnnb_op_param){"gamma", 0, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
-  out[k++] = (cnnb_op_param){"beta", 0, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
-  out[k++] = (cnnb_op_param){"moving_mean", 1, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
-  out[k++] = (cnnb_op_param){"moving_variance", 1, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+    out[k++] = (cnnb_op_param){"gamma", "weight", 0, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+  out[k++] = (cnnb_op_param){"beta", "bias", 0, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
+  out[k++] = (cnnb_op_param){"moving_mean", "running_mean", 1, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
+  out[k++] = (cnnb_op_param){"moving_variance", "running_var", 1, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
   return k;
 }
 
@@ -227,9 +227,9 @@ static int32_t params_dense(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_
   cnnb_init winit = r->init[0];
   if (winit.kind == CNNB_INIT_DEFAULT)
     winit = (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, (float)sqrt(1.0 / (double)k)};
-  out[0] = (cnnb_op_param){"kernel", 0, 0, 2, {units, k}, winit};
+  out[0] = (cnnb_op_param){"kernel", "weight", 0, 0, 2, {units, k}, winit};
   if (!r->node.attr.dense.use_bias) return 1;
-  out[1] = (cnnb_op_param){"bias", 0, 0, 1, {units}, r->init[1]};
+  out[1] = (cnnb_op_param){"bias", "bias", 0, 0, 1, {units}, r->init[1]};
   return 2;
 }
 

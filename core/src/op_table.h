@@ -49,6 +49,9 @@ typedef struct cnnb_op_request {
  * arena's running end, in the order declared (checkpoints depend on that order). */
 typedef struct cnnb_op_param {
   const char *suffix;       /* "kernel": the param is "<node name>/kernel" */
+  const char *torch_suffix; /* "weight": its checkpoint key is "<prefix>.weight" once the
+                               node has a checkpoint name (PyTorch's state_dict suffix;
+                               cnnb_graph_set_checkpoint_name) */
   int32_t is_stat;          /* 1: the stats arena (never trained) */
   uint32_t flags;           /* CNNB_PARAM_NO_DECAY */
   int32_t ndims;

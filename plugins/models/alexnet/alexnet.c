@@ -2,7 +2,9 @@
  *  - ImageNet (227x227, batch 512, lr 0.005): the "one weird trick" layout,
  *    64/192/384/384/256 convolutions with biases, no LRN, two dropout 4096 affines;
  *  - CIFAR-10 (32x32, batch 128, lr 0.1 decayed 10x every 100 epochs): TF's cifar10
- *    tutorial network, two 5x5 convolutions with LRN, affines 384 and 192. */
+ *    tutorial network, two 5x5 convolutions with LRN, affines 384 and 192.
+ * Checkpoints keep the params' own names: torchvision's alexnet has 384->256->256 where
+ * this one has 384->384->256 in its last convolutions, so its keys cannot take them. */
 #include "convnet.h"
 
 #include <math.h>

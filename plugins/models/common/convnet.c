@@ -107,7 +107,11 @@ cnnb_tensor convnet_conv(convnet *cn, cnnb_tensor x, int32_t filters, int32_t kh
   numbered(scope, sizeof scope, cn, "conv");
   cnnb_graph_push_scope(cn->g, scope);
   cnnb_tensor y = cnnb_conv2d(cn->g, "conv2d", x, &d);
-  if (use_bn) y = convnet_batch_norm(cn, y, &cn->bn_config);
+  if (o->ckpt) cnnb_graph_set_checkpoint_name(cn->g, y, o->ckpt);
+  if (use_bn) {
+    y = convnet_batch_norm(cn, y, &cn->bn_config);
+    if (o->ckpt_bn) cnnb_graph_set_checkpoint_name(cn->g, y, o->ckpt_bn);
+  }
   if (!o->linear) y = cnnb_relu(cn->g, "relu", y);
   cnnb_graph_pop_scope(cn->g);
   return y;
@@ -151,6 +155,7 @@ cnnb_tensor convnet_affine(convnet *cn, cnnb_tensor x, int32_t units,
                              CNNB_DENSE(.units = units, .use_bias = 1,
                                         .weight_init = {CNNB_INIT_TRUNCATED_NORMAL, stddev},
                                         .bias_init = o->bias));
+  if (o->ckpt) cnnb_graph_set_checkpoint_name(cn->g, y, o->ckpt);
   if (!o->linear) y = cnnb_relu(cn->g, "relu", y);
   cnnb_graph_pop_scope(cn->g);
   return y;
@@ -193,6 +198,14 @@ cnnb_tensor convnet_spatial_mean(convnet *cn, cnnb_tensor x) {
 
 cnnb_tensor convnet_inception_module(convnet *cn, const char *name, cnnb_tensor x, int ncols,
                                      const convnet_layer cols[][CONVNET_MAX_COL_LAYERS]) {
+  return convnet_inception_module_named(cn, name, x, ncols, cols, NULL, NULL);
+}
+
+cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x,
+                                           int ncols,
+                                           const convnet_layer cols[][CONVNET_MAX_COL_LAYERS],
+                                           const char *ckpt,
+                                           const char *const names[][CONVNET_MAX_COL_LAYERS]) {
   char scope[48];
   numbered(scope, sizeof scope, cn, name);
   if (ncols > CONVNET_MAX_COLS) ncols = CONVNET_MAX_COLS;
@@ -204,10 +217,18 @@ cnnb_tensor convnet_inception_module(convnet *cn, const char *name, cnnb_tensor 
     for (int l = 0; l < CONVNET_MAX_COL_LAYERS && cols[c][l].type != CONVNET_LAYER_END; l++) {
       const convnet_layer *L = &cols[c][l];
       switch (L->type) {
-      case CONVNET_LAYER_CONV:
+      case CONVNET_LAYER_CONV: {
+        char conv[128], bn[128];
+        const char *leaf = ckpt && names ? names[c][l] : NULL;
+        if (leaf) {
+          snprintf(conv, sizeof conv, "%s.%s.conv", ckpt, leaf);
+          snprintf(bn, sizeof bn, "%s.%s.bn", ckpt, leaf);
+        }
         top = convnet_conv(cn, top, L->filters, L->kh, L->kw,
-                           CONVNET_OPTS(.stride = L->stride, .mode = L->mode));
+                           CONVNET_OPTS(.stride = L->stride, .mode = L->mode,
+                                        .ckpt = leaf ? conv : NULL, .ckpt_bn = leaf ? bn : NULL));
         break;
+      }
       case CONVNET_LAYER_MPOOL:
         top = convnet_mpool(cn, top, L->kh, L->kw, L->stride, L->mode);
         break;
@@ -235,11 +256,16 @@ cnnb_status convnet_status(convnet *cn, cnnb_ctx *ctx, const char *model) {
   return CNNB_OK;
 }
 
-cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_tensor top) {
-  cnnb_tensor logits =
-      convnet_affine(cn, top, cnnb_graph_num_classes(cn->g), CONVNET_AFFINE(.linear = 1));
+cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model,
+                                 cnnb_tensor top, const char *ckpt) {
+  cnnb_tensor logits = convnet_affine(cn, top, cnnb_graph_num_classes(cn->g),
+                                      CONVNET_AFFINE(.linear = 1, .ckpt = ckpt));
   if (cnnb_graph_status(cn->g) == CNNB_OK) cnnb_graph_set_logits(cn->g, logits);
   return convnet_status(cn, ctx, model);
+}
+
+cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_tensor top) {
+  return convnet_finish_named(cn, ctx, model, top, NULL);
 }
 
 /* ---- model tables ------------------------------------------------------------------------ */

@@ -62,6 +62,12 @@ typedef struct convnet_conv_opts {
   float stddev;       /* > 0: truncated normal kernel init with this stddev */
   cnnb_init init;     /* explicit kernel init (overrides stddev) */
   int32_t groups;     /* 0: 1; == channels: depthwise */
+  /* Checkpoint names (cnnb_graph_set_checkpoint_name): the key prefix of the conv's
+   * params ("layer1.0.conv1": "layer1.0.conv1.weight") and of its batch norm's
+   * ("layer1.0.bn1"), for models saved under torchvision's state_dict keys. NULL: the
+   * params' own names. ckpt_bn is unused when the conv has no batch norm. Copied. */
+  const char *ckpt;
+  const char *ckpt_bn;
 } convnet_conv_opts;
 
 #define CONVNET_OPTS(...) (&(const convnet_conv_opts){__VA_ARGS__})
@@ -81,6 +87,7 @@ typedef struct convnet_affine_opts {
   int linear;
   float bias;
   float stddev;
+  const char *ckpt;   /* checkpoint name ("classifier.0"), as convnet_conv_opts' ckpt */
 } convnet_affine_opts;
 
 #define CONVNET_AFFINE(...) (&(const convnet_affine_opts){__VA_ARGS__})
@@ -132,6 +139,17 @@ enum { CONVNET_MAX_COLS = 8, CONVNET_MAX_COL_LAYERS = 8 };
 cnnb_tensor convnet_inception_module(convnet *cn, const char *name, cnnb_tensor x, int ncols,
                                      const convnet_layer cols[][CONVNET_MAX_COL_LAYERS]);
 
+/* convnet_inception_module whose convs are saved under torchvision's Inception keys
+ * (BasicConv2d: a conv, then its batch norm): names[c][l] names column c's layer l
+ * inside module ckpt ("Mixed_5b", "branch1x1"), its conv saved as
+ * "<ckpt>.<name>.conv" and its batch norm as "<ckpt>.<name>.bn"; NULL for pools and
+ * shares. ckpt NULL is convnet_inception_module. */
+cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x,
+                                           int ncols,
+                                           const convnet_layer cols[][CONVNET_MAX_COL_LAYERS],
+                                           const char *ckpt,
+                                           const char *const names[][CONVNET_MAX_COL_LAYERS]);
+
 /* ---- the end of build() ------------------------------------------------------------- */
 
 /* The input channels of tensor x (0 when x is CNNB_NO_TENSOR). */
@@ -142,6 +160,11 @@ cnnb_shape convnet_shape(const convnet *cn, cnnb_tensor x);
  * logits, and returns the graph's status with its message recorded in ctx
  * ("model resnet50: <builder's message>"). */
 cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_tensor top);
+
+/* convnet_finish whose classifier is saved under checkpoint name ckpt ("fc": "fc.weight",
+ * "fc.bias"); ckpt NULL is convnet_finish. */
+cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model,
+                                 cnnb_tensor top, const char *ckpt);
 
 /* Returns the builder's status, recording its message in ctx (for models whose
  * classifier is not the plain affine). */

@@ -4,7 +4,14 @@
  * Both turn batch norm on for every convolution with the builder's defaults: offset
  * only (no scale), decay 0.999, epsilon 0.001, and so no conv biases. inception3 is
  * built without its auxiliary head (Inceptionv3Model(auxiliary=False), the default
- * tf_cnn_benchmarks uses); inception4 ends with a spatial mean and dropout 0.8. */
+ * tf_cnn_benchmarks uses); inception4 ends with a spatial mean and dropout 0.8.
+ *
+ * inception3 is saved under torchvision's inception_v3(aux_logits=False) state_dict
+ * keys (Conv2d_1a_3x3.conv, Mixed_5b.branch1x1.bn, ..., fc): every parameter shape is
+ * torchvision's. The function is not quite: torchvision learns a batch-norm scale (saved
+ * here as ones), pools Mixed_7c's branch_pool by average where tf_cnn_benchmarks takes
+ * the max, and may transform its input. inception4 has no torchvision counterpart and
+ * keeps its own names. */
 #include "convnet.h"
 
 #define C CONVNET_L_CONV
@@ -29,13 +36,18 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
 
 /* ---- Inception v3 ------------------------------------------------------------------- */
 
-static cnnb_tensor v3_a(convnet *cn, cnnb_tensor x, int32_t n) {
+static cnnb_tensor v3_a(convnet *cn, cnnb_tensor x, int32_t n, const char *ckpt) {
   const convnet_layer cols[4][CONVNET_MAX_COL_LAYERS] = {
       {C(64, 1, 1)},
       {C(48, 1, 1), C(64, 5, 5)},
       {C(64, 1, 1), C(96, 3, 3), C(96, 3, 3)},
       {AP(3, 3, 1, S), C(n, 1, 1)}};
-  return convnet_inception_module(cn, "incept_v3_a", x, 4, cols);
+  static const char *const names[4][CONVNET_MAX_COL_LAYERS] = {
+      {"branch1x1"},
+      {"branch5x5_1", "branch5x5_2"},
+      {"branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"},
+      {NULL, "branch_pool"}};
+  return convnet_inception_module_named(cn, "incept_v3_a", x, 4, cols, ckpt, names);
 }
 
 static cnnb_tensor v3_b(convnet *cn, cnnb_tensor x) {
@@ -43,16 +55,23 @@ static cnnb_tensor v3_b(convnet *cn, cnnb_tensor x) {
       {CS(384, 3, 3, 2, V)},
       {C(64, 1, 1), C(96, 3, 3), CS(96, 3, 3, 2, V)},
       {MP(3, 3, 2, V)}};
-  return convnet_inception_module(cn, "incept_v3_b", x, 3, cols);
+  static const char *const names[3][CONVNET_MAX_COL_LAYERS] = {
+      {"branch3x3"}, {"branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"}, {NULL}};
+  return convnet_inception_module_named(cn, "incept_v3_b", x, 3, cols, "Mixed_6a", names);
 }
 
-static cnnb_tensor v3_c(convnet *cn, cnnb_tensor x, int32_t n) {
+static cnnb_tensor v3_c(convnet *cn, cnnb_tensor x, int32_t n, const char *ckpt) {
   const convnet_layer cols[4][CONVNET_MAX_COL_LAYERS] = {
       {C(192, 1, 1)},
       {C(n, 1, 1), C(n, 1, 7), C(192, 7, 1)},
       {C(n, 1, 1), C(n, 7, 1), C(n, 1, 7), C(n, 7, 1), C(192, 1, 7)},
       {AP(3, 3, 1, S), C(192, 1, 1)}};
-  return convnet_inception_module(cn, "incept_v3_c", x, 4, cols);
+  static const char *const names[4][CONVNET_MAX_COL_LAYERS] = {
+      {"branch1x1"},
+      {"branch7x7_1", "branch7x7_2", "branch7x7_3"},
+      {"branch7x7dbl_1", "branch7x7dbl_2", "branch7x7dbl_3", "branch7x7dbl_4", "branch7x7dbl_5"},
+      {NULL, "branch_pool"}};
+  return convnet_inception_module_named(cn, "incept_v3_c", x, 4, cols, ckpt, names);
 }
 
 static cnnb_tensor v3_d(convnet *cn, cnnb_tensor x) {
@@ -60,10 +79,14 @@ static cnnb_tensor v3_d(convnet *cn, cnnb_tensor x) {
       {C(192, 1, 1), CS(320, 3, 3, 2, V)},
       {C(192, 1, 1), C(192, 1, 7), C(192, 7, 1), CS(192, 3, 3, 2, V)},
       {MP(3, 3, 2, V)}};
-  return convnet_inception_module(cn, "incept_v3_d", x, 3, cols);
+  static const char *const names[3][CONVNET_MAX_COL_LAYERS] = {
+      {"branch3x3_1", "branch3x3_2"},
+      {"branch7x7x3_1", "branch7x7x3_2", "branch7x7x3_3", "branch7x7x3_4"},
+      {NULL}};
+  return convnet_inception_module_named(cn, "incept_v3_d", x, 3, cols, "Mixed_7a", names);
 }
 
-static cnnb_tensor v3_e(convnet *cn, cnnb_tensor x, int max_pool) {
+static cnnb_tensor v3_e(convnet *cn, cnnb_tensor x, int max_pool, const char *ckpt) {
   const convnet_layer pool = max_pool ? (convnet_layer)MP(3, 3, 1, S)
                                       : (convnet_layer)AP(3, 3, 1, S);
   const convnet_layer cols[6][CONVNET_MAX_COL_LAYERS] = {
@@ -73,29 +96,38 @@ static cnnb_tensor v3_e(convnet *cn, cnnb_tensor x, int max_pool) {
       {C(448, 1, 1), C(384, 3, 3), C(384, 1, 3)},
       {SH, SH, C(384, 3, 1)},
       {pool, C(192, 1, 1)}};
-  return convnet_inception_module(cn, "incept_v3_e", x, 6, cols);
+  static const char *const names[6][CONVNET_MAX_COL_LAYERS] = {
+      {"branch1x1"},
+      {"branch3x3_1", "branch3x3_2a"},
+      {NULL, "branch3x3_2b"},
+      {"branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3a"},
+      {NULL, NULL, "branch3x3dbl_3b"},
+      {NULL, "branch_pool"}};
+  return convnet_inception_module_named(cn, "incept_v3_e", x, 6, cols, ckpt, names);
 }
 
 static cnnb_tensor inception3(convnet *cn, cnnb_tensor x) {
   cn->use_batch_norm = 1;
-  x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.stride = 2, .mode = V)); /* 149 x 149 x 32 */
-  x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.mode = V));              /* 147 x 147 x 32 */
-  x = convnet_conv(cn, x, 64, 3, 3, CONVNET_OPTS(.mode = S));              /* 147 x 147 x 64 */
+#define STEM(name) .ckpt = name ".conv", .ckpt_bn = name ".bn"
+  x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.stride = 2, .mode = V, STEM("Conv2d_1a_3x3")));
+  x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.mode = V, STEM("Conv2d_2a_3x3"))); /* 147x32 */
+  x = convnet_conv(cn, x, 64, 3, 3, CONVNET_OPTS(.mode = S, STEM("Conv2d_2b_3x3"))); /* 147x64 */
   x = convnet_mpool(cn, x, 3, 3, 2, V);                                    /* 73 x 73 x 64 */
-  x = convnet_conv(cn, x, 80, 1, 1, CONVNET_OPTS(.mode = V));              /* 73 x 73 x 80 */
-  x = convnet_conv(cn, x, 192, 3, 3, CONVNET_OPTS(.mode = V));             /* 71 x 71 x 192 */
+  x = convnet_conv(cn, x, 80, 1, 1, CONVNET_OPTS(.mode = V, STEM("Conv2d_3b_1x1"))); /* 73x80 */
+  x = convnet_conv(cn, x, 192, 3, 3, CONVNET_OPTS(.mode = V, STEM("Conv2d_4a_3x3"))); /* 71 */
+#undef STEM
   x = convnet_mpool(cn, x, 3, 3, 2, V);                                    /* 35 x 35 x 192 */
-  x = v3_a(cn, x, 32);                                                     /* 35 x 35 x 256 */
-  x = v3_a(cn, x, 64);                                                     /* 35 x 35 x 288 */
-  x = v3_a(cn, x, 64);                                                     /* 35 x 35 x 288 */
+  x = v3_a(cn, x, 32, "Mixed_5b");                                         /* 35 x 35 x 256 */
+  x = v3_a(cn, x, 64, "Mixed_5c");                                         /* 35 x 35 x 288 */
+  x = v3_a(cn, x, 64, "Mixed_5d");                                         /* 35 x 35 x 288 */
   x = v3_b(cn, x);                                                         /* 17 x 17 x 768 */
-  x = v3_c(cn, x, 128);
-  x = v3_c(cn, x, 160);
-  x = v3_c(cn, x, 160);
-  x = v3_c(cn, x, 192);                                                    /* 17 x 17 x 768 */
+  x = v3_c(cn, x, 128, "Mixed_6b");
+  x = v3_c(cn, x, 160, "Mixed_6c");
+  x = v3_c(cn, x, 160, "Mixed_6d");
+  x = v3_c(cn, x, 192, "Mixed_6e");                                        /* 17 x 17 x 768 */
   x = v3_d(cn, x);                                                         /* 8 x 8 x 1280 */
-  x = v3_e(cn, x, 0);                                                      /* 8 x 8 x 2048 */
-  x = v3_e(cn, x, 1);                                                      /* 8 x 8 x 2048 */
+  x = v3_e(cn, x, 0, "Mixed_7b");                                          /* 8 x 8 x 2048 */
+  x = v3_e(cn, x, 1, "Mixed_7c");                                          /* 8 x 8 x 2048 */
   x = convnet_apool(cn, x, 8, 8, 1, V);                                    /* 1 x 1 x 2048 */
   return convnet_reshape(cn, x, 2048);
 }
@@ -189,8 +221,8 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g); /* [N, 3, 299, 299] */
-  x = m == &models[0] ? inception3(&cn, x) : inception4(&cn, x);
-  return convnet_finish(&cn, ctx, name, x);
+  if (m == &models[0]) return convnet_finish_named(&cn, ctx, name, inception3(&cn, x), "fc");
+  return convnet_finish(&cn, ctx, name, inception4(&cn, x));
 }
 
 static const cnnb_model_vtable vtable = {

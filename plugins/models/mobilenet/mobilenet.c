@@ -11,7 +11,9 @@
  * stddev 0.09 (training_scope). Depthwise convolutions are groups == channels.
  * ReLU6 (V2_DEF's activation_fn=tf.nn.relu6) after the batch norm of the stem, every
  * expansion, every depthwise conv and the 1280 conv; the projection is linear
- * (activation_fn=tf.identity) and so are the logits. ReLU6 needs ABI 1.1. */
+ * (activation_fn=tf.identity) and so are the logits. ReLU6 needs ABI 1.1.
+ * Checkpoints keep the params' own names: torchvision's mobilenet_v2 ends in one Linear
+ * 1280 -> num_classes, not slim's logits conv plus an affine, so not every shape fits. */
 #include <stdio.h>
 #include <string.h>
 

@@ -11,6 +11,7 @@
  * source. Block code is in resnet_blocks.c. */
 #include "resnet.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const convnet_model models[] = {
@@ -53,18 +54,28 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   return convnet_describe(ctx, "resnet", models, NUM_MODELS, name, dataset, info);
 }
 
+/* v1 and v1.5 are saved under torchvision's resnet50/101/152 state_dict keys (conv1,
+ * bn1, layer<stage+1>.<block>.*, fc): every shape is torchvision's. Only v1.5 computes
+ * torchvision's function: v1 strides the block's first 1x1 where torchvision strides
+ * the 3x3 (equal shapes, other outputs). v2 keeps its own names. */
 static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x, const int32_t counts[4], int version) {
   static const int32_t depth[4] = {256, 512, 1024, 2048};
+  const int torch = version != RESNET_V2;
   cn->use_batch_norm = 1;
   cn->bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
                                          .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
   x = convnet_conv(cn, x, 64, 7, 7,
-                   CONVNET_OPTS(.stride = 2, .mode = CONVNET_SAME_RESNET, .batch_norm = 1));
+                   CONVNET_OPTS(.stride = 2, .mode = CONVNET_SAME_RESNET, .batch_norm = 1,
+                                .ckpt = torch ? "conv1" : NULL,
+                                .ckpt_bn = torch ? "bn1" : NULL));
   x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME); /* [N, 64, 56, 56] */
   for (int stage = 0; stage < 4; stage++)
-    for (int i = 0; i < counts[stage]; i++)
+    for (int i = 0; i < counts[stage]; i++) {
+      char block[32];
+      snprintf(block, sizeof block, "layer%d.%d", stage + 1, i);
       x = resnet_bottleneck_block(cn, x, depth[stage], depth[stage] / 4,
-                                  stage > 0 && i == 0 ? 2 : 1, version);
+                                  stage > 0 && i == 0 ? 2 : 1, version, torch ? block : NULL);
+    }
   if (version == RESNET_V2) x = convnet_relu(cn, convnet_batch_norm(cn, x, NULL));
   return convnet_spatial_mean(cn, x); /* [N, 2048, 1, 1] */
 }
@@ -110,9 +121,11 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g);
-  x = dataset == CNNB_DATASET_CIFAR10 ? cifar10(&cn, x, counts, version_of(name))
-                                      : imagenet(&cn, x, counts, version_of(name));
-  return convnet_finish(&cn, ctx, name, x);
+  if (dataset == CNNB_DATASET_CIFAR10)
+    return convnet_finish(&cn, ctx, name, cifar10(&cn, x, counts, version_of(name)));
+  int version = version_of(name);
+  x = imagenet(&cn, x, counts, version);
+  return convnet_finish_named(&cn, ctx, name, x, version != RESNET_V2 ? "fc" : NULL);
 }
 
 /* ResnetModel.get_learning_rate: 0.128 (or --resnet_base_lr) scaled by batch / 256,

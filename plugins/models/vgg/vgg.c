@@ -4,6 +4,8 @@
  * 4096 affines with dropout. 224x224, batch 64, learning rate 0.005. */
 #include "convnet.h"
 
+#include <stdio.h>
+
 static const convnet_model models[] = {
     {"vgg11", CNNB_DATASET_IMAGENET, 224, 64, 0.005f, "VGG-11 (model A, no batch norm), 224x224"},
     {"vgg16", CNNB_DATASET_IMAGENET, 224, 64, 0.005f, "VGG-16 (model D, no batch norm), 224x224"},
@@ -29,16 +31,25 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g); /* [N, 3, 224, 224] */
+  /* Checkpoint names are torchvision's vgg11/16/19 keys (same shapes): features.<k>
+   * with k the conv's index in torchvision's features (a conv and its ReLU per conv,
+   * one entry per max pool), and classifier.0, .3, .6 (Linear, ReLU, Dropout between). */
+  int feature = 0;
   for (int stage = 0; stage < 5; stage++) {
-    for (int i = 0; i < convs[stage]; i++) x = convnet_conv(&cn, x, filters[stage], 3, 3, NULL);
+    for (int i = 0; i < convs[stage]; i++, feature += 2) {
+      char ckpt[32];
+      snprintf(ckpt, sizeof ckpt, "features.%d", feature);
+      x = convnet_conv(&cn, x, filters[stage], 3, 3, CONVNET_OPTS(.ckpt = ckpt));
+    }
     x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);
+    feature++;
   }
   x = convnet_reshape(&cn, x, 512 * 7 * 7); /* [N, 25088, 1, 1] */
-  x = convnet_affine(&cn, x, 4096, NULL);
+  x = convnet_affine(&cn, x, 4096, CONVNET_AFFINE(.ckpt = "classifier.0"));
   x = convnet_dropout(&cn, x, 0.5f);
-  x = convnet_affine(&cn, x, 4096, NULL);
+  x = convnet_affine(&cn, x, 4096, CONVNET_AFFINE(.ckpt = "classifier.3"));
   x = convnet_dropout(&cn, x, 0.5f);
-  return convnet_finish(&cn, ctx, name, x);
+  return convnet_finish_named(&cn, ctx, name, x, "classifier.6");
 }
 
 static const cnnb_model_vtable vtable = {
