@@ -16,7 +16,7 @@ source "$CNNB_SOURCE_DIR/tests/support/mpi.sh"
 tmp=$(mktemp -d)
 trap 'mpi_cleanup; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
-run() { "$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=2 --num_warmup_batches=0 \
+run() { "$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=2 --num_warmup_batches=0 --num_intra_threads=1 \
           --optimizer=momentum "$@"; }
 ckpt() { printf '%s/model.ckpt-%010d.safetensors' "$1" "$2"; }
 

@@ -14,10 +14,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
 
 # resnet20 on synthetic CIFAR-10 at batch 4: 20 steps take a few seconds. The schedule's
-# boundary, at epoch 0.0012 of 50000 examples, is step 15.
-common=(--model=resnet20 --data_name=cifar10 --batch_size=4 --num_warmup_batches=0
+# decay, every 0.0012 epochs of 50000 examples, falls at step 15.
+common=(--model=resnet20 --data_name=cifar10 --batch_size=4 --num_warmup_batches=0 --num_intra_threads=1
         --display_every=1 --weight_decay=0.0001
-        --piecewise_learning_rate_schedule='0.05;0.0012;0.005')
+        --init_learning_rate=0.05 --num_epochs_per_decay=0.0012 --learning_rate_decay_factor=0.1)
 losses() { grep -oP '^\d+\timages/sec: .*\t\K\d+\.\d{3}$' "$1"; }
 
 for optimizer in momentum adam; do
@@ -43,6 +43,26 @@ for optimizer in momentum adam; do
   echo "$optimizer: 20 losses equal; $(cat "$tmp/compare.out")"
 done
 
+# A strategy that keeps the variables and the optimizer's slots itself (parameter_server,
+# two replicas): its slots travel through cnnb.strategy.optimizer_state/1, and the resume
+# is as exact.
+ps=(--variable_update=parameter_server --num_gpus=2 --optimizer=momentum)
+"$CNNBENCH" "${common[@]}" "${ps[@]}" --num_batches=6 --train_dir="$tmp/ps-straight" \
+  >"$tmp/ps1.out" 2>"$tmp/ps1.err" || fail "parameter_server straight: exit $?"
+for half in 1 2; do
+  "$CNNBENCH" "${common[@]}" "${ps[@]}" --num_batches=3 --train_dir="$tmp/ps-resumed" \
+    >"$tmp/ps-half$half.out" 2>"$tmp/ps-half$half.err" || fail "parameter_server half $half: exit $?"
+done
+grep -q "resuming from .*(global step 3)" "$tmp/ps-half2.err" || fail "parameter_server: no resume"
+diff <(losses "$tmp/ps1.out") <(cat <(losses "$tmp/ps-half1.out") <(losses "$tmp/ps-half2.out")) \
+  >"$tmp/loss.diff" || fail "parameter_server: the losses differ: $(cat "$tmp/loss.diff")"
+"$CHECKPOINT_COMPARE" 1e-6 "$tmp/ps-straight/model.ckpt-0000000006.safetensors" \
+  "$tmp/ps-resumed/model.ckpt-0000000006.safetensors" >"$tmp/compare.out" \
+  || fail "parameter_server: the final checkpoints differ: $(cat "$tmp/compare.out")"
+grep -q '"optimizer.momentum_buffer.' "$tmp/ps-straight/model.ckpt-0000000006.safetensors" \
+  || fail "parameter_server: no momentum in the checkpoint"
+echo "parameter_server: 6 losses equal; $(cat "$tmp/compare.out")"
+
 # The comparison can fail: the same resume from the step-10 checkpoint without its
 # optimizer tensors (momentum restarting from zero) ends elsewhere.
 mkdir "$tmp/no-slots"
@@ -56,7 +76,7 @@ if "$CHECKPOINT_COMPARE" 1e-6 "$tmp/momentum-straight/model.ckpt-0000000020.safe
 fi
 
 # --eval --train_dir: evaluates the latest checkpoint (step 20), in inference mode.
-"$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=4 --eval --num_batches=2 \
+"$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=4 --eval --num_batches=2 --num_intra_threads=1 \
   --num_warmup_batches=0 --train_dir="$tmp/momentum-resumed" >"$tmp/eval.out" 2>"$tmp/eval.err" \
   || fail "--eval --train_dir exit $?"
 grep -q "evaluating .*model.ckpt-0000000020.safetensors (global step 20)" "$tmp/eval.err" \
