@@ -6,7 +6,8 @@
 #   table) has a forward event, and when training every layer with parameters (and the
 #   loss) a backward event, on the replica's track within each traced step; the step
 #   track's events cover >= 90% of each step span; pid 0, process "rank 0";
-# - forward only (--forward_only) the same without backward; two replicas (replicated)
+# - forward only (--forward_only) the same without backward; the parameter server's
+#   sum, push and update on its tracks; two replicas (replicated)
 #   each on its own track, and the gradient buckets' all-reduces on per-bucket tracks;
 # - mpirun -np 2 --variable_update=horovod: FILE.rank0.json and FILE.rank1.json, pids 0
 #   and 1, allreduce events on several per-bucket tracks;
@@ -57,6 +58,16 @@ echo "ok: forward-only trace, 3 steps"
   --tracks="allreduce bucket:3" || fail "replicated trace"
 for r in 0 1; do grep -q "\"name\":\"replica $r\"" "$tmp/repl.json" || fail "no track of replica $r"; done
 echo "ok: two replicas on their own tracks, three bucket all-reduces on theirs"
+
+# The parameter server exchanges on the step thread, in finish_step and finish_update.
+"$CNNBENCH" "${run[@]}" --num_gpus=2 --variable_update=parameter_server --trace_steps=2 \
+  --trace_file="$tmp/ps.json" >/dev/null 2>"$tmp/ps.err" || fail "parameter_server with --trace_file: $(cat "$tmp/ps.err")"
+"$TRACE_CHECK" "$tmp/ps.json" --pid=0 --steps=2 --nodes="$tmp/layers" --training --coverage=0.9 \
+  --tracks="push to parameter server:1" || fail "parameter_server trace"
+for what in "sum of replicas" "variables to replicas"; do
+  grep -q "\"name\":\"$what\"" "$tmp/ps.json" || fail "no '$what' in the parameter_server trace"
+done
+echo "ok: the parameter server's sum, push and update on their tracks (one process: no pull)"
 
 # A path that cannot be created: refused before the first step.
 ! "$CNNBENCH" "${run[@]}" --trace_file="$tmp/no/such/dir/t.json" >"$tmp/bad.out" 2>"$tmp/bad.err" \
