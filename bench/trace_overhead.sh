@@ -14,9 +14,13 @@
 # configurations, that is the cost of the recorder being there but idle (the flag reads
 # at each event site), beside the noise between repeats of one configuration. Step 1's
 # rate shows the traced step's own cost (per-node synchronization and recording).
+# On a loaded machine the runs' spread dwarfs any such difference, so the script also
+# measures the idle cost directly (trace_idle_bench: ns per flag read at an event site)
+# and states it against the step time, with SITES flag reads a step (about 15 with one
+# replica and a few gradient buckets, plus 6 per further replica; --sites overrides).
 #
 # Usage: bench/trace_overhead.sh [--model=resnet20] [--data_name=cifar10] [--batch=32]
-#          [--steps=60] [--warmup=5] [--rounds=3] [--threads=0] [--out=DIR]
+#          [--steps=60] [--warmup=5] [--rounds=3] [--threads=0] [--sites=40] [--out=DIR]
 # Env: BUILD (default REPO/build). Results: DIR/summary.txt and every run's output.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +32,7 @@ STEPS=60
 WARMUP=5
 ROUNDS=3
 THREADS=0
+SITES=40
 OUT=""
 for arg in "$@"; do
   case "$arg" in
@@ -38,6 +43,7 @@ for arg in "$@"; do
     --warmup=*) WARMUP=${arg#*=} ;;
     --rounds=*) ROUNDS=${arg#*=} ;;
     --threads=*) THREADS=${arg#*=} ;;
+    --sites=*) SITES=${arg#*=} ;;
     --out=*) OUT=${arg#*=} ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace_overhead.sh: unknown argument $arg (see --help)" >&2; exit 2 ;;
@@ -93,4 +99,18 @@ awk '
     printf "the traced step itself: %+.1f%% images/sec against the same step untraced\n",
       100 * (s1["traced"] / n["traced"] - s1["off"] / n["off"]) / (s1["off"] / n["off"])
   }' "$OUT/rates.txt" | tee -a "$OUT/summary.txt"
+IDLE=$BUILD/bin/trace_idle_bench
+if [ -x "$IDLE" ]; then
+  line=$("$IDLE" 2>/dev/null | head -1)
+  echo "$line" | tee -a "$OUT/summary.txt"
+  ns=$(echo "$line" | awk '{print $2}')
+  awk -v ns="$ns" -v sites="$SITES" -v batch="$BATCH" '
+    $1 == "off" { n++; s += $3 }
+    END { step_us = 1e6 * batch / (s / n)
+          printf "idle cost: %d sites x %.2f ns = %.3f us a step, %.1e of the %.0f us step\n",
+            sites, ns, sites * ns / 1000, sites * ns / 1000 / step_us, step_us }' \
+    "$OUT/rates.txt" | tee -a "$OUT/summary.txt"
+else
+  echo "(no $IDLE: build the trace_idle_bench target for the direct idle cost)"
+fi
 echo "results in $OUT"
