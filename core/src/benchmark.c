@@ -14,6 +14,8 @@
 #include <time.h>
 
 #include "benchmark_log.h"
+#include <jansson.h>
+
 #include "benchmark_setup.h"
 #include "checkpoint.h"
 #include "crash_guard.h"
@@ -22,6 +24,7 @@
 #include "input_dtype.h"
 #include "model_info.h"
 #include "report.h"
+#include "trace.h"
 #include "world.h"
 
 static double now_seconds(void) {
@@ -83,6 +86,27 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   cnnb_report_print_header(out, &header);
 }
 
+/* --trace_file: the host's side of a traced step, on the track "step" (trace.h). Each
+ * costs one flag read when the step is not traced. */
+#define STEP_TRACK "step"
+
+static double trace_mark(const cnnb_run *run) {
+  return cnnb_trace_active(run->ctx) ? cnnb_trace_now_us() : 0.0;
+}
+
+/* What ran since `start` (trace_mark's), as an event; args (or NULL) taken over. */
+static void trace_since(const cnnb_run *run, const char *name, double start, json_t *args) {
+  if (cnnb_trace_active(run->ctx))
+    cnnb_trace_host_event(run->ctx, STEP_TRACK, name, "host", start, cnnb_trace_now_us(), args);
+  else
+    json_decref(args);
+}
+
+/* {"replica": i} in a traced step, else NULL (nothing built). */
+static json_t *replica_args(const cnnb_run *run, int32_t i) {
+  return cnnb_trace_active(run->ctx) ? json_pack("{s:i}", "replica", (int)i) : NULL;
+}
+
 /* How a step reads its batch. --eval's warm-up reruns the first batch (held) so that the
  * timed steps, which start with it, cover the validation set from its start and no
  * warm-up batch is counted or skipped. */
@@ -115,11 +139,17 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
   for (int32_t i = 0; i < run->num_replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_batch batch;
+    double t = trace_mark(run);
     if ((st = take_batch(run, r, use, &batch)) != CNNB_OK) return st;
+    trace_since(run, "data wait", t, replica_args(run, i));
     float scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : 1.0f;
+    t = trace_mark(run);
     st = cnnb_replica_step(r, &batch, scale, step);
     if (st != CNNB_OK) return st;
+    /* Its nodes are on the replica's own track. */
+    trace_since(run, "forward and backward", t, replica_args(run, i));
     if (!tally) continue;
+    t = trace_mark(run);
     int top1 = 0, top5 = 0;
     cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "tensor_to_host", "logits");
     st = cnnb_executor_accuracy(r->executor, r->labels, &top1, &top5);
@@ -128,12 +158,15 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
     tally[0] += top1;
     tally[1] += top5;
     tally[2] += run->batch_size;
+    trace_since(run, "accuracy", t, replica_args(run, i));
   }
   if (run->bucket_status != CNNB_OK) return run->bucket_status;
   if (!training) return CNNB_OK;
+  double t = trace_mark(run);
   cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "finish_step", NULL);
   st = run->strategy_vt->finish_step(run->strategy_state, run->grads);
   cnnb_crash_leave(outer);
+  trace_since(run, "gradient exchange wait", t, NULL);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "gradient exchange");
   return CNNB_OK;
 }
@@ -142,20 +175,30 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
  * replica 0's updates and refreshes every replica's parameters in finish_update; the
  * other replicas' trainers then only keep their loss-scale bookkeeping in step. */
 static cnnb_status apply_updates(cnnb_run *run, int64_t step) {
+  double t = trace_mark(run);
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "update", NULL);
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++)
     if (run->replicas[i].trainer) st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
   cnnb_crash_leave(outer);
+  /* Traced, the devices finish the update inside its event (an asynchronous device
+   * returns before). */
+  for (int32_t i = 0; st == CNNB_OK && cnnb_trace_active(run->ctx) && i < run->num_replicas; i++)
+    if ((st = run->device_vt->synchronize(run->replicas[i].device)) != CNNB_OK)
+      st = cnnb_run_fail(run, st, run->replicas[i].device_ctx, "synchronize");
+  if (st == CNNB_OK) trace_since(run, "optimizer update", t, NULL);
   if (st != CNNB_OK || !run->strategy_vt->apply_update || !run->replicas[0].trainer) return st;
+  t = trace_mark(run);
   outer = cnnb_crash_enter(run->strategy.label, "finish_update", NULL);
   st = run->strategy_vt->finish_update(run->strategy_state, run->params);
   cnnb_crash_leave(outer);
   if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "updating the variables");
+  trace_since(run, "variables update", t, NULL);
   return CNNB_OK;
 }
 
 static cnnb_status synchronize_all(cnnb_run *run) {
+  double t = trace_mark(run);
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "synchronize", NULL);
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++) {
@@ -164,6 +207,7 @@ static cnnb_status synchronize_all(cnnb_run *run) {
     if (st != CNNB_OK) st = cnnb_run_fail(run, st, r->device_ctx, "synchronize");
   }
   cnnb_crash_leave(outer);
+  if (st == CNNB_OK) trace_since(run, "synchronize", t, NULL);
   return st;
 }
 
@@ -289,8 +333,9 @@ static cnnb_status log_step(cnnb_run *run, cnnb_benchmark_log_step *m,
 
 /* The run's steps. Only rank 0 prints the report (out is NULL on the others). Steps count
  * globally from the resumed checkpoint's step (run->start_step): the learning rate,
- * dropout masks and saved step continue; the report's step numbers are this run's. */
-static cnnb_status train(cnnb_run *run, FILE *out) {
+ * dropout masks and saved step continue; the report's step numbers are this run's. The
+ * first --trace_steps timed steps are traced when `trace` is given. */
+static cnnb_status train(cnnb_run *run, FILE *out, cnnb_trace *trace) {
   const cnnb_run_config *cfg = run->cfg;
   int64_t num_batches = run->num_batches, warmup = cfg->num_warmup_batches;
   int64_t base = run->start_step;
@@ -329,6 +374,9 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     bool display = cnnb_report_should_display(i + 1, cfg->display_every) || i + 1 == num_batches;
     /* The metrics are read between gradients and update, as tf_cnn_benchmarks fetches
      * the loss of the step's own weights; reading them is not timed. */
+    bool traced = trace && i < cfg->trace_steps;
+    if (traced) cnnb_trace_begin(trace);
+    double traced_from = traced ? cnnb_trace_now_us() : 0.0;
     double start = now_seconds();
     if ((st = compute_gradients(run, step, NEXT_BATCH, eval ? tally : NULL)) != CNNB_OK)
       break;
@@ -337,11 +385,21 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
     if (display && (st = synchronize_all(run)) != CNNB_OK) break;
     double seconds = now_seconds() - start;
     cnnb_benchmark_log_step m = {.step = i + 1, .global_step = step + 1};
+    double t = trace_mark(run);
     if (display && (st = step_metrics(run, step, &m)) != CNNB_OK) break;
+    if (display) trace_since(run, "read metrics", t, NULL);
     start = now_seconds();
     if ((st = apply_updates(run, step)) != CNNB_OK || (st = synchronize_all(run)) != CNNB_OK)
       break;
     seconds += now_seconds() - start;
+    if (traced) {
+      /* The step's own span: what the events above happened in (untimed metrics too). */
+      char name[32];
+      snprintf(name, sizeof name, "step %lld", (long long)(i + 1));
+      trace_since(run, name, traced_from, json_pack("{s:I, s:f}", "step", (json_int_t)(i + 1),
+                                                    "seconds", seconds));
+      cnnb_trace_end(trace);
+    }
     total_seconds += seconds;
     steps_run = i + 1;
     cnnb_step_stats_add_step(&stats, images_per_step, seconds);
@@ -396,10 +454,30 @@ static cnnb_status train(cnnb_run *run, FILE *out) {
   return CNNB_OK;
 }
 
+/* --trace_file's recorder for this rank, attached to the run's ctx family before any step
+ * (so a bad path fails first); NULL without the flag. */
+static cnnb_status open_trace(cnnb_run *run, cnnb_trace **out) {
+  const cnnb_run_config *cfg = run->cfg;
+  *out = NULL;
+  if (!cfg->trace_file || !*cfg->trace_file) return CNNB_OK;
+  cnnb_trace_info info = {
+      .model = run->model.name,
+      .device = run->device.name,
+      .strategy = run->strategy.name,
+      .steps = cfg->trace_steps < run->num_batches ? cfg->trace_steps : run->num_batches,
+      .rank = run->rank,
+      .world_size = run->world_size,
+  };
+  cnnb_status st = cnnb_trace_open(run->ctx, cfg->trace_file, &info, out);
+  if (st == CNNB_OK) cnnb_trace_attach(run->ctx, *out);
+  return st;
+}
+
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
                                FILE *out, char *err, size_t err_size,
                                const cnnb_run_hooks *hooks) {
   cnnb_run run = {0};
+  cnnb_trace *trace = NULL;
   cnnb_status st = cnnb_run_open(&run, cfg, parent, loader);
   if (st == CNNB_OK && cfg->model_info) {
     st = print_model_info(&run, out);
@@ -410,7 +488,7 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     st = cnnb_run_prepare(&run, loader);
     FILE *report = run.rank == 0 ? out : NULL;
     if (st == CNNB_OK && cfg->mode == CNNB_MODE_INPUT_ONLY) st = cnnb_input_only_run(&run, report);
-    else if (st == CNNB_OK) st = train(&run, report);
+    else if (st == CNNB_OK && (st = open_trace(&run, &trace)) == CNNB_OK) st = train(&run, report, trace);
     /* A hook reads the model's arenas, which --input_only never made. */
     if (st == CNNB_OK && hooks && hooks->after_steps && cfg->mode != CNNB_MODE_INPUT_ONLY)
       st = hooks->after_steps(&run, hooks->user);
@@ -419,11 +497,17 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
                                                              : cnnb_error_message(run.ctx));
     if (st == CNNB_OK) st = logged;
   }
+  if (trace) {
+    cnnb_status written = cnnb_trace_finish(trace, run.ctx);
+    if (st == CNNB_OK) st = written;
+    cnnb_trace_attach(run.ctx, NULL);
+  }
   /* Every rank of a job reports its own failure: say whose it is. */
   if (st != CNNB_OK && run.world_size > 1)
     snprintf(err, err_size, "[rank %d] %s", (int)run.rank, cnnb_error_message(run.ctx));
   else if (st != CNNB_OK)
     snprintf(err, err_size, "%s", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");
   cnnb_run_close(&run);
+  cnnb_trace_free(trace); /* after the plugins' threads, which may hold its ctx family */
   return st;
 }

@@ -270,6 +270,7 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
 
 static cnnb_status create_executor(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
+  snprintf(r->trace_track, sizeof r->trace_track, "replica %d", (int)index);
   cnnb_executor_config ecfg = {
       .training = run->cfg->mode == CNNB_MODE_TRAIN,
       .bucket_bytes = run->cfg->gradient_bucket_bytes,
@@ -278,6 +279,8 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
       .device_ctx = r->device_ctx,
       .profile = run->profile,
       .crash_label = run->device.label,
+      /* Only a traced run names a track: the per-node args are made for it alone. */
+      .trace_track = run->cfg->trace_file && *run->cfg->trace_file ? r->trace_track : NULL,
   };
   cnnb_status st = cnnb_executor_create(run->ctx, run->device_vt, r->device, run->graph, &ecfg,
                                         &r->executor);

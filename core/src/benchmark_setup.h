@@ -45,6 +45,7 @@ typedef struct cnnb_replica {
   const int32_t *labels;  /* of the batch in use (for accuracy) */
   const cnnb_datasource_uint8 *uint8_batches; /* the datasource's uint8 extension when the
                                                  run's batches are uint8 (input_dtype.h) */
+  char trace_track[32];   /* "replica 0": its track in --trace_file */
   cnnb_batch held;        /* --eval's warm-up: the first batch, rerun until timing starts */
   bool holding;
 

@@ -20,7 +20,7 @@
 #define MAX_ERROR_CHARS 4096
 
 /* What a NULL ctx logs with. */
-static const cnnb_log_settings default_log = {CNNB_LOG_INFO, ""};
+static const cnnb_log_settings default_log = {CNNB_LOG_INFO, "", NULL};
 
 static cnnb_ctx *create(const char *component, const cnnb_flags *flags,
                         cnnb_log_settings *shared) {
@@ -33,7 +33,10 @@ static cnnb_ctx *create(const char *component, const cnnb_flags *flags,
     cnnb_ctx_destroy(ctx);
     return NULL;
   }
-  if (ctx->owns_log) *ctx->log = default_log;
+  if (ctx->owns_log) { /* calloc left `tracing` NULL */
+    ctx->log->level = default_log.level;
+    memcpy(ctx->log->tag, default_log.tag, sizeof ctx->log->tag);
+  }
   ctx->flags = flags;
   return ctx;
 }

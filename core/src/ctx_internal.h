@@ -3,14 +3,20 @@
 #ifndef CNNB_CTX_INTERNAL_H
 #define CNNB_CTX_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "host.h"
 
 /* How a family of ctxs logs: the least severe level shown and a tag before every line
  * ("[rank 1] "). One per root ctx, shared by its children, so the command line's
- * --log_level and the process's rank reach every plugin's lines; nothing process-wide. */
+ * --log_level and the process's rank reach every plugin's lines; nothing process-wide.
+ * The family also shares the run's --trace_file recorder (trace.h): `tracing` points to
+ * it while a traced step runs and is NULL otherwise, so cnnb_trace_active is one relaxed
+ * atomic load. */
 typedef struct cnnb_log_settings {
   cnnb_log_level level;
   char tag[32];
+  struct cnnb_trace *_Atomic tracing;
 } cnnb_log_settings;
 
 struct cnnb_ctx {

@@ -15,6 +15,9 @@
 #include "crash_guard.h"
 #include "graph_internal.h"
 #include "init.h"
+#include "trace.h"
+
+#include <jansson.h>
 
 typedef struct bucket {
   int64_t offset, count; /* elements of the gradient arena */
@@ -42,8 +45,10 @@ struct cnnb_executor {
   float *host_logits;      /* [N * classes] for accuracy */
   bool have_labels;        /* the last step computed the loss */
   bool stepped;
+  bool tracing;             /* this step is traced: every node is timed and recorded */
   bool *reads_labels;      /* [n] the node reads the labels, directly or through others */
   double *fwd_time, *bwd_time;
+  json_t **trace_args;      /* [n] with cfg.trace_track: each node's args in the trace */
   float *host_accumulate;  /* [2 * host_accumulate_count]: a device without accumulate */
   size_t host_accumulate_count;
   const cnnb_device_uint8_input *uint8_input; /* NULL until set_uint8_input */
@@ -208,6 +213,34 @@ static cnnb_status reserve_host_accumulate(cnnb_executor *ex) {
   return CNNB_OK;
 }
 
+/* Each node's args in the trace, made once so a traced step only takes a reference:
+ * its op, its output's shape [N, C, H, W], and the nodes that run inside it (a ReLU its
+ * producer applies has no kernel, so no event of its own). */
+static cnnb_status make_trace_args(cnnb_executor *ex) {
+  ex->trace_args = calloc((size_t)ex->n, sizeof *ex->trace_args);
+  if (!ex->trace_args)
+    return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  for (int32_t i = 0; i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    cnnb_shape s = node->shape;
+    ex->trace_args[i] = json_pack("{s:s, s:[i,i,i,i]}", "op", cnnb_op_name(node->op), "shape",
+                                  (int)s.n, (int)s.c, (int)s.h, (int)s.w);
+    if (!ex->trace_args[i])
+      return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  }
+  for (int32_t i = 0; i < ex->n; ++i) {
+    int32_t into = ex->plan->alias[i];
+    if (into < 0)
+      continue;
+    json_t *fused = json_object_get(ex->trace_args[into], "fused");
+    if (!fused)
+      json_object_set_new(ex->trace_args[into], "fused", fused = json_array());
+    if (!fused || json_array_append_new(fused, json_string(cnnb_graph_node(ex->g, i)->name)))
+      return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  }
+  return CNNB_OK;
+}
+
 cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, void *device,
                                  const cnnb_graph *g, const cnnb_executor_config *cfg,
                                  cnnb_executor **out) {
@@ -268,6 +301,8 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
     for (int32_t k = 0; k < node->num_inputs; ++k)
       ex->reads_labels[i] = ex->reads_labels[i] || ex->reads_labels[node->inputs[k]];
   }
+  if (st == CNNB_OK && cfg->trace_track)
+    st = make_trace_args(ex);
   for (int32_t i = 0; st == CNNB_OK && i < ex->n; ++i) {
     st = dv->prepare(device, g, i, &ex->state[i]);
     if (st != CNNB_OK)
@@ -312,6 +347,10 @@ void cnnb_executor_destroy(cnnb_executor *ex) {
   free(ex->buckets);
   free(ex->host_logits);
   free(ex->reads_labels);
+  if (ex->trace_args)
+    for (int32_t i = 0; i < ex->n; ++i)
+      json_decref(ex->trace_args[i]);
+  free(ex->trace_args);
   free(ex->fwd_time);
   free(ex->bwd_time);
   free(ex->host_accumulate);
@@ -378,15 +417,21 @@ cnnb_status cnnb_executor_init_params(cnnb_executor *ex, uint64_t seed) {
 
 /* ---- one step -------------------------------------------------------------------------- */
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* Whether this step times each node: --profile (bench/cnnb_profile), or a traced step. */
+static bool timing(const cnnb_executor *ex) { return ex->cfg.profile || ex->tracing; }
 
-static cnnb_status timed_sync(cnnb_executor *ex, double t0, double *acc) {
+/* After node i's work of `pass` started at t0 (cnnb_trace_now_us): the device finishes
+ * it, so the time is the node's own and not whatever it queued; added to *acc under
+ * profile, recorded as an event on the replica's track in a traced step. */
+static cnnb_status timed_sync(cnnb_executor *ex, int32_t i, const char *pass, double t0,
+                              double *acc) {
   cnnb_status st = ex->dv->synchronize(ex->device);
-  *acc += now_s() - t0;
+  double t1 = cnnb_trace_now_us();
+  if (ex->cfg.profile && acc)
+    *acc += 1e-6 * (t1 - t0);
+  if (ex->tracing)
+    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, cnnb_graph_node(ex->g, i)->name, pass,
+                          t0, t1, json_incref(ex->trace_args[i]));
   return st;
 }
 
@@ -421,20 +466,23 @@ static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
       continue; /* forward-only without labels: no loss */
     if (ex->plan->alias[i] >= 0)
       continue; /* a ReLU its producer already applied */
-    if (node->op == CNNB_OP_INPUT) {
-      st = uint8 ? upload_uint8(ex, i, images) : upload(ex, i, images);
-      continue;
-    }
-    if (node->op == CNNB_OP_LABELS) {
-      st = upload(ex, i, labels);
+    if (node->op == CNNB_OP_INPUT || node->op == CNNB_OP_LABELS) {
+      double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
+      if (node->op == CNNB_OP_LABELS)
+        st = upload(ex, i, labels);
+      else
+        st = uint8 ? upload_uint8(ex, i, images) : upload(ex, i, images);
+      /* Traced, the upload is an event of its own (profile times kernels only). */
+      if (st == CNNB_OK && ex->tracing && (st = timed_sync(ex, i, "upload", t0, NULL)) != CNNB_OK)
+        st = node_error(ex, st, "the upload", i);
       continue;
     }
     ex->io[i].step = step;
-    double t0 = ex->cfg.profile ? now_s() : 0.0;
+    double t0 = timing(ex) ? cnnb_trace_now_us() : 0.0;
     cnnb_crash_enter(ex->cfg.crash_label, "forward", node->name);
     st = ex->dv->forward(ex->device, ex->state[i], &ex->io[i]);
-    if (st == CNNB_OK && ex->cfg.profile)
-      st = timed_sync(ex, t0, &ex->fwd_time[i]);
+    if (st == CNNB_OK && timing(ex))
+      st = timed_sync(ex, i, "forward", t0, &ex->fwd_time[i]);
     if (st != CNNB_OK)
       st = node_error(ex, st, "forward", i);
   }
@@ -475,7 +523,7 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
     if (p->has_backward[i]) {
       ex->io[i].step = step;
       ex->io[i].loss_scale = loss_scale;
-      double t0 = ex->cfg.profile ? now_s() : 0.0;
+      double t0 = timing(ex) ? cnnb_trace_now_us() : 0.0;
       const cnnb_node *node = cnnb_graph_node(ex->g, i);
       cnnb_crash_enter(ex->cfg.crash_label, "backward", node->name);
       cnnb_status st = ex->dv->backward(ex->device, ex->state[i], &ex->io[i]);
@@ -493,7 +541,7 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
               ex, st, "accumulating the gradient of '%s' from node '%s' (%s)",
               cnnb_graph_node(ex->g, t)->name, node->name, cnnb_op_name(node->op));
       }
-      if (ex->cfg.profile && (st = timed_sync(ex, t0, &ex->bwd_time[i])) != CNNB_OK)
+      if (timing(ex) && (st = timed_sync(ex, i, "backward", t0, &ex->bwd_time[i])) != CNNB_OK)
         return node_error(ex, st, "backward", i);
     }
     announce_ready(ex, &next, i);
@@ -513,9 +561,20 @@ static cnnb_status step(cnnb_executor *ex, const void *images, bool uint8,
   /* Each kernel call marks the thread with its node (crash_guard.h); the mark the step
    * started with comes back at its end. */
   cnnb_crash_mark outer = cnnb_crash_enter(NULL, NULL, NULL);
+  /* One flag read a step: an untraced step pays nothing more. The passes become spans
+   * holding their nodes' events on the replica's track. */
+  ex->tracing = ex->cfg.trace_track && cnnb_trace_active(ex->ctx);
+  double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
   cnnb_status st = forward(ex, images, uint8, have_labels ? labels : NULL, step);
+  double t1 = ex->tracing ? cnnb_trace_now_us() : 0.0;
+  if (st == CNNB_OK && ex->tracing)
+    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "forward", "pass", t0, t1, NULL);
   if (st == CNNB_OK && ex->cfg.training)
     st = backward(ex, loss_scale, step);
+  if (st == CNNB_OK && ex->tracing && ex->cfg.training)
+    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "backward", "pass", t1,
+                          cnnb_trace_now_us(), NULL);
+  ex->tracing = false;
   cnnb_crash_leave(outer);
   ex->have_labels = st == CNNB_OK && have_labels;
   ex->stepped = st == CNNB_OK;

@@ -38,6 +38,10 @@ typedef struct cnnb_executor_config {
   /* Names the device plugin if a kernel crashes the process (crash_guard.h): kept, not
    * copied, so it must outlive the executor. NULL: no mark. */
   const char *crash_label;
+  /* --trace_file: the track this executor's nodes go on ("replica 0"); kept, not copied.
+   * During a traced step (cnnb_trace_active) every node is synchronized after and
+   * recorded there, as profile times it. NULL: never traced. */
+  const char *trace_track;
 } cnnb_executor_config;
 
 typedef struct cnnb_executor cnnb_executor;

@@ -24,10 +24,17 @@
  * is the rank; tid 1 is the step thread, 2 the communication thread. Closing writes the
  * final "]"; a run that was killed leaves the array open, which the viewers accept.
  *
+ * The same measurements go to the host's --trace_file (cnnb/trace.h) while it records: each
+ * range's all-reduce as one complete event named "allreduce" on a track of its own,
+ * "allreduce " + what ("allreduce buckets 1-3", "allreduce chunk 2 of 4"), args step,
+ * bytes and how. So a timeline exists without a file too (timeline_open with an empty
+ * path), for the trace alone.
+ *
  * Thread-safe: both threads write events. Every call on a NULL timeline does nothing. */
 #ifndef CNNB_STRATEGY_TIMELINE_H
 #define CNNB_STRATEGY_TIMELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <cnnb/cnnb.h>
 
@@ -38,8 +45,9 @@ enum { TIMELINE_STEP_THREAD = 1, TIMELINE_COMM_THREAD = 2 };
 /* The file for `rank`: path with ".rankR" before a final ".json", or ".rankR.json"
  * appended ("trace.json" -> "trace.rank0.json", "trace" -> "trace.rank0.json"). */
 void timeline_path(const char *path, int32_t rank, char *out, size_t size);
-/* Creates the rank's file; an empty path gives a NULL timeline (no file). `flag` is the
- * flag the path came from ("horovod_timeline"), for messages. */
+/* Creates the rank's file; an empty path gives a timeline without one, which only feeds
+ * --trace_file. `flag` is the flag the path came from ("horovod_timeline"), for
+ * messages; ctx is the strategy's (or a child): the trace's. */
 cnnb_status timeline_open(cnnb_ctx *ctx, const char *flag, const char *path, int32_t rank,
                           timeline **out);
 /* Ends the array and closes the file. */
@@ -47,10 +55,23 @@ void timeline_close(timeline *t);
 
 void timeline_bucket_ready(timeline *t, int64_t step, int32_t bucket, int64_t offset,
                            int64_t count);
+/* One range's all-reduce under way, from timeline_allreduce_begin to _end (on one
+ * thread): what the trace's event needs at its end. */
+typedef struct timeline_span {
+  double start_us;  /* cnnb_trace_now_us() at begin */
+  bool traced;      /* --trace_file was recording at begin */
+  int tid;
+  int64_t step, bytes;
+  char what[64], how[96];
+} timeline_span;
+
+/* Whether anything wants the all-reduces described (a file, or a recording trace): a
+ * caller builds `how` only then. */
+bool timeline_recording(const timeline *t);
 /* what: "buckets 1-3", "chunk 2 of 4"; how: "MPI fp32", "xring#1, then MPI bf16". */
-void timeline_allreduce_begin(timeline *t, int tid, int64_t step, const char *what,
-                              int64_t bytes, const char *how);
-void timeline_allreduce_end(timeline *t, int tid);
+void timeline_allreduce_begin(timeline *t, timeline_span *span, int tid, int64_t step,
+                              const char *what, int64_t bytes, const char *how);
+void timeline_allreduce_end(timeline *t, const timeline_span *span);
 void timeline_backward_done(timeline *t, int64_t step);
 /* Writes what is buffered (once per step, so a killed run leaves its steps). */
 void timeline_flush(timeline *t);

@@ -206,7 +206,8 @@ static cnnb_status reduce_group(void *arg, cnnb_ctx *ctx) {
   else
     snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)g->first, (int)g->last);
   snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)g->step);
-  timeline_allreduce_begin(s->timeline, TIMELINE_COMM_THREAD, g->step, buckets,
+  timeline_span span;
+  timeline_allreduce_begin(s->timeline, &span, TIMELINE_COMM_THREAD, g->step, buckets,
                            g->count * (int64_t)sizeof(float), s->how);
   cnnb_status st =
       s->hierarchical
@@ -214,7 +215,7 @@ static cnnb_status reduce_group(void *arg, cnnb_ctx *ctx) {
           : mpi_world_allreduce_sum(s->world, ctx, g->view, g->count, s->compact16, what);
   if (st == CNNB_OK && s->scale != 1.0f)
     for (int64_t i = 0; i < g->count; i++) g->view[i] *= s->scale;
-  timeline_allreduce_end(s->timeline, TIMELINE_COMM_THREAD);
+  timeline_allreduce_end(s->timeline, &span);
   return st;
 }
 

@@ -136,6 +136,22 @@ static cnnb_status ps_allgather(void *strategy, const void *send, void *recv, in
   return mpi_world_allgather(s->world, s->ctx, send, recv, bytes, "the host's run facts");
 }
 
+/* --trace_file: a mark before some work (0 when the trace is not recording), and the work
+ * since the mark as an event on `track`. The parameter server communicates on the step
+ * thread, so its pushes and pulls are measured there. */
+static double trace_mark(const ps *s) {
+  return cnnb_trace_active(s->ctx) ? cnnb_trace_now_us() : 0.0;
+}
+
+static void trace_since(const ps *s, const char *track, const char *name, double start,
+                        int64_t bytes) {
+  if (!start || !cnnb_trace_active(s->ctx)) return;
+  char args[96];
+  snprintf(args, sizeof args, "{\"step\": %lld, \"bytes\": %lld}", (long long)s->step,
+           (long long)bytes);
+  cnnb_trace_event(s->ctx, track, name, start, cnnb_trace_now_us(), args);
+}
+
 /* Every replica's params <- vars. */
 static cnnb_status write_vars(ps *s, float *const *params) {
   cnnb_status st = CNNB_OK;
@@ -195,12 +211,14 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
   int32_t n = s->replicas.n;
   float **views = calloc((size_t)n, sizeof *views);
   if (!views) return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory");
+  double t = trace_mark(s);
   cnnb_status st = replica_arenas_pull(&s->replicas, grads, 0, s->count, views);
   if (st == CNNB_OK) {
     memcpy(s->grads, views[0], (size_t)s->count * sizeof(float));
     for (int32_t r = 1; r < n; r++)
       for (int64_t i = 0; i < s->count; i++) s->grads[i] += views[r][i];
   }
+  if (st == CNNB_OK) trace_since(s, "parameter server", "sum of replicas", t, s->count * (int64_t)sizeof(float));
   /* The replicas' trainers check their own gradients for inf/NaN under dynamic loss
    * scaling, while the mean lives here: when any rank's sum is not finite, every
    * replica's gradients are marked so (NaN), and every rank skips the step the PS ranks
@@ -227,7 +245,11 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
     ps_shard_pack(shard, s->grads, s->pack);
     snprintf(what, sizeof what, "pushing gradients to parameter server %d at step %lld", (int)p,
              (long long)s->step);
+    t = trace_mark(s);
     st = mpi_world_reduce_sum(s->world, s->ctx, s->pack, shard->count, p, what);
+    char track[64];
+    snprintf(track, sizeof track, "push to parameter server %d", (int)p);
+    if (st == CNNB_OK) trace_since(s, track, "reduce", t, shard->count * (int64_t)sizeof(float));
     if (st == CNNB_OK && p == s->rank) {
       for (int64_t i = 0; i < shard->count; i++) s->pack[i] *= scale;
       ps_shard_unpack(shard, s->pack, s->grads);
@@ -321,11 +343,19 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
     if (p == s->rank) ps_shard_pack(shard, s->vars, s->pack);
     snprintf(what, sizeof what, "pulling variables from parameter server %d at step %lld",
              (int)p, (long long)s->step);
+    double t = trace_mark(s);
     st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p,
                          what);
+    char track[64];
+    snprintf(track, sizeof track, "pull from parameter server %d", (int)p);
+    if (st == CNNB_OK) trace_since(s, track, "broadcast", t, shard->count * (int64_t)sizeof(float));
     if (st == CNNB_OK && p != s->rank) ps_shard_unpack(shard, s->pack, s->vars);
   }
-  return st == CNNB_OK ? write_vars(s, params) : st;
+  if (st != CNNB_OK) return st;
+  double t = trace_mark(s);
+  st = write_vars(s, params);
+  if (st == CNNB_OK) trace_since(s, "parameter server", "variables to replicas", t, s->count * (int64_t)sizeof(float));
+  return st;
 }
 
 /* Checkpoints reach the optimizer slots kept here (ps_optimizer_state.h). */

@@ -53,7 +53,7 @@ struct replicated {
   replica_arenas arenas;
   mpi_world *world;
   comm_thread *comm;     /* NULL: the step thread reduces (staging, or nothing to do) */
-  timeline *timeline;    /* --replicated_timeline, or NULL */
+  timeline *timeline;    /* --replicated_timeline's file (if given) and --trace_file's events */
   int32_t replicas, world_size, repacking;
   bool exchange;         /* more than one replica in the world: there is work */
   float scale;           /* 1 / (replicas * world_size) */
@@ -97,10 +97,11 @@ static void describe_how(const replicated *s, int64_t count, char *out, size_t s
 static cnnb_status average(replicated *s, const reduce_job *job, cnnb_ctx *ctx, int tid) {
   float *const *views = job->views;
   int64_t count = job->count;
-  if (s->timeline) {
+  timeline_span span = {0};
+  if (timeline_recording(s->timeline)) {
     char how[96];
     describe_how(s, count, how, sizeof how);
-    timeline_allreduce_begin(s->timeline, tid, job->step, job->label,
+    timeline_allreduce_begin(s->timeline, &span, tid, job->step, job->label,
                              count * (int64_t)sizeof(float), how);
   }
   const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
@@ -120,7 +121,7 @@ static cnnb_status average(replicated *s, const reduce_job *job, cnnb_ctx *ctx, 
     scale_in_place(mean, count, s->scale);
     for (int32_t r = 1; r < s->replicas; r++) memcpy(views[r], mean, (size_t)count * sizeof(float));
   }
-  timeline_allreduce_end(s->timeline, tid);
+  timeline_allreduce_end(s->timeline, &span);
   return st;
 }
 
