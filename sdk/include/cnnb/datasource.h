@@ -106,9 +106,9 @@ typedef struct cnnb_datasource_skip {
   uint32_t struct_size;
   /* [required] [main-thread] once, after create and before the first next_batch /
    * next_batch_uint8 (the prefetch thread has not started). Cheap relative to decoding:
-   * positions are computed, images are not decoded. CNNB_EINVAL for batches < 0 or a
-   * call after the first batch; an error reading what it must count (record headers)
-   * as next_batch would report it. */
+   * positions are computed, images are not decoded. An error (its message on the
+   * instance's ctx) stops the run: batches < 0, or what must be read to count (record
+   * headers) cannot be. */
   cnnb_status (*skip_batches)(void *datasource, int64_t batches);
 } cnnb_datasource_skip;
 
