@@ -436,6 +436,42 @@ static cnnb_status create_datasource(cnnb_run *run, int32_t index) {
                                     &r->datasource);
 }
 
+/* A resumed training run (run->start_step > 0, restored by broadcast_params): every step
+ * before took one batch from each replica's instance, warm-up included, so the instance
+ * continues its stream after that many (CNNB_EXT_DATASOURCE_SKIP), before its input
+ * thread starts. Evaluation instances start at the beginning, as every evaluation does. A
+ * datasource without the extension starts its order again: said once, not refused. */
+static cnnb_status continue_stream(cnnb_run *run, int32_t index) {
+  if (run->cfg->mode != CNNB_MODE_TRAIN || run->start_step <= 0) return CNNB_OK;
+  cnnb_replica *r = &run->replicas[index];
+  const cnnb_datasource_vtable *vt = run->datasource_vt;
+  const cnnb_plugin *plugin = run->datasource.plugin;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "get_extension",
+                                           CNNB_EXT_DATASOURCE_SKIP);
+  const cnnb_datasource_skip *skip = NULL;
+  if (vt->get_extension) skip = vt->get_extension(r->datasource, CNNB_EXT_DATASOURCE_SKIP);
+  if (!skip && plugin->get_extension) skip = plugin->get_extension(CNNB_EXT_DATASOURCE_SKIP);
+  cnnb_crash_leave(outer);
+  /* An answer too small to hold the slot is no answer (struct_size, append-only). */
+  if (!skip || skip->struct_size < offsetof(cnnb_datasource_skip, skip_batches) +
+                                       sizeof skip->skip_batches || !skip->skip_batches) {
+    if (index == 0)
+      cnnb_log(run->ctx, CNNB_LOG_WARN, "datasource '%s' cannot continue its stream: a resumed "
+               "run reads from the start of its data order again", run->datasource.name);
+    return CNNB_OK;
+  }
+  outer = cnnb_crash_enter(run->datasource.label, "skip_batches", NULL);
+  cnnb_status st = skip->skip_batches(r->datasource, run->start_step);
+  cnnb_crash_leave(outer);
+  if (st != CNNB_OK) {
+    char what[256];
+    snprintf(what, sizeof what, "datasource %s (replica %d) continuing its stream after %lld "
+             "batches", run->datasource.name, (int)index, (long long)run->start_step);
+    return cnnb_run_fail(run, st, r->datasource_ctx, what);
+  }
+  return CNNB_OK;
+}
+
 /* The timed steps: --num_batches, or --num_epochs over the datasource's epoch. */
 static cnnb_status count_batches(cnnb_run *run) {
   const cnnb_run_config *cfg = run->cfg;
@@ -595,7 +631,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = model ? broadcast_params(run) : cnnb_world_check_agreement(run)) != CNNB_OK)
     return st;
   for (int32_t i = 0; i < n; i++)
-    if ((st = create_datasource(run, i)) != CNNB_OK) return st;
+    if ((st = create_datasource(run, i)) != CNNB_OK || (st = continue_stream(run, i)) != CNNB_OK)
+      return st;
 
   const cnnb_datasource_vtable *dvt = run->datasource_vt;
   cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "examples_per_epoch", NULL);

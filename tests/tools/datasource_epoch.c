@@ -5,10 +5,14 @@
  * plus --shards, --batches and --train:
  *   datasource_epoch --datasource=imagenet --data_dir=D --batch_size=4 --image_size=32
  *                    --num_classes=5 --shards=2 --batches=10 [--train]
+ * --skip_batches=N first asks each instance to continue as after N batches
+ * (CNNB_EXT_DATASOURCE_SKIP, what a resumed run does); --checksum adds a fourth column,
+ * a hash of the example's pixels, so that augmentations compare exactly too.
  * Never installed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host.h"
 #include "loader.h"
@@ -18,6 +22,23 @@ static int fail(const char *what) {
   return 1;
 }
 
+/* FNV-1a over the example's floats: equal pixels, equal hash. */
+static uint64_t checksum(const float *values, size_t count) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char *bytes = (const unsigned char *)values;
+  for (size_t i = 0; i < count * sizeof *values; i++) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* The instance's CNNB_EXT_DATASOURCE_SKIP, else the plugin's; NULL when neither has it. */
+static const cnnb_datasource_skip *skip_extension(const cnnb_plugin *plugin, void *ds) {
+  const cnnb_datasource_vtable *vt = plugin->vtable;
+  const cnnb_datasource_skip *skip = NULL;
+  if (vt->get_extension) skip = vt->get_extension(ds, CNNB_EXT_DATASOURCE_SKIP);
+  if (!skip && plugin->get_extension) skip = plugin->get_extension(CNNB_EXT_DATASOURCE_SKIP);
+  return skip;
+}
+
 int main(int argc, char **argv) {
   char err[4096];
   cnnb_flags *flags = cnnb_flags_create();
@@ -25,7 +46,11 @@ int main(int argc, char **argv) {
   cnnb_flag_registry *own = cnnb_flags_registry(flags, "datasource_epoch");
   if (cnnb_flag_declare(own, "shards", CNNB_FLAG_INT, "1", "instances, one per shard") != CNNB_OK ||
       cnnb_flag_declare(own, "batches", CNNB_FLAG_INT, "1", "batches per instance") != CNNB_OK ||
-      cnnb_flag_declare(own, "train", CNNB_FLAG_BOOL, "false", "the training split") != CNNB_OK)
+      cnnb_flag_declare(own, "train", CNNB_FLAG_BOOL, "false", "the training split") != CNNB_OK ||
+      cnnb_flag_declare(own, "skip_batches", CNNB_FLAG_INT, "0",
+                        "batches each instance skips before the first") != CNNB_OK ||
+      cnnb_flag_declare(own, "checksum", CNNB_FLAG_BOOL, "false",
+                        "print a hash of each example's pixels") != CNNB_OK)
     return fail("flags");
   cnnb_ctx *ctx = cnnb_ctx_create("datasource_epoch", flags);
   cnnb_loader *loader = cnnb_loader_create(ctx);
@@ -42,6 +67,8 @@ int main(int argc, char **argv) {
   const cnnb_datasource_vtable *vt = plugin->vtable;
   int32_t shards = (int32_t)cnnb_flags_int(flags, "shards");
   int64_t batches = cnnb_flags_int(flags, "batches");
+  int64_t skip_batches = cnnb_flags_int(flags, "skip_batches");
+  bool print_checksum = cnnb_flags_bool(flags, "checksum");
   int32_t size = (int32_t)cnnb_flags_int(flags, "image_size");
   cnnb_datasource_config cfg = {
       .struct_size = sizeof cfg, .batch_size = (int32_t)cnnb_flags_int(flags, "batch_size"),
@@ -61,6 +88,11 @@ int main(int argc, char **argv) {
       rc = fail(cnnb_error_message(ctx));
       break;
     }
+    if (skip_batches > 0) {
+      const cnnb_datasource_skip *skip = skip_extension(plugin, ds);
+      if (!skip) rc = fail("the datasource has no " CNNB_EXT_DATASOURCE_SKIP);
+      else if (skip->skip_batches(ds, skip_batches) != CNNB_OK) rc = fail(cnnb_error_message(ctx));
+    }
     for (int64_t b = 0; rc == 0 && b < batches; b++) {
       if (vt->next_batch(ds, images, labels) != CNNB_OK) {
         rc = fail(cnnb_error_message(ctx));
@@ -75,7 +107,9 @@ int main(int argc, char **argv) {
           /* [-1, 1] back to a pixel value, then to the 16-level code. */
           mean[c] = ((mean[c] / (double)plane + 1.0) * 127.5 - 8.0) / 16.0;
         }
-        printf("%d %d %ld\n", (int)shard, (int)labels[i], lround(mean[0]) + 16 * lround(mean[1]));
+        printf("%d %d %ld", (int)shard, (int)labels[i], lround(mean[0]) + 16 * lround(mean[1]));
+        if (print_checksum) printf(" %016llx", (unsigned long long)checksum(image, 3 * plane));
+        printf("\n");
       }
     }
     if (vt->get_extension) {

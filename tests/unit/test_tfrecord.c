@@ -183,6 +183,41 @@ START_TEST(reader_across_chunks) {
 }
 END_TEST
 
+START_TEST(skip_across_chunks) {
+  /* Skipping reads headers only: records inside the buffer, past its end, several chunks
+   * long; reads after skips start at the right byte (tfrecord_offset) and read right. */
+  const size_t M = 1 << 20;
+  size_t sizes[] = {0, 1, 100, M - 16 - 117, 5, M - 1, M, M + 1, 3 * M + 17, 0, 12, 4,
+                    2 * M, 1000, 64 * 1024, 1};
+  size_t count = sizeof sizes / sizeof sizes[0];
+  char path[300], err[512];
+  snprintf(path, sizeof path, "%s/big", dir);
+  size_t total = write_records(path, sizes, count);
+  for (int pattern_bits = 0; pattern_bits < 4; pattern_bits++) {
+    tfrecord_reader *r;
+    ck_assert_int_eq(tfrecord_open(path, &r, err, sizeof err), TFRECORD_OK);
+    uint64_t offset = 0;
+    for (size_t i = 0; i < count; i++) {
+      ck_assert_uint_eq(tfrecord_offset(r), offset);
+      /* 0: skip all; 1: read all; 2: skip odd ones; 3: skip even ones. */
+      int skip = pattern_bits == 0 || (pattern_bits == 2 && i % 2) || (pattern_bits == 3 && !(i % 2));
+      if (skip) {
+        ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+      } else {
+        const uint8_t *data;
+        size_t size;
+        ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_OK);
+        check_record(i, data, size, sizes[i]);
+      }
+      offset += 16 + sizes[i];
+    }
+    ck_assert_uint_eq(tfrecord_offset(r), total);
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_END);
+    tfrecord_close(r);
+  }
+}
+END_TEST
+
 START_TEST(empty_file) {
   char path[300], err[256];
   snprintf(path, sizeof path, "%s/empty", dir);
@@ -273,6 +308,20 @@ START_TEST(corruption) {
   ck_assert_msg(strstr(err, want), "got \"%s\", want \"%s\"", err, want);
   ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_CORRUPT);
   tfrecord_close(r);
+  /* Skipping sees what the headers show: damage to the data passes unseen (the record
+   * counts, and so does the next). */
+  ck_assert_int_eq(tfrecord_open(bad, &r, err, sizeof err), TFRECORD_OK);
+  ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+  if (strstr(damages[_i].want, "data CRC")) {
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_END);
+  } else {
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
+    ck_assert_msg(strstr(err, want), "skip: got \"%s\", want \"%s\"", err, want);
+    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
+  }
+  tfrecord_close(r);
   free(buf);
 }
 END_TEST
@@ -299,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, crc_paths_agree);
   tcase_add_test(tc, reads_tensorflow_bytes);
   tcase_add_test(tc, reader_across_chunks);
+  tcase_add_test(tc, skip_across_chunks);
   tcase_add_test(tc, empty_file);
   tcase_add_test(tc, open_errors);
   tcase_add_loop_test(tc, corruption, 0, (int)(sizeof damages / sizeof damages[0]));

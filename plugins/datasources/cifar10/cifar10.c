@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cnnb/cnnb.h>
@@ -81,6 +82,7 @@ static void release(loaded *l) {
 /* ---- the instance -------------------------------------------------------------------- */
 
 typedef struct cifar10 {
+  cnnb_ctx *ctx;
   loaded *data;
   cifar_order order;
   int training;
@@ -141,6 +143,7 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name, const cnnb_da
     return cnnb_error(ctx, CNNB_EINVAL, "cifar10: %s", err);
   cifar10 *s = calloc(1, sizeof *s);
   if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "cifar10: out of memory");
+  s->ctx = ctx;
   s->training = cfg->training != 0;
   s->batch = cfg->batch_size;
   s->seed = cfg->seed;
@@ -233,7 +236,24 @@ static const cnnb_datasource_uint8 uint8_batches = {
     .next_batch_uint8 = cifar10_next_batch_uint8,
 };
 
+/* A resumed run (CNNB_EXT_DATASOURCE_SKIP): the order goes on where the run stopped, and
+ * each example keeps the crop and flip of its (epoch, example). */
+static cnnb_status cifar10_skip_batches(void *datasource, int64_t batches) {
+  cifar10 *s = datasource;
+  if (batches < 0 || batches > INT64_MAX / s->batch)
+    return cnnb_error(s->ctx, CNNB_EINVAL, "cifar10: cannot skip %lld batches of %d",
+                      (long long)batches, (int)s->batch);
+  cifar_order_skip(&s->order, batches * s->batch);
+  return CNNB_OK;
+}
+
+static const cnnb_datasource_skip skip = {
+    .struct_size = sizeof(cnnb_datasource_skip),
+    .skip_batches = cifar10_skip_batches,
+};
+
 static const void *cifar10_extension(const char *id) {
+  if (strcmp(id, CNNB_EXT_DATASOURCE_SKIP) == 0) return &skip;
   return strcmp(id, CNNB_EXT_DATASOURCE_UINT8) == 0 ? &uint8_batches : NULL;
 }
 

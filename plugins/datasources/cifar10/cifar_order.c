@@ -55,6 +55,19 @@ int64_t cifar_order_next(cifar_order *o, int64_t *epoch) {
   return o->shuffle ? (int64_t)o->perm[p] : p;
 }
 
+void cifar_order_skip(cifar_order *o, int64_t examples) {
+  if (examples <= 0) return;
+  int64_t per_epoch = (o->count - o->rank + o->world - 1) / o->world;
+  /* Where this epoch's walk stands, as a count of examples taken in it. */
+  int64_t taken = (o->position - o->rank) / o->world + examples;
+  int64_t epochs = taken / per_epoch;
+  o->position = o->rank + (taken % per_epoch) * o->world;
+  if (epochs > 0) {
+    o->epoch += epochs;
+    if (o->shuffle) draw_permutation(o);
+  }
+}
+
 cifar_augment cifar_order_augment(uint64_t seed, int64_t epoch, int64_t example) {
   uint64_t state = mix(seed ^ 0xC1FA510ull) ^ mix(((uint64_t)epoch << 32) ^ (uint64_t)example);
   uint64_t r = next_random(&state);

@@ -28,6 +28,10 @@ int cifar_order_init(cifar_order *o, int64_t count, int32_t rank, int32_t world,
 void cifar_order_free(cifar_order *o);
 /* The next example's index into the split; *epoch (may be NULL) says in which epoch. */
 int64_t cifar_order_next(cifar_order *o, int64_t *epoch);
+/* Moves on by `examples` calls of cifar_order_next at once (a resumed run): every epoch
+ * of a shard has as many, so the epoch and the position are computed, and only the
+ * epoch reached draws its permutation. */
+void cifar_order_skip(cifar_order *o, int64_t examples);
 
 /* Padding of 4 pixels on each side, a random 32x32 crop of the 40x40 (offsets 0..8),
  * and a left-right flip with probability 1/2: tf_cnn_benchmarks'

@@ -11,6 +11,13 @@
 #include "prep_rng.h"
 #include "tfrecord.h"
 
+/* What one pass over a TFRecord file gives the stream, counted from its record headers
+ * (stream_skip): its records up to a damaged header, and the damage as one bad item. */
+typedef struct file_items {
+  int64_t records;
+  int corrupt;
+} file_items;
+
 /* The source: this shard's examples in epoch order, before the shuffle buffer. */
 struct example_stream {
   stream_config cfg;
@@ -25,7 +32,7 @@ struct example_stream {
   const char *reader_path;
   int record_sharding;
   int64_t record_index;
-  uint64_t record_offset;   /* byte offset of the next record, for messages */
+  file_items *file_items;   /* [number of files], counted by the first stream_skip */
   /* Shuffle buffer (training, TFRecord). */
   stream_item *buffer;
   int64_t buffer_size, buffer_filled;
@@ -99,6 +106,7 @@ static int check_label(example_stream *s, int64_t label, const char *origin, cha
   return -1;
 }
 
+/* item NULL (stream_skip): the same walk, reading nothing. */
 static int next_folder_example(example_stream *s, stream_item *item, char *err, size_t err_size) {
   const image_folder *folder = &s->cfg.layout->folder;
   for (;;) {
@@ -106,6 +114,7 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
     size_t index = s->order[s->position];
     s->position += (size_t)s->cfg.num_shards;
     s->visited_this_epoch++;
+    if (!item) return 0;
     const char *path = folder->paths[index];
     snprintf(item->origin, sizeof item->origin, "%s", path);
     FILE *f = fopen(path, "rb");
@@ -148,25 +157,28 @@ static int open_next_file(example_stream *s, char *err, size_t err_size) {
     tfrecord_result r = tfrecord_open(path, &s->reader, err, err_size);
     if (r != TFRECORD_OK) return -1; /* an unreadable shard is not bad data: stop */
     s->reader_path = path;
-    s->record_offset = 0;
     return 0;
   }
 }
 
+/* item NULL (stream_skip): the same walk over record headers only (no data, no CRC of
+ * it, no tf.Example parsed). */
 static int next_record_example(example_stream *s, stream_item *item, char *err, size_t err_size) {
   for (;;) {
     if (!s->reader && open_next_file(s, err, err_size) != 0) return -1;
-    const uint8_t *data;
-    size_t size;
+    const uint8_t *data = NULL;
+    size_t size = 0;
     char why[512];
-    uint64_t offset = s->record_offset;
-    tfrecord_result r = tfrecord_next(s->reader, &data, &size, why, sizeof why);
+    uint64_t offset = tfrecord_offset(s->reader);
+    tfrecord_result r = item ? tfrecord_next(s->reader, &data, &size, why, sizeof why)
+                             : tfrecord_skip(s->reader, why, sizeof why);
     if (r == TFRECORD_END || r == TFRECORD_CORRUPT) {
       /* Framing is lost after a bad record: the rest of the shard is unreachable. */
       tfrecord_close(s->reader);
       s->reader = NULL;
       if (r == TFRECORD_CORRUPT) {
         s->visited_this_epoch++;
+        if (!item) return 0;
         snprintf(item->origin, sizeof item->origin, "the rest of the shard");
         return bad_item(item, "", why);
       }
@@ -176,10 +188,10 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
       snprintf(err, err_size, "%s", why);
       return -1;
     }
-    s->record_offset += 16 + size;
     int64_t index = s->record_index++;
     if (s->record_sharding && index % s->cfg.num_shards != s->cfg.shard) continue;
     s->visited_this_epoch++;
+    if (!item) return 0;
     snprintf(item->origin, sizeof item->origin, "%s, record at byte %llu", s->reader_path,
              (unsigned long long)offset);
     example_view view;
@@ -249,6 +261,147 @@ int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size
   }
 }
 
+/* ---- stream_skip ------------------------------------------------------------------- */
+
+/* Each TFRecord file's items, once: a header read per record, no data. */
+static int count_file_items(example_stream *s, char *err, size_t err_size) {
+  if (s->file_items) return 0;
+  const dataset_layout *layout = s->cfg.layout;
+  s->file_items = calloc(layout->num_files ? layout->num_files : 1, sizeof *s->file_items);
+  if (!s->file_items) {
+    snprintf(err, err_size, "out of memory counting the records of %zu files", layout->num_files);
+    return -1;
+  }
+  for (size_t i = 0; i < layout->num_files; i++) {
+    tfrecord_reader *reader;
+    char why[512];
+    if (tfrecord_open(layout->files[i], &reader, err, err_size) != TFRECORD_OK) return -1;
+    tfrecord_result r;
+    while ((r = tfrecord_skip(reader, why, sizeof why)) == TFRECORD_OK) s->file_items[i].records++;
+    tfrecord_close(reader);
+    if (r == TFRECORD_IO) {
+      snprintf(err, err_size, "%s", why);
+      return -1;
+    }
+    s->file_items[i].corrupt = r == TFRECORD_CORRUPT;
+  }
+  return 0;
+}
+
+/* Whether every epoch of this shard holds as many items (its files do not change). */
+static int epochs_alike(const example_stream *s) {
+  return s->cfg.layout->kind == LAYOUT_FOLDER || s->record_sharding || s->cfg.num_shards == 1 ||
+         !s->cfg.shuffle;
+}
+
+/* Items this shard's current epoch (s->order) yields, bad ones included, as stream_next
+ * would walk them. */
+static int64_t epoch_items(const example_stream *s) {
+  int64_t shards = s->cfg.num_shards, shard = s->cfg.shard;
+  if (s->cfg.layout->kind == LAYOUT_FOLDER) return ((int64_t)s->count - shard + shards - 1) / shards;
+  int64_t items = 0;
+  if (s->record_sharding) {
+    /* Records are dealt round-robin over the epoch; a damaged file is every shard's. */
+    int64_t records = 0;
+    for (size_t i = 0; i < s->count; i++) {
+      records += s->file_items[i].records;
+      items += s->file_items[i].corrupt;
+    }
+    return items + (records > shard ? (records - shard + shards - 1) / shards : 0);
+  }
+  for (size_t i = (size_t)shard; i < s->count; i += (size_t)shards)
+    items += s->file_items[s->order[i]].records + s->file_items[s->order[i]].corrupt;
+  return items;
+}
+
+static int empty_epoch(const example_stream *s, char *err, size_t err_size) {
+  snprintf(err, err_size, "%s: epoch %lld of shard %d of %d holds no example",
+           s->cfg.layout->where, (long long)s->epoch, (int)s->cfg.shard, (int)s->cfg.num_shards);
+  return -1;
+}
+
+typedef struct held_item {
+  int64_t position; /* in the epoch's source order */
+  int64_t slot;     /* in the buffer */
+} held_item;
+
+static int by_position(const void *a, const void *b) {
+  int64_t x = ((const held_item *)a)->position, y = ((const held_item *)b)->position;
+  return (x > y) - (x < y);
+}
+
+/* `count` (< epoch_size) outputs into the current epoch through the shuffle buffer, which
+ * starts the epoch empty: stream_next's draws replayed on source positions, then the
+ * source walked once, reading into the buffer only what it still holds. */
+static int skip_in_buffer(example_stream *s, int64_t count, int64_t epoch_size, char *err,
+                          size_t err_size) {
+  held_item *held = malloc((size_t)s->buffer_size * sizeof *held);
+  if (!held) {
+    snprintf(err, err_size, "out of memory replaying a shuffle buffer of %lld",
+             (long long)s->buffer_size);
+    return -1;
+  }
+  int64_t filled = 0, fetched = 0;
+  int draining = 0;
+  for (int64_t out = 0; out < count; out++) {
+    while (!draining && filled < s->buffer_size) {
+      /* stream_next would fetch the next epoch's first example and start draining. */
+      if (fetched == epoch_size) {
+        draining = 1;
+        break;
+      }
+      held[filled] = (held_item){.position = fetched++, .slot = filled};
+      filled++;
+    }
+    int64_t j = (int64_t)(prep_rng_next(&s->rng) % (uint64_t)filled);
+    held[j].position = held[filled - 1].position;
+    filled--;
+  }
+  qsort(held, (size_t)filled, sizeof *held, by_position);
+  int rc = 0;
+  for (int64_t p = 0, k = 0; rc == 0 && p < fetched; p++) {
+    stream_item *into = k < filled && held[k].position == p ? &s->buffer[held[k++].slot] : NULL;
+    rc = next_source_example(s, into, err, err_size);
+  }
+  free(held);
+  if (rc != 0) return -1;
+  s->buffer_filled = filled;
+  if (draining) {
+    if (next_source_example(s, &s->next_epoch_first, err, err_size) != 0) return -1;
+    s->draining = 1;
+  }
+  return 0;
+}
+
+int stream_skip(example_stream *s, int64_t count, int64_t *epoch, char *err, size_t err_size) {
+  *epoch = s->epoch;
+  if (count <= 0) return 0;
+  if (s->cfg.layout->kind == LAYOUT_TFRECORD && count_file_items(s, err, err_size) != 0) return -1;
+  int64_t size = epoch_items(s);
+  if (size == 0) return empty_epoch(s, err, err_size);
+  /* Every epoch starts with an empty shuffle buffer, and the buffer draws once per item:
+   * whole epochs move the epoch and the draws on, nothing else. */
+  if (epochs_alike(s) && count >= size) {
+    int64_t epochs = count / size;
+    count -= epochs * size;
+    s->epoch += epochs;
+    prep_rng_advance(&s->rng, (uint64_t)epochs * (uint64_t)size);
+    start_epoch(s);
+  }
+  while (count >= size) {
+    count -= size;
+    prep_rng_advance(&s->rng, (uint64_t)size);
+    s->epoch++;
+    start_epoch(s);
+    if ((size = epoch_items(s)) == 0) return empty_epoch(s, err, err_size);
+  }
+  *epoch = s->epoch;
+  if (s->buffer) return skip_in_buffer(s, count, size, err, err_size);
+  for (int64_t i = 0; i < count; i++)
+    if (next_source_example(s, NULL, err, err_size) != 0) return -1;
+  return 0;
+}
+
 int stream_create(const stream_config *cfg, example_stream **out, char *err, size_t err_size) {
   *out = NULL;
   example_stream *s = calloc(1, sizeof *s);
@@ -287,6 +440,7 @@ void stream_destroy(example_stream *s) {
   for (int64_t i = 0; s->buffer && i < s->buffer_size; i++) stream_item_free(&s->buffer[i]);
   stream_item_free(&s->next_epoch_first);
   free(s->buffer);
+  free(s->file_items);
   if (s->reader) tfrecord_close(s->reader);
   free(s->order);
   free(s);

@@ -56,6 +56,16 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
  * unreadable file (I/O), a label outside the model's classes, or a whole epoch without a
  * single readable example. */
 int stream_next(example_stream *stream, stream_item *item, char *err, size_t err_size);
+/* Moves a fresh stream (no stream_next yet) on by `count` examples, as if stream_next had
+ * been called that often, without decoding anything: whole epochs are counted (folders,
+ * and record sharding, in one step; sharding by file sums this shard's files of each
+ * epoch's order), the rest of the last one is walked reading only record headers, and
+ * the shuffle buffer is replayed on positions, reading only the records it still holds.
+ * Records are counted by their headers, so a record whose data fails its CRC in the
+ * skipped part (which drops the rest of its file) shifts the continuation. *epoch: the
+ * epoch of the next example. 0; or -1 with err as stream_next's (a shard that cannot be
+ * read; a whole epoch without examples). */
+int stream_skip(example_stream *stream, int64_t count, int64_t *epoch, char *err, size_t err_size);
 void stream_destroy(example_stream *stream);
 
 #endif

@@ -7,6 +7,7 @@
  * layout.c (what --data_dir holds), example_stream.c (order, sharding, shuffling),
  * pipeline.c (threads), preprocess.c (tf_cnn_benchmarks' image preprocessing). */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,8 +260,32 @@ static const cnnb_datasource_stats stats = {
     .skipped_examples = imagenet_skipped,
 };
 
+/* A resumed run (CNNB_EXT_DATASOURCE_SKIP): the stream goes on where the run stopped,
+ * each example with the augmentation of its place in the whole stream. Every example
+ * taken counts, so the few unreadable ones of the skipped part (which a batch passed
+ * over) make the continuation start that many examples early. */
+static cnnb_status imagenet_skip_batches(void *datasource, int64_t batches) {
+  imagenet *d = datasource;
+  if (batches < 0 || batches > INT64_MAX / d->batch)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "imagenet: cannot skip %lld batches of %d",
+                      (long long)batches, (int)d->batch);
+  int64_t epoch = 0, examples = batches * d->batch;
+  cnnb_status st = pipeline_skip(d->pipeline, examples, &epoch);
+  if (st == CNNB_OK && examples > 0)
+    cnnb_log(d->ctx, CNNB_LOG_INFO, "imagenet: the stream continues after %lld batches "
+             "(%lld examples), in epoch %lld (counted from 0)", (long long)batches, (long long)examples,
+             (long long)epoch);
+  return st;
+}
+
+static const cnnb_datasource_skip skip = {
+    .struct_size = sizeof(cnnb_datasource_skip),
+    .skip_batches = imagenet_skip_batches,
+};
+
 static const void *imagenet_get_extension(void *datasource, const char *id) {
   (void)datasource;
+  if (strcmp(id, CNNB_EXT_DATASOURCE_SKIP) == 0) return &skip;
   if (strcmp(id, CNNB_EXT_DATASOURCE_STATS) == 0) return &stats;
   if (strcmp(id, CNNB_EXT_DATASOURCE_UINT8) == 0) return &uint8_batches;
   return NULL;

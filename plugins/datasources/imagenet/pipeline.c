@@ -33,6 +33,7 @@ struct pipeline {
   size_t image_values;  /* 3 * H * W */
   int uint8_out;
   bool started;
+  bool stream_moved;    /* pipeline_skip ran */
 
   slot *slots;
   int64_t num_slots;
@@ -233,6 +234,21 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
     p->failed_in_a_row = 0;
     i++;
   }
+  return CNNB_OK;
+}
+
+cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch) {
+  if (p->started || p->stream_moved)
+    return cnnb_error(p->cfg.ctx, CNNB_EINVAL, "imagenet: the stream can be skipped only once, "
+                      "before its first batch");
+  p->stream_moved = true;
+  char err[1024];
+  if (stream_skip(p->stream, examples, epoch, err, sizeof err) != 0)
+    return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: continuing the stream after %lld "
+                      "examples: %s", (long long)examples, err);
+  /* No thread runs yet: the counters are the seeds' indices, and slot k % ring_slots is
+   * as empty as any. */
+  p->next_read = p->next_decode = p->next_take = examples;
   return CNNB_OK;
 }
 

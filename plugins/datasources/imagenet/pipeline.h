@@ -37,6 +37,11 @@ cnnb_status pipeline_create(const pipeline_config *cfg, pipeline **out);
  * form as the first. */
 cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int uint8_out,
                                 int32_t *labels);
+/* [main-thread] Before the first batch: continues as if `examples` examples had been
+ * taken (bad ones counted as taken): the stream moves on (stream_skip) and the next
+ * example gets the augmentation seed of its place in the whole stream. *epoch: the
+ * epoch it is in. Once per pipeline; CNNB_OK, or an error recorded on cfg->ctx. */
+cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch);
 int64_t pipeline_skipped(const pipeline *p);
 /* Stops and joins every thread. */
 void pipeline_destroy(pipeline *p);

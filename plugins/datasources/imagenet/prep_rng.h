@@ -18,6 +18,11 @@ static inline uint64_t prep_rng_next(prep_rng *r) {
   return z ^ (z >> 31);
 }
 
+/* Moves r on by `draws` calls of prep_rng_next at once: splitmix64's state only counts. */
+static inline void prep_rng_advance(prep_rng *r, uint64_t draws) {
+  r->state += draws * 0x9E3779B97F4A7C15ULL;
+}
+
 /* The stream `tag` of an example: its seed and the tag mixed, so nearby seeds and tags
  * start far apart. */
 static inline prep_rng prep_rng_stream(uint64_t seed, uint64_t tag) {

@@ -220,6 +220,60 @@ tfrecord_result tfrecord_next(tfrecord_reader *r, const uint8_t **data, size_t *
   return TFRECORD_OK;
 }
 
+/* Headers come from the buffer when it holds them; otherwise 12 bytes are read at their
+ * offset and the file position moves past the record, so skipping a file reads a header
+ * per record and none of the data. */
+tfrecord_result tfrecord_skip(tfrecord_reader *r, char *err, size_t err_size) {
+  char msg[400];
+  if (r->failed) {
+    fail(err, err_size, "%s: reading past a corrupt record", r->path);
+    return TFRECORD_CORRUPT;
+  }
+  uint64_t offset = r->buf_offset + r->pos, length;
+  uint8_t own[HEADER];
+  const uint8_t *header = r->buf + r->pos;
+  size_t have = r->len - r->pos;
+  if (have < HEADER) {
+    ssize_t got;
+    do got = pread(r->fd, own, HEADER, (off_t)offset);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      fail(err, err_size, "%s: read at byte %llu: %s", r->path, (unsigned long long)offset,
+           strerror(errno));
+      return TFRECORD_IO;
+    }
+    if (got == 0) return TFRECORD_END;
+    if (got < HEADER) {
+      fail(msg, sizeof msg, "record at byte %llu: truncated header: %zd of %d bytes",
+           (unsigned long long)offset, got, HEADER);
+      return corrupt(r, msg, err, err_size);
+    }
+    header = own;
+    have = 0; /* the buffer's partial bytes are dropped below */
+  }
+  uint64_t rest = r->file_size > offset + HEADER ? r->file_size - offset - HEADER : 0;
+  if (check_header(header, offset, rest, &length, msg, sizeof msg) != TFRECORD_OK)
+    return corrupt(r, msg, err, err_size);
+  uint64_t record = HEADER + length + FOOTER;
+  if (have >= record) {
+    r->pos += (size_t)record;
+    return TFRECORD_OK;
+  }
+  /* The record ends beyond the buffer: the next read starts right after it. */
+  uint64_t next = offset + record;
+  if (lseek(r->fd, (off_t)next, SEEK_SET) < 0) {
+    fail(err, err_size, "%s: seek to byte %llu: %s", r->path, (unsigned long long)next,
+         strerror(errno));
+    return TFRECORD_IO;
+  }
+  r->buf_offset = next;
+  r->len = r->pos = 0;
+  r->eof = 0;
+  return TFRECORD_OK;
+}
+
+uint64_t tfrecord_offset(const tfrecord_reader *r) { return r->buf_offset + r->pos; }
+
 void tfrecord_close(tfrecord_reader *r) {
   if (!r) return;
   if (r->fd >= 0) close(r->fd);

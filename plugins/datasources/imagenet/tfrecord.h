@@ -30,6 +30,12 @@ tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err
  * the rest of the file is unusable (framing is lost): the caller moves to the next file. */
 tfrecord_result tfrecord_next(tfrecord_reader *reader, const uint8_t **data, size_t *size,
                               char *err, size_t err_size);
+/* Steps over the next record reading only its header (its length CRC is checked, its
+ * data and data CRC are not): what counting and skipping records costs, a seek per
+ * record. Results as tfrecord_next's, without the data. */
+tfrecord_result tfrecord_skip(tfrecord_reader *reader, char *err, size_t err_size);
+/* The byte offset of the next record (where tfrecord_next or tfrecord_skip starts). */
+uint64_t tfrecord_offset(const tfrecord_reader *reader);
 void tfrecord_close(tfrecord_reader *reader);
 
 /* Writing: 0 on success, -1 with err filled. Close flushes and fsyncs. */

@@ -97,6 +97,22 @@ static int32_t synthetic_probe(cnnb_ctx *ctx, const char *name, const cnnb_datas
   return 1;
 }
 
+/* A resumed run (CNNB_EXT_DATASOURCE_SKIP): every batch is the same, so the stream is
+ * already where it would be; answering says so. */
+static cnnb_status synthetic_skip_batches(void *datasource, int64_t batches) {
+  (void)datasource;
+  return batches < 0 ? CNNB_EINVAL : CNNB_OK;
+}
+
+static const cnnb_datasource_skip skip = {
+    .struct_size = sizeof(cnnb_datasource_skip),
+    .skip_batches = synthetic_skip_batches,
+};
+
+static const void *synthetic_extension(const char *id) {
+  return strcmp(id, CNNB_EXT_DATASOURCE_SKIP) == 0 ? &skip : NULL;
+}
+
 static const cnnb_datasource_vtable vtable = {
     .struct_size = sizeof(cnnb_datasource_vtable),
     .create = synthetic_create,
@@ -113,6 +129,7 @@ static const cnnb_plugin descriptor = {
                      "random images and fixed labels from a seed (no I/O)"),
     .offers = offers,
     .vtable = &vtable,
+    .get_extension = synthetic_extension,
 };
 
 CNNB_PLUGIN_ENTRY {

@@ -50,9 +50,10 @@ extern "C" {
  *                     cnnb_ctx_create_child / cnnb_ctx_destroy for a plugin's own
  *                     threads (ctx.h).
  *                 1.5 added cnnb_graph_set_checkpoint_name() (graph.h), the trace
- *                     events plugins add to --trace_file (trace.h) and
+ *                     events plugins add to --trace_file (trace.h),
  *                     CNNB_EXT_STRATEGY_OPTIMIZER_STATE, the optimizer slots a strategy
- *                     keeps, for checkpoints (strategy.h). */
+ *                     keeps, for checkpoints (strategy.h), and
+ *                     CNNB_EXT_DATASOURCE_SKIP, resuming a data stream (datasource.h). */
 #define CNNB_ABI_MINOR 5
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"

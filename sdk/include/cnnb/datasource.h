@@ -94,11 +94,31 @@ typedef struct cnnb_datasource_uint8 {
   cnnb_status (*next_batch_uint8)(void *datasource, uint8_t *images, int32_t *labels);
 } cnnb_datasource_uint8;
 
+/* ABI 1.5: the instance continues a resumed run's stream: before its first batch, as if it
+ * had already delivered `batches` batches (warm-up included) of its shard. The host asks
+ * for it when --train_dir resumes a training run at a global step > 0 (each step took one
+ * batch from every replica's instance), never of evaluation instances. A datasource whose
+ * batches do not depend on their place in the stream (synthetic) answers it with a no-op,
+ * so the host knows nothing is lost; one that cannot answer gets a warning that its order
+ * restarts. */
+#define CNNB_EXT_DATASOURCE_SKIP "cnnb.datasource.skip/1"
+typedef struct cnnb_datasource_skip {
+  uint32_t struct_size;
+  /* [required] [main-thread] once, after create and before the first next_batch /
+   * next_batch_uint8 (the prefetch thread has not started). Cheap relative to decoding:
+   * positions are computed, images are not decoded. An error (its message on the
+   * instance's ctx) stops the run: batches < 0, or what must be read to count (record
+   * headers) cannot be. */
+  cnnb_status (*skip_batches)(void *datasource, int64_t batches);
+} cnnb_datasource_skip;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_datasource_config) == 64, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_datasource_vtable, examples_per_epoch) == 32, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_datasource_vtable) == 56, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_datasource_skip, skip_batches) == 8, "ABI: 1.5 layout moved");
+_Static_assert(sizeof(cnnb_datasource_skip) == 16, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus
