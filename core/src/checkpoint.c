@@ -13,11 +13,11 @@
 
 #include "benchmark_log.h"
 #include "checkpoint_dir.h"
+#include "checkpoint_tensors.h"
 #include "crash_guard.h"
 #include "graph_internal.h"
 #include "world.h"
 
-#define OPTIMIZER_PREFIX "optimizer."
 #define META(key) "cnnbench." key
 
 static double now_seconds(void) {
@@ -26,125 +26,12 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* PyTorch's state name of optimizer slot 1 or 2 under `rule`; NULL when it has none. */
-static const char *slot_name(uint32_t rule, int slot) {
-  switch (rule) {
-    case CNNB_OPT_MOMENTUM: return slot == 1 ? "momentum_buffer" : NULL;
-    case CNNB_OPT_RMSPROP: return slot == 1 ? "square_avg" : "momentum_buffer";
-    case CNNB_OPT_ADAM: return slot == 1 ? "exp_avg" : "exp_avg_sq";
-    default: return NULL;
-  }
-}
-
-/* ---- the tensors of one checkpoint --------------------------------------------------- */
-
-/* The list being written: tensors with names this file owns (owned[i] non-NULL). */
-typedef struct tensor_list {
-  cnnb_st_tensor *items;
-  char **owned;
-  size_t count, cap;
-} tensor_list;
-
-static void list_free(tensor_list *l) {
-  for (size_t i = 0; i < l->count; i++) free(l->owned[i]);
-  free(l->items);
-  free(l->owned);
-  memset(l, 0, sizeof *l);
-}
-
-/* Appends a tensor named `name` (copied when `copy`) over `data`. */
-static bool list_add(tensor_list *l, const char *name, bool copy, uint32_t dtype, int32_t ndims,
-                     const int64_t *dims, const void *data) {
-  if (l->count == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 256;
-    cnnb_st_tensor *items = realloc(l->items, cap * sizeof *items);
-    if (!items) return false;
-    l->items = items;
-    char **owned = realloc(l->owned, cap * sizeof *owned);
-    if (!owned) return false;
-    l->owned = owned;
-    l->cap = cap;
-  }
-  char *own = copy ? strdup(name) : NULL;
-  if (copy && !own) return false;
-  cnnb_st_tensor *t = &l->items[l->count];
-  memset(t, 0, sizeof *t);
-  t->name = copy ? own : name;
-  t->dtype = dtype;
-  t->ndims = ndims;
-  size_t elements = 1;
-  for (int32_t d = 0; d < ndims; d++) {
-    t->dims[d] = dims[d];
-    elements *= (size_t)dims[d];
-  }
-  t->data = data;
-  t->bytes = elements * cnnb_st_dtype_size(dtype);
-  l->owned[l->count++] = own;
-  return true;
-}
-
-static void param_dims(const cnnb_param *p, int64_t dims[4]) {
-  for (int32_t d = 0; d < p->ndims && d < 4; d++) dims[d] = p->dims[d];
-}
-
-/* Host copies of replica 0's arenas and slots, for one save. */
-typedef struct host_state {
-  float *params, *stats, *slot[2];
-  float *ones;       /* [widest scale-less batch norm] of 1.0f */
-  int64_t step;      /* num_batches_tracked */
-} host_state;
-
-static void host_state_free(host_state *h) {
+static void arenas_free(cnnb_ckpt_arenas *h) {
   free(h->params);
   free(h->stats);
   free(h->slot[0]);
   free(h->slot[1]);
   free(h->ones);
-}
-
-/* The model's tensors (parameters, statistics, torchvision's extras) into l. */
-static bool add_model_tensors(tensor_list *l, const cnnb_graph *g, const host_state *h) {
-  for (int32_t i = 0; i < cnnb_graph_num_params(g); i++) {
-    const cnnb_param *p = cnnb_graph_param(g, i);
-    int64_t dims[4];
-    param_dims(p, dims);
-    const float *base = p->is_stat ? h->stats : h->params;
-    if (!list_add(l, cnnb_graph_param_key(g, i), false, CNNB_ST_F32, p->ndims, dims,
-                  base + p->offset))
-      return false;
-  }
-  char key[512];
-  for (int32_t n = 0; n < cnnb_graph_num_nodes(g); n++) {
-    const cnnb_node *node = cnnb_graph_node(g, n);
-    const char *prefix = cnnb_graph_node_checkpoint_name(g, n);
-    if (!prefix || node->op != CNNB_OP_BATCH_NORM) continue;
-    snprintf(key, sizeof key, "%s.num_batches_tracked", prefix);
-    if (!list_add(l, key, true, CNNB_ST_I64, 0, NULL, &h->step)) return false;
-    if (node->attr.batch_norm.scale) continue;
-    int64_t c = node->shape.c;
-    snprintf(key, sizeof key, "%s.weight", prefix);
-    if (!list_add(l, key, true, CNNB_ST_F32, 1, &c, h->ones)) return false;
-  }
-  return true;
-}
-
-static bool add_slot_tensors(tensor_list *l, const cnnb_graph *g, uint32_t rule,
-                             const host_state *h) {
-  char key[512];
-  for (int slot = 1; slot <= 2; slot++) {
-    const char *name = slot_name(rule, slot);
-    if (!name || !h->slot[slot - 1]) continue;
-    for (int32_t i = 0; i < cnnb_graph_num_params(g); i++) {
-      const cnnb_param *p = cnnb_graph_param(g, i);
-      if (p->is_stat) continue;
-      int64_t dims[4];
-      param_dims(p, dims);
-      snprintf(key, sizeof key, OPTIMIZER_PREFIX "%s.%s", name, cnnb_graph_param_key(g, i));
-      if (!list_add(l, key, true, CNNB_ST_F32, p->ndims, dims, h->slot[slot - 1] + p->offset))
-        return false;
-    }
-  }
-  return true;
 }
 
 /* ---- reading replica 0's state ---------------------------------------------------------- */
@@ -172,7 +59,7 @@ static float *alloc_floats(cnnb_run *run, int64_t count) {
 static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   *out = NULL;
   uint32_t rule = run->cfg->trainer.rule;
-  if (!slot_name(rule, slot)) return CNNB_OK;
+  if (!cnnb_ckpt_slot_name(rule, slot)) return CNNB_OK;
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   const cnnb_strategy_optimizer_state *keeper = strategy_slots(run);
   cnnb_status st;
@@ -190,6 +77,7 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
     }
     return CNNB_OK;
   }
+  if (run->rank != 0) return CNNB_OK; /* only rank 0 writes */
   cnnb_replica *r = &run->replicas[0];
   float *device_slot = slot == 1 ? cnnb_trainer_slot1(r->trainer) : cnnb_trainer_slot2(r->trainer);
   if (!device_slot) return CNNB_OK;
@@ -201,7 +89,7 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   return CNNB_OK;
 }
 
-static cnnb_status read_state(cnnb_run *run, int64_t global_step, host_state *h) {
+static cnnb_status read_state(cnnb_run *run, int64_t global_step, cnnb_ckpt_arenas *h) {
   const cnnb_graph *g = run->graph;
   cnnb_replica *r = &run->replicas[0];
   memset(h, 0, sizeof *h);
@@ -297,31 +185,31 @@ static void make_metadata(const cnnb_run *run, int64_t global_step, metadata *m)
 /* ---- saving --------------------------------------------------------------------------------- */
 
 /* Rank 0's part: the file. */
-static cnnb_status write_checkpoint(cnnb_run *run, int64_t global_step, const host_state *h,
+static cnnb_status write_checkpoint(cnnb_run *run, int64_t global_step, const cnnb_ckpt_arenas *h,
                                     char **path) {
-  tensor_list l = {0};
+  cnnb_ckpt_tensors l = {0};
   metadata m;
   make_metadata(run, global_step, &m);
   cnnb_status st = CNNB_OK;
-  if (!add_model_tensors(&l, run->graph, h) ||
-      !add_slot_tensors(&l, run->graph, run->cfg->trainer.rule, h))
+  if (!cnnb_ckpt_add_model(&l, run->graph, h) ||
+      !cnnb_ckpt_add_slots(&l, run->graph, run->cfg->trainer.rule, h))
     st = cnnb_error(run->ctx, CNNB_ENOMEM, "checkpoint: out of memory for its tensor list");
   if (st == CNNB_OK)
     st = cnnb_checkpoint_dir_save(run->ctx, run->cfg->train_dir, global_step,
                                   run->cfg->max_ckpts_to_keep, l.items, l.count, m.items, m.count,
                                   path);
   free(m.config);
-  list_free(&l);
+  cnnb_ckpt_tensors_free(&l);
   return st;
 }
 
 cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
   double start = now_seconds();
-  host_state h;
+  cnnb_ckpt_arenas h;
   cnnb_status st = read_state(run, global_step, &h);
   char *path = NULL;
   if (st == CNNB_OK && run->rank == 0) st = write_checkpoint(run, global_step, &h, &path);
-  host_state_free(&h);
+  arenas_free(&h);
   /* Every rank learns whether rank 0's write worked, so no rank trains on alone. */
   int64_t failed = st != CNNB_OK;
   cnnb_status world = cnnb_world_sum(run, &failed, 1, "agreeing that the checkpoint was saved");
@@ -355,107 +243,6 @@ cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due) {
 }
 
 /* ---- loading -------------------------------------------------------------------------------- */
-
-static void shape_text(int32_t ndims, const int64_t *dims, char *buf, size_t size) {
-  size_t len = (size_t)snprintf(buf, size, "[");
-  for (int32_t d = 0; d < ndims && len < size; d++)
-    len += (size_t)snprintf(buf + len, size - len, "%s%" PRId64, d ? ", " : "", dims[d]);
-  if (len < size) snprintf(buf + len, size - len, "]");
-}
-
-/* Whether `name` is one of torchvision's batch-norm extras that the graph does not hold:
- * "<prefix>.num_batches_tracked", or "<prefix>.weight" of a batch norm without a scale
- * (then *scale_less is that node). */
-static bool torchvision_extra(const cnnb_graph *g, const char *name, int32_t *scale_less) {
-  *scale_less = -1;
-  const char *dot = strrchr(name, '.');
-  if (!dot) return false;
-  size_t prefix_len = (size_t)(dot - name);
-  for (int32_t n = 0; n < cnnb_graph_num_nodes(g); n++) {
-    const char *prefix = cnnb_graph_node_checkpoint_name(g, n);
-    const cnnb_node *node = cnnb_graph_node(g, n);
-    if (!prefix || node->op != CNNB_OP_BATCH_NORM || strlen(prefix) != prefix_len ||
-        strncmp(prefix, name, prefix_len) != 0)
-      continue;
-    if (strcmp(dot, ".num_batches_tracked") == 0) return true;
-    if (strcmp(dot, ".weight") == 0 && !node->attr.batch_norm.scale) {
-      *scale_less = n;
-      return true;
-    }
-  }
-  return false;
-}
-
-/* Every tensor of f is a parameter, a statistic, an optimizer slot or torchvision's extra
- * (a scale-less batch norm's weight then all ones): anything else means another model. */
-static cnnb_status check_no_stranger(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
-                                     const cnnb_graph *g) {
-  for (size_t i = 0; i < cnnb_safetensors_count(f); i++) {
-    const cnnb_st_tensor *t = cnnb_safetensors_tensor(f, i);
-    if (strncmp(t->name, OPTIMIZER_PREFIX, strlen(OPTIMIZER_PREFIX)) == 0) continue;
-    bool known = false;
-    for (int32_t p = 0; p < cnnb_graph_num_params(g) && !known; p++)
-      known = strcmp(cnnb_graph_param_key(g, p), t->name) == 0;
-    if (known) continue;
-    int32_t scale_less;
-    if (!torchvision_extra(g, t->name, &scale_less))
-      return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: tensor '%s' is no parameter of this "
-                        "model (a checkpoint of another model?)", path, t->name);
-    if (scale_less < 0) continue;
-    const float *w = t->data;
-    size_t n = t->dtype == CNNB_ST_F32 ? t->bytes / sizeof(float) : 0;
-    if (t->dtype != CNNB_ST_F32 || (int64_t)n != cnnb_graph_node(g, scale_less)->shape.c)
-      return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: '%s' is not %d F32 values",
-                        path, t->name, (int)cnnb_graph_node(g, scale_less)->shape.c);
-    for (size_t k = 0; k < n; k++) {
-      float v;
-      memcpy(&v, w + k, sizeof v);
-      if (v != 1.0f)
-        return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: '%s' holds a learned batch-norm "
-                          "scale (element %zu is %g), but this model's batch norm '%s' learns "
-                          "none", path, t->name, k, (double)v,
-                          cnnb_graph_node(g, scale_less)->name);
-    }
-  }
-  return CNNB_OK;
-}
-
-/* The F32 tensor `name` with the shape of p, or an error naming both. */
-static cnnb_status find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
-                             const char *name, const cnnb_param *p, const cnnb_st_tensor **out) {
-  const cnnb_st_tensor *t = cnnb_safetensors_find(f, name);
-  *out = NULL;
-  if (!t)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s has no tensor '%s' (parameter %s of "
-                      "this model: a checkpoint of another model?)", path, name, p->name);
-  int64_t dims[4];
-  param_dims(p, dims);
-  bool same = t->ndims == p->ndims;
-  for (int32_t d = 0; same && d < p->ndims; d++) same = t->dims[d] == dims[d];
-  if (!same || t->dtype != CNNB_ST_F32) {
-    char have[96], want[96];
-    shape_text(t->ndims, t->dims, have, sizeof have);
-    shape_text(p->ndims, dims, want, sizeof want);
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: tensor '%s' is %s %s; this model's "
-                      "parameter %s is F32 %s", path, name,
-                      t->dtype == CNNB_ST_F32 ? "F32" : "not F32", have, p->name, want);
-  }
-  *out = t;
-  return CNNB_OK;
-}
-
-/* Parameters and statistics of f into host arenas (graph offsets). */
-static cnnb_status read_model(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
-                              const cnnb_graph *g, float *params, float *stats) {
-  cnnb_status st = check_no_stranger(ctx, f, path, g);
-  for (int32_t i = 0; st == CNNB_OK && i < cnnb_graph_num_params(g); i++) {
-    const cnnb_param *p = cnnb_graph_param(g, i);
-    const cnnb_st_tensor *t;
-    if ((st = find_like(ctx, f, path, cnnb_graph_param_key(g, i), p, &t)) != CNNB_OK) break;
-    memcpy((p->is_stat ? stats : params) + p->offset, t->data, t->bytes);
-  }
-  return st;
-}
 
 /* A "cnnbench.*" integer, or `fallback` when the file has none (a torchvision file). */
 static cnnb_status meta_int(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
@@ -520,7 +307,7 @@ cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
     const cnnb_safetensors *f = run->resume_file;
     float *params = alloc_floats(run, cnnb_graph_param_arena_count(run->graph));
     float *stats = alloc_floats(run, cnnb_graph_stat_arena_count(run->graph));
-    st = params && stats ? read_model(run->ctx, f, run->resume_path, run->graph, params, stats)
+    st = params && stats ? cnnb_ckpt_read_model(run->ctx, f, run->resume_path, run->graph, params, stats)
                          : CNNB_ENOMEM;
     if (st == CNNB_OK)
       st = meta_int(run->ctx, f, run->resume_path, META("global_step"), 0, &run->start_step);
@@ -549,33 +336,6 @@ static void close_resume_file(cnnb_run *run) {
   run->resume_file = NULL;
   free(run->resume_path);
   run->resume_path = NULL;
-}
-
-/* Slot `slot` of the checkpoint (all of it, or none of it) into host; *present says. */
-static cnnb_status read_checkpoint_slot(cnnb_run *run, int slot, float *host, bool *present) {
-  const cnnb_graph *g = run->graph;
-  const char *name = slot_name(run->cfg->trainer.rule, slot);
-  *present = false;
-  char key[512];
-  int32_t found = 0, trainable = 0;
-  for (int32_t i = 0; i < cnnb_graph_num_params(g); i++) {
-    const cnnb_param *p = cnnb_graph_param(g, i);
-    if (p->is_stat) continue;
-    trainable++;
-    snprintf(key, sizeof key, OPTIMIZER_PREFIX "%s.%s", name, cnnb_graph_param_key(g, i));
-    if (!cnnb_safetensors_find(run->resume_file, key)) continue;
-    const cnnb_st_tensor *t;
-    cnnb_status st = find_like(run->ctx, run->resume_file, run->resume_path, key, p, &t);
-    if (st != CNNB_OK) return st;
-    memcpy(host + p->offset, t->data, t->bytes);
-    found++;
-  }
-  if (found > 0 && found < trainable)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "checkpoint %s holds the optimizer's %s for %d of "
-                      "the %d parameters: a torn or edited file", run->resume_path, name,
-                      (int)found, (int)trainable);
-  *present = found > 0;
-  return CNNB_OK;
 }
 
 static cnnb_status write_slot(cnnb_run *run, int slot, const float *host, int64_t count) {
@@ -632,10 +392,11 @@ static cnnb_status restore_optimizer(cnnb_run *run) {
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   float *host = NULL;
   for (int slot = 1; st == CNNB_OK && slot <= 2; slot++) {
-    if (!slot_name(rule, slot)) continue;
+    if (!cnnb_ckpt_slot_name(rule, slot)) continue;
     if (!host && !(host = alloc_floats(run, count))) return CNNB_ENOMEM;
     bool present = false;
-    st = read_checkpoint_slot(run, slot, host, &present);
+    st = cnnb_ckpt_read_slot(run->ctx, run->resume_file, run->resume_path, run->graph, rule,
+                             slot, host, &present);
     /* A checkpoint saved before the first update (or by torchvision) has no slots: they
      * start as the optimizer starts them. Every rank reads the same file, so all agree. */
     if (st == CNNB_OK && present) st = write_slot(run, slot, host, count);
@@ -649,7 +410,7 @@ cnnb_status cnnb_checkpoint_restore_optimizer(cnnb_run *run) {
   bool training = *run->cfg->train_dir && run->cfg->mode == CNNB_MODE_TRAIN &&
                   run->replicas[0].trainer;
   /* Refused before the first step rather than at the first save. */
-  if (training && run->strategy_vt->apply_update && slot_name(run->cfg->trainer.rule, 1) &&
+  if (training && run->strategy_vt->apply_update && cnnb_ckpt_slot_name(run->cfg->trainer.rule, 1) &&
       !strategy_slots(run))
     st = cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "--train_dir with --optimizer=%s: %s keeps the "
                     "optimizer's state itself and offers no %s to save and restore it",
@@ -670,7 +431,7 @@ cnnb_status cnnb_checkpoint_load_model_file(cnnb_ctx *ctx, const char *path, cnn
   float *params = malloc((size_t)(np > 0 ? np : 1) * sizeof(float));
   float *stats = malloc((size_t)(ns > 0 ? ns : 1) * sizeof(float));
   if (!params || !stats) st = cnnb_error(ctx, CNNB_ENOMEM, "out of memory loading %s", path);
-  if (st == CNNB_OK) st = read_model(ctx, f, path, g, params, stats);
+  if (st == CNNB_OK) st = cnnb_ckpt_read_model(ctx, f, path, g, params, stats);
   if (st == CNNB_OK) st = cnnb_executor_upload_params(ex, params, stats);
   free(params);
   free(stats);
