@@ -5,8 +5,10 @@
 # of 1 + |value|; the cpu device computes the same sums in the same order, so in practice
 # bit for bit). The run uses what a resume must carry: momentum slots, Adam's update count,
 # a learning-rate schedule whose boundary falls in the resumed half, batch-norm moving
-# statistics. Then: --eval --train_dir evaluates the latest checkpoint, and a checkpoint
-# is refused by another model and by another optimizer, naming both.
+# statistics; and the same under parameter_server, which keeps the optimizer's slots itself.
+# Losing the momentum on resume makes the comparison fail. Then: --eval --train_dir
+# evaluates the latest checkpoint, and a checkpoint is refused by another model and by
+# another optimizer, naming both.
 set -euo pipefail
 : "${CNNBENCH:?}" "${CHECKPOINT_COMPARE:?}" "${CHECKPOINT_EDIT:?}"
 tmp=$(mktemp -d)
