@@ -6,8 +6,10 @@
 #  1. Builds a minimal Debian 12 root (debootstrap --variant=minbase bookworm) from the
 #     mirror in this machine's apt sources (sources.list one-line format or deb822 .sources;
 #     FRESH_DEBIAN_MIRROR=URL overrides), in a mktemp -d directory under /var/tmp.
-#  2. Optional components, in a copy of that root: with only build-essential and cmake
-#     installed (and the host's CUDA toolkit, when there is one, bind-mounted read-only),
+#  2. Optional components, in a copy of that root: with only what the core requires
+#     installed — build-essential, cmake, and jansson through pkg-config (checkpoints, the
+#     benchmark log and traces are JSON) — and the host's CUDA toolkit, when there is one,
+#     bind-mounted read-only,
 #     configure prints "cnnbench component X: off (why)" for each missing component, the
 #     build succeeds and `cnnbench --version` runs. Then libdnnl-dev without the OpenCL
 #     headers: ONEDNN is off and says why and how to fix it; after that fix it is on.
@@ -247,11 +249,11 @@ say "minimal root: $(du -sh --one-file-system "$base" | cut -f1), $(chroot "$bas
 cp -a "$base" "$work/optional"
 
 # ---- 2. optional components stay optional ------------------------------------------------------
-step "optional components: only build-essential + cmake (and the host's CUDA toolkit)"
+step "optional components: only build-essential + cmake + jansson (and the host's CUDA toolkit)"
 root="$work/optional"
 enter "$root"
 clone_into "$root"
-apt_in "$root" build-essential cmake
+apt_in "$root" build-essential cmake pkg-config libjansson-dev
 expect_off=(ONEDNN CHECK JPEG MPI)
 expect_on=()
 cuda=""
