@@ -502,10 +502,15 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     if (st == CNNB_OK) st = written;
     cnnb_trace_attach(run.ctx, NULL);
   }
-  /* Every rank of a job reports its own failure: say whose it is. */
-  if (st != CNNB_OK && run.world_size > 1)
-    snprintf(err, err_size, "[rank %d] %s", (int)run.rank, cnnb_error_message(run.ctx));
-  else if (st != CNNB_OK)
+  /* Every rank of a job reports its own failure, saying whose, and at once: when one rank
+   * exits, mpirun aborts the others, so a rank still taking its run apart (the strategy's
+   * MPI, the devices) would never get to say why it failed. */
+  if (st != CNNB_OK && run.world_size > 1) {
+    fflush(out);
+    fprintf(stderr, "cnnbench: error: [rank %d] %s\n", (int)run.rank, cnnb_error_message(run.ctx));
+    fflush(stderr);
+    if (err_size) err[0] = '\0'; /* said */
+  } else if (st != CNNB_OK)
     snprintf(err, err_size, "%s", run.ctx ? cnnb_error_message(run.ctx) : "out of memory");
   cnnb_run_close(&run);
   cnnb_trace_free(trace); /* after the plugins' threads, which may hold its ctx family */

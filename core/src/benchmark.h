@@ -22,7 +22,8 @@ typedef struct cnnb_run_hooks {
 
 /* Runs the configured benchmark (or --model_info) and prints the report on `out` (rank 0
  * only). Returns CNNB_OK, or a status whose message, naming what went wrong and where,
- * is in err. Every ctx of the run is a child of `parent`: its flag table (the plugins
+ * is in err — except under several ranks, where it is printed on stderr at once
+ * ("cnnbench: error: [rank R] ...") before the run is taken apart, and err is empty. Every ctx of the run is a child of `parent`: its flag table (the plugins
  * read their own flags there) and its log settings. */
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
                                FILE *out, char *err, size_t err_size,

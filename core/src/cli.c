@@ -132,7 +132,7 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
     if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
     if (st != CNNB_OK) {
       fflush(stdout);
-      fprintf(stderr, "cnnbench: error: %s\n", err);
+      if (*err) fprintf(stderr, "cnnbench: error: %s\n", err); /* empty: already said */
       code = exit_code(st);
     }
   }
