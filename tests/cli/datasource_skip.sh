@@ -13,7 +13,8 @@ set -euo pipefail
 : "${DATASOURCE_EPOCH:?}" "${MAKE_CIFAR:?}"
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 out=$dir/out
-fail() { echo "FAIL: $*"; for f in "$dir"/*.txt "$out.err"; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+# On stderr: fail may be called from a reader whose stdout goes into one of those files.
+fail() { { echo "FAIL: $*"; for f in "$dir"/*.txt "$out.err"; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; } >&2; exit 1; }
 
 # batches ARGS...: the examples' lines (shard label id checksum), without the stats line.
 batches() {

@@ -231,8 +231,9 @@ tfrecord_result tfrecord_skip(tfrecord_reader *r, char *err, size_t err_size) {
   }
   uint64_t offset = r->buf_offset + r->pos, length;
   uint8_t own[HEADER];
-  const uint8_t *header = r->buf + r->pos;
   size_t have = r->len - r->pos;
+  /* No buffer yet (a reader that only skipped so far): no pointer into it either. */
+  const uint8_t *header = have > 0 ? r->buf + r->pos : own;
   if (have < HEADER) {
     ssize_t got;
     do got = pread(r->fd, own, HEADER, (off_t)offset);
