@@ -1,0 +1,168 @@
+/* gpu_kernels.h — the cuda device's own CUDA kernels, as C functions that launch them
+ * on a stream (kernels_*.cu): what neither cuDNN nor cuBLAS covers.
+ *
+ * Every launcher is asynchronous (it only enqueues work on `stream`) and returns the
+ * launch's cudaError_t (cudaSuccess, or what cudaGetLastError said right after the
+ * launch); a zero-element call launches nothing. Pointers are device memory unless named
+ * host_*. Element math is in fp32 whatever the storage type; storing into fp16 / bf16
+ * rounds to nearest even (__float2half_rn, __float2bfloat16_rn), as the cpu device and
+ * the reference ops do.
+ *
+ * Activations come as (dtype, gpu_dims): the logical [N, C, H, W] and whether the
+ * buffer is NHWC; index math for either layout is gpu_kernels_index.cuh's, checked on
+ * the host by tests/unit/test_cuda_index.c. */
+#ifndef CNNB_GPU_KERNELS_H
+#define CNNB_GPU_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gpu_dtype {
+  GPU_F32 = 0,
+  GPU_F16 = 1,
+  GPU_BF16 = 2,
+  GPU_I32 = 3
+} gpu_dtype;
+
+static inline size_t gpu_dtype_size(gpu_dtype t) { return t == GPU_F16 || t == GPU_BF16 ? 2 : 4; }
+
+/* A 4-D activation: logical sizes and its buffer's layout. */
+typedef struct gpu_dims {
+  int32_t n, c, h, w;
+  int32_t nhwc; /* 0: NCHW, 1: NHWC */
+} gpu_dims;
+
+/* Errors kernels find on data, read back by the host at synchronizing calls. */
+typedef struct gpu_kernel_errors {
+  int32_t bad_label_count; /* labels outside [0, classes) since the last check */
+  int32_t first_bad_label; /* the value of one of them */
+  int32_t first_bad_index; /* its example */
+  int32_t classes;
+} gpu_kernel_errors;
+
+/* ---- conversions (kernels_convert.cu) ---------------------------------------------- */
+
+/* dst[i] = src[i] converted, n elements (any float types; I32 only to I32). */
+cudaError_t gpu_k_cast(void *dst, gpu_dtype dst_type, const void *src, gpu_dtype src_type,
+                       int64_t n, cudaStream_t stream);
+/* Logical NCHW fp32 -> the device's layout and type (dims), and back. */
+cudaError_t gpu_k_from_nchw_f32(void *dst, gpu_dtype dst_type, gpu_dims dims, const float *src,
+                                cudaStream_t stream);
+cudaError_t gpu_k_to_nchw_f32(float *dst, const void *src, gpu_dtype src_type, gpu_dims dims,
+                              cudaStream_t stream);
+/* Host-style uint8 [N, H, W, C] pixels -> (float)v * scale[c] + offset[c] stored in the
+ * device's layout and type. scale, offset: C fp32 values in device memory. */
+cudaError_t gpu_k_from_uint8_nhwc(void *dst, gpu_dtype dst_type, gpu_dims dims, const uint8_t *src,
+                                  const float *scale, const float *offset, cudaStream_t stream);
+/* Convolution filters: the arena's fp32 [K, C, R, S] (OIHW) -> dst_type in OIHW
+ * (nhwc 0) or OHWI (nhwc 1); and a filter gradient in that form back to fp32 OIHW. */
+cudaError_t gpu_k_filter_to_compute(void *dst, gpu_dtype dst_type, int32_t nhwc, const float *src,
+                                    int32_t k, int32_t c, int32_t r, int32_t s, cudaStream_t stream);
+cudaError_t gpu_k_filter_grad_to_arena(float *dst, const void *src, gpu_dtype src_type,
+                                       int32_t nhwc, int32_t k, int32_t c, int32_t r, int32_t s,
+                                       cudaStream_t stream);
+/* Spatial padding for cuDNN, which pads symmetrically only: dst (dims of src grown by
+ * the pads) = src placed at (top, left), `fill` elsewhere; and the crop back (dst =
+ * the window of src at (top, left) of dst's size). Same type and layout on both sides. */
+cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
+                              gpu_dtype type, int32_t top, int32_t left, float fill,
+                              cudaStream_t stream);
+cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
+                               gpu_dtype type, int32_t top, int32_t left, cudaStream_t stream);
+
+/* ---- elementwise (kernels_eltwise.cu) ---------------------------------------------- */
+
+cudaError_t gpu_k_relu(void *y, const void *x, gpu_dtype type, int64_t n, cudaStream_t stream);
+/* dx = dy where y > 0, else 0 (the gradient of a ReLU, or of one fused into a producer,
+ * from its output). dx may alias dy. */
+cudaError_t gpu_k_relu_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
+                                cudaStream_t stream);
+cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64_t n, cudaStream_t stream);
+/* dx = dy where 0 < y < 6, else 0 (TF's relu6 gradient, from the output). */
+cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
+                                 cudaStream_t stream);
+/* y = a + b, then max(y, 0) when relu. */
+cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtype type, int64_t n, int32_t relu,
+                      cudaStream_t stream);
+/* dst += src. */
+cudaError_t gpu_k_accumulate(void *dst, const void *src, gpu_dtype type, int64_t n,
+                             cudaStream_t stream);
+/* y = x * keep_mask / keep_prob; the mask is a pure function of (seed, step, i), so the
+ * backward recomputes it instead of storing it: dx = dy * keep_mask / keep_prob. */
+cudaError_t gpu_k_dropout(void *y, const void *x, gpu_dtype type, int64_t n, float keep_prob,
+                          uint32_t seed, uint64_t step, cudaStream_t stream);
+cudaError_t gpu_k_dropout_backward(void *dx, const void *dy, gpu_dtype type, int64_t n,
+                                   float keep_prob, uint32_t seed, uint64_t step,
+                                   cudaStream_t stream);
+/* y += bias[c] per channel, then max(y, 0) when relu (a convolution's bias and fused
+ * ReLU). bias: C fp32 values. */
+cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, const float *bias, int32_t relu,
+                            cudaStream_t stream);
+/* db[c] = sum over n, h, w of dy (fp32 out, overwritten). */
+cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
+                            cudaStream_t stream);
+
+/* ---- loss (kernels_loss.cu) ------------------------------------------------------------ */
+
+/* Softmax cross-entropy over logits [N, K] (type): probs [N, K] fp32 kept for the
+ * backward, *loss = mean over the batch of -log softmax[label]. A label outside [0, K)
+ * is counted in errors (and its row contributes nothing). */
+cudaError_t gpu_k_xent_forward(float *loss, float *probs, const void *logits, gpu_dtype type,
+                               const int32_t *labels, int32_t n, int32_t k,
+                               gpu_kernel_errors *errors, cudaStream_t stream);
+/* dlogits = scale * (probs - onehot(label)) / N, stored in `type`. */
+cudaError_t gpu_k_xent_backward(void *dlogits, gpu_dtype type, const float *probs,
+                                const int32_t *labels, int32_t n, int32_t k, float scale,
+                                cudaStream_t stream);
+
+/* ---- optimizer and loss scaling (kernels_update.cu) -------------------------------- */
+
+/* One optimizer step over count fp32 elements, exactly optimizer.h's rules (the same
+ * float operations in the same order as cnnb_update_reference, so results agree to the
+ * last bit where the compiler contracts alike; FMA contraction is disabled there). */
+typedef struct gpu_update_args {
+  int32_t rule; /* cnnb_optimizer_rule */
+  int32_t nesterov;
+  int64_t count;
+  float *params;
+  const float *grads;
+  float *slot1, *slot2;
+  float learning_rate, weight_decay, grad_scale, clip, momentum, rho, epsilon, beta1, beta2;
+  float adam_lr_t; /* adam: lr * sqrt(1 - b2^t) / (1 - b1^t), computed on the host as the
+                      reference computes it */
+} gpu_update_args;
+cudaError_t gpu_k_update(const gpu_update_args *args, cudaStream_t stream);
+/* *all_finite (device int) = 1 when every grads[i] is finite, else 0. */
+cudaError_t gpu_k_all_finite(int32_t *all_finite, const float *grads, int64_t count,
+                             cudaStream_t stream);
+
+/* ---- pooling and LRN where cuDNN cannot (kernels_pool.cu) -------------------------- */
+
+/* Max / average pooling with any padding (cuDNN pads symmetrically only), TF
+ * semantics: padding never wins a max, and is excluded from averages. win: kernel_h,
+ * kernel_w, stride_h, stride_w, pad_top, pad_left. Backward: dx overwritten. */
+typedef struct gpu_pool_window {
+  int32_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
+  int32_t max; /* 1: max pool, 0: average */
+} gpu_pool_window;
+cudaError_t gpu_k_pool(void *y, gpu_dims y_dims, const void *x, gpu_dims x_dims, gpu_dtype type,
+                       gpu_pool_window win, cudaStream_t stream);
+cudaError_t gpu_k_pool_backward(void *dx, gpu_dims x_dims, const void *x, const void *y,
+                                const void *dy, gpu_dims y_dims, gpu_dtype type,
+                                gpu_pool_window win, cudaStream_t stream);
+/* TF's LRN: y = x / (bias + alpha * sum_{|c'-c| <= r} x^2)^beta, and its gradient. */
+cudaError_t gpu_k_lrn(void *y, const void *x, gpu_dims dims, gpu_dtype type, int32_t radius,
+                      float bias, float alpha, float beta, cudaStream_t stream);
+cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y, gpu_dims dims,
+                               gpu_dtype type, int32_t radius, float bias, float alpha, float beta,
+                               cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
