@@ -584,6 +584,17 @@ int64_t cnnb_run_skipped_examples(const cnnb_run *run, bool evaluation) {
   return total;
 }
 
+/* A device that cannot run on this machine at all (no driver, no GPU) says so once,
+ * before anything is created, instead of failing replica by replica. */
+static cnnb_status check_device_available(cnnb_run *run) {
+  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "availability", NULL);
+  const char *why = cnnb_device_unavailable(run->device.plugin);
+  cnnb_crash_leave(outer);
+  if (!why) return CNNB_OK;
+  return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "--device=%s cannot run on this machine: %s",
+                    run->device.name, why);
+}
+
 cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   const cnnb_run_config *cfg = run->cfg;
   int32_t n = run->num_replicas;
@@ -593,6 +604,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
       (st = find_plugin(run, loader, CNNB_KIND_STRATEGY, cfg->strategy, &run->strategy)) ||
       (st = choose_datasource(run, loader, &probe_cfg)))
     return st;
+  if ((st = check_device_available(run)) != CNNB_OK) return st;
   run->device_vt = run->device.plugin->vtable;
   run->strategy_vt = run->strategy.plugin->vtable;
   run->datasource_vt = run->datasource.plugin->vtable;

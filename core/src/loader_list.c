@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash_guard.h"
 #include "loader_impl.h"
+#include "op_device.h"
 
 /* Names wrap beyond this many characters (a column, not a hard limit on one name). */
 #define NAMES_WIDTH 40
@@ -96,6 +98,23 @@ static void print_accepted(const cnnb_loader *l, FILE *out) {
   }
 }
 
+/* Devices that loaded but cannot run on this machine (a GPU device without a driver or
+ * a GPU), with the device's own reason: accepted, since the same files serve machines
+ * that have one. */
+static void print_unavailable(const cnnb_loader *l, FILE *out) {
+  size_t count = 0;
+  for (size_t i = 0; i < l->num_plugins; i++) {
+    const loader_plugin *p = l->plugins[i];
+    if (p->why || p->kind != CNNB_KIND_DEVICE || !p->num_names) continue;
+    cnnb_crash_mark outer = cnnb_crash_enter(p->path, "availability", NULL);
+    const char *why = cnnb_device_unavailable(&p->desc);
+    cnnb_crash_leave(outer);
+    if (!why) continue;
+    if (count++ == 0) fprintf(out, "\nDevices that cannot run on this machine:\n");
+    fprintf(out, "  %s: %s\n", p->names[0], why);
+  }
+}
+
 static void print_rejected(const cnnb_loader *l, FILE *out) {
   size_t rejected = 0, file_w = strlen("FILE");
   for (size_t i = 0; i < l->num_plugins; i++) {
@@ -120,5 +139,6 @@ void cnnb_loader_print(const cnnb_loader *l, FILE *out) {
           l->install_dir ? l->install_dir : "(none)", env && env[0] ? " (" : " (unset)",
           env && env[0] ? env : "", env && env[0] ? ")" : "");
   print_accepted(l, out);
+  print_unavailable(l, out);
   print_rejected(l, out);
 }

@@ -83,3 +83,15 @@ uint32_t cnnb_ops_device_relu_fusion(const cnnb_plugin *plugin, const cnnb_devic
   ext_query q = {plugin, dv, device};
   return cnnb_ops_relu_fusion(device_has_ext, &q);
 }
+
+const char *cnnb_device_unavailable(const cnnb_plugin *plugin) {
+  if (!plugin || plugin->struct_size < offsetof(cnnb_plugin, get_extension) +
+                                           sizeof(plugin->get_extension) ||
+      !plugin->get_extension)
+    return NULL;
+  const cnnb_device_availability *a = plugin->get_extension(CNNB_EXT_DEVICE_AVAILABILITY);
+  if (!a || a->struct_size < offsetof(cnnb_device_availability, unavailable) + sizeof(a->unavailable) ||
+      !a->unavailable)
+    return NULL;
+  return a->unavailable();
+}

@@ -27,4 +27,9 @@ cnnb_status cnnb_ops_check_device(cnnb_ctx *ctx, const cnnb_graph *g, const cnnb
 uint32_t cnnb_ops_device_relu_fusion(const cnnb_plugin *plugin, const cnnb_device_vtable *dv,
                                      void *device);
 
+/* Why the device of `plugin` cannot run on this machine at all (no driver, no GPU), in
+ * the plugin's own words, or NULL when it can or does not say (CNNB_EXT_DEVICE_AVAILABILITY,
+ * ABI 1.6). Asked before a run creates an instance and by --list_plugins. */
+const char *cnnb_device_unavailable(const cnnb_plugin *plugin);
+
 #endif

@@ -81,7 +81,8 @@ struct gpu_device {
   void *staging;
   size_t staging_bytes;
 
-  gpu_algo_cache *algos;        /* convolution algorithms chosen per shape (gpu_conv_algo.c) */
+  gpu_algo_cache *algos;        /* convolution algorithms chosen per shape (conv_algo.c) */
+  cnnb_device_cuda_stream stream_ext; /* CNNB_EXT_CUDA_STREAM's answer */
   char description[256];
 };
 

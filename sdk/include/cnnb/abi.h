@@ -53,8 +53,11 @@ extern "C" {
  *                     events plugins add to --trace_file (trace.h),
  *                     CNNB_EXT_STRATEGY_OPTIMIZER_STATE, the optimizer slots a strategy
  *                     keeps, for checkpoints (strategy.h), and
- *                     CNNB_EXT_DATASOURCE_SKIP, resuming a data stream (datasource.h). */
-#define CNNB_ABI_MINOR 5
+ *                     CNNB_EXT_DATASOURCE_SKIP, resuming a data stream (datasource.h).
+ *                 1.6 added CNNB_EXT_DEVICE_AVAILABILITY, whether a device can run on this
+ *                     machine at all, and CNNB_EXT_CUDA_STREAM, a GPU instance's stream
+ *                     (device.h). */
+#define CNNB_ABI_MINOR 6
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

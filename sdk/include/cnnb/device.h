@@ -50,6 +50,18 @@ typedef enum cnnb_precision {
  * tensor_from_host as fp32. Answered with a cnnb_device_uint8_input. */
 #define CNNB_EXT_DEVICE_UINT8_INPUT "cnnb.device.uint8_input/1"
 
+/* ABI 1.6: whether the device can run on this machine at all (an accelerator's driver
+ * and hardware), asked per plugin before a run creates an instance and by
+ * --list_plugins. Answered with a cnnb_device_availability. A device without it is
+ * assumed to run anywhere; create() still refuses what it cannot do. */
+#define CNNB_EXT_DEVICE_AVAILABILITY "cnnb.device.availability/1"
+
+/* ABI 1.6: a CUDA instance's GPU and the stream its work runs on in call order, so a
+ * strategy can put NCCL calls and copies on it (or order its own streams after it with
+ * events) instead of synchronizing the device. Answered per instance with a
+ * cnnb_device_cuda_stream; the plugin's get_extension does not answer it. */
+#define CNNB_EXT_CUDA_STREAM "cnnb.cuda.stream/1"
+
 typedef struct cnnb_device_config {
   uint32_t struct_size;
   int32_t device_index;   /* which accelerator of this process */
@@ -168,11 +180,30 @@ typedef struct cnnb_device_uint8_input {
                                        const float *offset);
 } cnnb_device_uint8_input;
 
+/* CNNB_EXT_DEVICE_AVAILABILITY's answer. */
+typedef struct cnnb_device_availability {
+  uint32_t struct_size;
+  /* [required] [main-thread] once per run before the first create, and by
+   * --list_plugins: NULL when instances can be created here, else one line saying what
+   * is missing ("no NVIDIA driver: libcuda.so.1 not found"), valid while the plugin is
+   * loaded. It may load libraries to find out, but never fails the process. */
+  const char *(*unavailable)(void);
+} cnnb_device_availability;
+
+/* CNNB_EXT_CUDA_STREAM's answer, valid until the instance is destroyed. */
+typedef struct cnnb_device_cuda_stream {
+  uint32_t struct_size;
+  int32_t ordinal; /* the CUDA device ordinal (cudaSetDevice) the instance runs on */
+  void *stream;    /* its cudaStream_t */
+} cnnb_device_cuda_stream;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_device_config) == 24, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_node_io) == 80, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_device_vtable, all_finite) == 152, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_device_vtable) == 176, "ABI: grow only by appending");
+_Static_assert(sizeof(cnnb_device_availability) == 16, "ABI: grow only by appending");
+_Static_assert(sizeof(cnnb_device_cuda_stream) == 16, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus
