@@ -49,14 +49,22 @@ static int impl_path(char *buf, size_t size) {
   return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
+/* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"; the driver's own names
+ * when it can give them (the toolkit's stub library cannot). */
 static const char *cu_error_text(void *lib, int code) {
   cu_error_fn name = (cu_error_fn)dlsym(lib, "cuGetErrorName");
   cu_error_fn text = (cu_error_fn)dlsym(lib, "cuGetErrorString");
   static char buf[256];
   const char *n = NULL, *t = NULL;
-  if (name) name(code, &n);
-  if (text) text(code, &t);
-  snprintf(buf, sizeof buf, "%s (%s)", n ? n : "CUDA error", t ? t : "no description");
+  if (name && name(code, &n) != 0) n = NULL;
+  if (text && text(code, &t) != 0) t = NULL;
+  if (n)
+    snprintf(buf, sizeof buf, "%s (%s)", n, t ? t : "no description");
+  else if (code == 34) /* CUDA_ERROR_STUB_LIBRARY */
+    snprintf(buf, sizeof buf, "CUresult 34, CUDA_ERROR_STUB_LIBRARY: the toolkit's stub "
+                              "libcuda.so.1 is on the library path instead of the driver's");
+  else
+    snprintf(buf, sizeof buf, "CUresult %d", code);
   return buf;
 }
 
@@ -87,10 +95,12 @@ static void probe(void) {
     return;
   }
   int driver = 0, devices = 0, rc;
-  version(&driver);
+  char driver_text[32] = "version unknown";
+  if (version(&driver) == 0 && driver > 0)
+    snprintf(driver_text, sizeof driver_text, "CUDA %d.%d", driver / 1000, driver % 1000 / 10);
   if ((rc = init(0)) != 0) {
-    snprintf(unavailable_why, sizeof unavailable_why, "the NVIDIA driver (CUDA %d.%d) failed to start: %s",
-             driver / 1000, driver % 1000 / 10, cu_error_text(lib, rc));
+    snprintf(unavailable_why, sizeof unavailable_why, "the NVIDIA driver (%s) failed to start: %s",
+             driver_text, cu_error_text(lib, rc));
     return;
   }
   if ((rc = count(&devices)) != 0 || devices <= 0) {
