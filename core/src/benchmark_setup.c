@@ -268,6 +268,15 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
   if (st != CNNB_OK) run->bucket_status = cnnb_run_fail(run, st, run->strategy_ctx, "gradient exchange");
 }
 
+bool cnnb_run_constant_batch(const cnnb_run *run) {
+  const cnnb_plugin *plugin = run->datasource.plugin;
+  if (!plugin || !plugin->get_extension) return false;
+  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "get_extension", NULL);
+  bool constant = plugin->get_extension(CNNB_EXT_DATASOURCE_CONSTANT) != NULL;
+  cnnb_crash_leave(outer);
+  return constant;
+}
+
 static cnnb_status create_executor(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
   snprintf(r->trace_track, sizeof r->trace_track, "replica %d", (int)index);
@@ -281,6 +290,7 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
       .crash_label = run->device.label,
       /* Only a traced run names a track: the per-node args are made for it alone. */
       .trace_track = run->cfg->trace_file && *run->cfg->trace_file ? r->trace_track : NULL,
+      .constant_batch = cnnb_run_constant_batch(run),
   };
   cnnb_status st = cnnb_executor_create(run->ctx, run->device_vt, r->device, run->graph, &ecfg,
                                         &r->executor);

@@ -133,6 +133,9 @@ int64_t cnnb_run_skipped_examples(const cnnb_run *run, bool evaluation);
 
 /* "<what>: <message of ctx>" into the run's ctx; returns status. A plugin that failed
  * without a message gets its status's name and a note saying so. */
+/* Whether the run's datasource serves the same batch at every step
+ * (CNNB_EXT_DATASOURCE_CONSTANT): executors then upload it once. */
+bool cnnb_run_constant_batch(const cnnb_run *run);
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what);
 
 #endif

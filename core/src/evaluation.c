@@ -75,6 +75,7 @@ static cnnb_status create_replica(cnnb_run *run, int32_t index) {
       .training = false,
       .device_ctx = r->eval_device_ctx,
       .crash_label = run->device.label,
+      .constant_batch = cnnb_run_constant_batch(run),
   };
   /* Its arenas start at zero and are filled from the training executor's before each
    * evaluation, so no initial values are drawn here. */

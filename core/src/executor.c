@@ -51,6 +51,8 @@ struct cnnb_executor {
   json_t **trace_args;      /* [n] with cfg.trace_track: each node's args in the trace */
   float *host_accumulate;  /* [2 * host_accumulate_count]: a device without accumulate */
   size_t host_accumulate_count;
+  void **resident;          /* [n] constant_batch: the data nodes' own buffers (else NULL) */
+  bool *uploaded;           /* [n] constant_batch: the data node's batch is on the device */
   const cnnb_device_uint8_input *uint8_input; /* NULL until set_uint8_input */
   float *uint8_scale, *uint8_offset;          /* [channels of the input] */
 };
@@ -152,6 +154,35 @@ static cnnb_status make_buckets(cnnb_executor *ex) {
   return CNNB_OK;
 }
 
+/* With a constant batch the images and labels stay on the device from the first step:
+ * buffers of their own, since the arena lends a data node's bytes to other tensors
+ * outside its lifetime. */
+static cnnb_status alloc_resident(cnnb_executor *ex) {
+  if (!ex->cfg.constant_batch)
+    return CNNB_OK;
+  ex->resident = calloc((size_t)ex->n, sizeof *ex->resident);
+  ex->uploaded = calloc((size_t)ex->n, sizeof *ex->uploaded);
+  if (!ex->resident || !ex->uploaded)
+    return cnnb_error(ex->ctx, CNNB_ENOMEM, "executor: out of memory");
+  for (int32_t i = 0; i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    if (node->op != CNNB_OP_INPUT && node->op != CNNB_OP_LABELS)
+      continue;
+    size_t bytes = ex->plan->buffers[ex->plan->activation[i]].bytes;
+    cnnb_status st = alloc_arena(ex, bytes, "constant batch", &ex->resident[i]);
+    if (st != CNNB_OK)
+      return st;
+  }
+  return CNNB_OK;
+}
+
+/* Where tensor t's activation lives. */
+static unsigned char *activation_of(const cnnb_executor *ex, cnnb_tensor t) {
+  if (ex->resident && ex->resident[t])
+    return ex->resident[t];
+  return ex->arena + ex->plan->buffers[ex->plan->activation[t]].offset;
+}
+
 static cnnb_status wire_nodes(cnnb_executor *ex) {
   const cnnb_plan *p = ex->plan;
   int32_t slots = p->slot_base[ex->n];
@@ -165,7 +196,7 @@ static cnnb_status wire_nodes(cnnb_executor *ex) {
     const cnnb_node *node = cnnb_graph_node(ex->g, i);
     int32_t base = p->slot_base[i];
     for (int32_t k = 0; k < node->num_inputs; ++k) {
-      ex->inputs[base + k] = ex->arena + p->buffers[p->activation[node->inputs[k]]].offset;
+      ex->inputs[base + k] = activation_of(ex, node->inputs[k]);
       int32_t gb = p->input_grad[base + k];
       ex->input_grads[base + k] = gb >= 0 ? ex->arena + p->buffers[gb].offset : NULL;
     }
@@ -173,7 +204,7 @@ static cnnb_status wire_nodes(cnnb_executor *ex) {
         .struct_size = (uint32_t)sizeof(cnnb_node_io),
         .num_inputs = node->num_inputs,
         .inputs = ex->inputs + base,
-        .output = ex->arena + p->buffers[p->activation[i]].offset,
+        .output = activation_of(ex, i),
         .input_grads = ex->input_grads + base,
         .output_grad = p->gradient[i] >= 0 ? ex->arena + p->buffers[p->gradient[i]].offset
                                            : NULL,
@@ -280,6 +311,8 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
   if (st == CNNB_OK)
     st = alloc_arena(ex, ex->plan->arena_bytes, "activation", (void **)&ex->arena);
   if (st == CNNB_OK)
+    st = alloc_resident(ex);
+  if (st == CNNB_OK)
     st = wire_nodes(ex);
   if (st == CNNB_OK)
     st = make_buckets(ex);
@@ -333,6 +366,11 @@ void cnnb_executor_destroy(cnnb_executor *ex) {
         ex->dv->release(ex->device, ex->state[i]);
   if (ex->arena)
     ex->dv->free(ex->device, ex->arena);
+  for (int32_t i = 0; ex->resident && i < ex->n; ++i)
+    if (ex->resident[i])
+      ex->dv->free(ex->device, ex->resident[i]);
+  free(ex->resident);
+  free(ex->uploaded);
   if (ex->params)
     ex->dv->free(ex->device, ex->params);
   if (ex->grads)
@@ -467,6 +505,8 @@ static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
     if (ex->plan->alias[i] >= 0)
       continue; /* a ReLU its producer already applied */
     if (node->op == CNNB_OP_INPUT || node->op == CNNB_OP_LABELS) {
+      if (ex->uploaded && ex->uploaded[i])
+        continue; /* a constant batch, on the device since the first step */
       double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
       if (node->op == CNNB_OP_LABELS)
         st = upload(ex, i, labels);
@@ -475,6 +515,8 @@ static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
       /* Traced, the upload is an event of its own (profile times kernels only). */
       if (st == CNNB_OK && ex->tracing && (st = timed_sync(ex, i, "upload", t0, NULL)) != CNNB_OK)
         st = node_error(ex, st, "the upload", i);
+      if (st == CNNB_OK && ex->uploaded)
+        ex->uploaded[i] = true;
       continue;
     }
     ex->io[i].step = step;

@@ -42,6 +42,11 @@ typedef struct cnnb_executor_config {
    * During a traced step (cnnb_trace_active) every node is synchronized after and
    * recorded there, as profile times it. NULL: never traced. */
   const char *trace_track;
+  /* Every step's batch is the same images and labels (a datasource answering
+   * CNNB_EXT_DATASOURCE_CONSTANT: synthetic data): they get buffers of their own outside
+   * the activation arena, uploaded at the first step and never again, as
+   * tf_cnn_benchmarks keeps its synthetic batch on the GPU. */
+  bool constant_batch;
 } cnnb_executor_config;
 
 typedef struct cnnb_executor cnnb_executor;

@@ -17,7 +17,8 @@
  *  - top-1 / top-5 with TF's in_top_k tie rule;
  *  - a device offering CNNB_EXT_DEVICE_UINT8_INPUT makes from uint8 NHWC pixels exactly
  *    the input tensor_from_host makes from the normalized floats (bitwise, in fp32 and in
- *    each low precision it accepts), and a step on uint8 batches trains as one on floats.
+ *    each low precision it accepts), and a step on uint8 batches trains as one on floats;
+ *  - a constant batch (synthetic data) is uploaded once and trains as one uploaded per step.
  * In fp32 (every device has it), within tolerance.c's same-device bounds. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -75,6 +76,12 @@ static cnnb_status w_backward(void *dev, void *state, const cnnb_node_io *io) {
     events[num_events++] = w->index;
   return dut->backward(dev, w->inner, io);
 }
+static int uploads; /* tensor_from_host calls */
+static cnnb_status w_tensor_from_host(void *dev, const cnnb_graph *g, cnnb_tensor t, void *buffer,
+                                      const void *host) {
+  uploads++;
+  return dut->tensor_from_host(dev, g, t, buffer, host);
+}
 static cnnb_device_vtable wrapped;
 static cnnb_ctx *exec_ctx; /* executors made by make_executor report here */
 
@@ -96,6 +103,7 @@ static device open_device(int training) {
   wrapped.release = w_release;
   wrapped.forward = w_forward;
   wrapped.backward = w_backward;
+  wrapped.tensor_from_host = w_tensor_from_host;
   return d;
 }
 
@@ -695,6 +703,56 @@ START_TEST(uint8_step_trains_as_float_step) {
 }
 END_TEST
 
+/* cfg.constant_batch: the images and labels go up at the first step only, and the run
+ * trains exactly as one that uploads every step. The labels node sits near the end of
+ * the graph, so the arena lends its bytes to earlier activations: without buffers of
+ * their own, a batch kept from the first step would be overwritten. */
+START_TEST(constant_batch_uploads_once) {
+  make_images();
+  device dc = open_device(1), dn = open_device(1);
+  cnnb_graph *g = build(true);
+  cnnb_executor_config constant = {.constant_batch = true};
+  cnnb_executor *ec = make_executor(&dc, g, true, &constant), *en = make_executor(&dn, g, true, NULL);
+  ck_assert_int_eq(cnnb_executor_init_params(ec, 5), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_init_params(en, 5), CNNB_OK);
+  int64_t n = cnnb_executor_param_count(ec);
+  /* The batch the constant executor must ignore after its first step. */
+  static float other[BATCH * CH * HW * HW];
+  static int32_t other_labels[BATCH] = {0, 0};
+  enum { STEPS = 4 };
+  int constant_uploads = 0, normal_uploads = 0;
+  for (int step = 0; step < STEPS; ++step) {
+    uploads = 0;
+    ck_assert_int_eq(cnnb_executor_step(ec, step ? other : images, step ? other_labels : labels,
+                                        1.0f, (uint64_t)step),
+                     CNNB_OK);
+    constant_uploads += uploads;
+    uploads = 0;
+    ck_assert_int_eq(cnnb_executor_step(en, images, labels, 1.0f, (uint64_t)step), CNNB_OK);
+    normal_uploads += uploads;
+    float lc, ln;
+    ck_assert_int_eq(cnnb_executor_loss(ec, &lc), CNNB_OK);
+    ck_assert_int_eq(cnnb_executor_loss(en, &ln), CNNB_OK);
+    ck_assert_msg(fabsf(lc - ln) <= same_abs, "step %d: loss %g with a constant batch, %g without",
+                  step, lc, ln);
+    /* A plain SGD step, so later steps see different weights. */
+    float *p = download(&dn, cnnb_executor_params(en), n), *gr = download(&dn, cnnb_executor_grads(en), n);
+    for (int64_t i = 0; i < n; ++i) p[i] -= 0.1f * gr[i];
+    ck_assert_int_eq(cnnb_executor_upload_params(en, p, NULL), CNNB_OK);
+    ck_assert_int_eq(cnnb_executor_upload_params(ec, p, NULL), CNNB_OK);
+    free(p);
+    free(gr);
+  }
+  ck_assert_int_eq(constant_uploads, 2); /* images and labels, once */
+  ck_assert_int_eq(normal_uploads, 2 * STEPS);
+  cnnb_executor_destroy(ec);
+  cnnb_executor_destroy(en);
+  cnnb_graph_destroy(g);
+  close_device(&dc);
+  close_device(&dn);
+}
+END_TEST
+
 static Suite *executor_suite(void) {
   dut = device_harness_vtable();
   const test_tolerance *tol = test_tolerance_of(CNNB_PRECISION_FP32);
@@ -713,6 +771,7 @@ static Suite *executor_suite(void) {
   tcase_add_test(tc, accuracy_in_top_k);
   tcase_add_loop_test(tc, uint8_input_is_the_float_input, 0, 3);
   tcase_add_test(tc, uint8_step_trains_as_float_step);
+  tcase_add_test(tc, constant_batch_uploads_once);
   suite_add_tcase(s, tc);
   return s;
 }

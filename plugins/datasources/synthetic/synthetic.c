@@ -110,7 +110,11 @@ static const cnnb_datasource_skip skip = {
 };
 
 static const void *synthetic_extension(const char *id) {
-  return strcmp(id, CNNB_EXT_DATASOURCE_SKIP) == 0 ? &skip : NULL;
+  static const int32_t yes = 1;
+  if (strcmp(id, CNNB_EXT_DATASOURCE_SKIP) == 0) return &skip;
+  /* next_batch copies the one batch drawn at create. */
+  if (strcmp(id, CNNB_EXT_DATASOURCE_CONSTANT) == 0) return &yes;
+  return NULL;
 }
 
 static const cnnb_datasource_vtable vtable = {

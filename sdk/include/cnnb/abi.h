@@ -55,8 +55,9 @@ extern "C" {
  *                     keeps, for checkpoints (strategy.h), and
  *                     CNNB_EXT_DATASOURCE_SKIP, resuming a data stream (datasource.h).
  *                 1.6 added CNNB_EXT_DEVICE_AVAILABILITY, whether a device can run on this
- *                     machine at all, and CNNB_EXT_CUDA_STREAM, a GPU instance's stream
- *                     (device.h). */
+ *                     machine at all, CNNB_EXT_CUDA_STREAM, a GPU instance's stream
+ *                     (device.h), and CNNB_EXT_DATASOURCE_CONSTANT, a datasource whose
+ *                     batch never changes (datasource.h). */
 #define CNNB_ABI_MINOR 6
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"

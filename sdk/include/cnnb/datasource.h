@@ -112,6 +112,13 @@ typedef struct cnnb_datasource_skip {
   cnnb_status (*skip_batches)(void *datasource, int64_t batches);
 } cnnb_datasource_skip;
 
+/* ABI 1.6: every batch of every instance of this datasource is the same images and
+ * labels (synthetic data). Asked of the plugin's get_extension (any non-NULL answer means
+ * yes): the host then uploads a replica's batch once and keeps it on the device, as
+ * tf_cnn_benchmarks keeps its synthetic batch on the GPU, so a step measures the model
+ * and not the bus. */
+#define CNNB_EXT_DATASOURCE_CONSTANT "cnnb.datasource.constant/1"
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_datasource_config) == 64, "ABI: grow only by appending");
