@@ -129,7 +129,7 @@ static cnnb_status add_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
   void *ga = io->input_grads[0], *gb = io->input_grads[1];
   const void *dy = io->output_grad;
   cnnb_status st;
-  if (ga && ga == gb) {
+  if (ga && ga == gb && node->inputs[0] == node->inputs[1]) {
     /* add(x, x) with one buffer for both slots (the executor gives two; a test harness
      * may not): d x = 2 dy. The doubling reads a buffer other than the one it writes,
      * so the masked gradient goes through transient slot 0 (reserved at prepare). */
@@ -151,9 +151,9 @@ static cnnb_status add_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
                                               d->stream),
                        node, "add's fused relu backward")))
       return st;
-    dy = first;
-    if (first == gb) return CNNB_OK; /* ga is NULL */
-    return gb ? copy_buffer(d, gb, dy, s->count, s->type, node, "add backward copy") : CNNB_OK;
+    if (first == ga && gb)
+      return copy_buffer(d, gb, first, s->count, s->type, node, "add backward copy");
+    return CNNB_OK;
   }
   if (ga && (st = copy_buffer(d, ga, dy, s->count, s->type, node, "add backward copy")))
     return st;
