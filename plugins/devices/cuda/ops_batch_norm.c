@@ -37,9 +37,11 @@
 
 #include "gpu_device.h"
 
-/* 1: fuse the ReLU inside cuDNN where it can (see above). SPATIAL_PERSISTENT reduces
- * with scaled integer atomics, which cuDNN documents as able to overflow into Inf / NaN
- * on extreme inputs; set 0 to keep every batch norm on CUDNN_BATCHNORM_SPATIAL. */
+/* 1: fuse the ReLU inside cuDNN where it can (see above). cudnn_ops.h says of
+ * SPATIAL_PERSISTENT that it "may be faster than CUDNN_BATCHNORM_SPATIAL but imposes
+ * some limits on the range of values" (the API reference: a scaled integer reduction that
+ * can overflow into Inf / NaN on extreme inputs). If a run on the GPU shows that, set 0:
+ * every batch norm then stays on CUDNN_BATCHNORM_SPATIAL with gpu_k_relu. */
 #define BN_CUDNN_FUSED_RELU 1
 
 typedef struct bn_node {
