@@ -326,8 +326,10 @@ cnnb_status gpu_prepare_batch_norm(gpu_device *d, const cnnb_graph *g, int32_t i
   if (!use_scale) GPU_TRY(st, gpu_ones_reserve(d, ys.c, node));
   /* saved mean, saved inverse std, discarded scale gradient, discarded running mean and
    * variance: [C] each. */
-  GPU_TRY(st, gpu_malloc(d, (void **)&s->stat_buffer, 5 * (size_t)ys.c * sizeof(float), node,
+  void *stat_buffer = NULL;
+  GPU_TRY(st, gpu_malloc(d, &stat_buffer, 5 * (size_t)ys.c * sizeof(float), node,
                          "the batch statistics"));
+  s->stat_buffer = stat_buffer;
   s->saved_mean = s->stat_buffer;
   s->saved_inv_std = s->stat_buffer + ys.c;
   s->discarded_dscale = s->stat_buffer + 2 * (size_t)ys.c;
