@@ -60,8 +60,9 @@ cudnnMathType_t gpu_conv_math(const gpu_device *d) {
 /* ---- descriptors ------------------------------------------------------------------- */
 
 void gpu_conv_descs_destroy(gpu_conv_descs *s) {
-  gpu_tensor_desc_free(&s->x);
-  gpu_tensor_desc_free(&s->y);
+  if (s->x) gpu_tensor_desc_free(&s->x);
+  if (s->y) gpu_tensor_desc_free(&s->y);
+  s->x = s->y = NULL;
   if (s->w) cudnnDestroyFilterDescriptor(s->w);
   s->w = NULL;
   for (int i = 0; i < GPU_CONV_DIRS; i++) {
