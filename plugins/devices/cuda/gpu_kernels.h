@@ -77,7 +77,8 @@ cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const void *src, gp
 
 /* ---- elementwise (kernels_eltwise.cu) ---------------------------------------------- */
 
-/* y = max(x, 0); y may alias x (batch norm applies its fused ReLU in place). */
+/* y = max(x, 0); y may alias x (batch norm and convolutions apply a fused ReLU in
+ * place). */
 cudaError_t gpu_k_relu(void *y, const void *x, gpu_dtype type, int64_t n, cudaStream_t stream);
 /* dx = dy where y > 0, else 0 (the gradient of a ReLU, or of one fused into a producer,
  * from its output). dx may alias dy. */
