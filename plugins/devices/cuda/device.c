@@ -118,10 +118,14 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   GPU_TRY(st, gpu_cudnn(d, cudnnSetStream(d->cudnn, d->stream), NULL, "cudnnSetStream"));
   GPU_TRY(st, gpu_cublas(d, cublasCreate(&d->cublas), NULL, "cublasCreate"));
   GPU_TRY(st, gpu_cublas(d, cublasSetStream(d->cublas, d->stream), NULL, "cublasSetStream"));
-  /* TF32 for fp32 products only when allowed; half products use tensor cores anyway. */
-  GPU_TRY(st, gpu_cublas(d, cublasSetMathMode(d->cublas, d->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                       : CUBLAS_PEDANTIC_MATH),
-                         NULL, "cublasSetMathMode"));
+  /* The dense layers name their compute type per call (ops_dense.c); the handle's mode
+   * backs it up: TF32 for fp32 only when allowed, and for half precision no split-K
+   * reduction in half (the sums stay fp32 whatever the output type). */
+  cublasMath_t math = d->act != GPU_F32 ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                      : d->allow_tf32   ? CUBLAS_TF32_TENSOR_OP_MATH
+                                        : CUBLAS_PEDANTIC_MATH;
+  GPU_TRY(st, gpu_cublas(d, cublasSetMathMode(d->cublas, math), NULL, "cublasSetMathMode"));
   GPU_TRY(st, gpu_malloc(d, (void **)&d->errors, sizeof *d->errors, NULL, "kernel error words"));
   GPU_TRY(st, gpu_cuda(d, cudaMemset(d->errors, 0, sizeof *d->errors), NULL, "cudaMemset"));
   describe_into(d);
