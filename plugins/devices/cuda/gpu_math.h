@@ -149,7 +149,7 @@ static inline GPU_HD int64_t gpu_filter_offset_ohwi(int64_t c_, int64_t r_, int6
 static inline GPU_HD uint16_t gpu_f32_to_bf16_bits(float f) {
   uint32_t u = gpu_float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
-  u += 0x7fffu + ((u >> 16) & 1u); /* adds half an ulp, one more when the kept part is odd */
+  u += 0x7fffu + ((u >> 16) & 1u); /* a tie carries only when the kept part is odd */
   return (uint16_t)(u >> 16);
 }
 static inline GPU_HD float gpu_bf16_bits_to_f32(uint16_t v) {
