@@ -1,0 +1,378 @@
+/* gpu_math.h — the per-element and index math of the cuda device's own kernels, as
+ * plain C functions that compile for the GPU (under nvcc, __host__ __device__) and for
+ * the host alike, so that tests/unit/test_cuda_math.c checks on any machine the very
+ * code the kernels run: layout offsets, float -> fp16 / bf16 rounding, the dropout mask,
+ * ReLU / ReLU6 and their masks, and the optimizer's element update.
+ *
+ * Without __CUDACC__ this header is plain C11 and includes no CUDA header. The part at
+ * the end (loads and stores of float / __half / __nv_bfloat16, the dtype dispatch) is
+ * CUDA C++ only and compiled only by nvcc.
+ *
+ * Float arithmetic that must round exactly like the host reference (the optimizer) is
+ * written with gpu_fmul / gpu_fadd / gpu_fsub / gpu_fdiv / gpu_fsqrt: on the device these
+ * are the IEEE round-to-nearest intrinsics, which the compiler never fuses into an FMA
+ * whatever --fmad says; on the host each is one C operation (one rounding each; C11 does
+ * not contract across function calls). */
+#ifndef CNNB_GPU_MATH_H
+#define CNNB_GPU_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define GPU_HD __host__ __device__
+#else
+#define GPU_HD
+#endif
+
+/* ---- exactly rounded fp32 operations ---------------------------------------------- */
+
+static inline GPU_HD float gpu_fmul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+static inline GPU_HD float gpu_fadd(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+static inline GPU_HD float gpu_fsub(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+static inline GPU_HD float gpu_fdiv(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+static inline GPU_HD float gpu_fsqrt(float a) {
+#ifdef __CUDA_ARCH__
+  return __fsqrt_rn(a);
+#else
+  return sqrtf(a);
+#endif
+}
+
+static inline GPU_HD uint32_t gpu_float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+static inline GPU_HD float gpu_bits_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+/* ---- layouts ------------------------------------------------------------------------ */
+
+/* The buffer offset of logical element (n, c, h, w) of a [N, C, H, W] tensor stored NCHW
+ * (nhwc 0) or NHWC (nhwc 1). N is not needed. */
+static inline GPU_HD int64_t gpu_offset_nchw(int64_t c_, int64_t h_, int64_t w_, int64_t n,
+                                             int64_t c, int64_t h, int64_t w) {
+  return ((n * c_ + c) * h_ + h) * w_ + w;
+}
+static inline GPU_HD int64_t gpu_offset_nhwc(int64_t c_, int64_t h_, int64_t w_, int64_t n,
+                                             int64_t c, int64_t h, int64_t w) {
+  return ((n * h_ + h) * w_ + w) * c_ + c;
+}
+static inline GPU_HD int64_t gpu_offset(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_,
+                                        int64_t n, int64_t c, int64_t h, int64_t w) {
+  return nhwc ? gpu_offset_nhwc(c_, h_, w_, n, c, h, w) : gpu_offset_nchw(c_, h_, w_, n, c, h, w);
+}
+
+/* The logical (n, c, h, w) at buffer offset i: the inverse of gpu_offset. */
+typedef struct gpu_coord {
+  int64_t n, c, h, w;
+} gpu_coord;
+static inline GPU_HD gpu_coord gpu_coord_of(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_,
+                                            int64_t i) {
+  gpu_coord p;
+  if (nhwc) {
+    p.c = i % c_;
+    i /= c_;
+    p.w = i % w_;
+    i /= w_;
+    p.h = i % h_;
+    p.n = i / h_;
+  } else {
+    p.w = i % w_;
+    i /= w_;
+    p.h = i % h_;
+    i /= h_;
+    p.c = i % c_;
+    p.n = i / c_;
+  }
+  return p;
+}
+
+/* The channel of buffer offset i (per-channel bias, bias gradients). */
+static inline GPU_HD int64_t gpu_channel_of(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_,
+                                            int64_t i) {
+  return nhwc ? i % c_ : (i / (h_ * w_)) % c_;
+}
+
+/* Convolution filters [K, C, R, S]: the arena's OIHW, and OHWI (the NHWC convolutions'
+ * filter layout). They are the activation layouts with (K, C, R, S) for (N, C, H, W). */
+static inline GPU_HD int64_t gpu_filter_offset_oihw(int64_t c_, int64_t r_, int64_t s_, int64_t k,
+                                                    int64_t c, int64_t r, int64_t s) {
+  return gpu_offset_nchw(c_, r_, s_, k, c, r, s);
+}
+static inline GPU_HD int64_t gpu_filter_offset_ohwi(int64_t c_, int64_t r_, int64_t s_, int64_t k,
+                                                    int64_t c, int64_t r, int64_t s) {
+  return gpu_offset_nhwc(c_, r_, s_, k, c, r, s);
+}
+
+/* ---- fp16 and bf16 ------------------------------------------------------------------ */
+
+/* float -> bf16 bits, round to nearest even; NaN becomes the canonical 0x7fff, as
+ * cvt.rn.bf16.f32 (__float2bfloat16_rn) gives it. Overflow rounds to +-inf. */
+static inline GPU_HD uint16_t gpu_f32_to_bf16_bits(float f) {
+  uint32_t u = gpu_float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
+  u += 0x7fffu + ((u >> 16) & 1u); /* a tie carries only when the kept part is odd */
+  return (uint16_t)(u >> 16);
+}
+static inline GPU_HD float gpu_bf16_bits_to_f32(uint16_t v) {
+  return gpu_bits_float((uint32_t)v << 16);
+}
+
+/* float -> IEEE fp16 bits, round to nearest even, as cvt.rn.f16.f32 (__float2half_rn):
+ * NaN becomes the canonical 0x7fff; |f| >= 65520 (the midpoint above 65504) becomes inf;
+ * results below 2^-14 are fp16 subnormals, rounded the same way. */
+static inline GPU_HD uint16_t gpu_f32_to_f16_bits(float f) {
+  uint32_t x = gpu_float_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t u = x & 0x7fffffffu;
+  if (u > 0x7f800000u) return 0x7fffu;                  /* NaN */
+  if (u >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: inf (and inf) */
+  if (u >= 0x38800000u) {                               /* normal in fp16: |f| >= 2^-14 */
+    /* Rebias the exponent (127 -> 15) and drop 13 mantissa bits, rounding. */
+    uint32_t v = u - 0x38000000u;
+    uint32_t q = v >> 13, rem = v & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++; /* a carry into the exponent is right */
+    return (uint16_t)(sign | q);
+  }
+  if (u < 0x33000000u) return (uint16_t)sign; /* < 2^-25: rounds to zero */
+  /* Subnormal result: value = m * 2^(e-150) with m the 24-bit significand; in units of
+   * 2^-24 (the fp16 subnormal step) that is m >> (126 - e). */
+  {
+    uint32_t e = u >> 23;
+    uint32_t m = (u & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e; /* 14..24 here (e in 102..112) */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+  }
+}
+static inline GPU_HD float gpu_f16_bits_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return gpu_bits_float(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return gpu_bits_float(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0) return gpu_bits_float(sign);
+  /* Subnormal: m * 2^-24, exact in fp32. */
+  {
+    float v = (float)m * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+}
+
+/* ---- activations -------------------------------------------------------------------- */
+
+/* max(x, 0), NaN passing through (a broken step must stay visible to loss scaling). */
+static inline GPU_HD float gpu_relu(float x) { return x > 0.0f ? x : (x == x ? 0.0f : x); }
+/* min(max(x, 0), 6), NaN passing through. */
+static inline GPU_HD float gpu_relu6(float x) {
+  return x > 6.0f ? 6.0f : gpu_relu(x);
+}
+/* The gradient masks, from the op's output y: ReLU passes where y > 0; ReLU6 where
+ * 0 < y < 6 (TF's Relu6Grad, the bounds excluded). */
+static inline GPU_HD int gpu_relu_passes(float y) { return y > 0.0f; }
+static inline GPU_HD int gpu_relu6_passes(float y) { return y > 0.0f && y < 6.0f; }
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+/* splitmix64's finaliser: a bijective, well-mixed 64-bit function. */
+static inline GPU_HD uint64_t gpu_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* The dropout mask, a pure function of (seed, step, i, keep_prob):
+ *   key       = mix64(mix64(seed + 0x9E3779B97F4A7C15) ^ step)        (once per call)
+ *   threshold = floor(keep_prob * 2^32)                                (in double; exact)
+ *   keep(i)   = (mix64(key + i * 0x9E3779B97F4A7C15) >> 32) < threshold
+ * so P(keep) = threshold / 2^32, keep_prob up to 2^-32, and keep_prob 1 keeps all. */
+static inline GPU_HD uint64_t gpu_dropout_key(uint32_t seed, uint64_t step) {
+  return gpu_mix64(gpu_mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull) ^ step);
+}
+static inline GPU_HD uint64_t gpu_dropout_threshold(float keep_prob) {
+  if (!(keep_prob > 0.0f)) return 0;
+  if (keep_prob >= 1.0f) return 1ull << 32;
+  return (uint64_t)((double)keep_prob * 4294967296.0);
+}
+static inline GPU_HD int gpu_dropout_keep_at(uint64_t key, uint64_t threshold, int64_t i) {
+  return (gpu_mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull) >> 32) < threshold;
+}
+static inline GPU_HD int gpu_dropout_keep(uint32_t seed, uint64_t step, int64_t i, float keep_prob) {
+  return gpu_dropout_keep_at(gpu_dropout_key(seed, step), gpu_dropout_threshold(keep_prob), i);
+}
+
+/* ---- the optimizer (cnnb/optimizer.h) ------------------------------------------------ */
+
+/* cnnb_optimizer_rule's values (update.c checks they agree; the SDK header is C only). */
+#define GPU_OPT_SGD 1
+#define GPU_OPT_MOMENTUM 2
+#define GPU_OPT_RMSPROP 3
+#define GPU_OPT_ADAM 4
+
+/* One update's constants. */
+typedef struct gpu_update_hyper {
+  int32_t rule, nesterov;
+  float learning_rate, weight_decay, grad_scale, clip, momentum, rho, epsilon, beta1, beta2;
+  float adam_lr_t; /* gpu_adam_lr_t */
+} gpu_update_hyper;
+
+/* Adam's bias-corrected step size, lr * sqrt(1 - b2^t) / (1 - b1^t) with t = step + 1,
+ * formed in double and rounded once, exactly as cnnb_update_reference forms it. Host only. */
+static inline float gpu_adam_lr_t(float learning_rate, float beta1, float beta2, int64_t step) {
+  double t = (double)step + 1.0;
+  double lr_t = (double)learning_rate * sqrt(1.0 - pow((double)beta2, t)) /
+                (1.0 - pow((double)beta1, t));
+  return (float)lr_t;
+}
+
+/* The gradient a rule sees: clip(grad * grad_scale, -clip, clip) + weight_decay * w;
+ * clip 0 means none, and NaN stays NaN (both comparisons are false). */
+static inline GPU_HD float gpu_update_grad(const gpu_update_hyper *h, float grad, float w) {
+  float g = gpu_fmul(grad, h->grad_scale);
+  if (h->clip > 0.0f) {
+    if (g > h->clip)
+      g = h->clip;
+    else if (g < -h->clip)
+      g = -h->clip;
+  }
+  return gpu_fadd(g, gpu_fmul(h->weight_decay, w));
+}
+
+/* One element's step: *w the parameter, *s1 / *s2 the rule's slots (read and written
+ * only where the rule has them). The operations and their order are
+ * cnnb_update_reference's (core/src/optimizer.c), one rounding each. */
+static inline GPU_HD void gpu_update_element(const gpu_update_hyper *h, float grad, float *w,
+                                             float *s1, float *s2) {
+  float g = gpu_update_grad(h, grad, *w);
+  switch (h->rule) {
+  case GPU_OPT_SGD:
+    /* w -= lr * g */
+    *w = gpu_fsub(*w, gpu_fmul(h->learning_rate, g));
+    break;
+  case GPU_OPT_MOMENTUM: {
+    /* a = a * m + g;  w -= nesterov ? lr * (g + m * a) : lr * a */
+    float a = gpu_fadd(gpu_fmul(*s1, h->momentum), g);
+    *s1 = a;
+    *w = gpu_fsub(*w, h->nesterov
+                          ? gpu_fmul(h->learning_rate, gpu_fadd(g, gpu_fmul(h->momentum, a)))
+                          : gpu_fmul(h->learning_rate, a));
+    break;
+  }
+  case GPU_OPT_RMSPROP: {
+    /* ms = rho * ms + (1 - rho) * g * g;  mom = m * mom + lr * g / sqrt(ms + eps);
+     * w -= mom */
+    float ms = gpu_fadd(gpu_fmul(h->rho, *s1), gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->rho), g), g));
+    float mom = gpu_fadd(gpu_fmul(h->momentum, *s2),
+                         gpu_fdiv(gpu_fmul(h->learning_rate, g), gpu_fsqrt(gpu_fadd(ms, h->epsilon))));
+    *s1 = ms;
+    *s2 = mom;
+    *w = gpu_fsub(*w, mom);
+    break;
+  }
+  case GPU_OPT_ADAM: {
+    /* m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;  w -= lr_t * m / (sqrt(v) + eps) */
+    float m = gpu_fadd(gpu_fmul(h->beta1, *s1), gpu_fmul(gpu_fsub(1.0f, h->beta1), g));
+    float v = gpu_fadd(gpu_fmul(h->beta2, *s2), gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->beta2), g), g));
+    *s1 = m;
+    *s2 = v;
+    *w = gpu_fsub(*w, gpu_fdiv(gpu_fmul(h->adam_lr_t, m), gpu_fadd(gpu_fsqrt(v), h->epsilon)));
+    break;
+  }
+  default:
+    break; /* unknown: update.c refuses it before any launch */
+  }
+}
+
+/* Whether a rule reads slot 1 / slot 2. */
+static inline GPU_HD int gpu_update_uses_slot1(int32_t rule) { return rule != GPU_OPT_SGD; }
+static inline GPU_HD int gpu_update_uses_slot2(int32_t rule) {
+  return rule == GPU_OPT_RMSPROP || rule == GPU_OPT_ADAM;
+}
+
+/* ---- CUDA C++ only: storage types and dispatch ------------------------------------- */
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gpu_kernels.h"
+
+/* Elements are loaded to fp32 and stored from fp32, rounding to nearest even. */
+static __device__ __forceinline__ float gpu_load(const float *p) { return *p; }
+static __device__ __forceinline__ float gpu_load(const __half *p) { return __half2float(*p); }
+static __device__ __forceinline__ float gpu_load(const __nv_bfloat16 *p) {
+  return __bfloat162float(*p);
+}
+static __device__ __forceinline__ void gpu_store(float *p, float v) { *p = v; }
+static __device__ __forceinline__ void gpu_store(__half *p, float v) { *p = __float2half_rn(v); }
+static __device__ __forceinline__ void gpu_store(__nv_bfloat16 *p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+
+/* Calls f with a value of the C++ type of a float dtype (f32, f16, bf16): the launcher's
+ * template argument. Any other dtype: cudaErrorInvalidValue. */
+template <typename F>
+static inline cudaError_t gpu_dispatch_float(gpu_dtype dtype, F f) {
+  switch (dtype) {
+  case GPU_F32: return f(float());
+  case GPU_F16: return f(__half());
+  case GPU_BF16: return f(__nv_bfloat16());
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+/* Threads per block of the grid-stride kernels, and their grid: enough blocks to fill
+ * an H200 several times over, never more (the loops stride over the rest). */
+#define GPU_THREADS 256
+static inline unsigned gpu_blocks(int64_t n) {
+  int64_t b = (n + GPU_THREADS - 1) / GPU_THREADS;
+  return (unsigned)(b < 8192 ? b : 8192);
+}
+
+/* for (i = this thread's first index; i < n; i += the grid's width), in 64 bits. */
+#define GPU_GRID_STRIDE(i, n)                                                            \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);             \
+       i += (int64_t)blockDim.x * gridDim.x)
+#endif /* __CUDACC__ */
+
+#endif
