@@ -126,6 +126,8 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
                       : d->allow_tf32   ? CUBLAS_TF32_TENSOR_OP_MATH
                                         : CUBLAS_PEDANTIC_MATH;
   GPU_TRY(st, gpu_cublas(d, cublasSetMathMode(d->cublas, math), NULL, "cublasSetMathMode"));
+  GPU_TRY(st, gpu_cuda(d, cudaEventCreateWithFlags(&d->pinned_free, cudaEventDisableTiming), NULL,
+                       "cudaEventCreate"));
   GPU_TRY(st, gpu_malloc(d, (void **)&d->errors, sizeof *d->errors, NULL, "kernel error words"));
   GPU_TRY(st, gpu_cuda(d, cudaMemset(d->errors, 0, sizeof *d->errors), NULL, "cudaMemset"));
   describe_into(d);
@@ -152,6 +154,7 @@ static void device_destroy(void *device) {
   cudaFree(d->errors);
   cudaFree(d->staging);
   cudaFreeHost(d->pinned);
+  if (d->pinned_free) cudaEventDestroy(d->pinned_free);
   if (d->cublas) cublasDestroy(d->cublas);
   if (d->cudnn) cudnnDestroy(d->cudnn);
   if (d->stream) cudaStreamDestroy(d->stream);

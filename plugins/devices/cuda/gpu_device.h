@@ -78,6 +78,7 @@ struct gpu_device {
    * data before its conversion; grown on first use per size, freed at destroy. */
   void *pinned;
   size_t pinned_bytes;
+  cudaEvent_t pinned_free;      /* recorded after the last copy out of d->pinned */
   void *staging;
   size_t staging_bytes;
 

@@ -11,10 +11,12 @@
  * A tensor whose device bytes are its host bytes (labels; fp32 tensors whose layout is
  * logical NCHW: everything on the fp32 device, the loss on any) skips the staging step.
  *
- * Each call synchronizes the stream before it returns, because d->pinned is reused by
- * the next call (and to_host must have the data anyway). That makes the upload of a
- * step's images wait for the previous step's work: asynchronous uploads through two
- * pinned buffers used in turn, each guarded by an event, are the next step. */
+ * Uploads do not wait for the GPU: the host copies into d->pinned once the previous copy
+ * out of it has finished (the event d->pinned_free, recorded after each such copy; it was
+ * enqueued at the previous upload, so it is long done when a step's input comes round),
+ * and the device-side copy and conversion run in stream order, after the work before
+ * them. So the host runs ahead of the GPU while a step is in flight. Downloads
+ * synchronize the stream: the host needs the data. */
 #include <string.h>
 
 #include "gpu_device.h"
@@ -31,6 +33,16 @@ static cnnb_status sync_stream(gpu_device *d, const cnnb_node *node, const char 
   return gpu_cuda(d, cudaStreamSynchronize(d->stream), node, what);
 }
 
+/* d->pinned may be written: the last copy out of it is done. */
+static cnnb_status pinned_wait(gpu_device *d, const cnnb_node *node) {
+  return gpu_cuda(d, cudaEventSynchronize(d->pinned_free), node, "waiting for the pinned buffer");
+}
+
+/* The copy out of d->pinned just enqueued: the next writer waits for it. */
+static cnnb_status pinned_used(gpu_device *d, const cnnb_node *node) {
+  return gpu_cuda(d, cudaEventRecord(d->pinned_free, d->stream), node, "cudaEventRecord");
+}
+
 cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor t, void *buffer,
                                  const void *host) {
   const cnnb_node *node = cnnb_graph_node(g, t);
@@ -40,7 +52,7 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
   gpu_dtype type = gpu_tensor_dtype(d, g, t);
   size_t host_bytes = (size_t)count * 4; /* fp32 or int32 */
   cnnb_status st = gpu_staging_reserve(d, host_bytes);
-  if (st) return st;
+  if (st || (st = pinned_wait(d, node))) return st;
   memcpy(d->pinned, host, host_bytes);
   if (same_as_host(d, type, shape)) {
     st = gpu_cuda(d, cudaMemcpyAsync(buffer, d->pinned, host_bytes, cudaMemcpyHostToDevice,
@@ -59,9 +71,8 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
                                            d->stream),
                     node, "converting a tensor from logical NCHW fp32");
   }
-  /* Also when a step failed: the copies enqueued before must be done with d->pinned. */
-  cnnb_status sst = sync_stream(d, node, "waiting for a copy to the GPU");
-  return st ? st : sst;
+  cnnb_status est = pinned_used(d, node);
+  return st ? st : est;
 }
 
 cnnb_status gpu_tensor_to_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor t,
@@ -120,7 +131,7 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
   size_t channel_bytes = (size_t)shape.c * sizeof(float);
   size_t total = floats_at + 2 * channel_bytes; /* pixels | pad | scale[C] | offset[C] */
   cnnb_status st = gpu_staging_reserve(d, total);
-  if (st) return st;
+  if (st || (st = pinned_wait(d, node))) return st;
   char *pinned = d->pinned;
   memcpy(pinned, host, pixels);
   memcpy(pinned + floats_at, scale, channel_bytes);
@@ -136,6 +147,6 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
                                         (const float *)(staging + floats_at + channel_bytes),
                                         d->stream),
                   node, "normalizing uint8 pixels");
-  cnnb_status sst = sync_stream(d, node, "waiting for a copy to the GPU");
-  return st ? st : sst;
+  cnnb_status est = pinned_used(d, node);
+  return st ? st : est;
 }

@@ -145,6 +145,9 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
 cnnb_status gpu_staging_reserve(gpu_device *d, size_t bytes) {
   cnnb_status st = grow(d, &d->staging, &d->staging_bytes, bytes, NULL, "the upload staging buffer");
   if (st || (bytes <= d->pinned_bytes && d->pinned)) return st;
+  /* A copy out of the old pinned buffer may still be queued. */
+  if ((st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "growing the pinned buffer")))
+    return st;
   cudaFreeHost(d->pinned);
   d->pinned = NULL;
   d->pinned_bytes = 0;
