@@ -505,9 +505,14 @@ static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
     if (ex->plan->alias[i] >= 0)
       continue; /* a ReLU its producer already applied */
     if (node->op == CNNB_OP_INPUT || node->op == CNNB_OP_LABELS) {
-      if (ex->uploaded && ex->uploaded[i])
-        continue; /* a constant batch, on the device since the first step */
       double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
+      if (ex->uploaded && ex->uploaded[i]) {
+        /* A constant batch, on the device since the first step: the trace still shows the
+         * node, as a "resident" event of no work. */
+        if (ex->tracing && (st = timed_sync(ex, i, "resident", t0, NULL)) != CNNB_OK)
+          st = node_error(ex, st, "the resident batch", i);
+        continue;
+      }
       if (node->op == CNNB_OP_LABELS)
         st = upload(ex, i, labels);
       else

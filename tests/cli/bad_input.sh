@@ -60,7 +60,9 @@ expect 2 "--datasource=imagenett: no datasource plugin offers 'imagenett'" -- --
 # --help lists what is installed, not plugins that do not exist here.
 help=$("$CNNBENCH" --help)
 # Every strategy plugin built here is listed; the MPI ones are built only with MPI.
-for want in "Installed here: cpu." "Exit status: 0 success; 2 bad input"; do
+devices="cpu"
+[ -e "$CNNB_PLUGIN_DIR/libcnnb_device_cuda.so" ] && devices="cpu, cuda"
+for want in "Installed here: $devices." "Exit status: 0 success; 2 bad input"; do
   grep -qF -- "$want" <<<"$help" || { echo "FAIL: --help lacks '$want'"; failures=$((failures + 1)); }
 done
 # Datasources other than synthetic (cifar10, imagenet) may be built too.

@@ -12,7 +12,8 @@
  *   --steps=N     exactly N "step K" spans (track "step"), K = 1..N
  *   --nodes=LIST  the model's layers, one "name op params" a line (--model_info's table):
  *                 on every "replica *" track, within each step span, each layer has a
- *                 forward or upload event (or is listed in one's args.fused)...
+ *                 forward, upload or resident (a constant batch kept on the device)
+ *                 event (or is listed in one's args.fused)...
  *   --training    ...and each layer with params, and the loss (op softmax_xent), a
  *                 backward event
  *   --coverage=F  the union of the other events on track "step" inside each step span
@@ -99,7 +100,8 @@ static bool node_seen(event **xs, size_t n, int64_t pid, int64_t tid, double lo,
       continue;
     if (!e->cat) continue;
     bool pass = backward ? strcmp(e->cat, "backward") == 0
-                         : strcmp(e->cat, "forward") == 0 || strcmp(e->cat, "upload") == 0;
+                         : strcmp(e->cat, "forward") == 0 || strcmp(e->cat, "upload") == 0 ||
+                               strcmp(e->cat, "resident") == 0;
     if (!pass) continue;
     if (strcmp(e->name, name) == 0) return true;
     json_t *fused = json_object_get(e->args, "fused");
