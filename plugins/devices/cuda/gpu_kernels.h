@@ -60,15 +60,19 @@ cudaError_t gpu_k_to_nchw_f32(float *dst, const void *src, gpu_dtype src_type, g
 cudaError_t gpu_k_from_uint8_nhwc(void *dst, gpu_dtype dst_type, gpu_dims dims, const uint8_t *src,
                                   const float *scale, const float *offset, cudaStream_t stream);
 /* Convolution filters: the arena's fp32 [K, C, R, S] (OIHW) -> dst_type in OIHW
- * (nhwc 0) or OHWI (nhwc 1); and a filter gradient in that form back to fp32 OIHW. */
+ * (nhwc 0) or OHWI (nhwc 1) with c_pad >= C channels, those beyond C zero; and a filter
+ * gradient in that form (c_pad channels) back to fp32 OIHW of C channels. */
 cudaError_t gpu_k_filter_to_compute(void *dst, gpu_dtype dst_type, int32_t nhwc, const float *src,
-                                    int32_t k, int32_t c, int32_t r, int32_t s, cudaStream_t stream);
+                                    int32_t k, int32_t c, int32_t c_pad, int32_t r, int32_t s,
+                                    cudaStream_t stream);
 cudaError_t gpu_k_filter_grad_to_arena(float *dst, const void *src, gpu_dtype src_type,
-                                       int32_t nhwc, int32_t k, int32_t c, int32_t r, int32_t s,
-                                       cudaStream_t stream);
-/* Spatial padding for cuDNN, which pads symmetrically only: dst (dims of src grown by
- * the pads) = src placed at (top, left), `fill` elsewhere; and the crop back (dst =
- * the window of src at (top, left) of dst's size). Same type and layout on both sides. */
+                                       int32_t nhwc, int32_t k, int32_t c, int32_t c_pad, int32_t r,
+                                       int32_t s, cudaStream_t stream);
+/* Spatial padding for cuDNN, which pads symmetrically only, and channel padding for
+ * tensor cores: dst (dims of src grown by the pads, and as many channels or more) = src
+ * placed at (top, left, channel 0), `fill` elsewhere; and the crop back (dst = the
+ * window of src at (top, left) of dst's size, its first dst.c channels). Same type and
+ * layout on both sides. */
 cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
                               gpu_dtype type, int32_t top, int32_t left, float fill,
                               cudaStream_t stream);

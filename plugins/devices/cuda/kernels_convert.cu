@@ -51,33 +51,34 @@ __global__ void from_uint8_kernel(D *dst, gpu_dims dims, const uint8_t *src, con
 /* dst [K, C, R, S] in OIHW (nhwc 0) or OHWI (nhwc 1) <- src fp32 OIHW. */
 template <typename D>
 __global__ void filter_to_compute_kernel(D *dst, int32_t nhwc, const float *src, int32_t c,
-                                         int32_t r, int32_t s, int64_t n) {
+                                         int32_t c_pad, int32_t r, int32_t s, int64_t n) {
   GPU_GRID_STRIDE(i, n) {
-    gpu_coord p = gpu_coord_of(nhwc, c, r, s, i); /* (k, c, r, s) as (n, c, h, w) */
-    gpu_store(&dst[i], src[gpu_filter_offset_oihw(c, r, s, p.n, p.c, p.h, p.w)]);
+    gpu_coord p = gpu_coord_of(nhwc, c_pad, r, s, i); /* (k, c, r, s) as (n, c, h, w) */
+    gpu_store(&dst[i], p.c < c ? src[gpu_filter_offset_oihw(c, r, s, p.n, p.c, p.h, p.w)] : 0.0f);
   }
 }
 
 /* dst fp32 OIHW <- src in OIHW (nhwc 0) or OHWI (nhwc 1). */
 template <typename S>
 __global__ void filter_grad_to_arena_kernel(float *dst, const S *src, int32_t nhwc, int32_t c,
-                                            int32_t r, int32_t s, int64_t n) {
+                                            int32_t c_pad, int32_t r, int32_t s, int64_t n) {
   GPU_GRID_STRIDE(i, n) {
     gpu_coord p = gpu_coord_of(0, c, r, s, i);
-    int64_t at = nhwc ? gpu_filter_offset_ohwi(c, r, s, p.n, p.c, p.h, p.w)
-                      : gpu_filter_offset_oihw(c, r, s, p.n, p.c, p.h, p.w);
+    int64_t at = nhwc ? gpu_filter_offset_ohwi(c_pad, r, s, p.n, p.c, p.h, p.w)
+                      : gpu_filter_offset_oihw(c_pad, r, s, p.n, p.c, p.h, p.w);
     dst[i] = gpu_load(&src[at]);
   }
 }
 
-/* dst = src placed at (top, left), fill elsewhere; the elements copy unchanged. */
+/* dst = src placed at (top, left) and channel 0, fill elsewhere (also in the channels
+ * dst has beyond src's); the elements copy unchanged. */
 template <typename T>
 __global__ void pad_kernel(T *dst, gpu_dims dd, const T *src, gpu_dims sd, int32_t top,
                            int32_t left, float fill, int64_t n) {
   GPU_GRID_STRIDE(i, n) {
     gpu_coord p = gpu_coord_of(dd.nhwc, dd.c, dd.h, dd.w, i);
     int64_t h = p.h - top, w = p.w - left;
-    if (h >= 0 && h < sd.h && w >= 0 && w < sd.w)
+    if (h >= 0 && h < sd.h && w >= 0 && w < sd.w && p.c < sd.c)
       dst[i] = src[gpu_offset(sd.nhwc, sd.c, sd.h, sd.w, p.n, p.c, h, w)];
     else
       gpu_store(&dst[i], fill);
@@ -157,29 +158,31 @@ extern "C" cudaError_t gpu_k_from_uint8_nhwc(void *dst, gpu_dtype dst_type, gpu_
 }
 
 extern "C" cudaError_t gpu_k_filter_to_compute(void *dst, gpu_dtype dst_type, int32_t nhwc,
-                                               const float *src, int32_t k, int32_t c, int32_t r,
-                                               int32_t s, cudaStream_t stream) {
-  if (k < 0 || c < 0 || r < 0 || s < 0) return cudaErrorInvalidValue;
-  const int64_t n = (int64_t)k * c * r * s;
+                                               const float *src, int32_t k, int32_t c,
+                                               int32_t c_pad, int32_t r, int32_t s,
+                                               cudaStream_t stream) {
+  if (k < 0 || c < 0 || c_pad < c || r < 0 || s < 0) return cudaErrorInvalidValue;
+  const int64_t n = (int64_t)k * c_pad * r * s;
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
     filter_to_compute_kernel<D><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, nhwc, src, c,
-                                                                           r, s, n);
+                                                                           c_pad, r, s, n);
     return cudaGetLastError();
   });
 }
 
 extern "C" cudaError_t gpu_k_filter_grad_to_arena(float *dst, const void *src, gpu_dtype src_type,
-                                                  int32_t nhwc, int32_t k, int32_t c, int32_t r,
-                                                  int32_t s, cudaStream_t stream) {
-  if (k < 0 || c < 0 || r < 0 || s < 0) return cudaErrorInvalidValue;
+                                                  int32_t nhwc, int32_t k, int32_t c,
+                                                  int32_t c_pad, int32_t r, int32_t s,
+                                                  cudaStream_t stream) {
+  if (k < 0 || c < 0 || c_pad < c || r < 0 || s < 0) return cudaErrorInvalidValue;
   const int64_t n = (int64_t)k * c * r * s;
   return gpu_dispatch_float(src_type, [&](auto tag) {
     using S = decltype(tag);
     if (n <= 0) return cudaSuccess;
     filter_grad_to_arena_kernel<S><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>(
-        dst, (const S *)src, nhwc, c, r, s, n);
+        dst, (const S *)src, nhwc, c, c_pad, r, s, n);
     return cudaGetLastError();
   });
 }
@@ -189,7 +192,7 @@ extern "C" cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const voi
                                          int32_t left, float fill, cudaStream_t stream) {
   /* src must fit inside dst at (top, left), batch, channels and layout alike. */
   if (!dims_valid(dst_dims) || !dims_valid(src_dims) || dst_dims.n != src_dims.n ||
-      dst_dims.c != src_dims.c || dst_dims.nhwc != src_dims.nhwc || top < 0 || left < 0 ||
+      dst_dims.c < src_dims.c || dst_dims.nhwc != src_dims.nhwc || top < 0 || left < 0 ||
       (int64_t)src_dims.h + top > dst_dims.h || (int64_t)src_dims.w + left > dst_dims.w)
     return cudaErrorInvalidValue;
   const int64_t n = count_of(dst_dims);
@@ -207,7 +210,7 @@ extern "C" cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const vo
                                           int32_t left, cudaStream_t stream) {
   /* dst's window at (top, left) must lie inside src. */
   if (!dims_valid(dst_dims) || !dims_valid(src_dims) || dst_dims.n != src_dims.n ||
-      dst_dims.c != src_dims.c || dst_dims.nhwc != src_dims.nhwc || top < 0 || left < 0 ||
+      dst_dims.c > src_dims.c || dst_dims.nhwc != src_dims.nhwc || top < 0 || left < 0 ||
       (int64_t)dst_dims.h + top > src_dims.h || (int64_t)dst_dims.w + left > src_dims.w)
     return cudaErrorInvalidValue;
   const int64_t n = count_of(dst_dims);

@@ -14,6 +14,14 @@
  * transient buffer and crops the original window out of it into the input's gradient
  * (the zero padding's gradient is dropped, as it must be).
  *
+ * Channels. Tensor cores take NHWC channels in multiples of 8; the images have 3. A
+ * half-precision convolution reading the graph's images with C % 8 != 0 pads them with
+ * zero channels up to the next multiple of 8 on the way into cuDNN (the same copy as
+ * the spatial padding), and its filter with zero input channels, so cuDNN runs its
+ * tensor-core kernels; the zeros add nothing to the output, the padded channels'
+ * filter gradient is dropped, and the images never need a gradient (so no channel
+ * crop in backward-data).
+ *
  * Filters. The arena holds fp32 OIHW ([O, I / groups, KH, KW]). The fp32 device hands
  * it to cuDNN as it is (filter format NCHW = OIHW) and writes dW straight into the
  * gradient arena. Half devices convert it each forward into a buffer the node owns
@@ -38,8 +46,9 @@ typedef struct conv_node {
   gpu_conv_descs descs;
   gpu_conv_algo algo[GPU_CONV_DIRS];
   int32_t k, c_per_group, kh, kw; /* the filter [K, C / groups, KH, KW] */
+  int32_t c_compute;              /* input channels cuDNN sees: c_per_group, or padded to 8 */
 
-  /* asymmetric pads: the input is padded into transient slot 1 first */
+  /* asymmetric pads or padded channels: the input is copied into transient slot 1 first */
   int pre_pad;
   int32_t pre_top, pre_left;      /* where the input lies in the padded one */
   gpu_dims in_dims, padded_dims, out_dims;
@@ -81,7 +90,8 @@ static cnnb_status conv_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
     if ((st = gpu_cuda(d,
                        gpu_k_filter_to_compute(s->w_compute, d->act,
                                                d->format == CUDNN_TENSOR_NHWC, arena_w, s->k,
-                                               s->c_per_group, s->kh, s->kw, d->stream),
+                                               s->c_per_group, s->c_compute, s->kh, s->kw,
+                                               d->stream),
                        node, "conv2d filter conversion")))
       return st;
     w = s->w_compute;
@@ -150,7 +160,8 @@ static cnnb_status conv_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
       (st = gpu_cuda(d,
                      gpu_k_filter_grad_to_arena(arena_dw, s->dw_compute, d->act,
                                                 d->format == CUDNN_TENSOR_NHWC, s->k,
-                                                s->c_per_group, s->kh, s->kw, d->stream),
+                                                s->c_per_group, s->c_compute, s->kh, s->kw,
+                                                d->stream),
                      node, "conv2d filter gradient conversion")))
     return st;
 
@@ -253,8 +264,14 @@ cnnb_status gpu_prepare_conv(gpu_device *d, const cnnb_graph *g, int32_t index, 
   s->pre_top = top - pad_h;
   s->pre_left = left - pad_w;
   const int32_t pre_bottom = bottom - pad_h, pre_right = right - pad_w;
-  s->pre_pad = s->pre_top || pre_bottom || s->pre_left || pre_right;
-  cnnb_shape padded = {in.n, in.c, in.h + s->pre_top + pre_bottom, in.w + s->pre_left + pre_right};
+  /* Zero channels up to a multiple of 8 for tensor cores (the top comment explains). */
+  s->c_compute = s->c_per_group;
+  if (d->act != GPU_F32 && d->format == CUDNN_TENSOR_NHWC && groups == 1 &&
+      input->op == CNNB_OP_INPUT && s->c_per_group % 8 != 0)
+    s->c_compute = (s->c_per_group + 7) / 8 * 8;
+  s->pre_pad = s->pre_top || pre_bottom || s->pre_left || pre_right || s->c_compute != in.c;
+  cnnb_shape padded = {in.n, s->c_compute * groups, in.h + s->pre_top + pre_bottom,
+                       in.w + s->pre_left + pre_right};
   s->in_dims = gpu_dims_of(d, in);
   s->padded_dims = gpu_dims_of(d, padded);
   s->out_dims = gpu_dims_of(d, node->shape);
@@ -309,7 +326,7 @@ cnnb_status gpu_prepare_conv(gpu_device *d, const cnnb_graph *g, int32_t index, 
 
   s->own_filter = d->act != GPU_F32;
   if (s->own_filter) {
-    size_t filter_bytes = (size_t)s->k * s->c_per_group * s->kh * s->kw * elt;
+    size_t filter_bytes = (size_t)s->k * s->c_compute * s->kh * s->kw * elt;
     GPU_TRY(st, gpu_malloc(d, &s->w_compute, filter_bytes, node, "the filter in compute precision"));
     if (s->training)
       GPU_TRY(st, gpu_malloc(d, &s->dw_compute, filter_bytes, node,
