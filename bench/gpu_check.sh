@@ -122,7 +122,7 @@ first_error() {
     line=$(grep -v '^+ ' "$1" 2>/dev/null |
            grep -m1 -iE 'error|fail|fatal|abort|cannot|unsupported|out of memory|Killed')
   fi
-  [ -n "$line" ] || line=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n1)
+  [ -n "$line" ] || line=$(grep -v -e '^[[:space:]]*$' -e '^+ ' "$1" 2>/dev/null | tail -n1)
   line=${line//|/\\|}
   line=${line//$'\t'/ }
   [ ${#line} -gt 160 ] && line="${line:0:157}..."
@@ -308,7 +308,7 @@ failure_cell() {  # $1 rc, $2 log
 }
 
 # ---------------------------------------------------------------- (b) configure + build
-DEPS_ROOT="$REPO/$GPU_DEPS/root"
+case "$GPU_DEPS" in /*) DEPS_ROOT="$GPU_DEPS/root" ;; *) DEPS_ROOT="$REPO/$GPU_DEPS/root" ;; esac
 DEPS_LIB="$DEPS_ROOT/usr/lib/x86_64-linux-gnu"
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 # PyTorch runs with the machine's own library path, not the carried libraries.
@@ -373,8 +373,14 @@ if [ "$RUN_BUILD" = 1 ]; then
       if [ "$rc" = 0 ]; then
         BUILD_STATE="ok in $t s ($warnings compiler warnings; CNNB_WERROR=OFF)"
       else
-        BUILD_STATE="FAILED (exit $rc after $t s): $(grep -m1 -E 'error' "$OUT/build.log" | sed 's/|/\\|/g' | cut -c1-200)"
-        grep -m10 -B2 -A3 -E 'error' "$OUT/build.log"
+        # The compiler's first "error:" line (gcc, nvcc), else ninja's first FAILED: line.
+        err=$(grep -m1 -E '(^|[ :])(fatal )?error( [A-Za-z0-9#]+)? ?:' "$OUT/build.log")
+        [ -n "$err" ] || err=$(grep -m1 -E '^FAILED:|\*\*\*' "$OUT/build.log")
+        err=${err:-see build.log}
+        err=${err//$REPO\//}
+        err=${err//|/\\|}
+        BUILD_STATE="FAILED (exit $rc after $t s): ${err:0:240}"
+        grep -m10 -B2 -A3 -E '(^|[ :])(fatal )?error( [A-Za-z0-9#]+)? ?:|^FAILED:' "$OUT/build.log"
       fi
     fi
   fi
@@ -396,8 +402,10 @@ if [ "$DRY_RUN" = 0 ]; then
   elif [ ! -f "$CUDA_IMPL" ]; then
     CNNB_UNAVAILABLE="the cuda plugin's implementation (cuda/libcnnb_cuda_impl.so) did not build: see build.log"
   fi
-  timeout 30 "$CNNBENCH" --list_plugins > "$LOGS/list_plugins.log" 2>&1
-  grep -iE 'cuda|rejected|cannot' "$LOGS/list_plugins.log"
+  if [ -x "$CNNBENCH" ]; then
+    timeout 30 "$CNNBENCH" --list_plugins > "$LOGS/list_plugins.log" 2>&1
+    grep -iE 'cuda|rejected|cannot' "$LOGS/list_plugins.log"
+  fi
 fi
 [ -n "$CNNB_UNAVAILABLE" ] && say "cnnbench side not run: $CNNB_UNAVAILABLE; the PyTorch side still runs"
 write_report
