@@ -3,9 +3,9 @@
 # GPU machine (one H200, 16 cores, no network), that fits a short lease. It
 #   (a) records the facts: GPU, driver, nvcc, cuDNN, PyTorch, cmake, gcc, the commit;
 #   (b) configures and builds the tree there (the cuda plugin is built where it runs; the
-#       Check, jansson and pkg-config the image lacks come from .gpu-deps/, made here by
-#       scripts/gpu-deps.sh and carried; oneDNN / libjpeg-turbo are off there, as the
-#       configure says);
+#       Check, jansson, pkg-config and oneDNN (the cpu device, which cli_gpu_matches_cpu
+#       compares with) the image lacks come from .gpu-deps/, made here by
+#       scripts/gpu-deps.sh and carried, with libjpeg-turbo);
 #   (c) runs the `gpu` tests (ctest -L gpu), time-capped;
 #   (d) benchmarks cnnbench (--device=cuda) and PyTorch (bench/pytorch_gpu_train.py) side
 #       by side, each run under its own timeout, the decisive rows first;
@@ -37,7 +37,7 @@
 #       [--no-compile] [--build-dir=DIR] [--build-targets="T1 T2"]
 # Env: OUT (results folder; default BUILD/gpu-check-out), COMMIT (the commit, when .git
 # did not travel), PYTHON (default python3), CNNB_FLAGS (extra cnnbench flags, e.g.
-# "--cuda_graphs"), GPU_DEPS (default .gpu-deps).
+# "--nocudnn_autotune"), GPU_DEPS (default .gpu-deps).
 # --dry-run prints every command it would run (configure, build, tests, each benchmark)
 # and the table with placeholders; it runs nothing but the read-only facts.
 # --smoke tests the script itself on a machine without a GPU: every run on the cpu device
@@ -325,7 +325,10 @@ if [ -x "$DEPS_ROOT/usr/bin/pkgconf" ]; then
   export PKG_CONFIG_LIBDIR="$DEPS_LIB/pkgconfig"
   unset PKG_CONFIG_PATH
   export LD_LIBRARY_PATH="$DEPS_LIB${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}"
-  CMAKE_ARGS+=(-DPKG_CONFIG_EXECUTABLE="$DEPS_ROOT/usr/bin/pkgconf")
+  CMAKE_ARGS+=(-DPKG_CONFIG_EXECUTABLE="$DEPS_ROOT/usr/bin/pkgconf"
+              # oneDNN's CMake package and the OpenCL headers it asks for (the cpu device,
+              # which cli_gpu_matches_cpu compares the cuda device with).
+              -DCMAKE_PREFIX_PATH="$DEPS_ROOT/usr")
 else
   say "warning: no $GPU_DEPS/root/usr/bin/pkgconf (run scripts/gpu-deps.sh here and carry $GPU_DEPS):" \
       "using the machine's own pkg-config, Check and jansson, if it has them"

@@ -34,7 +34,14 @@ arch_lib="usr/lib/x86_64-linux-gnu"
 # libjansson-dev + libjansson4: jansson.h, jansson.pc, libjansson.so(.4);
 # pkgconf-bin + libpkgconf3: the pkgconf binary and its library (the `pkgconf` and
 #        `pkg-config` packages hold only symlinks and personality files).
-packages=(check libsubunit-dev libsubunit0 libjansson-dev libjansson4 pkgconf-bin libpkgconf3)
+# libdnnl2 + libdnnl-dev: oneDNN, for the cpu device, which cli_gpu_matches_cpu trains
+#        against the cuda device; its CMake package wants the OpenCL headers and loader
+#        (ocl-icd-opencl-dev, ocl-icd-libopencl1, opencl-c-headers). 41 MB unpacked, most
+#        of the carry (64 MiB with the working tree).
+# libturbojpeg0(-dev) + libjpeg62-turbo(-dev): the imagenet datasource (1 MB).
+packages=(check libsubunit-dev libsubunit0 libjansson-dev libjansson4 pkgconf-bin libpkgconf3
+          libdnnl2 libdnnl-dev ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers
+          libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev)
 
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] ||
   { echo "gpu-deps.sh: needs a Debian amd64 machine (the GPU machine is x86-64)" >&2; exit 2; }

@@ -12,6 +12,8 @@ set -uo pipefail
 why=$("$CNNBENCH" --list_plugins 2>&1 | sed -n '/^Devices that cannot run on this machine:/,/^$/p' | grep '^  cuda: ')
 "$CNNBENCH" --list_plugins 2>&1 | grep -Eq "^  device +cuda +" || { echo "SKIP: the cuda device is not built here"; exit 77; }
 [ -z "$why" ] || { echo "SKIP: the cuda device cannot run here:${why#  cuda:}"; exit 77; }
+"$CNNBENCH" --list_plugins 2>&1 | grep -Eq "^  device +cpu +" \
+  || { echo "SKIP: the cpu device is not built here (oneDNN missing): nothing to compare with"; exit 77; }
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 failures=0
 common=(--model=resnet50 --batch_size=4 --num_batches=20 --num_warmup_batches=0 --display_every=1
