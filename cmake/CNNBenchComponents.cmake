@@ -100,8 +100,10 @@ find_package(CUDAToolkit QUIET)
 set(_cuda_ok OFF)
 set(_cuda_why "CUDA toolkit not found (nvcc in /usr/local/cuda)")
 if(CUDAToolkit_FOUND)
+  # Debian / Ubuntu's cuDNN packages put the headers under include/<multiarch>.
   find_library(CNNB_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
-  find_path(CNNB_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_path(CNNB_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE})
   find_library(CNNB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
   find_path(CNNB_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   if(NOT CNNB_CUDNN_LIBRARY OR NOT CNNB_CUDNN_INCLUDE_DIR)
