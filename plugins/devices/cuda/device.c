@@ -29,7 +29,7 @@ static cnnb_status enter(gpu_device *d) {
  * process uses GPUs r*N .. r*N+N-1. */
 static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) {
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int64_t per_process = cnnb_flag_int(d->ctx, "num_gpus");
+  int64_t per_process = cnnb_flag_int(d->ctx, "num_gpus"); /* 0 without a flag table */
   int64_t rank = local ? strtol(local, NULL, 10) : 0;
   if (per_process < 1) per_process = 1;
   int64_t ordinal = rank * per_process + index;
@@ -102,9 +102,15 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   d->act_cudnn = d->act == GPU_F16 ? CUDNN_DATA_HALF : d->act == GPU_BF16 ? CUDNN_DATA_BFLOAT16
                                                                            : CUDNN_DATA_FLOAT;
   d->format = d->act == GPU_F32 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
-  d->allow_tf32 = cnnb_flag_bool(ctx, "cuda_allow_tf32");
-  d->autotune = cnnb_flag_bool(ctx, "cudnn_autotune");
-  int64_t workspace_mb = cnnb_flag_int(ctx, "cudnn_workspace_mb");
+  /* The plugin's flags (plugin.c). A ctx without the host's flag table (a test harness
+   * creating the device directly: even the core's --device reads empty) gets exact fp32
+   * (the conformance suites' fp32 tolerances forbid TF32), cuDNN's heuristic choice, and
+   * the default workspace cap. */
+  const int have_flags = cnnb_flag_string(ctx, "device")[0] != '\0';
+  d->allow_tf32 = have_flags && cnnb_flag_bool(ctx, "cuda_allow_tf32");
+  d->autotune = have_flags && cnnb_flag_bool(ctx, "cudnn_autotune");
+  int64_t workspace_mb = have_flags ? cnnb_flag_int(ctx, "cudnn_workspace_mb")
+                                      : GPU_DEFAULT_WORKSPACE_MB;
   if (workspace_mb < 0) {
     st = cnnb_error(ctx, CNNB_EINVAL, "--cudnn_workspace_mb=%lld: must be >= 0",
                     (long long)workspace_mb);

@@ -15,6 +15,11 @@
 /* Where the implementation lies, relative to the plugin's own directory. */
 #define GPU_IMPL_FILE "cuda/libcnnb_cuda_impl.so"
 #define GPU_IMPL_ENTRY "cnnb_cuda_impl_entry"
+/* --cudnn_workspace_mb's default (plugin.c declares the flag; device.c falls back to it
+ * where no flag table exists). */
+#define GPU_DEFAULT_WORKSPACE_MB 1024
+#define GPU_STRINGIFY_(x) #x
+#define GPU_STRINGIFY(x) GPU_STRINGIFY_(x)
 
 typedef struct gpu_impl {
   uint32_t struct_size;

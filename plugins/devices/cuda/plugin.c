@@ -316,7 +316,7 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "cudnn.allow_tf32 and TensorFlow do by default); false computes them in full fp32.");
   if (st) return st;
   st = cnnb_flag_declare(
-      registry, "cudnn_workspace_mb", CNNB_FLAG_INT, "1024",
+      registry, "cudnn_workspace_mb", CNNB_FLAG_INT, GPU_STRINGIFY(GPU_DEFAULT_WORKSPACE_MB),
       "The most GPU memory one convolution algorithm may use as workspace, in MiB; faster "
       "algorithms that need more are passed over.");
   if (st) return st;
