@@ -135,7 +135,10 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   GPU_TRY(st, gpu_cuda(d, cudaEventCreateWithFlags(&d->pinned_free, cudaEventDisableTiming), NULL,
                        "cudaEventCreate"));
   GPU_TRY(st, gpu_malloc(d, (void **)&d->errors, sizeof *d->errors, NULL, "kernel error words"));
-  GPU_TRY(st, gpu_cuda(d, cudaMemset(d->errors, 0, sizeof *d->errors), NULL, "cudaMemset"));
+  /* Everything on d->stream: a non-blocking stream is not ordered after the legacy
+   * default stream that plain cudaMemset / cudaMemcpy use. */
+  GPU_TRY(st, gpu_cuda(d, cudaMemsetAsync(d->errors, 0, sizeof *d->errors, d->stream), NULL,
+                       "cudaMemsetAsync"));
   describe_into(d);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "cuda: %s (%s)", d->description, name);
   *out = d;
@@ -175,7 +178,8 @@ static cnnb_status device_alloc(void *device, size_t bytes, void **ptr) {
   cnnb_status st = enter(d);
   if (st) return st;
   if ((st = gpu_malloc(d, ptr, bytes ? bytes : 1, NULL, "a buffer"))) return st;
-  if ((st = gpu_cuda(d, cudaMemset(*ptr, 0, bytes ? bytes : 1), NULL, "cudaMemset"))) {
+  if ((st = gpu_cuda(d, cudaMemsetAsync(*ptr, 0, bytes ? bytes : 1, d->stream), NULL,
+                     "cudaMemsetAsync"))) {
     cudaFree(*ptr);
     *ptr = NULL;
   }
@@ -325,8 +329,8 @@ static cnnb_status device_accumulate(void *device, const cnnb_graph *g, cnnb_ten
     return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: accumulate: tensor %d is not in the graph", t);
   gpu_dtype type = gpu_tensor_dtype(d, g, t);
   int64_t count = (int64_t)(gpu_tensor_bytes(d, g, t) / gpu_dtype_size(type));
-  gpu_k_accumulate(dst, src, type, count, d->stream);
-  return gpu_launched(d, cnnb_graph_node(g, t), "gradient accumulation");
+  return gpu_cuda(d, gpu_k_accumulate(dst, src, type, count, d->stream), cnnb_graph_node(g, t),
+                  "gradient accumulation");
 }
 
 static cnnb_status device_update(void *device, const cnnb_update *update) {

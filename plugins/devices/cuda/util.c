@@ -74,11 +74,15 @@ cnnb_status gpu_cublas(gpu_device *d, cublasStatus_t s, const cnnb_node *node, c
 }
 
 cnnb_status gpu_check_kernel_errors(gpu_device *d) {
+  /* On d->stream, after the kernels that may have set them (a non-blocking stream is not
+   * ordered after the legacy default stream of plain cudaMemcpy). */
   gpu_kernel_errors e;
-  cnnb_status st = gpu_cuda(d, cudaMemcpy(&e, d->errors, sizeof e, cudaMemcpyDeviceToHost), NULL,
-                            "reading the kernels' error words");
+  cnnb_status st = gpu_cuda(d, cudaMemcpyAsync(&e, d->errors, sizeof e, cudaMemcpyDeviceToHost,
+                                               d->stream),
+                            NULL, "reading the kernels' error words");
+  if (!st) st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "reading the kernels' error words");
   if (st || e.bad_label_count == 0) return st;
-  cudaMemset(d->errors, 0, sizeof *d->errors);
+  cudaMemsetAsync(d->errors, 0, sizeof *d->errors, d->stream);
   return cnnb_error(d->ctx, CNNB_EDATA,
                     "cuda: loss: label %d of example %d is outside [0, %d) (%d such labels since "
                     "the last check)",
@@ -136,8 +140,12 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
   float *host = malloc((size_t)count * sizeof(float));
   if (!host) return cnnb_error(d->ctx, CNNB_ENOMEM, "cuda: out of memory");
   for (int64_t i = 0; i < count; i++) host[i] = one;
-  st = gpu_cuda(d, cudaMemcpy(d->ones, host, (size_t)count * sizeof(float), cudaMemcpyHostToDevice),
+  st = gpu_cuda(d, cudaMemcpyAsync(d->ones, host, (size_t)count * sizeof(float),
+                                   cudaMemcpyHostToDevice, d->stream),
                 node, "filling ones");
+  /* The pageable source must outlive the copy. */
+  cnnb_status sst = gpu_cuda(d, cudaStreamSynchronize(d->stream), node, "filling ones");
+  if (!st) st = sst;
   free(host);
   return st;
 }
