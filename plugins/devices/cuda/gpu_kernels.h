@@ -109,9 +109,16 @@ cudaError_t gpu_k_dropout_backward(void *dx, const void *dy, gpu_dtype type, int
  * ReLU). bias: C fp32 values. */
 cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, const float *bias, int32_t relu,
                             cudaStream_t stream);
-/* db[c] = sum over n, h, w of dy (fp32 out, overwritten). */
+/* db[c] = sum over n, h, w of dy (fp32 out, overwritten), deterministic: two passes
+ * through `scratch` (fp32 partial sums per chunk of rows / images and channel), in an
+ * order fixed by dims alone (kernels_eltwise.cu documents it), so the same dims and dy
+ * give the same bits on every run. scratch: device memory of at least
+ * gpu_k_bias_grad_scratch_bytes(dims) bytes, owned by the caller and not shared with
+ * anything running meanwhile (the stream orders the passes); may be NULL when that is 0
+ * (N, H or W zero). */
+size_t gpu_k_bias_grad_scratch_bytes(gpu_dims dims);
 cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
-                            cudaStream_t stream);
+                            float *scratch, cudaStream_t stream);
 
 /* ---- loss (kernels_loss.cu) ------------------------------------------------------------ */
 
@@ -151,16 +158,31 @@ cudaError_t gpu_k_all_finite(int32_t *all_finite, const float *grads, int64_t co
 
 /* Max / average pooling with any padding (cuDNN pads symmetrically only), TF
  * semantics: padding never wins a max, and is excluded from averages. win: kernel_h,
- * kernel_w, stride_h, stride_w, pad_top, pad_left. Backward: dx overwritten. */
+ * kernel_w, stride_h, stride_w, pad_top, pad_left. Backward: dx overwritten.
+ *
+ * argmax (max pooling only; NULL: not recorded / not used): one byte per element of y,
+ * at y's offsets (same layout), holding where that output's window has its first
+ * maximum, kh * kernel_w + kw (row-major within the window, padding included in the
+ * numbering), or GPU_POOL_ARGMAX_NONE when the window has no element greater than -inf
+ * (empty, all -inf or NaN: such a window passes no gradient). Recording needs
+ * kernel_h * kernel_w <= GPU_POOL_ARGMAX_MAX_WINDOW (else cudaErrorInvalidValue).
+ *  - gpu_k_pool: argmax non-NULL records it (a training forward); NULL for inference
+ *    and always for average pooling (non-NULL there: cudaErrorInvalidValue).
+ *  - gpu_k_pool_backward: argmax non-NULL (as the forward of this step recorded it, from
+ *    the same x): dy goes where it points, x unread; NULL: each window's first maximum
+ *    is found again from x. Both give the same bits. */
+#define GPU_POOL_ARGMAX_NONE 255
+#define GPU_POOL_ARGMAX_MAX_WINDOW 255
 typedef struct gpu_pool_window {
   int32_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
   int32_t max; /* 1: max pool, 0: average */
 } gpu_pool_window;
 cudaError_t gpu_k_pool(void *y, gpu_dims y_dims, const void *x, gpu_dims x_dims, gpu_dtype type,
-                       gpu_pool_window win, cudaStream_t stream);
+                       gpu_pool_window win, uint8_t *argmax, cudaStream_t stream);
 cudaError_t gpu_k_pool_backward(void *dx, gpu_dims x_dims, const void *x, const void *y,
                                 const void *dy, gpu_dims y_dims, gpu_dtype type,
-                                gpu_pool_window win, cudaStream_t stream);
+                                gpu_pool_window win, const uint8_t *argmax,
+                                cudaStream_t stream);
 /* TF's LRN: y = x / (bias + alpha * sum_{|c'-c| <= r} x^2)^beta, and its gradient. */
 cudaError_t gpu_k_lrn(void *y, const void *x, gpu_dims dims, gpu_dtype type, int32_t radius,
                       float bias, float alpha, float beta, cudaStream_t stream);

@@ -73,32 +73,137 @@ __global__ void bias_relu_kernel(T *y, int64_t n, gpu_dims dims, const float *bi
   }
 }
 
-/* db[c] = sum over (n, h, w) of dy: one block per channel. Thread t sums the elements
- * t, t + threads, ... of the channel (taken in (n, h, w) order) in fp32, then a tree
- * over the threads in shared memory: a fixed order, so the result is the same bits on
- * every run. NCHW reads a channel's planes contiguously; NHWC reads with stride C. */
-#define BIAS_GRAD_THREADS 512
-template <typename T>
-__global__ void __launch_bounds__(BIAS_GRAD_THREADS)
-bias_grad_kernel(float *db, const T *dy, gpu_dims dims) {
-  __shared__ float partial[BIAS_GRAD_THREADS];
-  const int64_t c = blockIdx.x;
-  const int64_t plane = (int64_t)dims.h * dims.w;
-  const int64_t per_channel = (int64_t)dims.n * plane;
-  float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < per_channel; j += BIAS_GRAD_THREADS) {
-    int64_t at = dims.nhwc ? j * dims.c + c /* j = (n * H + h) * W + w */
-                           : ((j / plane) * dims.c + c) * plane + j % plane;
-    sum = gpu_fadd(sum, gpu_load(&dy[at]));
+/* ---- the bias gradient: db[c] = sum over (n, h, w) of dy, in two passes ---------------
+ *
+ * Pass 1 splits each channel's elements into `chunks` consecutive pieces and writes one
+ * fp32 partial sum per (chunk, channel) into scratch, partial[chunk * C + c]; pass 2 (one
+ * thread per channel) adds partial[0][c], partial[1][c], ... in chunk order into db[c].
+ * The split (bias_grad_plan) is a function of the dims alone and every sum below runs in
+ * a fixed order, so the result is the same bits on every run and every GPU. (It is not
+ * the bits of a plain sequential sum: fp32 addition is not associative.)
+ *
+ * NHWC: dy is rows [N * H * W] of C channels. Block (tile, chunk) has 32 x 8 threads:
+ * threadIdx.x is the channel within a tile of 32 consecutive channels (a warp reads 32
+ * neighbouring values of one row: coalesced), threadIdx.y one of 8 row lanes. Lane y of
+ * chunk k sums rows k * rows_per_chunk + y, + y + 8, ... (ascending, below the chunk's
+ * end), then the 8 lane sums are added by the halving tree (0..3 += 4..7, 0..1 += 2..3,
+ * 0 += 1).
+ * NCHW: a channel's elements are N planes of H * W contiguous values. Block (c, chunk)
+ * has 256 threads and covers images [k * images_per_chunk, ...) of channel c: thread t
+ * sums the chunk's elements t, t + 256, ... in (image, h * w) order (ascending), then
+ * the 256 thread sums are added by the halving tree (0..127 += 128..255, ..., 0 += 1).
+ *
+ * I is the index type: int32_t when every offset into dy fits (the launcher checks), so
+ * the hot loops do 32-bit arithmetic; int64_t otherwise. No division per element. */
+#define BIAS_GRAD_TILE 32         /* NHWC: channels per block (threadIdx.x) */
+#define BIAS_GRAD_LANES 8         /* NHWC: row lanes per block (threadIdx.y) */
+#define BIAS_GRAD_THREADS 256     /* NCHW: threads per block; pass 2: threads per block */
+#define BIAS_GRAD_MAX_CHUNKS 512  /* bounds pass 2's serial sum and the scratch */
+#define BIAS_GRAD_MIN_ROWS 256    /* NHWC: rows per chunk at least (32 per row lane) */
+#define BIAS_GRAD_MIN_ELEMENTS 4096 /* NCHW: elements per chunk at least (16 per thread) */
+
+/* How pass 1 splits the work: `chunks` pieces (0 when there is nothing to sum), each of
+ * `per_chunk` rows (NHWC) or images (NCHW), the last one possibly shorter. */
+struct bias_grad_plan_t {
+  int64_t chunks;
+  int64_t per_chunk;
+};
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static bias_grad_plan_t bias_grad_plan(gpu_dims dims) {
+  bias_grad_plan_t p = {0, 0};
+  if (dims.n <= 0 || dims.c <= 0 || dims.h <= 0 || dims.w <= 0) return p;
+  if (dims.nhwc) {
+    const int64_t rows = (int64_t)dims.n * dims.h * dims.w;
+    int64_t chunks = ceil_div(rows, BIAS_GRAD_MIN_ROWS);
+    if (chunks > BIAS_GRAD_MAX_CHUNKS) chunks = BIAS_GRAD_MAX_CHUNKS;
+    p.per_chunk = ceil_div(rows, chunks);
+    p.chunks = ceil_div(rows, p.per_chunk); /* no empty chunk */
+  } else {
+    const int64_t plane = (int64_t)dims.h * dims.w;
+    int64_t images = ceil_div(BIAS_GRAD_MIN_ELEMENTS, plane);
+    const int64_t at_least = ceil_div(dims.n, BIAS_GRAD_MAX_CHUNKS);
+    if (images < at_least) images = at_least;
+    if (images > dims.n) images = dims.n;
+    p.per_chunk = images;
+    p.chunks = ceil_div(dims.n, images);
   }
-  partial[threadIdx.x] = sum;
+  return p;
+}
+
+/* Pass 1, NHWC: partial[chunk * C + c] = the chunk's rows summed for channel c. */
+template <typename T, typename I>
+__global__ void __launch_bounds__(BIAS_GRAD_TILE * BIAS_GRAD_LANES)
+bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_per_chunk) {
+  __shared__ float lane_sum[BIAS_GRAD_LANES][BIAS_GRAD_TILE];
+  const I c = (I)blockIdx.x * BIAS_GRAD_TILE + (I)threadIdx.x;
+  const I first = (I)blockIdx.y * rows_per_chunk;
+  const I end = rows - first < rows_per_chunk ? rows : first + rows_per_chunk;
+  float sum = 0.0f;
+  if (c < channels) {
+#pragma unroll 8
+    for (I r = first + (I)threadIdx.y; r < end; r += BIAS_GRAD_LANES)
+      sum = gpu_fadd(sum, gpu_load(&dy[r * channels + c]));
+  }
+  lane_sum[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = BIAS_GRAD_LANES / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.y < half)
+      lane_sum[threadIdx.y][threadIdx.x] =
+          gpu_fadd(lane_sum[threadIdx.y][threadIdx.x], lane_sum[threadIdx.y + half][threadIdx.x]);
+    __syncthreads();
+  }
+  if (threadIdx.y == 0 && c < channels)
+    partial[(int64_t)blockIdx.y * channels + c] = lane_sum[0][threadIdx.x];
+}
+
+/* Pass 1, NCHW: partial[chunk * C + c] = channel c of the chunk's images summed. The
+ * thread walks j = t, t + 256, ... over the chunk's (image, h * w) elements, keeping
+ * (image, position in the plane) by subtraction instead of dividing. */
+template <typename T, typename I>
+__global__ void __launch_bounds__(BIAS_GRAD_THREADS)
+bias_grad_planes_kernel(float *partial, const T *dy, I images, I channels, I plane,
+                        I images_per_chunk) {
+  __shared__ float thread_sum[BIAS_GRAD_THREADS];
+  const I c = (I)blockIdx.x;
+  const I first_image = (I)blockIdx.y * images_per_chunk;
+  const I chunk_images =
+      images - first_image < images_per_chunk ? images - first_image : images_per_chunk;
+  I image = first_image, at = (I)threadIdx.x; /* element j = (image - first_image) * plane + at */
+  while (at >= plane && image < first_image + chunk_images) {
+    at -= plane;
+    image++;
+  }
+  float sum = 0.0f;
+  while (image < first_image + chunk_images) {
+    sum = gpu_fadd(sum, gpu_load(&dy[(image * channels + c) * plane + at]));
+    at += BIAS_GRAD_THREADS;
+    while (at >= plane && image < first_image + chunk_images) {
+      at -= plane;
+      image++;
+    }
+  }
+  thread_sum[threadIdx.x] = sum;
   __syncthreads();
   for (int half = BIAS_GRAD_THREADS / 2; half > 0; half /= 2) {
     if ((int)threadIdx.x < half)
-      partial[threadIdx.x] = gpu_fadd(partial[threadIdx.x], partial[threadIdx.x + half]);
+      thread_sum[threadIdx.x] = gpu_fadd(thread_sum[threadIdx.x], thread_sum[threadIdx.x + half]);
     __syncthreads();
   }
-  if (threadIdx.x == 0) db[c] = partial[0];
+  if (threadIdx.x == 0) partial[(int64_t)blockIdx.y * channels + c] = thread_sum[0];
+}
+
+/* Pass 2: db[c] = partial[0][c] + partial[1][c] + ... in chunk order (0 when there are
+ * no chunks). Threads of a warp read neighbouring channels of one chunk: coalesced. */
+__global__ void bias_grad_chunks_kernel(float *db, const float *partial, int64_t chunks,
+                                        int64_t channels) {
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  float sum = 0.0f;
+#pragma unroll 8
+  for (int64_t k = 0; k < chunks; k++) sum = gpu_fadd(sum, partial[k * channels + c]);
+  db[c] = sum;
 }
 
 } // namespace
@@ -206,15 +311,50 @@ extern "C" cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, c
   });
 }
 
+extern "C" size_t gpu_k_bias_grad_scratch_bytes(gpu_dims dims) {
+  const bias_grad_plan_t p = bias_grad_plan(dims);
+  return (size_t)p.chunks * (size_t)(dims.c > 0 ? dims.c : 0) * sizeof(float);
+}
+
+/* Pass 1 in the index type I for dy's layout. */
+template <typename T, typename I>
+static cudaError_t bias_grad_pass1(float *partial, const T *dy, gpu_dims dims,
+                                   bias_grad_plan_t p, cudaStream_t stream) {
+  if (dims.nhwc) {
+    const dim3 grid((unsigned)ceil_div(dims.c, BIAS_GRAD_TILE), (unsigned)p.chunks);
+    const dim3 block(BIAS_GRAD_TILE, BIAS_GRAD_LANES);
+    bias_grad_rows_kernel<T, I><<<grid, block, 0, stream>>>(
+        partial, dy, (I)((int64_t)dims.n * dims.h * dims.w), (I)dims.c, (I)p.per_chunk);
+  } else {
+    const dim3 grid((unsigned)dims.c, (unsigned)p.chunks);
+    bias_grad_planes_kernel<T, I><<<grid, BIAS_GRAD_THREADS, 0, stream>>>(
+        partial, dy, (I)dims.n, (I)dims.c, (I)((int64_t)dims.h * dims.w), (I)p.per_chunk);
+  }
+  return cudaGetLastError();
+}
+
 extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
-                                       cudaStream_t stream) {
-  if (dims.c <= 0)
-    return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
-  /* C channels of zero elements (N, H or W zero) still get their db = 0 from the kernel. */
+                                       float *scratch, cudaStream_t stream) {
+  if (dims.n < 0 || dims.c < 0 || dims.h < 0 || dims.w < 0)
+    return cudaErrorInvalidValue;
+  if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  const bias_grad_plan_t p = bias_grad_plan(dims);
+  if (p.chunks > 0 && !scratch) return cudaErrorInvalidValue;
+  const int64_t count = (int64_t)dims.n * dims.c * dims.h * dims.w;
+  /* 32-bit indices when every offset (< count) and every loop index, which runs at most
+   * one stride past its last value (a row index by BIAS_GRAD_LANES <= count + 8, a plane
+   * position by BIAS_GRAD_THREADS <= H * W + 256), stays below 2^31. */
+  const bool small = count + BIAS_GRAD_THREADS <= INT32_MAX;
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    bias_grad_kernel<T><<<(unsigned)dims.c, BIAS_GRAD_THREADS, 0, stream>>>(db, (const T *)dy,
-                                                                           dims);
+    /* C channels of zero elements (N, H or W zero): no pass 1, and pass 2 writes 0. */
+    if (p.chunks > 0) {
+      cudaError_t e = small ? bias_grad_pass1<T, int32_t>(scratch, (const T *)dy, dims, p, stream)
+                            : bias_grad_pass1<T, int64_t>(scratch, (const T *)dy, dims, p, stream);
+      if (e != cudaSuccess) return e;
+    }
+    bias_grad_chunks_kernel<<<(unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS), BIAS_GRAD_THREADS,
+                              0, stream>>>(db, scratch, p.chunks, dims.c);
     return cudaGetLastError();
   });
 }

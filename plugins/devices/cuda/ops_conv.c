@@ -32,7 +32,9 @@
  * Transient buffers (shared, valid within one call): slot 0 holds dy masked by the fused
  * ReLU; slot 1 the padded input (forward, backward-filter) and then the padded input's
  * gradient (backward-data, after backward-filter has read the padded input: the stream
- * runs them in order). Every write overwrites (cuDNN beta 0), as device.h asks. */
+ * runs them in order). Every write overwrites (cuDNN beta 0), as device.h asks. The bias
+ * gradient's partial sums go to a buffer the node owns (bias_scratch), not a transient
+ * slot: slot 0 holds the masked dy it reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,9 @@ typedef struct conv_node {
   int own_filter;
   void *w_compute;                /* [K, R, S, C / groups] (OHWI) in d->act */
   void *dw_compute;               /* the same layout and type */
+
+  /* training with a bias: gpu_k_bias_grad's partial sums (NULL when it needs none) */
+  void *bias_scratch;
 } conv_node;
 
 static const float one = 1.0f, zero = 0.0f;
@@ -138,7 +143,7 @@ static cnnb_status conv_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   if (s->has_bias &&
       (st = gpu_cuda(d,
                      gpu_k_bias_grad(gpu_param_ptr(n->g, io->grads, node->params[1]), dy,
-                                     s->out_dims, d->act, d->stream),
+                                     s->out_dims, d->act, s->bias_scratch, d->stream),
                      node, "conv2d bias gradient")))
     return st;
 
@@ -198,6 +203,8 @@ static void conv_release(gpu_device *d, gpu_node *n) {
   if (s->w_compute) cudaFree(s->w_compute);
   if (s->dw_compute) cudaFree(s->dw_compute);
   s->w_compute = s->dw_compute = NULL;
+  if (s->bias_scratch) cudaFree(s->bias_scratch);
+  s->bias_scratch = NULL;
 }
 
 static const gpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release};
@@ -331,6 +338,12 @@ cnnb_status gpu_prepare_conv(gpu_device *d, const cnnb_graph *g, int32_t index, 
     if (s->training)
       GPU_TRY(st, gpu_malloc(d, &s->dw_compute, filter_bytes, node,
                              "the filter gradient in compute precision"));
+  }
+  if (s->training && s->has_bias) {
+    const size_t scratch_bytes = gpu_k_bias_grad_scratch_bytes(s->out_dims);
+    if (scratch_bytes)
+      GPU_TRY(st, gpu_malloc(d, &s->bias_scratch, scratch_bytes, node,
+                             "the bias gradient's partial sums"));
   }
 done:
   if (st) {

@@ -20,8 +20,10 @@
  * slot 1 (the device's type), both exact; backward recomputes that for dW, writes dx in
  * logical order into slot 1 (after dW has read x there: one stream), and converts it
  * back the same way into the input's gradient. Bias add and bias gradient are the
- * convolution's kernels on dims [N, U, 1, 1]. Dense nodes never carry a fused ReLU (the
- * core's op table does not fuse one into them); one that did is refused. */
+ * convolution's kernels on dims [N, U, 1, 1]; the bias gradient's partial sums go to a
+ * buffer the node owns (bias_scratch), not a transient slot. Dense nodes never carry a
+ * fused ReLU (the core's op table does not fuse one into them); one that did is
+ * refused. */
 #include <stdlib.h>
 
 #include "gpu_device.h"
@@ -33,6 +35,7 @@ typedef struct dense_node {
   int to_logical;                 /* NHWC input with H * W > 1: reordered first */
   gpu_dims in_dims, out_dims;
   void *w_half;                   /* [U, K] in d->act on half devices, else NULL */
+  void *bias_scratch;             /* training with a bias: gpu_k_bias_grad's partial sums */
   cudaDataType_t ab_type;         /* x, W, y, dy, dx */
   cublasComputeType_t compute;
 } dense_node;
@@ -102,7 +105,7 @@ static cnnb_status dense_backward(gpu_device *d, gpu_node *n, const cnnb_node_io
   if (s->has_bias &&
       (st = gpu_cuda(d,
                      gpu_k_bias_grad(gpu_param_ptr(n->g, io->grads, node->params[1]), dy,
-                                     s->out_dims, d->act, d->stream),
+                                     s->out_dims, d->act, s->bias_scratch, d->stream),
                      node, "dense bias gradient")))
     return st;
 
@@ -148,6 +151,8 @@ static void dense_release(gpu_device *d, gpu_node *n) {
   dense_node *s = (dense_node *)n;
   if (s->w_half) cudaFree(s->w_half);
   s->w_half = NULL;
+  if (s->bias_scratch) cudaFree(s->bias_scratch);
+  s->bias_scratch = NULL;
 }
 
 static const gpu_node_ops dense_ops = {dense_forward, dense_backward, dense_release};
@@ -223,6 +228,12 @@ cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index,
   if (d->act != GPU_F32)
     GPU_TRY(st, gpu_malloc(d, &s->w_half, (size_t)s->units * (size_t)s->k * elt, node,
                            "the weights in compute precision"));
+  if (d->cfg.training && s->has_bias) {
+    const size_t scratch_bytes = gpu_k_bias_grad_scratch_bytes(s->out_dims);
+    if (scratch_bytes)
+      GPU_TRY(st, gpu_malloc(d, &s->bias_scratch, scratch_bytes, node,
+                             "the bias gradient's partial sums"));
+  }
 done:
   if (st) {
     dense_release(d, &s->base);
