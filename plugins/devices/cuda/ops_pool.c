@@ -16,6 +16,12 @@
  *    with an odd total (the extra row at the bottom) does not and takes the kernel.
  *  - max pool backward: cudnnPoolingBackward on the same path as the forward (it reads
  *    x and y, which the core keeps for max pool's backward), else gpu_k_pool_backward.
+ *    On the kernel path a training forward records each window's first maximum (one
+ *    byte per output element, in a buffer the node owns, allocated at prepare) and the
+ *    backward adds dy where those records point instead of scanning every window over
+ *    each input element again; the same element gets the same sums either way. Without
+ *    a record (windows of more than GPU_POOL_ARGMAX_MAX_WINDOW elements, or a node that
+ *    left cuDNN at run time) the backward scans, from x.
  *    Ties: the reference (and oneDNN on the cpu device) gives a window's gradient to its
  *    FIRST maximum in row-major order; cuDNN gives it to one of the tied maxima without
  *    documenting which. The sums agree; where a window holds equal maxima, which input
@@ -37,6 +43,9 @@ typedef struct pool_node {
   int use_cudnn; /* forward, and a max pool's backward, through cuDNN */
   cudnnPoolingDescriptor_t pool_desc;
   cudnnTensorDescriptor_t x_desc, y_desc; /* [N, C, H, W] in the device's type and layout */
+  /* training max pool on the kernel path: where each output's window has its first
+   * maximum, [N, C, OH, OW] in y's layout, one byte each (gpu_kernels.h); else NULL */
+  uint8_t *argmax;
 } pool_node;
 
 static cnnb_status pool_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
@@ -49,8 +58,9 @@ static cnnb_status pool_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
     if (cs != CUDNN_STATUS_NOT_SUPPORTED) return gpu_cudnn(d, cs, node, "pooling forward");
     s->use_cudnn = 0; /* the kernel below computes the same windows */
   }
+  /* s->argmax is NULL unless this is a training max pool prepared for the kernel. */
   return gpu_cuda(d, gpu_k_pool(io->output, s->y_dims, io->inputs[0], s->x_dims, d->act, s->win,
-                                d->stream),
+                                s->argmax, d->stream),
                   node, "pooling kernel");
 }
 
@@ -67,9 +77,11 @@ static cnnb_status pool_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
     if (cs != CUDNN_STATUS_NOT_SUPPORTED) return gpu_cudnn(d, cs, node, "max pooling backward");
     s->use_cudnn = 0;
   }
-  /* An average pool passes x and y along unread (see the top of this file). */
+  /* An average pool passes x and y along unread (see the top of this file). A max pool
+   * with a record reads it, written by this step's forward (same stream, earlier). */
   return gpu_cuda(d, gpu_k_pool_backward(dx, s->x_dims, io->inputs[0], io->output,
-                                         io->output_grad, s->y_dims, d->act, s->win, d->stream),
+                                         io->output_grad, s->y_dims, d->act, s->win, s->argmax,
+                                         d->stream),
                   node, "pooling backward kernel");
 }
 
@@ -79,6 +91,8 @@ static void pool_release(gpu_device *d, gpu_node *n) {
   s->pool_desc = NULL;
   if (s->x_desc) gpu_tensor_desc_free(&s->x_desc);
   if (s->y_desc) gpu_tensor_desc_free(&s->y_desc);
+  if (s->argmax) cudaFree(s->argmax);
+  s->argmax = NULL;
 }
 
 static const gpu_node_ops pool_ops = {pool_forward, pool_backward, pool_release};
@@ -166,6 +180,13 @@ cnnb_status gpu_prepare_pool(gpu_device *d, const cnnb_graph *g, int32_t index, 
   GPU_TRY(st, gpu_tensor_desc(d, &s->x_desc, xs, node));
   GPU_TRY(st, gpu_tensor_desc(d, &s->y_desc, ys, node));
   GPU_TRY(st, choose_cudnn(d, s, node, ys));
+  if (d->cfg.training && s->win.max && !s->use_cudnn &&
+      (int64_t)s->win.kernel_h * s->win.kernel_w <= GPU_POOL_ARGMAX_MAX_WINDOW) {
+    void *argmax = NULL;
+    GPU_TRY(st, gpu_malloc(d, &argmax, (size_t)cnnb_shape_count(ys), node,
+                           "the max pool's argmax record"));
+    s->argmax = argmax;
+  }
 done:
   if (st != CNNB_OK) {
     pool_release(d, &s->base);
