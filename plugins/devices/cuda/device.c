@@ -26,13 +26,17 @@ static cnnb_status enter(gpu_device *d) {
 
 /* Which GPU replica `index` of this process drives. Under mpirun each rank takes its
  * own GPUs on its node (Horovod's local-rank rule): local rank r with N replicas a
- * process uses GPUs r*N .. r*N+N-1. */
+ * process uses GPUs r*N .. r*N+N-1 of those visible, or its own N when the launcher
+ * shows it no others. */
 static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) {
   const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   int64_t per_process = cnnb_flag_int(d->ctx, "num_gpus"); /* 0 without a flag table */
   int64_t rank = local ? strtol(local, NULL, 10) : 0;
   if (per_process < 1) per_process = 1;
   int64_t ordinal = rank * per_process + index;
+  /* A launcher that shows each rank only its own GPUs (CUDA_VISIBLE_DEVICES per rank):
+   * this rank's N replicas are the N GPUs it sees. */
+  if (ordinal >= count && count == per_process) ordinal = index;
   *st = CNNB_OK;
   if (ordinal >= count)
     *st = cnnb_error(d->ctx, CNNB_EINVAL,
@@ -132,8 +136,9 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
                       : d->allow_tf32   ? CUBLAS_TF32_TENSOR_OP_MATH
                                         : CUBLAS_PEDANTIC_MATH;
   GPU_TRY(st, gpu_cublas(d, cublasSetMathMode(d->cublas, math), NULL, "cublasSetMathMode"));
-  GPU_TRY(st, gpu_cuda(d, cudaEventCreateWithFlags(&d->pinned_free, cudaEventDisableTiming), NULL,
-                       "cudaEventCreate"));
+  for (int i = 0; i < 2; i++)
+    GPU_TRY(st, gpu_cuda(d, cudaEventCreateWithFlags(&d->upload_free[i], cudaEventDisableTiming),
+                         NULL, "cudaEventCreate"));
   GPU_TRY(st, gpu_malloc(d, (void **)&d->errors, sizeof *d->errors, NULL, "kernel error words"));
   /* Everything on d->stream: a non-blocking stream is not ordered after the legacy
    * default stream that plain cudaMemset / cudaMemcpy use. */
@@ -163,7 +168,10 @@ static void device_destroy(void *device) {
   cudaFree(d->errors);
   cudaFree(d->staging);
   cudaFreeHost(d->pinned);
-  if (d->pinned_free) cudaEventDestroy(d->pinned_free);
+  for (int i = 0; i < 2; i++) {
+    cudaFreeHost(d->upload[i]);
+    if (d->upload_free[i]) cudaEventDestroy(d->upload_free[i]);
+  }
   if (d->cublas) cublasDestroy(d->cublas);
   if (d->cudnn) cudnnDestroy(d->cudnn);
   if (d->stream) cudaStreamDestroy(d->stream);

@@ -73,12 +73,17 @@ struct gpu_device {
    * sets, read back at the next synchronizing call (gpu_check_kernel_errors). */
   gpu_kernel_errors *errors;    /* device memory */
 
-  /* Host <-> device staging for tensor_from_host / tensor_to_host / uint8 input:
-   * pinned host memory (so copies are asynchronous) and a device buffer for the logical
-   * data before its conversion; grown on first use per size, freed at destroy. */
+  /* Host <-> device staging (transfer.c): pinned host memory for downloads and small
+   * results (d->pinned), two pinned upload buffers used in turn (a step's images and its
+   * labels each get one, so neither waits for the other's copy), each with the event
+   * recorded after the copy out of it, and a device buffer for logical data before its
+   * conversion (d->staging); grown on first use per size, freed at destroy. */
   void *pinned;
   size_t pinned_bytes;
-  cudaEvent_t pinned_free;      /* recorded after the last copy out of d->pinned */
+  void *upload[2];
+  size_t upload_bytes[2];
+  cudaEvent_t upload_free[2];
+  int upload_next;
   void *staging;
   size_t staging_bytes;
 

@@ -26,28 +26,31 @@
  * Half-precision activations keep fp32 statistics and parameters (the derived BN
  * descriptor is fp32).
  *
- * Fused ReLU: on the fp16 NHWC device with C % 4 == 0, cuDNN's
- * cudnnBatchNormalizationForwardTrainingEx / BackwardEx with CUDNN_BATCHNORM_OPS_BN_ACTIVATION
- * (that combination, CUDNN_BATCHNORM_SPATIAL_PERSISTENT mode, is what the fused op
- * supports; prepare asks cuDNN for its workspace and reserve sizes, and falls back to
- * the plain path when cuDNN answers NOT_SUPPORTED). Everywhere else: plain batch norm,
- * then gpu_k_relu in place; the backward masks dy with gpu_k_relu_backward(dy, y) into
- * transient slot 0 first. BN_CUDNN_FUSED_RELU below turns the cuDNN fusion off. */
+ * Training on the fp16 NHWC device with C % 4 == 0 runs cuDNN's
+ * cudnnBatchNormalizationForwardTrainingEx / BackwardEx in CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+ * mode (its fast NHWC kernels, as PyTorch's channels-last batch norm), with
+ * CUDNN_BATCHNORM_OPS_BN_ACTIVATION when the node has a fused ReLU (it runs inside) and
+ * CUDNN_BATCHNORM_OPS_BN otherwise; prepare asks cuDNN for the workspace and reserve
+ * sizes and takes the plain path where it answers NOT_SUPPORTED. Everywhere else: plain
+ * batch norm, then gpu_k_relu in place for a fused ReLU; the backward masks dy with
+ * gpu_k_relu_backward(dy, y) into transient slot 0 first. BN_CUDNN_EX below turns the
+ * Ex path off. */
 #include <stdlib.h>
 
 #include "gpu_device.h"
 
-/* 1: fuse the ReLU inside cuDNN where it can (see above). cudnn_ops.h says of
+/* 1: the Ex path where cuDNN offers it (see above). cudnn_ops.h says of
  * SPATIAL_PERSISTENT that it "may be faster than CUDNN_BATCHNORM_SPATIAL but imposes
  * some limits on the range of values" (the API reference: a scaled integer reduction that
  * can overflow into Inf / NaN on extreme inputs). If a run on the GPU shows that, set 0:
  * every batch norm then stays on CUDNN_BATCHNORM_SPATIAL with gpu_k_relu. */
-#define BN_CUDNN_FUSED_RELU 1
+#define BN_CUDNN_EX 1
 
 typedef struct bn_node {
   gpu_node base;
   int use_scale;  /* params[0] is a learned scale, params[1] the offset */
-  int cudnn_relu; /* the fused ReLU runs inside cuDNN's Ex functions */
+  int cudnn_ex;   /* training runs cuDNN's Ex functions (persistent NHWC kernels) */
+  cudnnBatchNormOps_t ex_ops; /* CUDNN_BATCHNORM_OPS_BN, or _BN_ACTIVATION: the fused ReLU inside */
   int dx_scratch; /* transient slot 1 holds a dx nobody wants (see needs_dx_scratch) */
   int32_t channels;
   int64_t count;  /* elements of x (and y) */
@@ -112,22 +115,22 @@ static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io
   float *cudnn_mean = single ? s->discarded_mean : run_mean;
   float *cudnn_var = single ? s->discarded_var : run_var;
   const double factor = single ? 1.0 : 1.0 - (double)s->decay;
-  if (s->cudnn_relu) {
+  if (s->cudnn_ex) {
     cudnnStatus_t cs = cudnnBatchNormalizationForwardTrainingEx(
-        d->cudnn, s->mode, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &one, &zero, s->x_desc, x, NULL,
+        d->cudnn, s->mode, s->ex_ops, &one, &zero, s->x_desc, x, NULL,
         NULL, s->x_desc, y, s->bn_desc, scale, offset, factor, cudnn_mean, cudnn_var, s->epsilon,
         s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace, s->forward_workspace_bytes,
         s->reserve, s->reserve_bytes);
-    if (cs == CUDNN_STATUS_NOT_SUPPORTED) {
+    if (CUDNN_STATUS_CATEGORY((int)cs) == CUDNN_STATUS_NOT_SUPPORTED) {
       /* Refused at run time after all (nothing was computed): the plain path from now on,
        * forward and backward alike; prepare reserved its masked-dy buffer. */
-      s->cudnn_relu = 0;
+      s->cudnn_ex = 0;
       s->mode = CUDNN_BATCHNORM_SPATIAL;
     } else {
-      st = gpu_cudnn(d, cs, node, "batch norm + relu forward (training)");
+      st = gpu_cudnn(d, cs, node, "batch norm forward (training, Ex)");
     }
   }
-  if (!s->cudnn_relu) {
+  if (!s->cudnn_ex) {
     st = gpu_cudnn(d,
                    cudnnBatchNormalizationForwardTraining(
                        d->cudnn, s->mode, &one, &zero, s->x_desc, x, s->x_desc, y, s->bn_desc,
@@ -163,15 +166,15 @@ static cnnb_status bn_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *i
                         node->name);
     dx = gpu_transient(d, 1);
   }
-  if (s->cudnn_relu)
+  if (s->cudnn_ex)
     return gpu_cudnn(d,
                      cudnnBatchNormalizationBackwardEx(
-                         d->cudnn, s->mode, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &one, &zero, &one,
+                         d->cudnn, s->mode, s->ex_ops, &one, &zero, &one,
                          &zero, s->x_desc, x, s->x_desc, y, s->x_desc, dy, NULL, NULL, s->x_desc,
                          dx, s->bn_desc, scale, offset, dscale, doffset, s->epsilon,
                          s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace,
                          s->backward_workspace_bytes, s->reserve, s->reserve_bytes),
-                     node, "batch norm + relu backward");
+                     node, "batch norm backward (Ex)");
   if (node->fused_relu) {
     void *masked = gpu_transient(d, 0); /* dy where y > 0, else 0 */
     cnnb_status st = gpu_cuda(
@@ -235,23 +238,27 @@ static int needs_dx_scratch(const cnnb_graph *g, cnnb_tensor t) {
   return !found;
 }
 
-/* The Ex path's sizes; 0 with s->cudnn_relu cleared when cuDNN cannot fuse here. */
-static cnnb_status prepare_fused_relu(gpu_device *d, bn_node *s) {
+/* The Ex path (fp16 NHWC training: cuDNN's persistent kernels, with the fused ReLU
+ * inside when the node has one): its sizes; s->cudnn_ex stays 0 where cuDNN cannot. */
+static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
   const cnnb_node *node = s->base.node;
   cnnb_status st = CNNB_OK;
   cudnnStatus_t cs;
-  s->cudnn_relu = 0;
-  if (!BN_CUDNN_FUSED_RELU || !node->fused_relu || !d->cfg.training || d->act != GPU_F16 ||
-      d->format != CUDNN_TENSOR_NHWC || s->channels % 4 != 0)
+  s->cudnn_ex = 0;
+  if (!BN_CUDNN_EX || !d->cfg.training || d->act != GPU_F16 || d->format != CUDNN_TENSOR_NHWC ||
+      s->channels % 4 != 0)
     return CNNB_OK;
   const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-  const cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+  const cudnnBatchNormOps_t ops =
+      node->fused_relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
   size_t forward_bytes = 0, backward_bytes = 0, reserve_bytes = 0;
-  GPU_TRY(st, gpu_cudnn(d, cudnnCreateActivationDescriptor(&s->relu_desc), node,
-                        "creating the relu descriptor"));
-  GPU_TRY(st, gpu_cudnn(d, cudnnSetActivationDescriptor(s->relu_desc, CUDNN_ACTIVATION_RELU,
-                                                        CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                        node, "setting the relu descriptor"));
+  if (node->fused_relu) {
+    GPU_TRY(st, gpu_cudnn(d, cudnnCreateActivationDescriptor(&s->relu_desc), node,
+                          "creating the relu descriptor"));
+    GPU_TRY(st, gpu_cudnn(d, cudnnSetActivationDescriptor(s->relu_desc, CUDNN_ACTIVATION_RELU,
+                                                          CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                          node, "setting the relu descriptor"));
+  }
   cs = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
       d->cudnn, mode, ops, s->x_desc, NULL, s->x_desc, s->bn_desc, s->relu_desc, &forward_bytes);
   if (cs == CUDNN_STATUS_SUCCESS)
@@ -261,13 +268,14 @@ static cnnb_status prepare_fused_relu(gpu_device *d, bn_node *s) {
   if (cs == CUDNN_STATUS_SUCCESS)
     cs = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(d->cudnn, mode, ops, s->relu_desc,
                                                               s->x_desc, &reserve_bytes);
-  if (cs == CUDNN_STATUS_NOT_SUPPORTED || cs == CUDNN_STATUS_BAD_PARAM) {
-    /* Not fusable here after all: the plain path with gpu_k_relu. */
-    cudnnDestroyActivationDescriptor(s->relu_desc);
+  if (CUDNN_STATUS_CATEGORY((int)cs) == CUDNN_STATUS_NOT_SUPPORTED ||
+      CUDNN_STATUS_CATEGORY((int)cs) == CUDNN_STATUS_BAD_PARAM) {
+    /* Not here after all: the plain path (with gpu_k_relu for a fused ReLU). */
+    if (s->relu_desc) cudnnDestroyActivationDescriptor(s->relu_desc);
     s->relu_desc = NULL;
     return CNNB_OK;
   }
-  GPU_TRY(st, gpu_cudnn(d, cs, node, "batch norm + relu workspace sizes"));
+  GPU_TRY(st, gpu_cudnn(d, cs, node, "batch norm (Ex) workspace sizes"));
   GPU_TRY(st, gpu_workspace_reserve(
                   d, forward_bytes > backward_bytes ? forward_bytes : backward_bytes, node));
   if (reserve_bytes > 0)
@@ -276,7 +284,8 @@ static cnnb_status prepare_fused_relu(gpu_device *d, bn_node *s) {
   s->backward_workspace_bytes = backward_bytes;
   s->reserve_bytes = reserve_bytes;
   s->mode = mode;
-  s->cudnn_relu = 1;
+  s->ex_ops = ops;
+  s->cudnn_ex = 1;
 done:
   return st;
 }
@@ -337,9 +346,9 @@ cnnb_status gpu_prepare_batch_norm(gpu_device *d, const cnnb_graph *g, int32_t i
   s->discarded_var = s->stat_buffer + 4 * (size_t)ys.c;
 
   if (d->cfg.training) {
-    GPU_TRY(st, prepare_fused_relu(d, s));
-    /* The masked dy of the plain path; reserved with the cuDNN fusion too, so a fused
-     * forward cuDNN refuses at run time can fall back (bn_forward). */
+    GPU_TRY(st, prepare_ex(d, s));
+    /* The masked dy of the plain path; reserved with the Ex path too, so a forward cuDNN
+     * refuses at run time can fall back (bn_forward). */
     if (node->fused_relu) GPU_TRY(st, gpu_transient_reserve(d, 0, s->x_bytes, node));
     s->dx_scratch = needs_dx_scratch(g, node->inputs[0]);
     if (s->dx_scratch) GPU_TRY(st, gpu_transient_reserve(d, 1, s->x_bytes, node));

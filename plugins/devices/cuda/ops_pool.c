@@ -55,7 +55,8 @@ static cnnb_status pool_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
     const float one = 1.0f, zero = 0.0f;
     cudnnStatus_t cs = cudnnPoolingForward(d->cudnn, s->pool_desc, &one, s->x_desc, io->inputs[0],
                                            &zero, s->y_desc, io->output);
-    if (cs != CUDNN_STATUS_NOT_SUPPORTED) return gpu_cudnn(d, cs, node, "pooling forward");
+    if (CUDNN_STATUS_CATEGORY((int)cs) != CUDNN_STATUS_NOT_SUPPORTED)
+      return gpu_cudnn(d, cs, node, "pooling forward");
     s->use_cudnn = 0; /* the kernel below computes the same windows */
   }
   /* s->argmax is NULL unless this is a training max pool prepared for the kernel. */
@@ -74,7 +75,8 @@ static cnnb_status pool_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
     cudnnStatus_t cs = cudnnPoolingBackward(d->cudnn, s->pool_desc, &one, s->y_desc, io->output,
                                             s->y_desc, io->output_grad, s->x_desc, io->inputs[0],
                                             &zero, s->x_desc, dx);
-    if (cs != CUDNN_STATUS_NOT_SUPPORTED) return gpu_cudnn(d, cs, node, "max pooling backward");
+    if (CUDNN_STATUS_CATEGORY((int)cs) != CUDNN_STATUS_NOT_SUPPORTED)
+      return gpu_cudnn(d, cs, node, "max pooling backward");
     s->use_cudnn = 0;
   }
   /* An average pool passes x and y along unread (see the top of this file). A max pool

@@ -3,20 +3,22 @@
  *
  * The host side is logical NCHW fp32 (int32 for labels) in plain malloc'd memory; the
  * device side is the tensor's layout and type (gpu_tensor_dtype: the activation type
- * and layout, int32 labels, the fp32 loss). Host data goes through the device's pinned
- * buffer (d->pinned) so the copy is a real DMA, then, where the layouts differ, through
- * the device staging buffer (d->staging) and a conversion kernel on the stream:
- *   from_host: host -> pinned (memcpy) -> staging (H2D) -> gpu_k_from_nchw_f32 -> buffer
- *   to_host:   buffer -> gpu_k_to_nchw_f32 -> staging -> pinned (D2H) -> host (memcpy)
+ * and layout, int32 labels, the fp32 loss). Host data goes through pinned memory (an
+ * upload buffer, d->pinned for downloads) so the copy is a real DMA, then, where the
+ * layouts differ, through the device staging buffer (d->staging) and a conversion
+ * kernel on the stream:
+ *   from_host: host -> upload (memcpy) -> staging (H2D) -> gpu_k_from_nchw_f32 -> buffer
+ *   to_host:   buffer -> gpu_k_to_nchw_f32 -> staging -> d->pinned (D2H) -> host (memcpy)
  * A tensor whose device bytes are its host bytes (labels; fp32 tensors whose layout is
  * logical NCHW: everything on the fp32 device, the loss on any) skips the staging step.
  *
- * Uploads do not wait for the GPU: the host copies into d->pinned once the previous copy
- * out of it has finished (the event d->pinned_free, recorded after each such copy; it was
- * enqueued at the previous upload, so it is long done when a step's input comes round),
- * and the device-side copy and conversion run in stream order, after the work before
- * them. So the host runs ahead of the GPU while a step is in flight. Downloads
- * synchronize the stream: the host needs the data. */
+ * Uploads do not wait for the GPU: the host copies into one of two pinned upload
+ * buffers, taken in turn, once the previous copy out of that buffer has finished (its
+ * event, recorded after each such copy: with a step's images and labels in different
+ * buffers, that copy belongs to the previous step and is long done), and the
+ * device-side copy and conversion run in stream order, after the work before them. So
+ * the host runs ahead of the GPU while a step is in flight. Downloads synchronize the
+ * stream: the host needs the data. */
 #include <string.h>
 
 #include "gpu_device.h"
@@ -33,14 +35,34 @@ static cnnb_status sync_stream(gpu_device *d, const cnnb_node *node, const char 
   return gpu_cuda(d, cudaStreamSynchronize(d->stream), node, what);
 }
 
-/* d->pinned may be written: the last copy out of it is done. */
-static cnnb_status pinned_wait(gpu_device *d, const cnnb_node *node) {
-  return gpu_cuda(d, cudaEventSynchronize(d->pinned_free), node, "waiting for the pinned buffer");
+/* The next upload buffer, at least `bytes` long, once the copy out of it has finished;
+ * *slot says which, for upload_used. Grows it at the first upload of a size (setup). */
+static cnnb_status upload_buffer(gpu_device *d, size_t bytes, const cnnb_node *node, int *slot,
+                                 void **buf) {
+  int i = d->upload_next;
+  d->upload_next ^= 1;
+  cnnb_status st = gpu_cuda(d, cudaEventSynchronize(d->upload_free[i]), node,
+                            "waiting for a pinned upload buffer");
+  if (st) return st;
+  if (bytes > d->upload_bytes[i] || !d->upload[i]) {
+    cudaFreeHost(d->upload[i]);
+    d->upload[i] = NULL;
+    d->upload_bytes[i] = 0;
+    cudaError_t e = cudaMallocHost(&d->upload[i], bytes);
+    if (e != cudaSuccess) {
+      d->upload[i] = NULL;
+      return gpu_cuda(d, e, node, "pinned host memory for uploads");
+    }
+    d->upload_bytes[i] = bytes;
+  }
+  *slot = i;
+  *buf = d->upload[i];
+  return CNNB_OK;
 }
 
-/* The copy out of d->pinned just enqueued: the next writer waits for it. */
-static cnnb_status pinned_used(gpu_device *d, const cnnb_node *node) {
-  return gpu_cuda(d, cudaEventRecord(d->pinned_free, d->stream), node, "cudaEventRecord");
+/* The copy out of upload buffer `slot` was just enqueued: its next writer waits for it. */
+static cnnb_status upload_used(gpu_device *d, int slot, const cnnb_node *node) {
+  return gpu_cuda(d, cudaEventRecord(d->upload_free[slot], d->stream), node, "cudaEventRecord");
 }
 
 cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor t, void *buffer,
@@ -51,11 +73,13 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
   if (count <= 0) return CNNB_OK;
   gpu_dtype type = gpu_tensor_dtype(d, g, t);
   size_t host_bytes = (size_t)count * 4; /* fp32 or int32 */
+  int slot;
+  void *pinned;
   cnnb_status st = gpu_staging_reserve(d, host_bytes);
-  if (st || (st = pinned_wait(d, node))) return st;
-  memcpy(d->pinned, host, host_bytes);
+  if (st || (st = upload_buffer(d, host_bytes, node, &slot, &pinned))) return st;
+  memcpy(pinned, host, host_bytes);
   if (same_as_host(d, type, shape)) {
-    st = gpu_cuda(d, cudaMemcpyAsync(buffer, d->pinned, host_bytes, cudaMemcpyHostToDevice,
+    st = gpu_cuda(d, cudaMemcpyAsync(buffer, pinned, host_bytes, cudaMemcpyHostToDevice,
                                      d->stream),
                   node, "copying a tensor to the GPU");
   } else if (type == GPU_I32) {
@@ -63,7 +87,7 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
                     node->name);
   } else {
     /* [N, C, H, W] fp32 in staging, then into the tensor's layout and type. */
-    st = gpu_cuda(d, cudaMemcpyAsync(d->staging, d->pinned, host_bytes, cudaMemcpyHostToDevice,
+    st = gpu_cuda(d, cudaMemcpyAsync(d->staging, pinned, host_bytes, cudaMemcpyHostToDevice,
                                      d->stream),
                   node, "copying a tensor to the GPU");
     if (!st)
@@ -71,7 +95,7 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
                                            d->stream),
                     node, "converting a tensor from logical NCHW fp32");
   }
-  cnnb_status est = pinned_used(d, node);
+  cnnb_status est = upload_used(d, slot, node);
   return st ? st : est;
 }
 
@@ -130,9 +154,11 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
   size_t floats_at = align16(pixels);
   size_t channel_bytes = (size_t)shape.c * sizeof(float);
   size_t total = floats_at + 2 * channel_bytes; /* pixels | pad | scale[C] | offset[C] */
+  int slot;
+  void *upload;
   cnnb_status st = gpu_staging_reserve(d, total);
-  if (st || (st = pinned_wait(d, node))) return st;
-  char *pinned = d->pinned;
+  if (st || (st = upload_buffer(d, total, node, &slot, &upload))) return st;
+  char *pinned = upload;
   memcpy(pinned, host, pixels);
   memcpy(pinned + floats_at, scale, channel_bytes);
   memcpy(pinned + floats_at + channel_bytes, offset, channel_bytes);
@@ -147,6 +173,6 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
                                         (const float *)(staging + floats_at + channel_bytes),
                                         d->stream),
                   node, "normalizing uint8 pixels");
-  cnnb_status est = pinned_used(d, node);
+  cnnb_status est = upload_used(d, slot, node);
   return st ? st : est;
 }

@@ -54,9 +54,14 @@ cnnb_status gpu_cudnn(gpu_device *d, cudnnStatus_t s, const cnnb_node *node, con
   char prefix[256], detail[512] = "";
   /* cuDNN 9 keeps a message for the last error: it usually names the parameter. */
   cudnnGetLastErrorString(detail, sizeof detail);
-  cnnb_status st = s == CUDNN_STATUS_ALLOC_FAILED           ? CNNB_ENOMEM
-                   : s == CUDNN_STATUS_NOT_SUPPORTED        ? CNNB_EUNSUPPORTED
-                   : s == CUDNN_STATUS_BAD_PARAM            ? CNNB_EINVAL
+  /* cuDNN 9 refines its statuses (CUDNN_STATUS_NOT_SUPPORTED_LAYOUT is 3004): classify
+   * by category, and both allocation failures (host 4003, device 4004) as memory. */
+  const int category = CUDNN_STATUS_CATEGORY((int)s);
+  cnnb_status st = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                           s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+                       ? CNNB_ENOMEM
+                   : category == CUDNN_STATUS_NOT_SUPPORTED ? CNNB_EUNSUPPORTED
+                   : category == CUDNN_STATUS_BAD_PARAM     ? CNNB_EINVAL
                                                             : CNNB_EINTERNAL;
   return cnnb_error(d->ctx, st, "cuda: %s%s: cuDNN %s%s%s", node_prefix(node, prefix, sizeof prefix),
                     what, cudnnGetErrorString(s), detail[0] ? ": " : "", detail);
@@ -134,7 +139,7 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
   size_t have = (size_t)d->ones_count * sizeof(float);
   cnnb_status st = grow(d, (void **)&d->ones, &have, (size_t)count * sizeof(float), node, "ones");
   if (st) return st;
-  d->ones_count = count;
+  d->ones_count = 0; /* until filled: a failed fill is retried by the next reserve */
   float one = 1.0f;
   /* The constant once, at setup: cuMemsetD32 would need the driver API. */
   float *host = malloc((size_t)count * sizeof(float));
@@ -147,6 +152,7 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
   cnnb_status sst = gpu_cuda(d, cudaStreamSynchronize(d->stream), node, "filling ones");
   if (!st) st = sst;
   free(host);
+  if (!st) d->ones_count = count;
   return st;
 }
 
