@@ -131,11 +131,12 @@ cnnb_status cnnb_run_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, vo
  * instances, or with `evaluation` those evaluating during training. */
 int64_t cnnb_run_skipped_examples(const cnnb_run *run, bool evaluation);
 
-/* "<what>: <message of ctx>" into the run's ctx; returns status. A plugin that failed
- * without a message gets its status's name and a note saying so. */
 /* Whether the run's datasource serves the same batch at every step
  * (CNNB_EXT_DATASOURCE_CONSTANT): executors then upload it once. */
 bool cnnb_run_constant_batch(const cnnb_run *run);
+
+/* "<what>: <message of ctx>" into the run's ctx; returns status. A plugin that failed
+ * without a message gets its status's name and a note saying so. */
 cnnb_status cnnb_run_fail(cnnb_run *run, cnnb_status status, cnnb_ctx *from, const char *what);
 
 #endif
