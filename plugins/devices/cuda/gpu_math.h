@@ -1,8 +1,8 @@
 /* gpu_math.h — the per-element and index math of the cuda device's own kernels, as
  * plain C functions that compile for the GPU (under nvcc, __host__ __device__) and for
  * the host alike, so that tests/unit/test_cuda_math.c checks on any machine the very
- * code the kernels run: layout offsets, float -> fp16 / bf16 rounding, the dropout mask,
- * ReLU / ReLU6 and their masks, and the optimizer's element update.
+ * code the kernels run: layout offsets, the dropout mask, ReLU / ReLU6 and their
+ * masks, and the optimizer's element update.
  *
  * Without __CUDACC__ this header is plain C11 and includes no CUDA header. The part at
  * the end (loads and stores of float / __half / __nv_bfloat16, the dtype dispatch) is
@@ -18,7 +18,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #ifdef __CUDACC__
 #define GPU_HD __host__ __device__
@@ -61,25 +60,6 @@ static inline GPU_HD float gpu_fsqrt(float a) {
   return __fsqrt_rn(a);
 #else
   return sqrtf(a);
-#endif
-}
-
-static inline GPU_HD uint32_t gpu_float_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
-static inline GPU_HD float gpu_bits_float(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
 #endif
 }
 
@@ -142,62 +122,9 @@ static inline GPU_HD int64_t gpu_filter_offset_ohwi(int64_t c_, int64_t r_, int6
   return gpu_offset_nhwc(c_, r_, s_, k, c, r, s);
 }
 
-/* ---- fp16 and bf16 ------------------------------------------------------------------ */
-
-/* float -> bf16 bits, round to nearest even; NaN becomes the canonical 0x7fff, as
- * cvt.rn.bf16.f32 (__float2bfloat16_rn) gives it. Overflow rounds to +-inf. */
-static inline GPU_HD uint16_t gpu_f32_to_bf16_bits(float f) {
-  uint32_t u = gpu_float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
-  u += 0x7fffu + ((u >> 16) & 1u); /* a tie carries only when the kept part is odd */
-  return (uint16_t)(u >> 16);
-}
-static inline GPU_HD float gpu_bf16_bits_to_f32(uint16_t v) {
-  return gpu_bits_float((uint32_t)v << 16);
-}
-
-/* float -> IEEE fp16 bits, round to nearest even, as cvt.rn.f16.f32 (__float2half_rn):
- * NaN becomes the canonical 0x7fff; |f| >= 65520 (the midpoint above 65504) becomes inf;
- * results below 2^-14 are fp16 subnormals, rounded the same way. */
-static inline GPU_HD uint16_t gpu_f32_to_f16_bits(float f) {
-  uint32_t x = gpu_float_bits(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t u = x & 0x7fffffffu;
-  if (u > 0x7f800000u) return 0x7fffu;                  /* NaN */
-  if (u >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: inf (and inf) */
-  if (u >= 0x38800000u) {                               /* normal in fp16: |f| >= 2^-14 */
-    /* Rebias the exponent (127 -> 15) and drop 13 mantissa bits, rounding. */
-    uint32_t v = u - 0x38000000u;
-    uint32_t q = v >> 13, rem = v & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++; /* a carry into the exponent is right */
-    return (uint16_t)(sign | q);
-  }
-  if (u < 0x33000000u) return (uint16_t)sign; /* < 2^-25: rounds to zero */
-  /* Subnormal result: value = m * 2^(e-150) with m the 24-bit significand; in units of
-   * 2^-24 (the fp16 subnormal step) that is m >> (126 - e). */
-  {
-    uint32_t e = u >> 23;
-    uint32_t m = (u & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126u - e; /* 14..24 here (e in 102..112) */
-    uint32_t q = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return (uint16_t)(sign | q);
-  }
-}
-static inline GPU_HD float gpu_f16_bits_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1fu) return gpu_bits_float(sign | 0x7f800000u | (m << 13));
-  if (e != 0) return gpu_bits_float(sign | ((e + 112u) << 23) | (m << 13));
-  if (m == 0) return gpu_bits_float(sign);
-  /* Subnormal: m * 2^-24, exact in fp32. */
-  {
-    float v = (float)m * 5.9604644775390625e-8f;
-    return sign ? -v : v;
-  }
-}
+/* fp16 / bf16 storage rounds with CUDA's own conversions (__float2half_rn,
+ * __float2bfloat16_rn: round to nearest even) in the kernels' storage helpers below; the
+ * host never converts, so no host copy of that rounding lives here. */
 
 /* ---- activations -------------------------------------------------------------------- */
 
