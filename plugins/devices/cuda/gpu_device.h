@@ -182,8 +182,10 @@ cnnb_status gpu_transient_reserve(gpu_device *d, int slot, size_t bytes, const c
 static inline void *gpu_transient(const gpu_device *d, int slot) { return d->transient[slot]; }
 /* Grows d->ones to at least `count` fp32 ones (prepare time). */
 cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node);
-/* Grows the pinned host and device staging buffers to `bytes` each. */
+/* Grows the device staging buffer (data before its conversion) / the pinned download
+ * buffer to at least `bytes`. */
 cnnb_status gpu_staging_reserve(gpu_device *d, size_t bytes);
+cnnb_status gpu_pinned_reserve(gpu_device *d, size_t bytes);
 
 /* The element type and size of tensor t's activation (and gradient) on this device. */
 gpu_dtype gpu_tensor_dtype(const gpu_device *d, const cnnb_graph *g, cnnb_tensor t);

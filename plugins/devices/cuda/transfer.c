@@ -73,12 +73,13 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
   if (count <= 0) return CNNB_OK;
   gpu_dtype type = gpu_tensor_dtype(d, g, t);
   size_t host_bytes = (size_t)count * 4; /* fp32 or int32 */
+  const int direct = same_as_host(d, type, shape);
   int slot;
   void *pinned;
-  cnnb_status st = gpu_staging_reserve(d, host_bytes);
+  cnnb_status st = direct ? CNNB_OK : gpu_staging_reserve(d, host_bytes);
   if (st || (st = upload_buffer(d, host_bytes, node, &slot, &pinned))) return st;
   memcpy(pinned, host, host_bytes);
-  if (same_as_host(d, type, shape)) {
+  if (direct) {
     st = gpu_cuda(d, cudaMemcpyAsync(buffer, pinned, host_bytes, cudaMemcpyHostToDevice,
                                      d->stream),
                   node, "copying a tensor to the GPU");
@@ -107,9 +108,10 @@ cnnb_status gpu_tensor_to_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor t
   if (count <= 0) return CNNB_OK;
   gpu_dtype type = gpu_tensor_dtype(d, g, t);
   size_t host_bytes = (size_t)count * 4; /* fp32 or int32 */
-  cnnb_status st = gpu_staging_reserve(d, host_bytes);
-  if (st) return st;
-  if (same_as_host(d, type, shape)) {
+  const int direct = same_as_host(d, type, shape);
+  cnnb_status st = direct ? CNNB_OK : gpu_staging_reserve(d, host_bytes);
+  if (st || (st = gpu_pinned_reserve(d, host_bytes))) return st;
+  if (direct) {
     st = gpu_cuda(d, cudaMemcpyAsync(d->pinned, buffer, host_bytes, cudaMemcpyDeviceToHost,
                                      d->stream),
                   node, "copying a tensor from the GPU");

@@ -77,7 +77,7 @@ cnnb_status gpu_all_finite(gpu_device *d, const float *grads, int64_t count, int
    * allocated per step. Stream order keeps the kernel and the copy after any transfer
    * still using the buffers, and this call waits for them before it returns. */
   cnnb_status st = gpu_staging_reserve(d, sizeof(int32_t));
-  if (st) return st;
+  if (st || (st = gpu_pinned_reserve(d, sizeof(int32_t)))) return st;
   int32_t *device_flag = d->staging;
   int32_t *host_flag = d->pinned;
   if ((st = gpu_cuda(d, gpu_k_all_finite(device_flag, grads, count, d->stream), NULL,

@@ -157,18 +157,21 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
 }
 
 cnnb_status gpu_staging_reserve(gpu_device *d, size_t bytes) {
-  cnnb_status st = grow(d, &d->staging, &d->staging_bytes, bytes, NULL, "the upload staging buffer");
-  if (st || (bytes <= d->pinned_bytes && d->pinned)) return st;
-  /* A copy out of the old pinned buffer may still be queued. */
-  if ((st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "growing the pinned buffer")))
-    return st;
+  return grow(d, &d->staging, &d->staging_bytes, bytes, NULL, "the conversion staging buffer");
+}
+
+cnnb_status gpu_pinned_reserve(gpu_device *d, size_t bytes) {
+  if (bytes <= d->pinned_bytes && d->pinned) return CNNB_OK;
+  /* A copy into the old pinned buffer may still be queued. */
+  cnnb_status st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "growing the pinned buffer");
+  if (st) return st;
   cudaFreeHost(d->pinned);
   d->pinned = NULL;
   d->pinned_bytes = 0;
   cudaError_t e = cudaMallocHost(&d->pinned, bytes);
   if (e != cudaSuccess) {
     d->pinned = NULL;
-    return gpu_cuda(d, e, NULL, "pinned host memory for uploads");
+    return gpu_cuda(d, e, NULL, "pinned host memory for downloads");
   }
   d->pinned_bytes = bytes;
   return CNNB_OK;
