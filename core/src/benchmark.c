@@ -147,7 +147,7 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
     st = cnnb_replica_step(r, &batch, scale, step);
     if (st != CNNB_OK) return st;
     /* Its nodes are on the replica's own track. */
-    trace_since(run, "forward and backward", t, replica_args(run, i));
+    trace_since(run, training ? "forward and backward" : "forward", t, replica_args(run, i));
     if (!tally) continue;
     t = trace_mark(run);
     int top1 = 0, top5 = 0;
@@ -175,6 +175,7 @@ static cnnb_status compute_gradients(cnnb_run *run, int64_t step, batch_use use,
  * replica 0's updates and refreshes every replica's parameters in finish_update; the
  * other replicas' trainers then only keep their loss-scale bookkeeping in step. */
 static cnnb_status apply_updates(cnnb_run *run, int64_t step) {
+  if (run->cfg->mode != CNNB_MODE_TRAIN) return CNNB_OK; /* no trainer: nothing to update or trace */
   double t = trace_mark(run);
   cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "update", NULL);
   cnnb_status st = CNNB_OK;

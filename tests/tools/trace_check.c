@@ -16,8 +16,11 @@
  *                 event (or is listed in one's args.fused)...
  *   --training    ...and each layer with params, and the loss (op softmax_xent), a
  *                 backward event
- *   --coverage=F  the union of the other events on track "step" inside each step span
- *                 covers at least F of it
+ *   --coverage=F  the union of the other events on track "step" inside a step span
+ *                 covers at least F of it, in the best-covered step: a phase the trace
+ *                 leaves out leaves the same hole in every step, while a preemption of
+ *                 the process (a loaded 2-core CI machine under a sanitizer) opens a gap
+ *                 in one step only
  *   --tracks=PREFIX:MIN  at least MIN tracks whose name starts with PREFIX hold events
  * Prints one line per failure and exits 1; "ok: ..." and 0 when all hold. */
 #include <jansson.h>
@@ -239,6 +242,8 @@ int main(int argc, char **argv) {
 
   /* Coverage: the union of the step track's other events within each span. The events
    * are sorted by start within the track, so the union is one sweep. */
+  double best_fraction = 0;
+  char fractions[256] = "";
   for (size_t s = 0; coverage > 0 && s < num_steps; s++) {
     const event *span = steps[s];
     double lo = span->ts, hi = span->ts + span->dur, covered = 0, reach = lo;
@@ -252,8 +257,13 @@ int main(int argc, char **argv) {
       if (b > a) covered += b - a, reach = b;
     }
     double fraction = span->dur > 0 ? covered / span->dur : 1;
-    if (fraction < coverage) fail("'%s': the step track's events cover %s%.3f of it", span->name, "", fraction);
+    if (fraction > best_fraction) best_fraction = fraction;
+    size_t used = strlen(fractions);
+    snprintf(fractions + used, sizeof fractions - used, "%s%.3f", s ? ", " : "", fraction);
   }
+  if (coverage > 0 && num_steps > 0 && best_fraction < coverage)
+    fail("the step track's events cover %s of the step spans%s: at best %.3f", fractions, "",
+         best_fraction);
 
   /* Layers on every replica track, every step. */
   if (nodes_file) {
