@@ -840,6 +840,10 @@ START_TEST(test_pools) {
   check_pool(CNNB_OP_AVG_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 5); /* excludes pads */
   check_pool(CNNB_OP_AVG_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 6);
   check_pool(CNNB_OP_GLOBAL_AVG_POOL, 3, 6, 5, 7, 0, 0, 0, CNNB_PRECISION_FP32, 7);
+  /* SAME on a map smaller than the window: pads 0 / 1, a window wider than the input
+   * padded symmetrically (cuDNN refuses to size it; the cuda device must use its own). */
+  check_pool(CNNB_OP_MAX_POOL, 2, 3, 2, 2, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 10);
+  check_pool(CNNB_OP_AVG_POOL, 2, 3, 2, 2, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 11);
   for (int p = 0; p < 2; p++) {
     exact_images = 1;
     check_pool(CNNB_OP_MAX_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, device_harness_low_precisions[p], 8);

@@ -166,11 +166,15 @@ static cnnb_status bn_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *i
                         node->name);
     dx = gpu_transient(d, 1);
   }
+  /* y only with the fused activation: the core keeps an unfused batch norm's output
+   * only while something else needs it, so the pointer may hold another tensor by now. */
+  bool ex_reads_y = s->ex_ops != CUDNN_BATCHNORM_OPS_BN;
   if (s->cudnn_ex)
     return gpu_cudnn(d,
                      cudnnBatchNormalizationBackwardEx(
-                         d->cudnn, s->mode, s->ex_ops, &one, &zero, &one,
-                         &zero, s->x_desc, x, s->x_desc, y, s->x_desc, dy, NULL, NULL, s->x_desc,
+                         d->cudnn, s->mode, s->ex_ops, &one, &zero, &one, &zero, s->x_desc, x,
+                         ex_reads_y ? s->x_desc : NULL, ex_reads_y ? y : NULL, s->x_desc, dy,
+                         NULL, NULL, s->x_desc,
                          dx, s->bn_desc, scale, offset, dscale, doffset, s->epsilon,
                          s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace,
                          s->backward_workspace_bytes, s->reserve, s->reserve_bytes),

@@ -126,13 +126,19 @@ static cnnb_status read_window(gpu_device *d, const cnnb_node *node, cnnb_shape 
 /* Sets s->use_cudnn (and the descriptor) when cuDNN's symmetric padding reproduces the
  * node's windows (see the top of this file). */
 static cnnb_status choose_cudnn(gpu_device *d, pool_node *s, const cnnb_node *node,
-                                cnnb_shape ys) {
+                                cnnb_shape xs, cnnb_shape ys) {
   cnnb_status st = CNNB_OK;
   const gpu_pool_window *w = &s->win;
   s->use_cudnn = 0;
   /* A window lying wholly in the padding has no cuDNN meaning; the kernel gives the
    * reference's -inf / 0 for it. */
   if (w->pad_top >= w->kernel_h || w->pad_left >= w->kernel_w) return CNNB_OK;
+  /* A window wider than the input padded by pad_top on both sides (TF SAME on a map
+   * smaller than the window, whose extra row goes at the bottom: 3x3/2 on 2x2) makes
+   * cudnnGetPooling2dForwardOutputDim answer BAD_PARAM (seen on cuDNN 9.19): the kernel
+   * takes these. */
+  if ((int64_t)xs.h + 2 * w->pad_top < w->kernel_h || (int64_t)xs.w + 2 * w->pad_left < w->kernel_w)
+    return CNNB_OK;
   cudnnPoolingMode_t mode = w->max ? CUDNN_POOLING_MAX_DETERMINISTIC
                                    : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   GPU_TRY(st, gpu_cudnn(d, cudnnCreatePoolingDescriptor(&s->pool_desc), node,
@@ -181,7 +187,7 @@ cnnb_status gpu_prepare_pool(gpu_device *d, const cnnb_graph *g, int32_t index, 
   s->y_dims = gpu_dims_of(d, ys);
   GPU_TRY(st, gpu_tensor_desc(d, &s->x_desc, xs, node));
   GPU_TRY(st, gpu_tensor_desc(d, &s->y_desc, ys, node));
-  GPU_TRY(st, choose_cudnn(d, s, node, ys));
+  GPU_TRY(st, choose_cudnn(d, s, node, xs, ys));
   if (d->cfg.training && s->win.max && !s->use_cudnn &&
       (int64_t)s->win.kernel_h * s->win.kernel_w <= GPU_POOL_ARGMAX_MAX_WINDOW) {
     void *argmax = NULL;
