@@ -343,10 +343,10 @@ static cnnb_status choose_timed(gpu_device *d, const cnnb_node *node, const gpu_
   cnnb_status st = timed_candidates(d, node, s, dir, &b, timed, &count);
   /* The scratch goes before anything else: cudaFree waits for the timing runs. */
   scratch_free(&b);
-  if (st == CNNB_ENOMEM) return st;
   if (st) {
     /* Timing is an optimization: cuDNN refusing to time a shape (a grouped half
-     * convolution, say) still leaves its heuristic choice. */
+     * convolution, say) or running out of memory for it (the scratch is freed by now)
+     * still leaves its heuristic choice. */
     cnnb_log(d->ctx, CNNB_LOG_WARN, "cuda: conv2d '%s' %s: timing the algorithms failed (%s); "
              "taking cuDNN's heuristic choice", node->name, dir_names[dir],
              cnnb_error_message(d->ctx));

@@ -29,7 +29,13 @@ static cnnb_status enter(gpu_device *d) {
  * process uses GPUs r*N .. r*N+N-1 of those visible, or its own N when the launcher
  * shows it no others. */
 static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) {
-  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  /* Open MPI's name first (the project's MPI), then MPICH / Intel MPI's, MVAPICH's and
+   * Slurm's: without one, every rank of a node would pile onto the same GPUs. */
+  static const char *const local_rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                                "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"};
+  const char *local = NULL;
+  for (size_t i = 0; !local && i < sizeof local_rank_vars / sizeof *local_rank_vars; i++)
+    local = getenv(local_rank_vars[i]);
   int64_t per_process = cnnb_flag_int(d->ctx, "num_gpus"); /* 0 without a flag table */
   int64_t rank = local ? strtol(local, NULL, 10) : 0;
   if (per_process < 1) per_process = 1;
@@ -100,6 +106,16 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   GPU_TRY(st, gpu_cuda(d, cudaGetDeviceProperties(&d->prop, d->ordinal), NULL,
                        "cudaGetDeviceProperties"));
   GPU_TRY(st, check_precision(d, d->cfg.precision));
+  cudaError_t image = gpu_k_image_check();
+  if (image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction) {
+    st = cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                    "cuda: %s (sm_%d%d) is older than every GPU this build has code for "
+                    "(CUDA architectures %s); rebuild with -DCMAKE_CUDA_ARCHITECTURES=%d%d",
+                    d->prop.name, d->prop.major, d->prop.minor, GPU_BUILT_ARCHITECTURES,
+                    d->prop.major, d->prop.minor);
+    goto done;
+  }
+  GPU_TRY(st, gpu_cuda(d, image, NULL, "checking the kernels' GPU code"));
   d->act = d->cfg.precision == CNNB_PRECISION_FP16   ? GPU_F16
            : d->cfg.precision == CNNB_PRECISION_BF16 ? GPU_BF16
                                                       : GPU_F32;
@@ -124,6 +140,10 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
 
   GPU_TRY(st, gpu_cuda(d, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), NULL,
                        "cudaStreamCreate"));
+  /* CNNB_EXT_CUDA_STREAM's answer, fixed from here on (get_extension runs on any thread). */
+  d->stream_ext.struct_size = sizeof d->stream_ext;
+  d->stream_ext.ordinal = d->ordinal;
+  d->stream_ext.stream = d->stream;
   GPU_TRY(st, gpu_cudnn(d, cudnnCreate(&d->cudnn), NULL, "cudnnCreate"));
   GPU_TRY(st, gpu_cudnn(d, cudnnSetStream(d->cudnn, d->stream), NULL, "cudnnSetStream"));
   GPU_TRY(st, gpu_cublas(d, cublasCreate(&d->cublas), NULL, "cublasCreate"));
@@ -236,11 +256,17 @@ static cnnb_status device_synchronize(void *device) {
   return gpu_check_kernel_errors(d);
 }
 
+static cnnb_status check_tensor(gpu_device *d, const cnnb_graph *g, cnnb_tensor t) {
+  if (t < 0 || t >= cnnb_graph_num_nodes(g))
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: tensor %d is not in the graph", t);
+  return CNNB_OK;
+}
+
 static cnnb_status device_tensor_bytes(void *device, const cnnb_graph *g, cnnb_tensor t,
                                        size_t *bytes) {
   gpu_device *d = device;
-  if (t < 0 || t >= cnnb_graph_num_nodes(g))
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: tensor %d is not in the graph", t);
+  cnnb_status st = check_tensor(d, g, t);
+  if (st) return st;
   const cnnb_node *n = cnnb_graph_node(g, t);
   if (!gpu_op_find(n->op))
     return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cuda: node '%s': op %u is not one this device runs",
@@ -252,14 +278,16 @@ static cnnb_status device_tensor_bytes(void *device, const cnnb_graph *g, cnnb_t
 static cnnb_status device_tensor_from_host(void *device, const cnnb_graph *g, cnnb_tensor t,
                                            void *buffer, const void *host) {
   gpu_device *d = device;
-  cnnb_status st = enter(d);
+  cnnb_status st = check_tensor(d, g, t);
+  if (st == CNNB_OK) st = enter(d);
   return st ? st : gpu_tensor_from_host(d, g, t, buffer, host);
 }
 
 static cnnb_status device_tensor_to_host(void *device, const cnnb_graph *g, cnnb_tensor t,
                                          const void *buffer, void *host) {
   gpu_device *d = device;
-  cnnb_status st = enter(d);
+  cnnb_status st = check_tensor(d, g, t);
+  if (st == CNNB_OK) st = enter(d);
   return st ? st : gpu_tensor_to_host(d, g, t, buffer, host);
 }
 
@@ -267,7 +295,8 @@ static cnnb_status device_input_uint8(void *device, const cnnb_graph *g, cnnb_te
                                       void *buffer, const uint8_t *host, const float *scale,
                                       const float *offset) {
   gpu_device *d = device;
-  cnnb_status st = enter(d);
+  cnnb_status st = check_tensor(d, g, t);
+  if (st == CNNB_OK) st = enter(d);
   return st ? st : gpu_input_from_host_uint8(d, g, t, buffer, host, scale, offset);
 }
 
@@ -359,12 +388,7 @@ static int32_t device_supports_op(void *device, uint32_t op) { return gpu_op_fin
 static const void *device_get_extension(void *device, const char *id) {
   gpu_device *d = device;
   static const int32_t yes = 1;
-  if (strcmp(id, CNNB_EXT_CUDA_STREAM) == 0) {
-    d->stream_ext.struct_size = sizeof d->stream_ext;
-    d->stream_ext.ordinal = d->ordinal;
-    d->stream_ext.stream = d->stream;
-    return &d->stream_ext;
-  }
+  if (strcmp(id, CNNB_EXT_CUDA_STREAM) == 0) return &d->stream_ext; /* filled by create */
   if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes;
   return NULL;
 }

@@ -45,6 +45,12 @@ typedef struct gpu_kernel_errors {
   int32_t classes;
 } gpu_kernel_errors;
 
+/* Whether this library holds code the current GPU can run (kernels_eltwise.cu): the
+ * architectures it was built for (CMakeLists.txt) run natively or through their PTX only
+ * on the same or newer GPUs; older ones answer cudaErrorNoKernelImageForDevice here,
+ * instead of at the first kernel a step launches. */
+cudaError_t gpu_k_image_check(void);
+
 /* ---- conversions (kernels_convert.cu) ---------------------------------------------- */
 
 /* dst[i] = src[i] converted, n elements (any float types; I32 only to I32). */
