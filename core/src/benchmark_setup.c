@@ -291,6 +291,14 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
       /* Only a traced run names a track: the per-node args are made for it alone. */
       .trace_track = run->cfg->trace_file && *run->cfg->trace_file ? r->trace_track : NULL,
       .constant_batch = cnnb_run_constant_batch(run),
+      /* A recorded step holds one device's calls and none of the host's: the strategy's
+       * exchange between replicas or processes would have to be in it. */
+      .step_graph = run->cfg->step_graphs,
+      .step_graph_blocked = run->num_replicas > 1 ? "several replicas (--num_gpus) exchange "
+                                                    "gradients inside a step"
+                            : run->world_size > 1 ? "several processes exchange gradients "
+                                                    "inside a step"
+                                                  : NULL,
   };
   cnnb_status st = cnnb_executor_create(run->ctx, run->device_vt, r->device, run->graph, &ecfg,
                                         &r->executor);

@@ -55,6 +55,15 @@ struct cnnb_executor {
   bool *uploaded;           /* [n] constant_batch: the data node's batch is on the device */
   const cnnb_device_uint8_input *uint8_input; /* NULL until set_uint8_input */
   float *uint8_scale, *uint8_offset;          /* [channels of the input] */
+  /* CNNB_EXT_STEP_GRAPH, when used (NULL: every step makes its calls). A recording holds
+   * the step's calls with the loss scale and labels' presence they were made with. */
+  const cnnb_device_step_graph *step_graph;
+  int64_t steps_run;          /* steps that made their calls (recorded ones included) */
+  bool recording;             /* between begin_capture and end_capture */
+  bool recorded;              /* a recording exists */
+  float recorded_loss_scale;
+  bool recorded_labels;
+  int64_t recordings, replays;
 };
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -272,6 +281,8 @@ static cnnb_status make_trace_args(cnnb_executor *ex) {
   return CNNB_OK;
 }
 
+static void use_step_graph(cnnb_executor *ex); /* below, with the steps */
+
 cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, void *device,
                                  const cnnb_graph *g, const cnnb_executor_config *cfg,
                                  cnnb_executor **out) {
@@ -345,6 +356,7 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
     cnnb_executor_destroy(ex);
     return st;
   }
+  use_step_graph(ex);
   const cnnb_plan *p = ex->plan;
   cnnb_log(ctx, CNNB_LOG_DEBUG,
            "executor: %d nodes, %s, activation arena %.1f MiB (at most %.1f MiB alive at "
@@ -539,7 +551,8 @@ static cnnb_status forward(cnnb_executor *ex, const void *images, bool uint8,
 static cnnb_status announce_ready(cnnb_executor *ex, int32_t *next, int32_t done_node) {
   while (*next < ex->num_buckets &&
          (ex->buckets[*next].ready_after == INT_MAX || done_node <= ex->buckets[*next].ready_after)) {
-    if (ex->cfg.on_bucket)
+    /* A recorded step's buckets are announced after it runs (announce_all). */
+    if (ex->cfg.on_bucket && !ex->recording)
       ex->cfg.on_bucket(ex->cfg.user, ex->buckets[*next].offset, ex->buckets[*next].count);
     ++*next;
   }
@@ -561,6 +574,12 @@ static cnnb_status accumulate(cnnb_executor *ex, cnnb_tensor t, void *dst, const
   if (st == CNNB_OK)
     st = ex->dv->tensor_from_host(ex->device, ex->g, t, dst, sum);
   return st;
+}
+
+/* Every bucket, in order: after a replayed step, whose recording holds no host calls. */
+static cnnb_status announce_all(cnnb_executor *ex) {
+  int32_t next = 0;
+  return announce_ready(ex, &next, INT_MIN);
 }
 
 static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) {
@@ -596,6 +615,136 @@ static cnnb_status backward(cnnb_executor *ex, float loss_scale, uint64_t step) 
   return announce_ready(ex, &next, INT_MIN);
 }
 
+/* ---- step graphs (CNNB_EXT_STEP_GRAPH) --------------------------------------------- */
+
+/* Why this executor cannot replay a recorded step, or NULL. A recording freezes every
+ * argument of every call: the batch must be the device's own copy, uploaded once; a
+ * dropout mask follows the step number; a timed node waits for the device. */
+static const char *step_graph_obstacle(const cnnb_executor *ex, char *why, size_t size) {
+  if (!ex->cfg.constant_batch)
+    return "each step uploads a new batch (a datasource whose batch never changes, such as "
+           "synthetic data, allows it)";
+  if (ex->cfg.profile)
+    return "profiling times every node";
+  if (!ex->dv->accumulate)
+    return "the device has no accumulate (the host's sum reads the device)";
+  for (int32_t i = 0; ex->cfg.training && i < ex->n; ++i) {
+    const cnnb_node *node = cnnb_graph_node(ex->g, i);
+    if (node->op == CNNB_OP_DROPOUT) {
+      snprintf(why, size, "node '%s' (dropout) draws a new mask each step from the step "
+               "number, which a recording would freeze", node->name);
+      return why;
+    }
+  }
+  return NULL;
+}
+
+static void use_step_graph(cnnb_executor *ex) {
+  if (!ex->cfg.step_graph)
+    return;
+  const cnnb_device_step_graph *sg =
+      ex->dv->get_extension ? ex->dv->get_extension(ex->device, CNNB_EXT_STEP_GRAPH) : NULL;
+  char buffer[256];
+  const char *why = ex->cfg.step_graph_blocked;
+  if (!why && !sg)
+    why = "the device cannot record a step (it does not offer " CNNB_EXT_STEP_GRAPH ")";
+  if (!why && sg->struct_size < sizeof *sg)
+    why = "the device's " CNNB_EXT_STEP_GRAPH " is older than this host's";
+  if (!why)
+    why = step_graph_obstacle(ex, buffer, sizeof buffer);
+  if (why) {
+    cnnb_log(ex->ctx, CNNB_LOG_WARN, "--cuda_graphs: steps make their calls as usual: %s", why);
+    return;
+  }
+  ex->step_graph = sg;
+  cnnb_log(ex->ctx, CNNB_LOG_INFO, "--cuda_graphs: steps 1 and 2 make their calls, step 3 is "
+           "recorded, later steps replay it");
+}
+
+void cnnb_executor_step_graph_counts(const cnnb_executor *ex, int64_t *recorded,
+                                     int64_t *replayed) {
+  *recorded = ex->recordings;
+  *replayed = ex->replays;
+}
+
+static cnnb_status passes(cnnb_executor *ex, const void *images, bool uint8,
+                          const int32_t *labels, float loss_scale, uint64_t step);
+
+/* One step through the recording: replayed when it holds this step's calls, else
+ * recorded (and then replayed, since recording runs nothing). A recording that fails is
+ * not an error of the run: the step, and every later one, makes its calls instead. */
+static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, bool uint8,
+                                      const int32_t *labels, float loss_scale, uint64_t step,
+                                      bool *done) {
+  const cnnb_device_step_graph *sg = ex->step_graph;
+  bool have_labels = labels != NULL;
+  *done = false;
+  if (ex->recorded && ex->recorded_loss_scale == loss_scale && ex->recorded_labels == have_labels) {
+    cnnb_crash_enter(ex->cfg.crash_label, "step graph replay", NULL);
+    cnnb_status st = sg->replay(ex->device);
+    if (st != CNNB_OK)
+      return cnnb_executor_device_error(ex, st, "replaying the recorded step");
+    ex->replays++;
+    *done = true;
+    return CNNB_OK;
+  }
+  ex->recorded = false;
+  cnnb_crash_enter(ex->cfg.crash_label, "step graph capture", NULL);
+  cnnb_status st = sg->begin_capture(ex->device);
+  if (st == CNNB_OK) {
+    ex->recording = true;
+    st = passes(ex, images, uint8, labels, loss_scale, step);
+    ex->recording = false;
+    cnnb_crash_enter(ex->cfg.crash_label, "step graph capture", NULL);
+    cnnb_status ended = sg->end_capture(ex->device); /* after every begin, as device.h asks */
+    if (st == CNNB_OK)
+      st = ended;
+  }
+  if (st != CNNB_OK) {
+    cnnb_ctx *dctx = ex->device_ctx ? ex->device_ctx : ex->ctx;
+    const char *dmsg = cnnb_error_message(dctx);
+    const char *msg = cnnb_error_message(ex->ctx);
+    cnnb_log(ex->ctx, CNNB_LOG_WARN, "--cuda_graphs: recording step %llu failed (%s); this and "
+             "every later step make their calls instead",
+             (unsigned long long)step + 1, dmsg && *dmsg ? dmsg : msg && *msg ? msg
+                                                                      : cnnb_status_name(st));
+    cnnb_clear_error(dctx);
+    cnnb_clear_error(ex->ctx);
+    ex->step_graph = NULL;
+    return CNNB_OK; /* not done: the caller makes the calls */
+  }
+  ex->recorded = true;
+  ex->recorded_loss_scale = loss_scale;
+  ex->recorded_labels = have_labels;
+  ex->recordings++;
+  cnnb_log(ex->ctx, CNNB_LOG_DEBUG, "--cuda_graphs: step %llu recorded (loss scale %g)",
+           (unsigned long long)step + 1, (double)loss_scale);
+  cnnb_crash_enter(ex->cfg.crash_label, "step graph replay", NULL);
+  if ((st = sg->replay(ex->device)) != CNNB_OK)
+    return cnnb_executor_device_error(ex, st, "running the recorded step");
+  ex->replays++;
+  *done = true;
+  return CNNB_OK;
+}
+
+/* ---- steps -------------------------------------------------------------------------- */
+
+/* Forward, and backward when training: the step's calls. */
+static cnnb_status passes(cnnb_executor *ex, const void *images, bool uint8,
+                          const int32_t *labels, float loss_scale, uint64_t step) {
+  double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
+  cnnb_status st = forward(ex, images, uint8, labels, step);
+  double t1 = ex->tracing ? cnnb_trace_now_us() : 0.0;
+  if (st == CNNB_OK && ex->tracing)
+    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "forward", "pass", t0, t1, NULL);
+  if (st == CNNB_OK && ex->cfg.training)
+    st = backward(ex, loss_scale, step);
+  if (st == CNNB_OK && ex->tracing && ex->cfg.training)
+    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "backward", "pass", t1,
+                          cnnb_trace_now_us(), NULL);
+  return st;
+}
+
 static cnnb_status step(cnnb_executor *ex, const void *images, bool uint8,
                         const int32_t *labels, float loss_scale, uint64_t step) {
   if (!images)
@@ -611,16 +760,20 @@ static cnnb_status step(cnnb_executor *ex, const void *images, bool uint8,
   /* One flag read a step: an untraced step pays nothing more. The passes become spans
    * holding their nodes' events on the replica's track. */
   ex->tracing = ex->cfg.trace_track && cnnb_trace_active(ex->ctx);
-  double t0 = ex->tracing ? cnnb_trace_now_us() : 0.0;
-  cnnb_status st = forward(ex, images, uint8, have_labels ? labels : NULL, step);
-  double t1 = ex->tracing ? cnnb_trace_now_us() : 0.0;
-  if (st == CNNB_OK && ex->tracing)
-    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "forward", "pass", t0, t1, NULL);
-  if (st == CNNB_OK && ex->cfg.training)
-    st = backward(ex, loss_scale, step);
-  if (st == CNNB_OK && ex->tracing && ex->cfg.training)
-    cnnb_trace_host_event(ex->ctx, ex->cfg.trace_track, "backward", "pass", t1,
-                          cnnb_trace_now_us(), NULL);
+  const int32_t *step_labels = have_labels ? labels : NULL;
+  cnnb_status st = CNNB_OK;
+  bool done = false;
+  /* A traced step makes its calls, each timed; steps 1 and 2 allocate what the device
+   * allocates on first use, which a recording must not. */
+  if (ex->step_graph && !ex->tracing && ex->steps_run >= 2) {
+    st = step_through_graph(ex, images, uint8, step_labels, loss_scale, step, &done);
+    if (st == CNNB_OK && done && ex->cfg.training)
+      st = announce_all(ex); /* the recording holds no host calls */
+  }
+  if (st == CNNB_OK && !done) {
+    st = passes(ex, images, uint8, step_labels, loss_scale, step);
+    ex->steps_run++;
+  }
   ex->tracing = false;
   cnnb_crash_leave(outer);
   ex->have_labels = st == CNNB_OK && have_labels;

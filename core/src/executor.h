@@ -47,6 +47,14 @@ typedef struct cnnb_executor_config {
    * the activation arena, uploaded at the first step and never again, as
    * tf_cnn_benchmarks keeps its synthetic batch on the GPU. */
   bool constant_batch;
+  /* --cuda_graphs: use the device's CNNB_EXT_STEP_GRAPH. The first two steps make their
+   * calls, the third is recorded, later steps replay it (recorded again when the loss
+   * scale or the labels' presence changes). The executor checks what it knows (the
+   * device offers it, a constant batch, no dropout, nothing profiled);
+   * `step_graph_blocked` is what the caller knows against it (several replicas or
+   * processes). Whatever stops it is logged as a warning, and steps make their calls. */
+  bool step_graph;
+  const char *step_graph_blocked;
 } cnnb_executor_config;
 
 typedef struct cnnb_executor cnnb_executor;
@@ -58,6 +66,9 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
                                  const cnnb_graph *g, const cnnb_executor_config *cfg,
                                  cnnb_executor **out);
 void cnnb_executor_destroy(cnnb_executor *ex);
+/* How many steps were recorded (CNNB_EXT_STEP_GRAPH) and replayed so far. */
+void cnnb_executor_step_graph_counts(const cnnb_executor *ex, int64_t *recorded,
+                                     int64_t *replayed);
 
 /* The graph's initializers on the host (init.h), seeded, uploaded to the device. */
 cnnb_status cnnb_executor_init_params(cnnb_executor *ex, uint64_t seed);

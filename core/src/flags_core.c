@@ -108,6 +108,11 @@ static const core_flag devices[] = {
     {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
      "Accepted so tf_cnn_benchmarks command lines run unchanged; cnnbench runs one op "
      "at a time, so it has no effect."},
+    {"cuda_graphs", CNNB_FLAG_BOOL, "false", NULL,
+     "Record the device work of one step after two ordinary ones and replay it every later "
+     "step: one launch a step instead of one per kernel (CUDA graphs; any device offering "
+     "CNNB_EXT_STEP_GRAPH). Needs one replica in one process, a batch that never changes "
+     "(synthetic data) and no dropout; otherwise a warning says why steps run as usual."},
     {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
      "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
      "devices pick their own physical layouts whatever it says."},

@@ -237,6 +237,7 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
                   "chooses; at most %d threads per core, and this machine has %ld cores online)",
                   (long long)v, (long long)max_threads, CNNB_MAX_THREADS_PER_CORE, cores);
   cfg->num_threads = (int32_t)v;
+  cfg->step_graphs = cnnb_flags_bool(flags, "cuda_graphs");
 
   /* precision_flag keeps the user's own spelling, so a device's refusal names it. */
   const char *precision = cnnb_flags_string(flags, "precision");

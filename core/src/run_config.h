@@ -66,6 +66,7 @@ typedef struct cnnb_run_config {
   const char *precision_flag;     /* "--precision=bf16" / "--use_fp16": what asked for it */
   const char *data_format;        /* shown in the report only */
   cnnb_input_dtype input_dtype;   /* --input_dtype */
+  bool step_graphs;               /* --cuda_graphs: record a step, replay it */
 
   /* Distribution. */
   const char *all_reduce_spec;    /* "" when not given */

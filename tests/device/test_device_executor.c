@@ -753,6 +753,85 @@ START_TEST(constant_batch_uploads_once) {
 }
 END_TEST
 
+/* Gradient elements announced final through on_bucket, per executor (user: an int64_t). */
+static void count_announced(void *user, int64_t offset, int64_t count) {
+  (void)offset;
+  *(int64_t *)user += count;
+}
+
+/* cfg.step_graph (--cuda_graphs) on a device answering CNNB_EXT_STEP_GRAPH: steps 1 and 2
+ * make their calls, step 3 is recorded and replayed, later steps replay it, and a new
+ * loss scale (dynamic loss scaling) makes a new recording. Training through the replays
+ * is training through the calls: the same losses and gradients as an executor making
+ * every call, step after step, while the weights change between steps (as the update,
+ * outside the recording, changes them), and every gradient announced final once a step.
+ * A device without the extension makes every step's calls: nothing is recorded and it
+ * trains the same. */
+START_TEST(step_graph_replays_the_calls) {
+  make_images();
+  device dg = open_device(1), dn = open_device(1);
+  bool offered = dut->get_extension && dut->get_extension(dg.dev, CNNB_EXT_STEP_GRAPH);
+  cnnb_graph *g = build(true); /* accumulates: its recording holds accumulate calls too */
+  int64_t announced_g = 0, announced_n = 0;
+  cnnb_executor_config graphed = {.constant_batch = true, .step_graph = true,
+                                  .on_bucket = count_announced, .user = &announced_g};
+  cnnb_executor_config plain = {.constant_batch = true, .on_bucket = count_announced,
+                                .user = &announced_n};
+  cnnb_executor *eg = make_executor(&dg, g, true, &graphed), *en = make_executor(&dn, g, true, &plain);
+  ck_assert_int_eq(cnnb_executor_init_params(eg, 5), CNNB_OK);
+  ck_assert_int_eq(cnnb_executor_init_params(en, 5), CNNB_OK);
+  int64_t n = cnnb_executor_param_count(eg);
+  enum { STEPS = 7, NEW_SCALE_AT = 4 };
+  for (int step = 0; step < STEPS; ++step) {
+    float scale = step < NEW_SCALE_AT ? 1.0f : 4.0f;
+    announced_g = announced_n = 0;
+    ck_assert_int_eq(cnnb_executor_step(eg, images, labels, scale, (uint64_t)step), CNNB_OK);
+    ck_assert_int_eq(cnnb_executor_step(en, images, labels, scale, (uint64_t)step), CNNB_OK);
+    ck_assert_msg(announced_g == n && announced_n == n,
+                  "step %d: %lld gradients announced through the recording, %lld through the "
+                  "calls, of %lld", step, (long long)announced_g, (long long)announced_n,
+                  (long long)n);
+    float lg, ln;
+    ck_assert_int_eq(cnnb_executor_loss(eg, &lg), CNNB_OK);
+    ck_assert_int_eq(cnnb_executor_loss(en, &ln), CNNB_OK);
+    ck_assert_msg(fabsf(lg - ln) <= same_abs + same_rel * fabsf(ln),
+                  "step %d: loss %g through the recording, %g through the calls", step, lg, ln);
+    float *gg = download(&dg, cnnb_executor_grads(eg), n), *gn = download(&dn, cnnb_executor_grads(en), n);
+    for (int64_t i = 0; i < n; ++i)
+      ck_assert_msg(fabsf(gg[i] - gn[i]) <= same_abs + same_rel * fabsf(gn[i]),
+                    "step %d: gradient %lld is %g through the recording, %g through the calls",
+                    step, (long long)i, gg[i], gn[i]);
+    /* A plain SGD step on both, so the recording must read the weights of each step. */
+    float *p = download(&dn, cnnb_executor_params(en), n);
+    for (int64_t i = 0; i < n; ++i) p[i] -= 0.1f * gn[i] / scale;
+    ck_assert_int_eq(cnnb_executor_upload_params(en, p, NULL), CNNB_OK);
+    ck_assert_int_eq(cnnb_executor_upload_params(eg, p, NULL), CNNB_OK);
+    free(p);
+    free(gg);
+    free(gn);
+  }
+  int64_t recorded = -1, replayed = -1;
+  cnnb_executor_step_graph_counts(eg, &recorded, &replayed);
+  if (offered) {
+    ck_assert_msg(recorded == 2 && replayed == STEPS - 2,
+                  "%lld recordings and %lld replays in %d steps (want 2: at step 3 and at the new "
+                  "loss scale; and %d replays)", (long long)recorded, (long long)replayed, STEPS,
+                  STEPS - 2);
+  } else {
+    ck_assert_msg(recorded == 0 && replayed == 0, "%s offers no step graph, yet %lld recordings",
+                  device_harness_name(), (long long)recorded);
+  }
+  int64_t plain_recorded = -1, plain_replayed = -1;
+  cnnb_executor_step_graph_counts(en, &plain_recorded, &plain_replayed);
+  ck_assert_int_eq(plain_recorded + plain_replayed, 0); /* not asked: never */
+  cnnb_executor_destroy(eg);
+  cnnb_executor_destroy(en);
+  cnnb_graph_destroy(g);
+  close_device(&dg);
+  close_device(&dn);
+}
+END_TEST
+
 static Suite *executor_suite(void) {
   dut = device_harness_vtable();
   const test_tolerance *tol = test_tolerance_of(CNNB_PRECISION_FP32);
@@ -772,6 +851,7 @@ static Suite *executor_suite(void) {
   tcase_add_loop_test(tc, uint8_input_is_the_float_input, 0, 3);
   tcase_add_test(tc, uint8_step_trains_as_float_step);
   tcase_add_test(tc, constant_batch_uploads_once);
+  tcase_add_test(tc, step_graph_replays_the_calls);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -57,8 +57,10 @@ extern "C" {
  *                 1.6 added CNNB_EXT_DEVICE_AVAILABILITY, whether a device can run on this
  *                     machine at all, CNNB_EXT_CUDA_STREAM, a GPU instance's stream
  *                     (device.h), and CNNB_EXT_DATASOURCE_CONSTANT, a datasource whose
- *                     batch never changes (datasource.h). */
-#define CNNB_ABI_MINOR 6
+ *                     batch never changes (datasource.h).
+ *                 1.7 added CNNB_EXT_STEP_GRAPH, a step's device work recorded once and
+ *                     replayed (device.h). */
+#define CNNB_ABI_MINOR 7
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

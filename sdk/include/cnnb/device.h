@@ -62,6 +62,15 @@ typedef enum cnnb_precision {
  * cnnb_device_cuda_stream; the plugin's get_extension does not answer it. */
 #define CNNB_EXT_CUDA_STREAM "cnnb.cuda.stream/1"
 
+/* ABI 1.7: the device can record the work of one step (the forward, backward and
+ * accumulate calls between begin_capture and end_capture) and replay it (CUDA graphs),
+ * so a step of small kernels costs one launch instead of one per kernel. Answered per
+ * instance with a cnnb_device_step_graph by a device that can record. The host uses it
+ * under --cuda_graphs when the run allows (one replica in one process, the same batch
+ * every step, no traced or profiled step, no dropout, whose mask follows the step
+ * number), and records again when the loss scale changes. */
+#define CNNB_EXT_STEP_GRAPH "cnnb.device.step_graph/1"
+
 typedef struct cnnb_device_config {
   uint32_t struct_size;
   int32_t device_index;   /* which accelerator of this process */
@@ -197,6 +206,26 @@ typedef struct cnnb_device_cuda_stream {
   void *stream;    /* its cudaStream_t */
 } cnnb_device_cuda_stream;
 
+/* CNNB_EXT_STEP_GRAPH's answer, valid until the instance is destroyed. A device offering
+ * it offers accumulate too (the host's fallback reads the device). Every slot is
+ * [required] and [step-thread]. */
+typedef struct cnnb_device_step_graph {
+  uint32_t struct_size;
+  /* Starts recording, discarding any earlier recording. Until end_capture, the instance
+   * gets only forward, backward and accumulate calls, for the nodes of one executor step,
+   * and records their work instead of running it: with their arguments as they are now
+   * (buffers, node io, step, loss scale). Called only after two steps ran unrecorded, so
+   * everything a step allocates on first use exists. */
+  cnnb_status (*begin_capture)(void *device);
+  /* Ends the recording and makes it runnable; nothing recorded has run yet. Called after
+   * every begin_capture, also when a call in between failed: it then discards the
+   * recording and returns an error, and the host runs its steps without one. */
+  cnnb_status (*end_capture)(void *device);
+  /* Runs the recording once, in call order with the instance's other work and as
+   * asynchronously as the calls it holds would have. */
+  cnnb_status (*replay)(void *device);
+} cnnb_device_step_graph;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_device_config) == 24, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_node_io) == 80, "ABI: grow only by appending");
@@ -204,6 +233,7 @@ _Static_assert(offsetof(cnnb_device_vtable, all_finite) == 152, "ABI: 1.0 layout
 _Static_assert(sizeof(cnnb_device_vtable) == 176, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_device_availability) == 16, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_device_cuda_stream) == 16, "ABI: grow only by appending");
+_Static_assert(sizeof(cnnb_device_step_graph) == 32, "ABI: grow only by appending");
 #endif
 
 #ifdef __cplusplus
