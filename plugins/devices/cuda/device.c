@@ -180,6 +180,7 @@ static void device_destroy(void *device) {
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->stream);
   }
+  gpu_step_graph_discard(d);
   gpu_algo_cache_free(d);
   cudaFree(d->workspace);
   cudaFree(d->transient[0]);
@@ -389,6 +390,7 @@ static const void *device_get_extension(void *device, const char *id) {
   gpu_device *d = device;
   static const int32_t yes = 1;
   if (strcmp(id, CNNB_EXT_CUDA_STREAM) == 0) return &d->stream_ext; /* filled by create */
+  if (strcmp(id, CNNB_EXT_STEP_GRAPH) == 0) return &gpu_step_graph;
   if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes;
   return NULL;
 }

@@ -89,6 +89,7 @@ struct gpu_device {
 
   gpu_algo_cache *algos;        /* convolution algorithms chosen per shape (conv_algo.c) */
   cnnb_device_cuda_stream stream_ext; /* CNNB_EXT_CUDA_STREAM's answer */
+  cudaGraphExec_t step_exec;    /* --cuda_graphs: the recorded step (step_graph.c), or NULL */
   char description[256];
 };
 
@@ -144,6 +145,12 @@ cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t inde
                                 gpu_node **out);
 cnnb_status gpu_prepare_softmax_xent(gpu_device *d, const cnnb_graph *g, int32_t index,
                                      gpu_node **out);
+
+/* ---- CNNB_EXT_STEP_GRAPH (step_graph.c) -------------------------------------------- */
+
+extern const cnnb_device_step_graph gpu_step_graph;
+/* Frees the recorded step, if any (destroy, and before a new recording). */
+void gpu_step_graph_discard(gpu_device *d);
 
 /* ---- errors (util.c) ------------------------------------------------------------- */
 
