@@ -180,11 +180,13 @@ declare -A TORCH_CACHE
 CNNB_TIMEOUTS=0       # after two cnnbench runs time out, the rest are not started
 
 # ---------------------------------------------------------------- rows
-# id | cnnbench model | PyTorch model | precision | batch | mode (train/infer/compile) |
+# id | cnnbench model | PyTorch model | precision | batch | mode (train/infer/compile/graphs:
+# training, cnnbench with --cuda_graphs, PyTorch eager as in train) |
 # estimated ms per step on an H200 (for the timeout) | target
 ROWS=(
   "resnet50-fp16|resnet50|resnet50|fp16|256|train|44|cnnbench >= 7,000 and >= PyTorch (issue: PyTorch 5,807)"
   "resnet50-fp16-infer|resnet50|resnet50|fp16|256|infer|15|>= PyTorch (issue: 16,717)"
+  "resnet50-fp16-graphs|resnet50|resnet50|fp16|256|graphs|44|--cuda_graphs: >= the resnet50-fp16 row"
   "resnet50-bf16|resnet50|resnet50|bf16|256|train|55|>= PyTorch (issue: 4,685)"
   "resnet50-fp32|resnet50|resnet50|fp32|256|train|81|>= PyTorch (issue: 3,167, TF32)"
   "resnet152-fp16|resnet152|resnet152|fp16|256|train|98|>= PyTorch (issue: 2,611)"
@@ -241,7 +243,7 @@ write_report() {
     echo "together). PyTorch's is the same nvidia-smi figure / torch.cuda.max_memory_allocated."
     echo "cnnbench runs: \`build-gpu/bin/cnnbench --device=cuda --model=M --batch_size=B"
     echo "--num_batches=$STEPS --num_warmup_batches=$WARMUP --optimizer=momentum --precision=P"
-    echo "--display_every=10 [--forward_only] ${CNNB_FLAGS:-}\`; PyTorch runs: \`python3"
+    echo "--display_every=10 [--forward_only | --cuda_graphs] ${CNNB_FLAGS:-}\`; PyTorch runs: \`python3"
     echo "bench/pytorch_gpu_train.py --model=M --batch_size=B --num_batches=$STEPS"
     echo "--num_warmup_batches=$WARMUP --precision=P [--inference] [--compile]\`. cnnbench's resnet50 and"
     echo "resnet152 are v1 (tf_cnn_benchmarks'), torchvision's v1.5 (6% more FLOPs; the"
@@ -467,6 +469,7 @@ run_row() {
                   "--num_warmup_batches=$WARMUP" --optimizer=momentum "--precision=$prec"
                   --display_every=10)
     [ "$mode" = infer ] && cflags+=(--forward_only)
+    [ "$mode" = graphs ] && cflags+=(--cuda_graphs)
     # shellcheck disable=SC2206  # CNNB_FLAGS is a list of flags, split on purpose
     [ -n "${CNNB_FLAGS:-}" ] && cflags+=(${CNNB_FLAGS})
     run_bench "$log" "$limit" "$CNNBENCH" "${cflags[@]}"
@@ -478,8 +481,11 @@ run_row() {
     { [ "$RUN_RC" = 124 ] || [ "$RUN_RC" = 137 ]; } && CNNB_TIMEOUTS=$((CNNB_TIMEOUTS + 1))
   fi
 
-  # PyTorch (an identical configuration run before is not run again)
-  local key="$tm|$prec|$batch|$mode"
+  # PyTorch (an identical configuration run before is not run again; a graphs row's
+  # PyTorch run is the eager training run)
+  local tmode=$mode
+  [ "$mode" = graphs ] && tmode=train
+  local key="$tm|$prec|$batch|$tmode"
   if [ -n "${TORCH_CACHE[$key]:-}" ]; then
     RES[$id,torch]="${RES[${TORCH_CACHE[$key]},torch]} (= ${TORCH_CACHE[$key]})"
     RES[$id,torch_mem]=${RES[${TORCH_CACHE[$key]},torch_mem]:--}
@@ -487,7 +493,7 @@ run_row() {
     log="$LOGS/pytorch-$id.log"
     local pflags=("--model=$tm" "--batch_size=$batch" "--num_batches=$STEPS"
                   "--num_warmup_batches=$WARMUP" "--precision=$prec")
-    [ "$mode" = infer ] && pflags+=(--inference)
+    [ "$tmode" = infer ] && pflags+=(--inference)
     [ "$SMOKE" = 1 ] && pflags+=(--device=cpu)
     [ "$mode" = compile ] && { pflags+=(--compile); limit=$((limit + 180)); }
     run_bench "$log" "$limit" "${PY_ENV[@]}" PYTHONUNBUFFERED=1 \
@@ -509,8 +515,9 @@ tests_done=0
 for r in "${ROWS[@]}"; do
   IFS='|' read -r id cm tm prec batch mode est target <<<"$r"
   row_wanted "$id" || continue
-  # The tests run right after the two decisive ResNet-50 fp16 rows.
-  if [ "$tests_done" = 0 ] && [ "$id" != resnet50-fp16 ] && [ "$id" != resnet50-fp16-infer ]; then
+  # The tests run right after the decisive ResNet-50 fp16 rows.
+  if [ "$tests_done" = 0 ] && [[ "$id" != resnet50-fp16 && "$id" != resnet50-fp16-infer &&
+                                 "$id" != resnet50-fp16-graphs ]]; then
     [ "$RUN_TESTS" = 1 ] && run_gpu_tests
     tests_done=1
     write_report
