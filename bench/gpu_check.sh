@@ -478,6 +478,14 @@ run_row() {
     elif [ "$RUN_RC" = 0 ] && [ -n "$ips" ]; then RES[$id,cnnb]=$ips; RES[$id,cnnb_mem]=$RUN_MEM
     else RES[$id,cnnb]=$(failure_cell "$RUN_RC" "$log")
     fi
+    # A graphs row whose recording failed fell back to the calls with a warning: its
+    # figure is not one of graphs, and the cell says why.
+    if [ "$mode" = graphs ] && [ "$DRY_RUN" = 0 ] && [ "$RUN_RC" = 0 ] &&
+       ! grep -q -- '--cuda_graphs: [1-9][0-9]* recording(s)' "$log"; then
+      local why
+      why=$(grep -m1 -- 'warning: --cuda_graphs' "$log" | sed 's/.*--cuda_graphs: //; s/|/\\|/g' | cut -c1-160)
+      RES[$id,cnnb]="${RES[$id,cnnb]} (graphs not used: ${why:-no count in the log})"
+    fi
     { [ "$RUN_RC" = 124 ] || [ "$RUN_RC" = 137 ]; } && CNNB_TIMEOUTS=$((CNNB_TIMEOUTS + 1))
   fi
 

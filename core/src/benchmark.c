@@ -426,6 +426,13 @@ static cnnb_status train(cnnb_run *run, FILE *out, cnnb_trace *trace) {
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
+  if (cfg->step_graphs) {
+    /* Whether the figure above is one of recorded steps: a fallback only warned. */
+    int64_t recorded = 0, replayed = 0;
+    cnnb_executor_step_graph_counts(run->replicas[0].executor, &recorded, &replayed);
+    cnnb_log(run->ctx, CNNB_LOG_INFO, "--cuda_graphs: %lld recording(s), %lld of %lld steps "
+             "replayed", (long long)recorded, (long long)replayed, (long long)(warmup + steps_run));
+  }
   int64_t end_step = base + warmup + steps_run;
   if (training && *cfg->train_dir && saved_step != end_step &&
       (st = cnnb_checkpoint_save(run, end_step)) != CNNB_OK)

@@ -670,6 +670,17 @@ void cnnb_executor_step_graph_counts(const cnnb_executor *ex, int64_t *recorded,
 static cnnb_status passes(cnnb_executor *ex, const void *images, bool uint8,
                           const int32_t *labels, float loss_scale, uint64_t step);
 
+/* Whether the step's data nodes are on the device already: a recording holds no upload
+ * (labels given for the first time make one more step of calls). */
+static bool batch_resident(const cnnb_executor *ex, bool have_labels) {
+  for (int32_t i = 0; i < ex->n; ++i) {
+    uint32_t op = cnnb_graph_node(ex->g, i)->op;
+    if ((op == CNNB_OP_INPUT || (op == CNNB_OP_LABELS && have_labels)) && !ex->uploaded[i])
+      return false;
+  }
+  return true;
+}
+
 /* One step through the recording: replayed when it holds this step's calls, else
  * recorded (and then replayed, since recording runs nothing). A recording that fails is
  * not an error of the run: the step, and every later one, makes its calls instead. */
@@ -689,6 +700,8 @@ static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, boo
     return CNNB_OK;
   }
   ex->recorded = false;
+  if (!batch_resident(ex, have_labels))
+    return CNNB_OK; /* not done: the caller makes the calls, uploading it */
   cnnb_crash_enter(ex->cfg.crash_label, "step graph capture", NULL);
   cnnb_status st = sg->begin_capture(ex->device);
   if (st == CNNB_OK) {
@@ -701,13 +714,17 @@ static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, boo
       st = ended;
   }
   if (st != CNNB_OK) {
+    /* The first failure is a call's (node_error moved the device's message into ours) or
+     * begin / end_capture's own (still in the device's ctx); end_capture's word after a
+     * failed call comes second. */
     cnnb_ctx *dctx = ex->device_ctx ? ex->device_ctx : ex->ctx;
-    const char *dmsg = cnnb_error_message(dctx);
-    const char *msg = cnnb_error_message(ex->ctx);
-    cnnb_log(ex->ctx, CNNB_LOG_WARN, "--cuda_graphs: recording step %llu failed (%s); this and "
-             "every later step make their calls instead",
-             (unsigned long long)step + 1, dmsg && *dmsg ? dmsg : msg && *msg ? msg
-                                                                      : cnnb_status_name(st));
+    const char *dmsg = cnnb_error_message(dctx), *msg = cnnb_error_message(ex->ctx);
+    bool have_msg = msg && *msg && dctx != ex->ctx, have_dmsg = dmsg && *dmsg;
+    cnnb_log(ex->ctx, CNNB_LOG_WARN, "--cuda_graphs: recording step %llu failed (%s%s%s); this "
+             "and every later step make their calls instead",
+             (unsigned long long)step + 1,
+             have_msg ? msg : have_dmsg ? dmsg : cnnb_status_name(st),
+             have_msg && have_dmsg ? "; then: " : "", have_msg && have_dmsg ? dmsg : "");
     cnnb_clear_error(dctx);
     cnnb_clear_error(ex->ctx);
     ex->step_graph = NULL;

@@ -36,6 +36,8 @@ run cpu "${common[@]}"
   || fail "want step 3 recorded and 8 steps replayed, got '$(counts graphed)'"
 grep -q -- "--cuda_graphs: steps 1 and 2 make their calls, step 3 is recorded" "$tmp/graphed.err" \
   || fail "no word of the recording: $(cat "$tmp/graphed.err")"
+grep -qF -- "--cuda_graphs: 1 recording(s), 8 of 10 steps replayed" "$tmp/graphed.err" \
+  || fail "no count of the replays: $(grep -- --cuda_graphs "$tmp/graphed.err")"
 [ "$(counts calls)" = "fixture_graph: 0 recordings, 0 replays" ] \
   || fail "recorded without --cuda_graphs: '$(counts calls)'"
 [ "$(losses graphed | wc -l)" = 8 ] || fail "want 8 step lines: $(cat "$tmp/graphed.out")"
@@ -73,6 +75,8 @@ for where in call end; do
     "$tmp/fail_$where.err" || fail "$where: no warning: $(cat "$tmp/fail_$where.err")"
   [ "$(counts "fail_$where")" = "fixture_graph: 0 recordings, 0 replays" ] \
     || fail "$where: '$(counts "fail_$where")'"
+  grep -qF -- "--cuda_graphs: 0 recording(s), 0 of 10 steps replayed" "$tmp/fail_$where.err" \
+    || fail "$where: the count says otherwise: $(grep -- --cuda_graphs "$tmp/fail_$where.err")"
   diff <(losses "fail_$where") <(losses calls) >/dev/null || fail "$where: other losses than the calls'"
 done
 echo "ok: a failed recording is reported and the run trains through the calls"

@@ -28,7 +28,9 @@ static cnnb_status end_capture(void *device) {
   /* Ends the capture even when a call in it failed (cudaErrorStreamCaptureInvalidated):
    * the stream must leave capture mode for the steps that follow. */
   cudaError_t e = cudaStreamEndCapture(d->stream, &graph);
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&d->step_exec, graph, 0);
+  /* The flags form, the same call in CUDA 11.4+ and 12+ (plain cudaGraphInstantiate
+   * changed its arguments in 12.0). */
+  if (e == cudaSuccess) e = cudaGraphInstantiateWithFlags(&d->step_exec, graph, 0);
   if (graph) cudaGraphDestroy(graph);
   if (e != cudaSuccess) {
     d->step_exec = NULL;

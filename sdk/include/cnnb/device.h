@@ -67,8 +67,9 @@ typedef enum cnnb_precision {
  * so a step of small kernels costs one launch instead of one per kernel. Answered per
  * instance with a cnnb_device_step_graph by a device that can record. The host uses it
  * under --cuda_graphs when the run allows (one replica in one process, the same batch
- * every step, no traced or profiled step, no dropout, whose mask follows the step
- * number), and records again when the loss scale changes. */
+ * every step, already on the device; no traced or profiled step; no dropout, whose mask
+ * follows the step number), and records again when the loss scale or the labels'
+ * presence changes. */
 #define CNNB_EXT_STEP_GRAPH "cnnb.device.step_graph/1"
 
 typedef struct cnnb_device_config {
@@ -208,18 +209,22 @@ typedef struct cnnb_device_cuda_stream {
 
 /* CNNB_EXT_STEP_GRAPH's answer, valid until the instance is destroyed. A device offering
  * it offers accumulate too (the host's fallback reads the device). Every slot is
- * [required] and [step-thread]. */
+ * [required] and [step-thread]: begin_capture, the calls recorded and end_capture come
+ * from one thread. An instance holds one recording (one executor records on it). */
 typedef struct cnnb_device_step_graph {
   uint32_t struct_size;
   /* Starts recording, discarding any earlier recording. Until end_capture, the instance
    * gets only forward, backward and accumulate calls, for the nodes of one executor step,
-   * and records their work instead of running it: with their arguments as they are now
-   * (buffers, node io, step, loss scale). Called only after two steps ran unrecorded, so
-   * everything a step allocates on first use exists. */
+   * and records their work instead of running it: the addresses and values of their
+   * arguments as they are now (buffers, node io, step, loss scale) are frozen; the
+   * buffers' contents are read when the recording runs. Called only after two steps ran
+   * unrecorded, so everything a step allocates on first use exists. */
   cnnb_status (*begin_capture)(void *device);
   /* Ends the recording and makes it runnable; nothing recorded has run yet. Called after
-   * every begin_capture, also when a call in between failed: it then discards the
-   * recording and returns an error, and the host runs its steps without one. */
+   * every begin_capture, also when a call in between failed: the host then never replays
+   * that recording (the device may discard it here and return an error, or keep it until
+   * the next begin_capture or destroy) and runs its steps without one. An error here
+   * likewise ends the host's use of the extension for the run. */
   cnnb_status (*end_capture)(void *device);
   /* Runs the recording once, in call order with the instance's other work and as
    * asynchronously as the calls it holds would have. */
