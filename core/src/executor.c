@@ -681,27 +681,17 @@ static bool batch_resident(const cnnb_executor *ex, bool have_labels) {
   return true;
 }
 
-/* One step through the recording: replayed when it holds this step's calls, else
- * recorded (and then replayed, since recording runs nothing). A recording that fails is
- * not an error of the run: the step, and every later one, makes its calls instead. */
-static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, bool uint8,
-                                      const int32_t *labels, float loss_scale, uint64_t step,
-                                      bool *done) {
+/* Records this step's calls (begin_capture, the passes, end_capture). Returns false when
+ * it did not: the batch is not on the device yet (this step's calls upload it), or the
+ * recording failed, which is not an error of the run: the step, and every later one,
+ * makes its calls instead. */
+static bool record_step(cnnb_executor *ex, const void *images, bool uint8, const int32_t *labels,
+                        float loss_scale, uint64_t step) {
   const cnnb_device_step_graph *sg = ex->step_graph;
   bool have_labels = labels != NULL;
-  *done = false;
-  if (ex->recorded && ex->recorded_loss_scale == loss_scale && ex->recorded_labels == have_labels) {
-    cnnb_crash_enter(ex->cfg.crash_label, "step graph replay", NULL);
-    cnnb_status st = sg->replay(ex->device);
-    if (st != CNNB_OK)
-      return cnnb_executor_device_error(ex, st, "replaying the recorded step");
-    ex->replays++;
-    *done = true;
-    return CNNB_OK;
-  }
   ex->recorded = false;
   if (!batch_resident(ex, have_labels))
-    return CNNB_OK; /* not done: the caller makes the calls, uploading it */
+    return false;
   cnnb_crash_enter(ex->cfg.crash_label, "step graph capture", NULL);
   cnnb_status st = sg->begin_capture(ex->device);
   if (st == CNNB_OK) {
@@ -728,7 +718,7 @@ static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, boo
     cnnb_clear_error(dctx);
     cnnb_clear_error(ex->ctx);
     ex->step_graph = NULL;
-    return CNNB_OK; /* not done: the caller makes the calls */
+    return false;
   }
   ex->recorded = true;
   ex->recorded_loss_scale = loss_scale;
@@ -736,9 +726,23 @@ static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, boo
   ex->recordings++;
   cnnb_log(ex->ctx, CNNB_LOG_DEBUG, "--cuda_graphs: step %llu recorded (loss scale %g)",
            (unsigned long long)step + 1, (double)loss_scale);
+  return true;
+}
+
+/* One step through the recording, recorded first unless it holds this step's calls
+ * (recording runs nothing). *done: the step ran; else the caller makes its calls. */
+static cnnb_status step_through_graph(cnnb_executor *ex, const void *images, bool uint8,
+                                      const int32_t *labels, float loss_scale, uint64_t step,
+                                      bool *done) {
+  *done = false;
+  bool current = ex->recorded && ex->recorded_loss_scale == loss_scale &&
+                 ex->recorded_labels == (labels != NULL);
+  if (!current && !record_step(ex, images, uint8, labels, loss_scale, step))
+    return CNNB_OK;
   cnnb_crash_enter(ex->cfg.crash_label, "step graph replay", NULL);
-  if ((st = sg->replay(ex->device)) != CNNB_OK)
-    return cnnb_executor_device_error(ex, st, "running the recorded step");
+  cnnb_status st = ex->step_graph->replay(ex->device);
+  if (st != CNNB_OK)
+    return cnnb_executor_device_error(ex, st, "replaying the recorded step");
   ex->replays++;
   *done = true;
   return CNNB_OK;
