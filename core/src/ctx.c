@@ -159,7 +159,10 @@ static const char *level_tag(cnnb_log_level level) {
 static void vlog(const cnnb_log_settings *settings, const char *component, cnnb_log_level level,
                  const char *fmt, va_list ap) {
   if ((int)level > (int)settings->level) return;
-  /* Formatted whole, in one buffer: on the stack when it fits, else allocated. */
+  /* Formatted whole with its newline, in one buffer (on the stack when it fits, else
+   * allocated), and written with one call: stderr is unbuffered, so each stdio call is one
+   * write(2), and a line written in two pieces lets another process's output (mpirun
+   * merges every rank's stdout and stderr) land inside it. */
   char stack[2048], *line = stack;
   va_list copy;
   va_copy(copy, ap);
@@ -169,17 +172,18 @@ static void vlog(const cnnb_log_settings *settings, const char *component, cnnb_
   int body = head < 0 ? -1 : vsnprintf(NULL, 0, fmt, copy);
   va_end(copy);
   if (head < 0 || body < 0) return;
-  size_t need = (size_t)head + (size_t)body + 1;
+  size_t need = (size_t)head + (size_t)body + 2; /* + '\n' + NUL */
   if (need > sizeof stack && (line = malloc(need)) != NULL)
     memcpy(line, stack, (size_t)head);
   if (!line) line = stack; /* out of memory: the line is cut, not lost */
   size_t size = line == stack ? sizeof stack : need;
   if ((size_t)head < size) vsnprintf(line + head, size - (size_t)head, fmt, ap);
-  flockfile(stderr);
-  fputs(line, stderr);
   size_t len = strlen(line);
-  if (len == 0 || line[len - 1] != '\n') fputc('\n', stderr);
-  funlockfile(stderr);
+  if (len == 0 || line[len - 1] != '\n') {
+    if (len + 1 == size) len--; /* cut to fit: the newline replaces the last character */
+    line[len++] = '\n';
+  }
+  fwrite(line, 1, len, stderr);
   if (line != stack) free(line);
 }
 

@@ -22,20 +22,23 @@ CNNB_PARAMS_OUT="$tmp/one" "$TRAIN_PARAMS" "${common[@]}" --batch_size=8 >"$tmp/
 CNNB_PARAMS_OUT="$tmp/untrained" "$TRAIN_PARAMS" "${common[@]}" --batch_size=8 \
   --init_learning_rate=1e-30 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "untrained"; }
 
-# ranks x replicas x batch, num_ps_ranks
+# ranks x replicas x batch, num_ps_ranks. The report (stdout) and the logs (stderr) go to
+# files of their own: mpirun forwards every rank's two streams, and in one file the
+# report's lines would share it with the logs' arrival order.
 for layout in "2 1 4 1" "2 1 4 2" "2 2 2 1" "4 1 2 2"; do
   read -r np replicas batch num_ps <<<"$layout"
   name="np${np}x${replicas}ps${num_ps}"
+  show() { cat "$tmp/$name.out" "$tmp/$name.err"; }
   mpi_run_bounded 300 "$np" -x CNNB_PLUGIN_PATH -x CNNB_PARAMS_OUT="$tmp/$name" "$TRAIN_PARAMS" \
     "${common[@]}" --batch_size=$batch --num_gpus=$replicas --variable_update=parameter_server \
-    --num_ps_ranks=$num_ps >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name"; }
+    --num_ps_ranks=$num_ps >"$tmp/$name.out" 2>"$tmp/$name.err" || { show; fail "$name"; }
   files=("$tmp/$name".*.*)
   [ ${#files[@]} -eq $((np * replicas)) ] || fail "$name: ${#files[@]} parameter files, want $((np * replicas))"
   "$PARAMS_COMPARE" 1e-5 "$tmp/one.0.0" "${files[@]}" || fail "$name vs 1 process x 8"
-  [ "$(grep -c '^total images/sec' "$tmp/$name.out")" -eq 1 ] || { cat "$tmp/$name.out"; fail "$name: one report"; }
-  grep -q "^total images/sec: [0-9.]* ($np ranks: " "$tmp/$name.out" || { cat "$tmp/$name.out"; fail "$name: total over ranks"; }
-  grep -q "^Batch size:  8 global" "$tmp/$name.out" || { cat "$tmp/$name.out"; fail "$name: global batch"; }
-  grep -q "\[rank 1\]" "$tmp/$name.out" || { cat "$tmp/$name.out"; fail "$name: rank-tagged logs"; }
+  [ "$(grep -c '^total images/sec' "$tmp/$name.out")" -eq 1 ] || { show; fail "$name: one report"; }
+  grep -q "^total images/sec: [0-9.]* ($np ranks: " "$tmp/$name.out" || { show; fail "$name: total over ranks"; }
+  grep -q "^Batch size:  8 global" "$tmp/$name.out" || { show; fail "$name: global batch"; }
+  grep -q "^\[rank 1\] " "$tmp/$name.err" || { show; fail "$name: rank-tagged logs"; }
 done
 # Asynchronous (--cross_replica_sync=false): no rank waits for another; each PS rank's
 # server applies every rank's push of every step (warm-up included) as it arrives. The

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -127,6 +128,43 @@ START_TEST(long_lines_are_whole) {
 }
 END_TEST
 
+/* Each line reaches stderr in one write(2), newline included: under mpirun every rank's
+ * stdout and stderr are merged, and a line written in pieces lets another stream's output
+ * land inside it. A SOCK_SEQPACKET socket as fd 2 keeps every write a message of its own. */
+static void emit_two_lines(void) {
+  cnnb_ctx *ctx = cnnb_ctx_create("ps", NULL);
+  cnnb_ctx_set_log_tag(ctx, "[rank 1]");
+  cnnb_log(ctx, CNNB_LOG_INFO, "applied %d pushes", 10);
+  char path[3000]; /* longer than the on-stack buffer */
+  memset(path, 'p', sizeof path - 1);
+  path[sizeof path - 1] = '\0';
+  cnnb_log(ctx, CNNB_LOG_WARN, "%s", path);
+  cnnb_ctx_destroy(ctx);
+}
+
+START_TEST(each_line_is_one_write) {
+  int pair[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair), 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(pair[0], 2);
+  emit_two_lines();
+  dup2(saved, 2);
+  close(saved);
+  close(pair[0]);
+  static char message[8192];
+  ssize_t got = recv(pair[1], message, sizeof message - 1, 0);
+  ck_assert_int_gt(got, 0);
+  message[got] = '\0';
+  ck_assert_str_eq(message, "[rank 1] ps: applied 10 pushes\n");
+  got = recv(pair[1], message, sizeof message - 1, 0);
+  ck_assert_int_eq(got, (ssize_t)(strlen("[rank 1] ps: warning: ") + 2999 + 1));
+  ck_assert_int_eq(message[got - 1], '\n');
+  ck_assert_int_eq(recv(pair[1], message, sizeof message, 0), 0); /* nothing more */
+  close(pair[1]);
+}
+END_TEST
+
 START_TEST(log_level_names) {
   cnnb_log_level level = CNNB_LOG_INFO;
   ck_assert(cnnb_log_level_parse("debug", &level));
@@ -171,6 +209,7 @@ int main(void) {
   tcase_add_test(tc, null_ctx_is_safe);
   tcase_add_test(tc, log_prefix_and_level);
   tcase_add_test(tc, long_lines_are_whole);
+  tcase_add_test(tc, each_line_is_one_write);
   tcase_add_test(tc, log_level_names);
   tcase_add_test(tc, status_and_kind_names);
   suite_add_tcase(s, tc);
