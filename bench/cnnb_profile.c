@@ -26,14 +26,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "benchmark_setup.h"
-#include "executor.h"
-#include "host.h"
-#include "input_dtype.h"
-#include "loader.h"
-#include "model_info.h"
-#include "run_config.h"
-#include "trainer.h"
+#include "run/benchmark_setup.h"
+#include "exec/executor.h"
+#include "flags/flags.h"
+#include "run/input_dtype.h"
+#include "loader/loader.h"
+#include "graph/model_info.h"
+#include "config/run_config.h"
+#include "exec/trainer.h"
+#include "config/core_flags.h"
 
 typedef struct op_sum {
   char op[40]; /* op kind, "+relu" when a ReLU is fused into it */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "host.h"
-#include "trace.h"
+#include "flags/flags.h"
+#include "base/trace.h"
 
 static double now_s(void) {
   struct timespec ts;

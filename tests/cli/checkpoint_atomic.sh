@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoint saves survive kill -9 (core/src/atomic_file.c, checkpoint_dir.c): a writer
+# Checkpoint saves survive kill -9 (core/src/base/atomic_file.c, checkpoint_dir.c): a writer
 # saving 64 MiB checkpoints in a loop (tests/tools/checkpoint_writer.c) is killed with
 # SIGKILL after varied delays, so the kills land inside a checkpoint's write, between it
 # and the index, inside the index's write, or while deleting old ones; after each kill

@@ -29,10 +29,10 @@
 
 #include <cnnb/cnnb.h>
 #include "device_harness.h"
-#include "executor.h"
-#include "graph_internal.h"
-#include "host.h"
-#include "init.h"
+#include "exec/executor.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "graph/init.h"
 
 /* The device under test: the loader's copy of its vtable. */
 static const cnnb_device_vtable *dut;

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "device_run.h"
-#include "graph_internal.h"
-#include "host.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
 
 static uint64_t rng_next(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

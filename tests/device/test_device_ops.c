@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "device_run.h"
-#include "graph_internal.h"
-#include "host.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
 #include "ref_ops.h"
 
 /* fp32 tolerances, for the cases that run only in fp32. */

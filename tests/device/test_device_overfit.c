@@ -15,11 +15,12 @@
 
 #include <cnnb/cnnb.h>
 #include "device_harness.h"
-#include "executor.h"
-#include "graph_internal.h"
-#include "host.h"
-#include "run_config.h"
-#include "trainer.h"
+#include "exec/executor.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "config/run_config.h"
+#include "exec/trainer.h"
+#include "config/core_flags.h"
 
 /* The device under test: the loader's copy of its vtable. */
 static const cnnb_device_vtable *dut;

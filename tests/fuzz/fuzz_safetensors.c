@@ -1,4 +1,4 @@
-/* fuzz_safetensors.c — the safetensors reader (core/src/safetensors.c), which checkpoints
+/* fuzz_safetensors.c — the safetensors reader (core/src/store/safetensors.c), which checkpoints
  * from disk reach first, on arbitrary bytes. Besides the sanitizers' checks, a file that
  * opens must be what the reader promises: every tensor's bytes inside the input and equal
  * to its dtype size x shape, the tensors in data order and back to back, covering the data
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
-#include "safetensors.h"
+#include "flags/flags.h"
+#include "store/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static cnnb_ctx *ctx;

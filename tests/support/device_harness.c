@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "device_harness_internal.h"
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
 
 const uint32_t device_harness_low_precisions[2] = {CNNB_PRECISION_BF16, CNNB_PRECISION_FP16};
 

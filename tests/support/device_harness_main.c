@@ -7,7 +7,7 @@
 
 #include "device_harness.h"
 #include "device_harness_internal.h"
-#include "host.h"
+#include "flags/flags.h"
 
 int device_harness_main(const char *test, const char *device, Suite *(*make_suite)(void)) {
   char msg[2048];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "flags/flags.h"
 
 static int fail(device_harness *h, const char *fmt, ...) CNNB_PRINTF(2, 3);
 static int fail(device_harness *h, const char *fmt, ...) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "store/safetensors.h"
 
 static int compare(const cnnb_safetensors *ref, const cnnb_safetensors *f, double tol,
                    const char *path) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "store/safetensors.h"
 
 int main(int argc, char **argv) {
   bool meta = argc == 6 && strcmp(argv[1], "meta") == 0;

@@ -20,9 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "host.h"
-#include "loader.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
+#include "config/core_flags.h"
 
 enum { MAX_KEY = 512 };
 

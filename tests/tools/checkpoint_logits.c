@@ -16,13 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "executor.h"
-#include "graph_internal.h"
-#include "host.h"
-#include "loader.h"
-#include "op_device.h"
-#include "plan.h"
+#include "run/checkpoint.h"
+#include "exec/executor.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
+#include "graph/op_device.h"
+#include "exec/plan.h"
+#include "config/core_flags.h"
 
 typedef struct args {
   const char *model, *checkpoint, *images, *out, *device;

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint_dir.h"
-#include "host.h"
+#include "store/checkpoint_dir.h"
+#include "flags/flags.h"
 
 /* Value i of step's tensor: exact in a float (< 2^24), different for every step and
  * position, so a block of another step's data or of zeros shows. */

@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
+#include "config/core_flags.h"
 
 static int fail(const char *what) {
   fprintf(stderr, "datasource_epoch: %s\n", what);

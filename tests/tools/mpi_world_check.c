@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "compact16.h"
-#include "host.h"
+#include "flags/flags.h"
 #include "mpi_world.h"
 
 static int failures;

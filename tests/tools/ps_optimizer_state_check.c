@@ -32,8 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
+#include "config/core_flags.h"
 
 static int failures;
 static int32_t my_rank;

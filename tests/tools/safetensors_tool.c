@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
-#include "safetensors.h"
+#include "flags/flags.h"
+#include "store/safetensors.h"
 
 static uint64_t fnv1a64(const unsigned char *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325u;

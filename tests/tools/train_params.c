@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "benchmark.h"
-#include "benchmark_setup.h"
+#include "run/benchmark.h"
+#include "run/benchmark_setup.h"
 
 static cnnb_status save_params(cnnb_run *run, void *user) {
   const char *prefix = user;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "benchmark_log.h"
+#include "report/benchmark_log.h"
 
 static char dir[256];
 static cnnb_ctx *ctx;

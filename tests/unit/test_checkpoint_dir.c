@@ -1,4 +1,4 @@
-/* test_checkpoint_dir.c — a --train_dir's checkpoints (core/src/checkpoint_dir.c): saves
+/* test_checkpoint_dir.c — a --train_dir's checkpoints (core/src/store/checkpoint_dir.c): saves
  * keep the newest max_keep and the index names them (oldest first, the newest as latest),
  * and only files the index named are ever deleted; resuming finds the newest checkpoint,
  * skips a torn or corrupt one with a warning naming it and falls back to the one before,
@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkpoint_dir.h"
-#include "host.h"
+#include "store/checkpoint_dir.h"
+#include "flags/flags.h"
 
 static char dir[256];
 static cnnb_ctx *ctx;

@@ -13,8 +13,8 @@
 
 #include <cnnb/optimizer.h>
 
-#include "checkpoint_tensors.h"
-#include "graph_internal.h"
+#include "store/checkpoint_tensors.h"
+#include "graph/graph_internal.h"
 
 #define ck_assert_error_has(ctx, needle)                                                      \
   ck_assert_msg(strstr(cnnb_error_message(ctx), (needle)) != NULL, "error '%s' lacks '%s'", \

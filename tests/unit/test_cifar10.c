@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "cifar_image.h"
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
 
 enum { RECORD = 3073, PLANE = 1024, PIXELS = 3072 };
 

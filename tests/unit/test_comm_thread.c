@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "comm_thread.h"
-#include "host.h"
+#include "flags/flags.h"
 
 enum { MANY = 100 }; /* past the ring's first 16 */
 

@@ -15,10 +15,10 @@
 #include "device_harness.h"
 #include "device_harness_internal.h"
 #include "device_run.h"
-#include "graph_internal.h"
-#include "host.h"
-#include "op_device.h"
-#include "plan.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "graph/op_device.h"
+#include "exec/plan.h"
 
 /* This executable, for the child runs. */
 static char self[4096];

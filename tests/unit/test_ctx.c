@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "host.h"
+#include "flags/flags.h"
 
 START_TEST(first_error_wins_then_context) {
   cnnb_ctx *ctx = cnnb_ctx_create("resnet", NULL);

@@ -16,8 +16,8 @@
 
 #include <cnnb/cnnb.h>
 #include "gpu_impl.h"
-#include "loader.h"
-#include "op_device.h"
+#include "loader/loader.h"
+#include "graph/op_device.h"
 
 static char plugin_path[4096], impl_path[4096];
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "benchmark_setup.h"
-#include "evaluation.h"
-#include "world.h"
+#include "run/benchmark_setup.h"
+#include "run/evaluation.h"
+#include "run/world.h"
 
 /* ---- the schedule --------------------------------------------------------------------- */
 

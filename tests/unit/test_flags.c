@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "flags/flags.h"
+#include "base/names.h"
+#include "config/core_flags.h"
 
 static cnnb_flags *flags;
 static char err[512];

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph/graph_internal.h"
 
 static cnnb_shape shape(const cnnb_graph *g, cnnb_tensor t) {
   const cnnb_node *n = cnnb_graph_node(g, t);

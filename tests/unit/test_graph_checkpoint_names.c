@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph/graph_internal.h"
 
 #define ck_assert_error_has(g, needle)                                                 \
   ck_assert_msg(strstr(cnnb_graph_error(g), (needle)) != NULL, "error '%s' lacks '%s'", \

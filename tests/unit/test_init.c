@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "init.h"
+#include "graph/graph_internal.h"
+#include "graph/init.h"
 
 typedef struct stats {
   double mean, stddev, max_abs;

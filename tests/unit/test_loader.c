@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
 
 static char err[8192];
 

@@ -5,7 +5,7 @@
 #include <check.h>
 #include <float.h>
 
-#include "loss_scale.h"
+#include "exec/loss_scale.h"
 
 START_TEST(defaults) {
   cnnb_loss_scale ls;

@@ -9,8 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "host.h"
-#include "lr_schedule.h"
+#include "flags/flags.h"
+#include "exec/lr_schedule.h"
 
 static cnnb_ctx *ctx;
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "model_info.h"
+#include "graph/graph_internal.h"
+#include "graph/model_info.h"
 
 /* [2, 3, 8, 8] -> conv 4x3x3 SAME + bias -> bn (offset only) -> relu -> max pool 2x2
  * -> dense 10 + bias, then the loss. */

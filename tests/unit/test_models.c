@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "host.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
 
 #define IMAGENET CNNB_DATASET_IMAGENET
 #define CIFAR CNNB_DATASET_CIFAR10

@@ -1,4 +1,4 @@
-/* test_op_table.c — the op table (core/src/op_table.c): every op code has a whole row
+/* test_op_table.c — the op table (core/src/graph/op_table.c): every op code has a whole row
  * indexed by its op, with a unique name and an ABI minor no newer than this SDK's; the
  * ReLU fusion sets and backward reads it derives; and cnnb_ops_check_device
  * (op_device.c), which refuses a device lacking an op before anything is allocated,
@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include <cnnb/cnnb.h>
-#include "graph_internal.h"
-#include "host.h"
-#include "op_device.h"
-#include "op_table.h"
-#include "plan.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "graph/op_device.h"
+#include "graph/op_table.h"
+#include "exec/plan.h"
 
 static cnnb_ctx *ctx;
 static void setup(void) { ctx = cnnb_ctx_create("test", NULL); }

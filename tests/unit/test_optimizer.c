@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include <cnnb/cnnb.h>
-#include "executor.h"
-#include "graph_internal.h"
-#include "host.h"
-#include "run_config.h"
-#include "trainer.h"
+#include "exec/executor.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "config/run_config.h"
+#include "exec/trainer.h"
+#include "config/core_flags.h"
 
 #define N 4
 static const float G[N] = {0.5f, -0.25f, 2.0f, -1.5f};

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include <cnnb/cnnb.h>
-#include "graph_internal.h"
-#include "host.h"
-#include "plan.h"
+#include "graph/graph_internal.h"
+#include "flags/flags.h"
+#include "exec/plan.h"
 
 static cnnb_ctx *ctx;
 static void setup(void) { ctx = cnnb_ctx_create("test", NULL); }

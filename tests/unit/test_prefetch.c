@@ -6,8 +6,8 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "host.h"
-#include "prefetch.h"
+#include "flags/flags.h"
+#include "exec/prefetch.h"
 
 typedef struct counting_source {
   int32_t next;     /* value of the next batch */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "report/report.h"
 
 /* Runs `print` into a memory stream and returns what it wrote (caller frees). */
 #define CAPTURE(text, stmt)                                 \

@@ -4,8 +4,9 @@
 #include <check.h>
 #include <string.h>
 
-#include "host.h"
-#include "run_config.h"
+#include "flags/flags.h"
+#include "config/run_config.h"
+#include "config/core_flags.h"
 
 static cnnb_flags *flags;
 static char err[1024];

@@ -1,4 +1,4 @@
-/* test_safetensors.c — the safetensors layer (core/src/safetensors.c, atomic_file.c):
+/* test_safetensors.c — the safetensors layer (core/src/store/safetensors.c, atomic_file.c):
  * tensors of each dtype (scalars, 4-D, empty) and metadata written and read back; the
  * bytes on disk exactly as the format lays them out (the size field, the compact JSON
  * header padded with spaces to 8 bytes, offsets relative to the data); every kind of bad
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "safetensors.h"
+#include "flags/flags.h"
+#include "store/safetensors.h"
 
 static char dir[256];
 static cnnb_ctx *ctx;

@@ -1,4 +1,4 @@
-/* test_trace.c — the --trace_file recorder (core/src/trace.c) and the SDK calls plugins
+/* test_trace.c — the --trace_file recorder (core/src/base/trace.c) and the SDK calls plugins
  * make (cnnb/trace.h): active only inside the window and for the whole ctx family;
  * events outside it, with end < start or without a track are dropped; a plugin's args
  * that are not a JSON object are dropped (the event kept); one tid per track with its
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "trace.h"
+#include "flags/flags.h"
+#include "base/trace.h"
 
 static char dir[64];
 

@@ -207,7 +207,7 @@ static inline GPU_HD float gpu_update_grad(const gpu_update_hyper *h, float grad
 
 /* One element's step: *w the parameter, *s1 / *s2 the rule's slots (read and written
  * only where the rule has them). The operations and their order are
- * cnnb_update_reference's (core/src/optimizer.c), one rounding each. */
+ * cnnb_update_reference's (core/src/exec/optimizer.c), one rounding each. */
 static inline GPU_HD void gpu_update_element(const gpu_update_hyper *h, float grad, float *w,
                                              float *s1, float *s2) {
   float g = gpu_update_grad(h, grad, *w);

@@ -211,7 +211,7 @@ static void bn_release(gpu_device *d, gpu_node *n) {
 static const gpu_node_ops bn_ops = {bn_forward, bn_backward, bn_release};
 
 /* Whether tensor t has no parameter at or upstream of it: then the executor plans no
- * gradient for it (core/src/plan.c: a node has a backward only with parameters
+ * gradient for it (core/src/exec/plan.c: a node has a backward only with parameters
  * upstream), and this node's input_grads[0] is NULL. 1 also when out of host memory
  * (reserving scratch is always safe). */
 static int needs_dx_scratch(const cnnb_graph *g, cnnb_tensor t) {

@@ -1,0 +1,191 @@
+/* cli.c — the cnnbench command line (cnnb_main, cnnb/main.h).
+ *
+ * Two passes over argv. The first reads only the core's flags, ignoring the rest, to learn
+ * what the command needs: --version needs no plugin at all, so a broken plugin file can
+ * never stop it; --plugin files and --log_level apply before plugins load. Then the
+ * plugins are discovered and declare their flags, and the second pass parses the whole
+ * command line strictly. The run configuration is read from it once (run_config.h).
+ *
+ * Exit statuses (also in --help and the README): 0 success; 2 bad input (flags, plugin
+ * names, rejected --plugin files, a model / device / data combination that cannot run);
+ * 1 a failure while running (out of memory, device or I/O error, divergence, a report
+ * that cannot be written). A plugin that crashes the process gets one line naming it
+ * (crash_guard.h) and the signal's own status. */
+#define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cnnb/main.h>
+
+#include "run/benchmark.h"
+#include "base/crash_guard.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
+#include "config/run_config.h"
+#include "config/core_flags.h"
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
+enum { ERR_SIZE = 8192 };
+
+static int exit_code(cnnb_status st) {
+  switch (st) {
+    case CNNB_OK: return EXIT_OK;
+    case CNNB_EINVAL:
+    case CNNB_ENOTFOUND:
+    case CNNB_EUNSUPPORTED:
+    case CNNB_EDATA: return EXIT_INPUT;
+    default: return EXIT_RUNTIME;
+  }
+}
+
+static const char exit_status_help[] =
+    "\nExit status: 0 success; 2 bad input (a flag, a plugin name, a rejected --plugin\n"
+    "file, a model, device or dataset combination that cannot run); 1 a failure while\n"
+    "running (out of memory, a device or I/O error, divergence, an unwritable report).\n";
+
+/* What the first pass learns: the core flags that decide what to load. */
+typedef struct command {
+  bool version, help, list_plugins;
+  char *plugin_files;     /* --plugin values joined by ':' (owned) */
+  cnnb_log_level log_level;
+} command;
+
+static cnnb_status read_command(int argc, char **argv, command *cmd) {
+  cnnb_flags *core = cnnb_flags_create();
+  if (!core || cnnb_flags_declare_core(core) != CNNB_OK) {
+    cnnb_flags_destroy(core);
+    return CNNB_ENOMEM;
+  }
+  /* Unknown names may be plugin flags: the second pass judges them. */
+  cnnb_flags_parse_known(core, argc, argv);
+  cmd->version = cnnb_flags_bool(core, "version");
+  cmd->help = cnnb_flags_bool(core, "help");
+  cmd->list_plugins = cnnb_flags_bool(core, "list_plugins");
+  cmd->plugin_files = strdup(cnnb_flags_string(core, "plugin"));
+  if (!cnnb_log_level_parse(cnnb_flags_string(core, "log_level"), &cmd->log_level))
+    cmd->log_level = CNNB_LOG_INFO;
+  cnnb_flags_destroy(core);
+  return cmd->plugin_files ? CNNB_OK : CNNB_ENOMEM;
+}
+
+/* --help lists what is installed beside the flags that pick plugins. */
+static void note_installed(const cnnb_loader *loader, cnnb_flags *flags) {
+  static const struct {
+    uint32_t kind;
+    const char *flag;
+  } pickers[] = {{CNNB_KIND_MODEL, "model"},
+                 {CNNB_KIND_DEVICE, "device"},
+                 {CNNB_KIND_STRATEGY, "variable_update"},
+                 {CNNB_KIND_DATASOURCE, "datasource"}};
+  for (size_t k = 0; k < sizeof pickers / sizeof pickers[0]; k++) {
+    size_t count = cnnb_loader_names(loader, pickers[k].kind, NULL, 0);
+    const char **names = calloc(count ? count : 1, sizeof *names);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = names ? open_memstream(&text, &len) : NULL;
+    if (out) {
+      cnnb_loader_names(loader, pickers[k].kind, names, count);
+      fputs(count ? "Installed here:" : "No plugin of this kind is installed here.", out);
+      for (size_t i = 0; i < count; i++) fprintf(out, "%s %s", i ? "," : "", names[i]);
+      fputs(count ? "." : "", out);
+      if (fclose(out) == 0 && text) cnnb_flags_append_help(flags, pickers[k].flag, text);
+    }
+    free(text);
+    free(names);
+  }
+}
+
+static void print_help(const cnnb_flags *flags) {
+  printf("cnnbench %s: train and benchmark image-classification CNNs.\n"
+         "Usage: cnnbench [--flag=value ...]\n\n",
+         CNNB_VERSION_STRING);
+  cnnb_flags_print_help(flags, stdout);
+  fputs(exit_status_help, stdout);
+}
+
+/* The command after discovery: help, the plugin list, or a run. */
+static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
+                       cnnb_loader *loader, cnnb_status discovered, const char *discover_err,
+                       int argc, char **argv, const cnnb_run_hooks *hooks) {
+  char *err = malloc(ERR_SIZE);
+  if (!err) return EXIT_RUNTIME;
+  int code = EXIT_OK;
+  cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, ERR_SIZE);
+  if (st != CNNB_OK) {
+    fprintf(stderr, "cnnbench: error: %s\n", err); /* names the flag; unknown ones point at --help */
+    code = EXIT_INPUT;
+  } else if (cmd->help) {
+    print_help(flags);
+  } else if (cmd->list_plugins) {
+    cnnb_loader_print(loader, stdout);
+  }
+  if (code == EXIT_OK && discovered != CNNB_OK) {
+    fprintf(stderr, "cnnbench: error: %s\n", discover_err);
+    code = EXIT_INPUT;
+  }
+  if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
+    cnnb_run_config cfg;
+    st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
+    cfg.argc = argc;
+    cfg.argv = argv;
+    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
+    if (st != CNNB_OK) {
+      fflush(stdout);
+      if (*err) fprintf(stderr, "cnnbench: error: %s\n", err); /* empty: already said */
+      code = exit_code(st);
+    }
+  }
+  free(err);
+  return code;
+}
+
+/* A report that could not be written (a full disk, a closed pipe) is a failure, not a
+ * success with nothing to show. */
+static int check_output(int code) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return code;
+  fprintf(stderr, "cnnbench: error: writing to standard output failed: %s\n",
+          errno ? strerror(errno) : "I/O error");
+  return code == EXIT_OK ? EXIT_RUNTIME : code;
+}
+
+int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
+  cnnb_crash_guard_install();
+  command cmd = {0};
+  if (read_command(argc, argv, &cmd) != CNNB_OK) {
+    free(cmd.plugin_files);
+    fprintf(stderr, "cnnbench: error: out of memory while starting\n");
+    return EXIT_RUNTIME;
+  }
+  if (cmd.version) {
+    free(cmd.plugin_files);
+    printf("cnnbench %s (plugin ABI %d.%d)\n", CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
+    return check_output(EXIT_OK);
+  }
+
+  /* Every ctx of this command descends from `root`: one flag table, one log level. */
+  cnnb_flags *flags = cnnb_flags_create();
+  cnnb_ctx *root = flags ? cnnb_ctx_create("cnnbench", flags) : NULL;
+  if (root) cnnb_ctx_set_log_level(root, cmd.log_level);
+  cnnb_loader *loader = root ? cnnb_loader_create(root) : NULL;
+  char *discover_err = malloc(ERR_SIZE);
+  int code = EXIT_RUNTIME;
+  if (!loader || !discover_err || cnnb_flags_declare_core(flags) != CNNB_OK) {
+    fprintf(stderr, "cnnbench: error: out of memory while starting\n");
+  } else {
+    cnnb_status discovered = cnnb_loader_discover(loader, cmd.plugin_files, discover_err, ERR_SIZE);
+    cnnb_loader_register_flags(loader, flags);
+    note_installed(loader, flags);
+    code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv, hooks);
+  }
+  free(discover_err);
+  free(cmd.plugin_files);
+  cnnb_loader_destroy(loader);
+  cnnb_ctx_destroy(root);
+  cnnb_flags_destroy(flags);
+  return check_output(code);
+}
+
+int cnnb_main(int argc, char **argv) { return cnnb_cli_main(argc, argv, NULL); }

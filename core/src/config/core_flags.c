@@ -1,0 +1,250 @@
+/* flags_core.c — the core's own flags, named and defaulted as tf_cnn_benchmarks names and
+ * defaults them (scripts/tf_cnn_benchmarks/benchmark_cnn.py) wherever the meaning is the
+ * same, so its command lines carry over. Where tf_cnn_benchmarks uses None for "not
+ * given", we use a zero default plus cnnb_flags_is_set(); deliberate departures say so
+ * in their help text. Grouped by theme for --help. */
+#include <stddef.h>
+
+#include "config/core_flags.h"
+
+typedef struct core_flag {
+  const char *name;
+  cnnb_flag_type type;
+  const char *default_value;
+  const char *const *choices; /* string flags restricted to these values */
+  const char *help;
+} core_flag;
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
+static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
+static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
+
+static const core_flag general[] = {
+    {"help", CNNB_FLAG_BOOL, "false", NULL, "Print this help, including every plugin's flags, and exit."},
+    {"version", CNNB_FLAG_BOOL, "false", NULL, "Print the cnnbench version and plugin ABI, and exit."},
+    {"list_plugins", CNNB_FLAG_BOOL, "false", NULL,
+     "List every plugin found (kind, names offered, version, ABI, file) and, for rejected "
+     "ones, why; then exit."},
+    {"model_info", CNNB_FLAG_BOOL, "false", NULL,
+     "Print the model's layers, output shapes and parameter counts, and exit."},
+    {"log_level", CNNB_FLAG_STRING, "info", log_levels,
+     "Least severe log lines shown on stderr."},
+};
+
+static const core_flag model_and_data[] = {
+    {"model", CNNB_FLAG_STRING, "trivial", NULL,
+     "Name of the model to run (any name a model plugin offers; see --list_plugins)."},
+    {"batch_size", CNNB_FLAG_INT, "0", NULL,
+     "Batch size per compute device; 0 uses the model's default."},
+    {"num_batches", CNNB_FLAG_INT, "100", NULL,
+     "Number of batches to run, excluding warmup. At most one of --num_batches and "
+     "--num_epochs may be given."},
+    {"num_warmup_batches", CNNB_FLAG_INT, "10", NULL,
+     "Number of batches to run before timing (tf_cnn_benchmarks' default, 10)."},
+    {"display_every", CNNB_FLAG_INT, "10", NULL,
+     "Number of local steps after which progress is printed out (at least 1)."},
+    {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
+     "counts the dataset's training set). When not given, --num_batches counts the steps."},
+    {"data_name", CNNB_FLAG_STRING, "imagenet", NULL,
+     "Name of the dataset: imagenet or cifar10."},
+    {"data_dir", CNNB_FLAG_STRING, "", NULL,
+     "Path to the dataset, read by a datasource that understands what it holds. If empty, "
+     "synthetic data is used."},
+    {"datasource", CNNB_FLAG_STRING, "", NULL,
+     "Datasource plugin to read batches with; empty asks every datasource plugin whether "
+     "it can serve --data_name and --data_dir, and takes the best (synthetic without "
+     "--data_dir)."},
+    {"num_classes", CNNB_FLAG_INT, "0", NULL,
+     "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks)."},
+    {"image_size", CNNB_FLAG_INT, "0", NULL,
+     "Input image height and width; 0 uses the model's default."},
+    {"forward_only", CNNB_FLAG_BOOL, "false", NULL,
+     "Benchmark inference only: forward pass and loss, no backward pass or update."},
+    {"eval", CNNB_FLAG_BOOL, "false", NULL,
+     "Evaluate instead of training: forward passes in inference mode over the validation "
+     "set, top-1/top-5 hits summed over every timed step, replica and process, and the "
+     "report prints 'Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]' as "
+     "tf_cnn_benchmarks. Warm-up steps rerun the first batch and are not counted."},
+    {"num_eval_batches", CNNB_FLAG_INT, "0", NULL,
+     "Number of evaluation batches (per replica, excluding warmup) for --eval and for "
+     "each --eval_during_training_* evaluation. When neither it nor --num_eval_epochs is "
+     "given, --eval counts --num_batches (or --num_epochs over the validation set), as "
+     "tf_cnn_benchmarks; an evaluation during training covers the validation set once "
+     "when the datasource knows its size (tf_cnn_benchmarks would run the training's "
+     "--num_batches or --num_epochs), else as many batches as training runs."},
+    {"num_eval_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Number of evaluation epochs over the validation set (rounded up to whole batches), "
+     "instead of --num_eval_batches."},
+    {"eval_during_training_every_n_steps", CNNB_FLAG_INT, "0", NULL,
+     "Every n timed training steps, and once more at the end, evaluate the model in "
+     "memory on the validation set (inference mode: batch norm on its moving statistics, "
+     "no dropout) and print its accuracy. The evaluation's time is left out of the "
+     "training's images/sec. Not with --eval, --forward_only or --input_only; 0: off."},
+    {"eval_during_training_every_n_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "As --eval_during_training_every_n_steps, after every n training epochs (the first "
+     "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off."},
+    {"input_only", CNNB_FLAG_BOOL, "false", NULL,
+     "Run only the input pipeline (the datasource and its prefetch, no model) and report "
+     "its images/sec, to see whether input or compute bounds a run. Not with --eval, "
+     "--forward_only or --eval_during_training_*."},
+    {"print_training_accuracy", CNNB_FLAG_BOOL, "false", NULL,
+     "Calculate and print top-1 and top-5 training accuracy with each step line."},
+    {"seed", CNNB_FLAG_INT, "1234", NULL,
+     "Random seed for weights and synthetic data (tf_cnn_benchmarks' --tf_random_seed, "
+     "which also works)."},
+};
+
+static const core_flag devices[] = {
+    {"device", CNNB_FLAG_STRING, "cpu", NULL,
+     "Device plugin to compute on (tf_cnn_benchmarks defaults to gpu; we default to what "
+     "every machine has)."},
+    {"num_gpus", CNNB_FLAG_INT, "1", NULL,
+     "Number of devices to run on (replicas in this process), whatever their kind."},
+    {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
+     "Threads for intra-op parallelism; 0 lets the device choose. At most 4 per core."},
+    {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
+     "Accepted so tf_cnn_benchmarks command lines run unchanged; cnnbench runs one op "
+     "at a time, so it has no effect."},
+    {"cuda_graphs", CNNB_FLAG_BOOL, "false", NULL,
+     "Record the device work of one step after two ordinary ones and replay it every later "
+     "step: one launch a step instead of one per kernel (CUDA graphs; any device offering "
+     "CNNB_EXT_STEP_GRAPH). Needs one replica in one process, a batch that never changes "
+     "(synthetic data) and no dropout; otherwise a warning says why steps run as usual."},
+    {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
+     "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
+     "devices pick their own physical layouts whatever it says."},
+    {"input_dtype", CNNB_FLAG_STRING, "auto", input_dtypes,
+     "How batches travel from the datasource to the device: auto sends uint8 NHWC pixels "
+     "that the device normalizes (a quarter of the bytes) when both offer it, else float32; "
+     "uint8 or float32 forces one (uint8 is refused when either side lacks it)."},
+    {"precision", CNNB_FLAG_STRING, "fp32", precisions,
+     "Compute precision of activations and gradients; master weights stay fp32."},
+    {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
+    {"fp16_loss_scale", CNNB_FLAG_FLOAT, "0", NULL,
+     "With fp16, multiply the loss by this before backward and divide gradients by it; "
+     "0 uses the model's default (128)."},
+    {"fp16_enable_auto_loss_scale", CNNB_FLAG_BOOL, "false", NULL,
+     "With fp16, adjust the loss scale automatically during training."},
+    {"fp16_inc_loss_scale_every_n", CNNB_FLAG_INT, "1000", NULL,
+     "With automatic loss scaling, increase the loss scale every n steps."},
+};
+
+static const core_flag distribution[] = {
+    {"variable_update", CNNB_FLAG_STRING, "independent", NULL,
+     "Strategy plugin for variables and gradients (tf_cnn_benchmarks' default needs a "
+     "parameter server; we default to independent, which works on any number of devices)."},
+    {"all_reduce_spec", CNNB_FLAG_STRING, "", NULL,
+     "All-reduce algorithm for replicated strategies, e.g. nccl, xring, pscpu; empty lets "
+     "the strategy choose."},
+    {"gradient_bucket_mb", CNNB_FLAG_FLOAT, "25", NULL,
+     "Gradients are grouped into buckets of about this many MiB (> 0), each reduced as "
+     "soon as backward finishes it."},
+    {"collective_timeout_s", CNNB_FLAG_FLOAT, "60", NULL,
+     "Longest wait (seconds) for another process in a collective: past it the process "
+     "counts as lost and every rank ends with an error naming it."},
+    {"gradient_repacking", CNNB_FLAG_INT, "0", NULL,
+     "Replicated strategies: pack the gradients into this many chunks before the "
+     "all-reduce (tf_cnn_benchmarks' flag); 0 reduces each bucket as it is."},
+    {"compact_gradient_transfer", CNNB_FLAG_BOOL, "false", NULL,
+     "Send gradients between processes as 16 bits (bf16; fp16 under --precision=fp16), "
+     "half the bytes, summed in fp32."},
+};
+
+static const core_flag optimization[] = {
+    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers, "Optimizer to use."},
+    {"init_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
+     "Initial learning rate for training; when not given, the model's default."},
+    {"piecewise_learning_rate_schedule", CNNB_FLAG_STRING, "", NULL,
+     "A piecewise learning rate schedule over epochs, LR0;E1;LR1;...;En;LRn: the rate is "
+     "LRi while E(i-1) <= epoch < Ei. No other learning rate flag may be given with it."},
+    {"num_epochs_per_decay", CNNB_FLAG_FLOAT, "0", NULL,
+     "Epochs after which the learning rate decays (staircase); 0: no decay."},
+    {"learning_rate_decay_factor", CNNB_FLAG_FLOAT, "0", NULL,
+     "Learning rate decay factor, applied every --num_epochs_per_decay epochs; 0: no decay."},
+    {"minimum_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
+     "The learning rate never decays below this value."},
+    {"num_learning_rate_warmup_epochs", CNNB_FLAG_FLOAT, "0", NULL,
+     "Increase the learning rate linearly to its initial value over these first epochs."},
+    {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL,
+     "Momentum for training (Nesterov, as tf_cnn_benchmarks), in [0, 1)."},
+    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp, in [0, 1)."},
+    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp, in [0, 1)."},
+    {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp."},
+    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer, in [0, 1)."},
+    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer, in [0, 1)."},
+    {"adam_epsilon", CNNB_FLAG_FLOAT, "1e-8", NULL, "Epsilon term for the Adam optimizer."},
+    {"weight_decay", CNNB_FLAG_FLOAT, "0.00004", NULL, "Weight decay (L2) factor for training."},
+    {"gradient_clip", CNNB_FLAG_FLOAT, "0", NULL,
+     "Gradient clipping magnitude; 0 disables clipping."},
+};
+
+static const core_flag checkpoints_and_logs[] = {
+    {"train_dir", CNNB_FLAG_STRING, "", NULL,
+     "Directory for checkpoints (safetensors, torchvision's parameter names where the model "
+     "has them). Training saves there every --save_model_steps / --save_model_secs and at the "
+     "end, and resumes from its latest valid checkpoint when there is one (step, learning-rate "
+     "schedule, optimizer state, loss scale); --eval evaluates its latest checkpoint. Empty: "
+     "no checkpoints."},
+    {"save_model_steps", CNNB_FLAG_INT, "0", NULL,
+     "With --train_dir, save a checkpoint every n global steps; 0: only at the end (and as "
+     "--save_model_secs says)."},
+    {"save_model_secs", CNNB_FLAG_FLOAT, "0", NULL,
+     "With --train_dir, save a checkpoint when this many seconds passed since the last one; "
+     "0: off."},
+    {"max_ckpts_to_keep", CNNB_FLAG_INT, "5", NULL,
+     "With --train_dir, how many of the newest checkpoints to keep; older ones are deleted."},
+    {"benchmark_log_dir", CNNB_FLAG_STRING, "", NULL,
+     "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
+     "configuration, machine and plugins, every displayed step, and a final summary. Keys "
+     "are documented in the README. Empty: no log."},
+    {"trace_file", CNNB_FLAG_STRING, "", NULL,
+     "Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of --trace_steps "
+     "steady-state steps: every node's forward and backward, the optimizer update, the data "
+     "wait and each gradient bucket's communication, one process per rank (\".rankN\" is "
+     "added to the name under several ranks). Empty: no trace."},
+    {"trace_steps", CNNB_FLAG_INT, "3", NULL,
+     "With --trace_file, how many timed steps to trace, from the first step after warm-up."},
+    {"target_accuracy", CNNB_FLAG_FLOAT, "0", NULL,
+     "Time to accuracy (as MLPerf): stop training once top-1 accuracy on the validation set "
+     "reaches this fraction at one of the --eval_during_training_* evaluations, and report "
+     "the wall time, images and epochs it took. Needs an evaluation during training; 0: off."},
+};
+
+static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const core_flag *list,
+                                 size_t count) {
+  cnnb_flag_registry *r = cnnb_flags_theme_registry(flags, theme);
+  if (!r) return CNNB_ENOMEM;
+  for (size_t i = 0; i < count; i++) {
+    const core_flag *f = &list[i];
+    cnnb_status st = f->choices
+        ? cnnb_flags_declare_choice(r, f->name, f->default_value, f->choices, f->help)
+        : cnnb_flag_declare(r, f->name, f->type, f->default_value, f->help);
+    if (st != CNNB_OK) return st;
+  }
+  return CNNB_OK;
+}
+
+#define DECLARE(theme, list) declare_theme(flags, theme, list, sizeof list / sizeof list[0])
+
+cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
+  if (!flags) return CNNB_EINVAL;
+  cnnb_status st = DECLARE("General", general);
+  if (st == CNNB_OK) {
+    /* --plugin is repeatable: every value is kept, in order, joined with ':' like
+     * CNNB_PLUGIN_PATH (so cnnb_flags_string(flags, "plugin") reads "a.so:b.so"). */
+    st = cnnb_flags_declare_repeated(cnnb_flags_theme_registry(flags, "General"), "plugin", ':',
+                                     "Load the plugin in FILE as well as those found on the "
+                                     "plugin path; repeat the flag for several files. "
+                                     "Values are joined with ':'.");
+  }
+  if (st == CNNB_OK) st = DECLARE("Model and data", model_and_data);
+  if (st == CNNB_OK) st = DECLARE("Devices", devices);
+  if (st == CNNB_OK) st = DECLARE("Distribution", distribution);
+  if (st == CNNB_OK) st = DECLARE("Optimization", optimization);
+  if (st == CNNB_OK) st = DECLARE("Checkpoints and logs", checkpoints_and_logs);
+  if (st == CNNB_OK) st = cnnb_flags_alias(flags, "tf_random_seed", "seed");
+  return st;
+}

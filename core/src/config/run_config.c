@@ -1,0 +1,404 @@
+/* run_config.c — the core's flags read once into a cnnb_run_config (run_config.h), each
+ * checked where it is read, so every refusal names the flag the user typed. The rules
+ * that need a plugin's answer (the model's defaults, the datasource's epoch) are checked
+ * at setup instead. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+#include "config/run_config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/loss_scale.h"
+
+/* Largest values that still mean something; beyond them a flag is a typo. */
+#define MAX_BATCH_SIZE (1 << 20)
+#define MAX_IMAGE_SIZE 4096
+#define MAX_REPLICAS 64
+#define MAX_CLASSES (1 << 24)
+#define MAX_BUCKET_MB 1e6
+/* A day: longer is a hang by any measure; a collective that slow is a lost rank. */
+#define MAX_COLLECTIVE_TIMEOUT_S 86400.0
+/* tf_cnn_benchmarks packs into a handful of chunks; thousands is a typo. */
+#define MAX_REPACKING 1024
+
+static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) CNNB_PRINTF(3, 4);
+static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, size, fmt, ap);
+  va_end(ap);
+  return CNNB_EINVAL;
+}
+
+/* The precisions, as --precision spells them. */
+static const struct {
+  const char *name, *flag;
+  uint32_t precision;
+} precisions[] = {{"fp32", "--precision=fp32", CNNB_PRECISION_FP32},
+                  {"bf16", "--precision=bf16", CNNB_PRECISION_BF16},
+                  {"fp16", "--precision=fp16", CNNB_PRECISION_FP16}};
+
+const char *cnnb_precision_name(uint32_t precision) {
+  for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++)
+    if (precisions[i].precision == precision) return precisions[i].name;
+  return "unknown";
+}
+
+const char *cnnb_run_mode_name(cnnb_run_mode mode) {
+  switch (mode) {
+    case CNNB_MODE_TRAIN: return "training";
+    case CNNB_MODE_FORWARD_ONLY: return "forward-only";
+    case CNNB_MODE_EVAL: return "evaluation";
+    case CNNB_MODE_INPUT_ONLY: return "input-only";
+  }
+  return "unknown";
+}
+
+/* An int flag inside [lo, hi]; `meaning` finishes the sentence "must be in [lo, hi]". */
+static cnnb_status int_in(const cnnb_flags *flags, const char *name, int64_t lo, int64_t hi,
+                          const char *meaning, int64_t *out, char *err, size_t size) {
+  int64_t v = cnnb_flags_int(flags, name);
+  if ((v < lo || v > hi) && hi >= INT64_MAX / 2) /* no upper bound worth naming */
+    return refuse(err, size, "--%s=%lld: must be at least %lld%s", name, (long long)v,
+                  (long long)lo, meaning);
+  if (v < lo || v > hi)
+    return refuse(err, size, "--%s=%lld: must be in [%lld, %lld]%s", name, (long long)v,
+                  (long long)lo, (long long)hi, meaning);
+  *out = v;
+  return CNNB_OK;
+}
+
+/* A float flag in [lo, hi) (hi_open) or [lo, hi]. */
+static cnnb_status float_in(const cnnb_flags *flags, const char *name, double lo, double hi,
+                            bool hi_open, double *out, char *err, size_t size) {
+  double v = cnnb_flags_float(flags, name);
+  if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
+    return refuse(err, size, "--%s=%g: must be in [%g, %g%c", name, v, lo, hi,
+                  hi_open ? ')' : ']');
+  *out = v;
+  return CNNB_OK;
+}
+
+static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_config *cfg,
+                                         char *err, size_t size) {
+  static const struct {
+    const char *flag;
+    size_t offset;
+  } names[] = {{"model", offsetof(cnnb_run_config, model)},
+               {"device", offsetof(cnnb_run_config, device)},
+               {"variable_update", offsetof(cnnb_run_config, strategy)}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = cnnb_flags_string(flags, names[i].flag);
+    if (!*v) return refuse(err, size, "--%s is empty: name a plugin (see --list_plugins)", names[i].flag);
+    memcpy((char *)cfg + names[i].offset, &v, sizeof v);
+  }
+  cfg->datasource = cnnb_flags_string(flags, "datasource");
+  cfg->model_info = cnnb_flags_bool(flags, "model_info");
+  bool eval = cnnb_flags_bool(flags, "eval"), forward = cnnb_flags_bool(flags, "forward_only");
+  bool input = cnnb_flags_bool(flags, "input_only");
+  if (eval && forward)
+    return refuse(err, size, "--eval and --forward_only both given: give one of them");
+  if (input && (eval || forward))
+    return refuse(err, size, "--input_only and %s both given: --input_only runs no model, so "
+                  "give one of them", eval ? "--eval" : "--forward_only");
+  cfg->mode = eval ? CNNB_MODE_EVAL : forward ? CNNB_MODE_FORWARD_ONLY
+            : input ? CNNB_MODE_INPUT_ONLY : CNNB_MODE_TRAIN;
+  return CNNB_OK;
+}
+
+/* --num_eval_batches / --num_eval_epochs and the --eval_during_training_* pair, after
+ * the steps (under --eval they replace --num_batches / --num_epochs). */
+static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                             size_t size) {
+  bool by_steps = cnnb_flags_is_set(flags, "eval_during_training_every_n_steps");
+  bool by_epochs = cnnb_flags_is_set(flags, "eval_during_training_every_n_epochs");
+  if (by_steps && by_epochs)
+    return refuse(err, size, "--eval_during_training_every_n_steps and "
+                  "--eval_during_training_every_n_epochs both given: give one of them");
+  const char *during = by_steps ? "--eval_during_training_every_n_steps"
+                                : "--eval_during_training_every_n_epochs";
+  if ((by_steps || by_epochs) && cfg->mode != CNNB_MODE_TRAIN)
+    return refuse(err, size, "%s and %s both given: evaluating during training needs "
+                  "training; give one of them", during,
+                  cfg->mode == CNNB_MODE_EVAL ? "--eval"
+                  : cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+  cnnb_status st;
+  if (by_steps && (st = int_in(flags, "eval_during_training_every_n_steps", 1, INT64_MAX / 2,
+                               "", &cfg->eval_every_n_steps, err, size)))
+    return st;
+  if (by_epochs) {
+    double e = cnnb_flags_float(flags, "eval_during_training_every_n_epochs");
+    if (!(e > 0.0) || e > 1e9)
+      return refuse(err, size, "--eval_during_training_every_n_epochs=%g: must be > 0 and at "
+                    "most 1e9", e);
+    cfg->eval_every_n_epochs = e;
+  }
+  cfg->eval_during_training = by_steps || by_epochs;
+
+  bool batches = cnnb_flags_is_set(flags, "num_eval_batches");
+  bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");
+  if (batches && epochs)
+    return refuse(err, size, "--num_eval_batches and --num_eval_epochs both given: give one "
+                  "of them");
+  if ((batches || epochs) && cfg->mode != CNNB_MODE_EVAL && !cfg->eval_during_training)
+    return refuse(err, size, "%s sizes an evaluation, and this run evaluates nothing: give it "
+                  "with --eval or --eval_during_training_every_n_steps / _epochs",
+                  batches ? "--num_eval_batches" : "--num_eval_epochs");
+  if (batches && (st = int_in(flags, "num_eval_batches", 1, INT64_MAX / 2, "",
+                              &cfg->num_eval_batches, err, size)))
+    return st;
+  if (epochs) {
+    double e = cnnb_flags_float(flags, "num_eval_epochs");
+    if (!(e > 0.0) || e > 1e9)
+      return refuse(err, size, "--num_eval_epochs=%g: must be > 0 and at most 1e9", e);
+    cfg->num_eval_epochs = e;
+  }
+  /* tf_cnn_benchmarks: under --eval, the eval counts replace the run's own. */
+  if (cfg->mode == CNNB_MODE_EVAL && (batches || epochs)) {
+    cfg->num_batches = cfg->num_eval_batches;
+    cfg->num_epochs = cfg->num_eval_epochs;
+  }
+  return CNNB_OK;
+}
+
+static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                             size_t size) {
+  const char *name = cnnb_flags_string(flags, "data_name");
+  cfg->dataset = cnnb_dataset_find(name);
+  if (!cfg->dataset) {
+    size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; known:", name);
+    const cnnb_dataset_info *d;
+    for (uint32_t k = 1; (d = cnnb_dataset_lookup(k)) && len < size; k++)
+      len += (size_t)snprintf(err + len, size - len, "%s %s", k > 1 ? "," : "", d->name);
+    return CNNB_EINVAL;
+  }
+  cfg->data_dir = cnnb_flags_string(flags, "data_dir");
+  cfg->num_classes = cfg->dataset->num_classes;
+  int64_t v = 0;
+  cnnb_status st;
+  if (cnnb_flags_is_set(flags, "num_classes")) {
+    if ((st = int_in(flags, "num_classes", 2, MAX_CLASSES, "", &v, err, size))) return st;
+    cfg->num_classes = (int32_t)v;
+  }
+  if ((st = int_in(flags, "image_size", 0, MAX_IMAGE_SIZE, " (0: the model's)", &v, err, size)))
+    return st;
+  cfg->image_size = (int32_t)v;
+  if ((st = int_in(flags, "batch_size", 0, MAX_BATCH_SIZE, " (0: the model's default)", &v,
+                   err, size)))
+    return st;
+  cfg->batch_size = (int32_t)v;
+  if ((st = int_in(flags, "seed", 0, UINT32_MAX, "", &v, err, size))) return st;
+  cfg->seed = (uint64_t)v;
+  return CNNB_OK;
+}
+
+static cnnb_status read_steps(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                              size_t size) {
+  bool epochs = cnnb_flags_is_set(flags, "num_epochs");
+  if (epochs && cnnb_flags_is_set(flags, "num_batches"))
+    return refuse(err, size, "--num_batches and --num_epochs both given: give one of them");
+  cnnb_status st;
+  if (epochs) {
+    /* Refused rather than rounded: 0 or less would run nothing the user asked for, and
+     * the step count it leads to is checked against the epoch's size at setup. */
+    double e = cnnb_flags_float(flags, "num_epochs");
+    if (!(e > 0.0) || e > 1e9)
+      return refuse(err, size, "--num_epochs=%g: must be > 0 and at most 1e9", e);
+    cfg->num_epochs = e;
+  } else if ((st = int_in(flags, "num_batches", 1, INT64_MAX / 2, "", &cfg->num_batches, err,
+                          size))) {
+    return st;
+  }
+  if ((st = int_in(flags, "num_warmup_batches", 0, INT64_MAX / 2, "", &cfg->num_warmup_batches,
+                   err, size)) ||
+      (st = int_in(flags, "display_every", 1, INT64_MAX, " (1 prints every step)",
+                   &cfg->display_every, err, size)))
+    return st;
+  cfg->print_accuracy = cnnb_flags_bool(flags, "print_training_accuracy") ||
+                        cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_EVAL;
+  return CNNB_OK;
+}
+
+static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                size_t size) {
+  int64_t v = 0;
+  cnnb_status st;
+  if ((st = int_in(flags, "num_gpus", 1, MAX_REPLICAS, "", &v, err, size))) return st;
+  cfg->num_replicas = (int32_t)v;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  int64_t max_threads = (int64_t)cores * CNNB_MAX_THREADS_PER_CORE;
+  v = cnnb_flags_int(flags, "num_intra_threads");
+  if (v < 0 || v > max_threads)
+    return refuse(err, size, "--num_intra_threads=%lld: must be in [0, %lld] (0: the device "
+                  "chooses; at most %d threads per core, and this machine has %ld cores online)",
+                  (long long)v, (long long)max_threads, CNNB_MAX_THREADS_PER_CORE, cores);
+  cfg->num_threads = (int32_t)v;
+  cfg->step_graphs = cnnb_flags_bool(flags, "cuda_graphs");
+
+  /* precision_flag keeps the user's own spelling, so a device's refusal names it. */
+  const char *precision = cnnb_flags_string(flags, "precision");
+  if (cnnb_flags_bool(flags, "use_fp16")) {
+    if (cnnb_flags_is_set(flags, "precision") && strcmp(precision, "fp16") != 0)
+      return refuse(err, size, "--use_fp16 contradicts --precision=%s: give one of them", precision);
+    precision = "fp16";
+    cfg->precision_flag = "--use_fp16";
+  }
+  for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
+    if (strcmp(precision, precisions[i].name) != 0) continue;
+    cfg->precision = precisions[i].precision;
+    if (!cfg->precision_flag) cfg->precision_flag = precisions[i].flag;
+  }
+  if (!cfg->precision) return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
+  cfg->data_format = cnnb_flags_string(flags, "data_format");
+  const char *dtype = cnnb_flags_string(flags, "input_dtype");
+  if (strcmp(dtype, "auto") == 0) cfg->input_dtype = CNNB_INPUT_AUTO;
+  else if (strcmp(dtype, "uint8") == 0) cfg->input_dtype = CNNB_INPUT_UINT8;
+  else if (strcmp(dtype, "float32") == 0) cfg->input_dtype = CNNB_INPUT_FLOAT32;
+  else return refuse(err, size, "--input_dtype=%s: known: auto, uint8, float32", dtype);
+
+  cfg->all_reduce_spec = cnnb_flags_string(flags, "all_reduce_spec");
+  double mb = cnnb_flags_float(flags, "gradient_bucket_mb");
+  if (!(mb > 0.0 && mb <= MAX_BUCKET_MB))
+    return refuse(err, size, "--gradient_bucket_mb=%g: must be > 0 and at most %g", mb,
+                  MAX_BUCKET_MB);
+  cfg->gradient_bucket_bytes = (int64_t)(mb * (1 << 20));
+  if (cfg->gradient_bucket_bytes < (int64_t)sizeof(float))
+    cfg->gradient_bucket_bytes = sizeof(float); /* each parameter then fills its own bucket */
+  double timeout = cnnb_flags_float(flags, "collective_timeout_s");
+  if (!(timeout > 0.0 && timeout <= MAX_COLLECTIVE_TIMEOUT_S))
+    return refuse(err, size, "--collective_timeout_s=%g: must be > 0 and at most %g seconds",
+                  timeout, MAX_COLLECTIVE_TIMEOUT_S);
+  cfg->collective_timeout_s = timeout;
+  if ((st = int_in(flags, "gradient_repacking", 0, MAX_REPACKING, " (0: no repacking)", &v, err,
+                   size)))
+    return st;
+  cfg->gradient_repacking = (int32_t)v;
+  cfg->compact_gradient_transfer = cnnb_flags_bool(flags, "compact_gradient_transfer");
+  return CNNB_OK;
+}
+
+static cnnb_status read_optimizer(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                  size_t size) {
+  cnnb_trainer_config *t = &cfg->trainer;
+  const char *opt = cnnb_flags_string(flags, "optimizer");
+  t->rule = cnnb_optimizer_rule_parse(opt);
+  if (!t->rule)
+    return refuse(err, size, "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)", opt);
+  t->nesterov = true; /* tf_cnn_benchmarks' momentum optimizer is always Nesterov */
+  double v = 0;
+  cnnb_status st;
+  /* Momenta and decays outside [0, 1) make the accumulators grow without bound: the run
+   * would diverge and blame the learning rate. */
+  if ((st = float_in(flags, "momentum", 0, 1, true, &v, err, size))) return st;
+  t->momentum = (float)v;
+  if ((st = float_in(flags, "rmsprop_decay", 0, 1, true, &v, err, size))) return st;
+  t->rmsprop_decay = (float)v;
+  if ((st = float_in(flags, "rmsprop_momentum", 0, 1, true, &v, err, size))) return st;
+  t->rmsprop_momentum = (float)v;
+  if ((st = float_in(flags, "adam_beta1", 0, 1, true, &v, err, size))) return st;
+  t->adam_beta1 = (float)v;
+  if ((st = float_in(flags, "adam_beta2", 0, 1, true, &v, err, size))) return st;
+  t->adam_beta2 = (float)v;
+  static const char *const epsilons[] = {"rmsprop_epsilon", "adam_epsilon"};
+  for (size_t i = 0; i < 2; i++) {
+    v = cnnb_flags_float(flags, epsilons[i]);
+    if (!(v > 0.0 && v <= 1e6))
+      return refuse(err, size, "--%s=%g: must be > 0 and at most 1e6", epsilons[i], v);
+    if (i == 0) t->rmsprop_epsilon = (float)v;
+    else t->adam_epsilon = (float)v;
+  }
+  if ((st = float_in(flags, "weight_decay", 0, 1, false, &v, err, size))) return st;
+  t->weight_decay = (float)v;
+  if ((st = float_in(flags, "gradient_clip", 0, 1e30, false, &v, err, size))) return st;
+  t->gradient_clip = (float)v;
+
+  t->fp16 = cfg->precision == CNNB_PRECISION_FP16;
+  if ((st = float_in(flags, "fp16_loss_scale", 0, 16777216, false, &v, err, size))) return st;
+  t->fp16_loss_scale = (float)v;
+  t->auto_loss_scale = cnnb_flags_bool(flags, "fp16_enable_auto_loss_scale");
+  int64_t n = 0;
+  if ((st = int_in(flags, "fp16_inc_loss_scale_every_n", 1, INT64_MAX, "", &n, err, size)))
+    return st;
+  t->inc_loss_scale_every_n = n;
+
+  cnnb_lr_config *lr = &t->lr;
+  lr->has_init_learning_rate = cnnb_flags_is_set(flags, "init_learning_rate");
+  lr->init_learning_rate = cnnb_flags_float(flags, "init_learning_rate");
+  lr->piecewise = cnnb_flags_string(flags, "piecewise_learning_rate_schedule");
+  lr->num_epochs_per_decay = cnnb_flags_float(flags, "num_epochs_per_decay");
+  lr->learning_rate_decay_factor = cnnb_flags_float(flags, "learning_rate_decay_factor");
+  lr->minimum_learning_rate = cnnb_flags_float(flags, "minimum_learning_rate");
+  lr->warmup_epochs = cnnb_flags_float(flags, "num_learning_rate_warmup_epochs");
+  return cnnb_lr_config_check(lr, err, size);
+}
+
+/* --train_dir and its saving flags, the log and trace outputs, --target_accuracy. */
+static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                size_t size) {
+  cnnb_status st;
+  cfg->train_dir = cnnb_flags_string(flags, "train_dir");
+  bool training = cfg->mode == CNNB_MODE_TRAIN;
+  static const char *const saving[] = {"save_model_steps", "save_model_secs", "max_ckpts_to_keep"};
+  for (size_t i = 0; i < sizeof saving / sizeof saving[0]; i++) {
+    if (!cnnb_flags_is_set(flags, saving[i])) continue;
+    if (!*cfg->train_dir)
+      return refuse(err, size, "--%s given without --train_dir: name the directory to save "
+                    "checkpoints in", saving[i]);
+    if (!training)
+      return refuse(err, size, "--%s given with %s: only training saves checkpoints", saving[i],
+                    cfg->mode == CNNB_MODE_EVAL ? "--eval" : cfg->mode == CNNB_MODE_FORWARD_ONLY
+                                                                 ? "--forward_only" : "--input_only");
+  }
+  if (*cfg->train_dir && (cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_INPUT_ONLY))
+    return refuse(err, size, "--train_dir given with %s: checkpoints are for training and --eval",
+                  cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+  if ((st = int_in(flags, "save_model_steps", 0, INT64_MAX / 2, " (0: at the end only)",
+                   &cfg->save_model_steps, err, size)))
+    return st;
+  if ((st = float_in(flags, "save_model_secs", 0, 1e9, false, &cfg->save_model_secs, err, size)))
+    return st;
+  int64_t v = 0;
+  if ((st = int_in(flags, "max_ckpts_to_keep", 1, 1000000, "", &v, err, size))) return st;
+  cfg->max_ckpts_to_keep = (int32_t)v;
+
+  cfg->benchmark_log_dir = cnnb_flags_string(flags, "benchmark_log_dir");
+  cfg->trace_file = cnnb_flags_string(flags, "trace_file");
+  if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
+    return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
+  if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
+  if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
+    return refuse(err, size, "--trace_file given with --input_only: the trace shows a model's steps");
+
+  if (cnnb_flags_is_set(flags, "target_accuracy")) {
+    double t = cnnb_flags_float(flags, "target_accuracy");
+    if (!(t > 0.0 && t <= 1.0))
+      return refuse(err, size, "--target_accuracy=%g: must be a top-1 fraction in (0, 1]", t);
+    if (!cfg->eval_during_training)
+      return refuse(err, size, "--target_accuracy=%g needs an evaluation to measure it: add "
+                    "--eval_during_training_every_n_epochs (or _every_n_steps)", t);
+    cfg->target_accuracy = t;
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                       size_t err_size) {
+  memset(cfg, 0, sizeof *cfg);
+  if (err && err_size) err[0] = '\0';
+  char scratch[2];
+  if (!err || !err_size) err = scratch, err_size = sizeof scratch;
+  cnnb_status st;
+  if ((st = read_plugins_and_mode(flags, cfg, err, err_size)) ||
+      (st = read_data(flags, cfg, err, err_size)) ||
+      (st = read_steps(flags, cfg, err, err_size)) ||
+      (st = read_eval(flags, cfg, err, err_size)) ||
+      (st = read_devices(flags, cfg, err, err_size)) ||
+      (st = read_optimizer(flags, cfg, err, err_size)) ||
+      (st = read_outputs(flags, cfg, err, err_size)))
+    return st;
+  return CNNB_OK;
+}

@@ -1,0 +1,84 @@
+/* flags.h — the flag table (never installed): every flag of a command line in one
+ * cnnb_flags, the core's (declared by config/core_flags.c, grouped by theme) and each
+ * plugin's (declared through its register_flags, grouped under the plugin's name).
+ * Parsing happens once, after every plugin declared its flags; plugins read theirs
+ * through their ctx (cnnb/ctx.h), the core reads the table once into its run
+ * configuration (config/run_config.h). */
+#ifndef CNNB_FLAGS_FLAGS_H
+#define CNNB_FLAGS_FLAGS_H
+
+#include <stdio.h>
+#include <cnnb/cnnb.h>
+
+#include "base/host_ctx.h"
+
+cnnb_flags *cnnb_flags_create(void);
+void cnnb_flags_destroy(cnnb_flags *flags);
+
+/* A registry that declares flags under `group` ("Model and data", or a plugin name). */
+cnnb_flag_registry *cnnb_flags_registry(cnnb_flags *flags, const char *group);
+
+/* Parses argv[1..argc). `--flag=value`, `--flag value`, `--bool` and `--nobool`.
+ * On an unknown flag or a bad value: returns CNNB_EINVAL with a message in err naming
+ * the flag (and "did you mean --x?" when a declared name is close). */
+cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size);
+/* The same parse, forgiving: unknown names, stray arguments and bad values are skipped,
+ * not refused. For a first pass that reads the flags it knows before the plugins that
+ * declare the others are loaded; the strict parse then judges the whole line. */
+void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv);
+/* Sets one flag from its command-line spelling, as parsing would. */
+cnnb_status cnnb_flags_set(cnnb_flags *flags, const char *name, const char *value, char *err,
+                           size_t err_size);
+/* Adds a sentence to a declared flag's help ("Installed here: cpu."), for facts known
+ * only after plugins load. CNNB_EINVAL for an unknown flag. */
+cnnb_status cnnb_flags_append_help(cnnb_flags *flags, const char *name, const char *text);
+/* --help: every group, its flags, type, default and help text. */
+void cnnb_flags_print_help(const cnnb_flags *flags, FILE *out);
+
+/* The same getters plugins use through a ctx, for core code. */
+int64_t cnnb_flags_int(const cnnb_flags *flags, const char *name);
+double cnnb_flags_float(const cnnb_flags *flags, const char *name);
+bool cnnb_flags_bool(const cnnb_flags *flags, const char *name);
+const char *cnnb_flags_string(const cnnb_flags *flags, const char *name);
+bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
+
+/* Every declared flag in declaration order (the core's themes first, then each plugin's
+ * group), for records that show the whole configuration (the benchmark log). */
+typedef struct cnnb_flag_view {
+  const char *name;
+  const char *group;      /* the core's theme ("Model and data") or the plugin's name */
+  bool plugin;            /* declared by a plugin */
+  cnnb_flag_type type;    /* which of i, f, b, s holds the value */
+  bool is_set;            /* given on the command line */
+  int64_t i;
+  double f;
+  bool b;
+  const char *s;          /* never NULL for a string flag; borrowed from the table */
+} cnnb_flag_view;
+size_t cnnb_flags_count(const cnnb_flags *flags);
+/* Flag number `index` (< cnnb_flags_count) into *view; false past the end. */
+bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view);
+
+/* ---- kinds of declaration beyond cnnb_flag_declare (host side) ------------------ */
+
+/* A registry for one of the core's own themed groups ("General", "Devices"). --help
+ * prints theme groups first, in the order first asked for, then every plugin group
+ * (from cnnb_flags_registry) under "Plugin <name>". */
+cnnb_flag_registry *cnnb_flags_theme_registry(cnnb_flags *flags, const char *theme);
+/* A string flag whose value must be one of `allowed` (NULL-terminated list, copied);
+ * any other value is refused when parsed, with a message listing the allowed ones. */
+cnnb_status cnnb_flags_declare_choice(cnnb_flag_registry *registry, const char *name,
+                                      const char *default_value, const char *const *allowed,
+                                      const char *help);
+/* A string flag that may be given several times: the values are kept in order, joined
+ * by `separator` (--plugin=a.so --plugin=b.so reads "a.so:b.so"); the default is "". */
+cnnb_status cnnb_flags_declare_repeated(cnnb_flag_registry *registry, const char *name,
+                                        char separator, const char *help);
+/* A second name for a declared flag (--tf_random_seed for --seed), so tf_cnn_benchmarks
+ * command lines keep working; shown in --help beside the flag. */
+cnnb_status cnnb_flags_alias(cnnb_flags *flags, const char *alias, const char *name);
+/* Why the last declaration on these flags was refused ("" when none). The refusal is
+ * also logged, so a loader that only checks the status still shows it. */
+const char *cnnb_flags_error(const cnnb_flags *flags);
+
+#endif

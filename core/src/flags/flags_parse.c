@@ -1,0 +1,154 @@
+/* flags_parse.c — the command line, absl/TF style: --flag=value, --flag value, --bool,
+ * --bool=false, --nobool; one dash works as well as two. Everything that is not a flag is
+ * an error naming it (cnnbench takes no positional arguments), and an unknown name gets
+ * "did you mean" when a declared one is close. The first error stops the parse. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flags/flags_internal.h"
+#include "base/names.h"
+
+const char *cnnb_flags_suggest(const cnnb_flags *flags, const char *name, bool *negated) {
+  const char *best = NULL;
+  int best_d = 0;
+  bool best_neg = false;
+  char no_name[256];
+  for (size_t i = 0; flags && i < flags->n; i++) {
+    const cnnb_flag_entry *f = &flags->v[i];
+    int d = cnnb_edit_distance(name, f->name);
+    if (!best || d < best_d) best = f->name, best_d = d, best_neg = false;
+    if (f->type == CNNB_FLAG_BOOL) {
+      snprintf(no_name, sizeof no_name, "no%s", f->name);
+      d = cnnb_edit_distance(name, no_name);
+      if (d < best_d) best = f->name, best_d = d, best_neg = true;
+    }
+  }
+  for (size_t i = 0; flags && i < flags->naliases; i++) {
+    int d = cnnb_edit_distance(name, flags->aliases[i].alias);
+    if (!best || d < best_d) best = flags->aliases[i].alias, best_d = d, best_neg = false;
+  }
+  if (!best || !cnnb_names_close_enough(name, best_d)) return NULL;
+  if (negated) *negated = best_neg;
+  return best;
+}
+
+cnnb_status cnnb_flags_set(cnnb_flags *flags, const char *name, const char *value, char *err,
+                           size_t err_size) {
+  cnnb_flag_entry *f = cnnb_flags_find(flags, name);
+  if (!f) {
+    bool neg = false;
+    const char *near = cnnb_flags_suggest(flags, name ? name : "", &neg);
+    if (near)
+      snprintf(err, err_size, "unknown flag --%s (did you mean --%s%s?)", name ? name : "",
+               neg ? "no" : "", near);
+    else
+      snprintf(err, err_size, "unknown flag --%s (cnnbench --help lists the flags)",
+               name ? name : "");
+    return CNNB_EINVAL;
+  }
+  return cnnb_flags_assign(f, value, err, err_size);
+}
+
+/* Splits "--name=value" / "-name" into name (copied to buf) and value (NULL if no '='). */
+static void split(const char *arg, char *buf, size_t size, const char **value) {
+  const char *p = arg + 1;
+  if (*p == '-') p++;
+  const char *eq = strchr(p, '=');
+  size_t len = eq ? (size_t)(eq - p) : strlen(p);
+  if (len >= size) len = size - 1;
+  memcpy(buf, p, len);
+  buf[len] = '\0';
+  *value = eq ? eq + 1 : NULL;
+}
+
+static bool is_flag(const char *arg) {
+  /* "-" alone is a conventional stand-in for stdin, and "-1" is a number: neither is a
+   * flag. "--" ends the flags. */
+  return arg[0] == '-' && arg[1] != '\0' && !(arg[1] >= '0' && arg[1] <= '9') &&
+         strcmp(arg, "--") != 0;
+}
+
+static cnnb_status positional(int argc, char **argv, int first, char *err, size_t err_size) {
+  size_t len = (size_t)snprintf(err, err_size, "unexpected argument%s",
+                                first + 1 < argc ? "s" : "");
+  for (int i = first; i < argc && len < err_size; i++)
+    len += (size_t)snprintf(err + len, err_size - len, "%s'%s'", i == first ? " " : ", ",
+                            argv[i]);
+  if (len < err_size)
+    snprintf(err + len, err_size - len, ": cnnbench takes only flags, written --name=value");
+  return CNNB_EINVAL;
+}
+
+/* The parse behind both entry points. lenient: skip what strict parsing would refuse
+ * (unknown names, stray arguments, bad values), so a first pass can read the flags it
+ * knows before the rest of the table exists. */
+static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient, char *err,
+                         size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  char scratch[2];
+  if (!err || !err_size) err = scratch, err_size = sizeof scratch;
+  if (!flags) {
+    snprintf(err, err_size, "no flag table");
+    return CNNB_EINVAL;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!arg) continue;
+    if (strcmp(arg, "--") == 0) {
+      if (i + 1 < argc && !lenient) return positional(argc, argv, i + 1, err, err_size);
+      break;
+    }
+    if (!is_flag(arg)) {
+      if (lenient) continue;
+      /* Name every stray argument before the next flag, not just the first. */
+      int last = i;
+      while (last + 1 < argc && argv[last + 1] && !is_flag(argv[last + 1])) last++;
+      return positional(last + 1, argv, i, err, err_size);
+    }
+    char name[256];
+    const char *value;
+    split(arg, name, sizeof name, &value);
+    cnnb_flag_entry *f = cnnb_flags_find(flags, name);
+    if (!f && strncmp(name, "no", 2) == 0) {
+      cnnb_flag_entry *pos = cnnb_flags_find(flags, name + 2);
+      if (pos && pos->type == CNNB_FLAG_BOOL) {
+        if (value) {
+          snprintf(err, err_size, "flag --%s takes no value (write --%s=%s instead)", name,
+                   name + 2, value);
+          return CNNB_EINVAL;
+        }
+        cnnb_status st = cnnb_flags_assign(pos, "false", err, err_size);
+        if (st != CNNB_OK && !lenient) return st;
+        continue;
+      }
+    }
+    if (!f) {
+      if (lenient) continue;
+      return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+    }
+    if (!value) {
+      if (f->type == CNNB_FLAG_BOOL) {
+        value = "true";
+      } else if (i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0) {
+        value = argv[++i];
+      } else {
+        if (lenient) continue;
+        snprintf(err, err_size, "flag --%s: missing value (write --%s=VALUE)", name, name);
+        return CNNB_EINVAL;
+      }
+    }
+    cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
+    if (st != CNNB_OK && !lenient) return st;
+  }
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err,
+                             size_t err_size) {
+  return parse(flags, argc, argv, false, err, err_size);
+}
+
+void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv) {
+  parse(flags, argc, argv, true, NULL, 0);
+}

@@ -1,0 +1,219 @@
+/* graph_build.c — the op builders of graph.h, and the one path every node takes into
+ * the graph. A builder only reads its desc (defaults filled, struct_size respected) into
+ * a request; cnnb_graph_add_op then names the node, checks its inputs and arity, and runs
+ * the op table's rules (op_table.c): the shape rule with its checks, then the
+ * parameters the op owns, with their tf_cnn_benchmarks default initializers.
+ *
+ * Descs are read only up to their struct_size (a smaller, older desc leaves the newer
+ * fields at their zero defaults), as the ABI's append-only rule requires. */
+#include <string.h>
+
+#include "graph/graph_impl.h"
+
+/* Copies the caller's desc into a zeroed local, reading no further than either size. */
+static void read_desc(void *dst, size_t dst_size, const void *src) {
+  memset(dst, 0, dst_size);
+  uint32_t size;
+  memcpy(&size, src, sizeof size);
+  memcpy(dst, src, size < dst_size ? size : dst_size);
+  size = (uint32_t)dst_size; /* struct_size now describes the local copy */
+  memcpy(dst, &size, sizeof size);
+}
+
+static int32_t or_default(int32_t v, int32_t def) {
+  return v ? v : def;
+}
+
+/* ---- the one path ---------------------------------------------------------------------- */
+
+cnnb_tensor cnnb_graph_add_op(cnnb_graph *g, cnnb_op_request *r) {
+  const cnnb_op_row *row = cnnb_op_row_of(r->op);
+  if (!row) {
+    if (g) cnnb_graph_fail(g, CNNB_EINTERNAL, "graph: op %u has no row in the op table", r->op);
+    return CNNB_NO_TENSOR;
+  }
+  cnnb_node_start s;
+  const char *base = r->auto_base ? r->auto_base : row->name;
+  bool arity = r->num_inputs >= row->min_inputs && r->num_inputs <= row->max_inputs;
+  /* A wrong count starts with no inputs, so the error still names the node. */
+  if (!cnnb_graph_start(&s, g, r->op, base, r->name, arity ? r->num_inputs : 0, r->inputs,
+                        r->by_host != 0))
+    return CNNB_NO_TENSOR;
+  if (!arity) {
+    if (r->num_inputs < row->min_inputs)
+      return cnnb_graph_reject(&s, CNNB_EINVAL, "count %d must be >= %d", r->num_inputs,
+                               row->min_inputs);
+    return cnnb_graph_reject(&s, CNNB_EINVAL, "count %d must be <= %d", r->num_inputs,
+                             row->max_inputs);
+  }
+  if (r->no_desc) return cnnb_graph_reject(&s, CNNB_EINVAL, "desc is NULL");
+  r->g = g;
+  r->error[0] = '\0';
+  if (!row->infer(r)) return cnnb_graph_reject(&s, CNNB_EINVAL, "%s", r->error);
+  cnnb_tensor t = cnnb_graph_finish(&s, &r->node, r->num_inputs, r->inputs);
+  if (t == CNNB_NO_TENSOR || !row->params) return t;
+  cnnb_op_param params[CNNB_OP_MAX_PARAMS];
+  int32_t count = row->params(r, params);
+  for (int32_t i = 0; i < count; i++)
+    if (!cnnb_graph_add_param(g, t, &params[i]))
+      return CNNB_NO_TENSOR;
+  return t;
+}
+
+/* A request for `op` on inputs, named `name`. */
+static cnnb_op_request request(uint32_t op, const char *name, int32_t num_inputs,
+                               const cnnb_tensor *inputs) {
+  return (cnnb_op_request){.op = op, .name = name, .num_inputs = num_inputs, .inputs = inputs};
+}
+
+/* ---- conv2d and pooling ------------------------------------------------------------------ */
+
+cnnb_tensor cnnb_conv2d(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_conv2d_desc *desc) {
+  cnnb_op_request r = request(CNNB_OP_CONV2D, name, 1, &x);
+  cnnb_conv2d_desc d = {0};
+  if (desc) read_desc(&d, sizeof d, desc);
+  r.no_desc = !desc;
+  r.padding = d.padding ? d.padding : CNNB_PAD_SAME;
+  r.node.attr.window.filters = d.filters;
+  r.node.attr.window.kernel_h = d.kernel_h;
+  r.node.attr.window.kernel_w = d.kernel_w;
+  r.node.attr.window.stride_h = or_default(d.stride_h, 1);
+  r.node.attr.window.stride_w = or_default(d.stride_w, 1);
+  r.node.attr.window.pad_top = d.pad_top;
+  r.node.attr.window.pad_bottom = d.pad_bottom;
+  r.node.attr.window.pad_left = d.pad_left;
+  r.node.attr.window.pad_right = d.pad_right;
+  r.node.attr.window.dilation_h = or_default(d.dilation_h, 1);
+  r.node.attr.window.dilation_w = or_default(d.dilation_w, 1);
+  r.node.attr.window.groups = or_default(d.groups, 1);
+  r.node.attr.window.use_bias = d.use_bias ? 1 : 0;
+  r.init[0] = d.kernel_init;
+  r.init[1] = (cnnb_init){CNNB_INIT_CONSTANT, d.bias_init};
+  return cnnb_graph_add_op(g, &r);
+}
+
+static cnnb_tensor pool(cnnb_graph *g, uint32_t op, const char *name, cnnb_tensor x,
+                        const cnnb_pool_desc *desc) {
+  cnnb_op_request r = request(op, name, 1, &x);
+  cnnb_pool_desc d = {0};
+  if (desc) read_desc(&d, sizeof d, desc);
+  r.no_desc = !desc;
+  /* tf_cnn_benchmarks' mpool()/apool(): stride = kernel and VALID unless given. */
+  r.padding = d.padding ? d.padding : CNNB_PAD_VALID;
+  r.node.attr.window.kernel_h = d.kernel_h;
+  r.node.attr.window.kernel_w = d.kernel_w;
+  r.node.attr.window.stride_h = or_default(d.stride_h, d.kernel_h);
+  r.node.attr.window.stride_w = or_default(d.stride_w, d.kernel_w);
+  r.node.attr.window.pad_top = d.pad_top;
+  r.node.attr.window.pad_bottom = d.pad_bottom;
+  r.node.attr.window.pad_left = d.pad_left;
+  r.node.attr.window.pad_right = d.pad_right;
+  r.node.attr.window.dilation_h = r.node.attr.window.dilation_w = 1;
+  r.node.attr.window.groups = 1;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_pool_desc *desc) {
+  return pool(g, CNNB_OP_MAX_POOL, name, x, desc);
+}
+
+cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_pool_desc *desc) {
+  return pool(g, CNNB_OP_AVG_POOL, name, x, desc);
+}
+
+cnnb_tensor cnnb_global_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  cnnb_op_request r = request(CNNB_OP_GLOBAL_AVG_POOL, name, 1, &x);
+  return cnnb_graph_add_op(g, &r);
+}
+
+/* ---- normalisation ------------------------------------------------------------------------- */
+
+cnnb_tensor cnnb_batch_norm(cnnb_graph *g, const char *name, cnnb_tensor x,
+                            const cnnb_batch_norm_desc *desc) {
+  cnnb_op_request r = request(CNNB_OP_BATCH_NORM, name, 1, &x);
+  cnnb_batch_norm_desc d = {0};
+  if (desc) read_desc(&d, sizeof d, desc); /* NULL: every default */
+  r.node.attr.batch_norm.epsilon = d.epsilon != 0.0f ? d.epsilon : 0.001f;
+  r.node.attr.batch_norm.decay = d.decay != 0.0f ? d.decay : 0.999f;
+  r.node.attr.batch_norm.scale = d.scale ? 1 : 0;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_lrn(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_lrn_desc *desc) {
+  cnnb_op_request r = request(CNNB_OP_LRN, name, 1, &x);
+  cnnb_lrn_desc d = {0};
+  if (desc) read_desc(&d, sizeof d, desc);
+  r.no_desc = !desc;
+  r.node.attr.lrn.depth_radius = d.depth_radius;
+  r.node.attr.lrn.bias = d.bias;
+  r.node.attr.lrn.alpha = d.alpha;
+  r.node.attr.lrn.beta = d.beta;
+  return cnnb_graph_add_op(g, &r);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------- */
+
+cnnb_tensor cnnb_relu(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  cnnb_op_request r = request(CNNB_OP_RELU, name, 1, &x);
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  cnnb_op_request r = request(CNNB_OP_RELU6, name, 1, &x);
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_dropout(cnnb_graph *g, const char *name, cnnb_tensor x, float keep_prob) {
+  cnnb_op_request r = request(CNNB_OP_DROPOUT, name, 1, &x);
+  r.node.attr.dropout.keep_prob = keep_prob;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_add(cnnb_graph *g, const char *name, cnnb_tensor a, cnnb_tensor b) {
+  const cnnb_tensor in[2] = {a, b};
+  cnnb_op_request r = request(CNNB_OP_ADD, name, 2, in);
+  return cnnb_graph_add_op(g, &r);
+}
+
+/* ---- dense ---------------------------------------------------------------------------------- */
+
+cnnb_tensor cnnb_dense(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_dense_desc *desc) {
+  cnnb_op_request r = request(CNNB_OP_DENSE, name, 1, &x);
+  cnnb_dense_desc d = {0};
+  if (desc) read_desc(&d, sizeof d, desc);
+  r.no_desc = !desc;
+  r.node.attr.dense.units = d.units;
+  r.node.attr.dense.use_bias = d.use_bias ? 1 : 0;
+  r.init[0] = d.weight_init;
+  r.init[1] = (cnnb_init){CNNB_INIT_CONSTANT, d.bias_init};
+  return cnnb_graph_add_op(g, &r);
+}
+
+/* ---- joins and reshapes ------------------------------------------------------------------ */
+
+cnnb_tensor cnnb_concat(cnnb_graph *g, const char *name, int32_t count, const cnnb_tensor *xs) {
+  cnnb_op_request r = request(CNNB_OP_CONCAT, name, count, xs);
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t before,
+                              int32_t after) {
+  cnnb_op_request r = request(CNNB_OP_PAD_CHANNELS, name, 1, &x);
+  r.node.attr.pad.before = before;
+  r.node.attr.pad.after = after;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t c, int32_t h,
+                         int32_t w) {
+  cnnb_op_request r = request(CNNB_OP_RESHAPE, name, 1, &x);
+  r.node.shape = (cnnb_shape){0, c, h, w};
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_flatten(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  cnnb_op_request r = request(CNNB_OP_RESHAPE, name, 1, &x);
+  r.auto_base = "flatten";
+  r.flatten = 1;
+  return cnnb_graph_add_op(g, &r);
+}

@@ -1,0 +1,485 @@
+/* op_table.c — the op table (op_table.h): one row per graph op, at the end of the file,
+ * and above the rows, a section per op with the rules that need code: its shape
+ * inference with TensorFlow's rules and its checks (every refusal names the shapes
+ * involved; the builder adds the node's name), the parameters it owns with their
+ * tf_cnn_benchmarks default initializers, and its forward FLOPs under model_info.h's
+ * counting rules.
+ *
+ * TF's window arithmetic (conv2d and the pools) lives in op_window.c. */
+#include "graph/op_table.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <cnnb/device.h>
+#include "graph/graph_internal.h"
+#include "graph/op_window.h"
+
+bool cnnb_op_refuse(cnnb_op_request *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->error, sizeof r->error, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) {
+  return cnnb_graph_tensor_shape(r->g, r->inputs[k]);
+}
+
+/* Per image: the elements of one image's slice of a shape. */
+static int64_t per_image(cnnb_shape s) {
+  return (int64_t)s.c * s.h * s.w;
+}
+
+/* Data movement only: input, labels, concat, pad_channels, reshape. */
+static void flops_none(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {}
+
+/* ---- shared shape rules ------------------------------------------------------------- */
+
+/* input and labels: the host gives the shape (the graph's geometry). */
+static bool infer_given(cnnb_op_request *r) { return true; }
+
+/* Elementwise on one input: the input's shape. */
+static bool infer_same(cnnb_op_request *r) {
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
+/* ---- conv2d --------------------------------------------------------------------------- */
+
+static bool infer_conv(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  const int32_t filters = r->node.attr.window.filters, groups = r->node.attr.window.groups;
+  if (filters < 1) return cnnb_op_refuse(r, "filters %d must be >= 1", filters);
+  if (groups < 1) return cnnb_op_refuse(r, "groups %d must be >= 1", groups);
+  if (in.c % groups != 0 || filters % groups != 0)
+    return cnnb_op_refuse(r, "groups %d must divide both input channels %d and filters %d "
+                          "(input [%d, %d, %d, %d])",
+                          groups, in.c, filters, in.n, in.c, in.h, in.w);
+  if (!cnnb_window_resolve(r, in, "filter")) return false;
+  r->node.shape.c = filters;
+  return true;
+}
+
+static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_MAX_PARAMS]) {
+  const cnnb_shape in = input_shape(r, 0);
+  const int32_t filters = r->node.attr.window.filters;
+  /* tf_cnn_benchmarks' conv(): variance scaling (TF default) unless told otherwise. */
+  cnnb_init kinit = r->init[0];
+  if (kinit.kind == CNNB_INIT_DEFAULT) kinit = (cnnb_init){CNNB_INIT_VARIANCE_SCALING, 1.0f};
+  out[0] = (cnnb_op_param){"kernel", "weight", 0, 0, 4,
+                           {filters, in.c / r->node.attr.window.groups,
+                            r->node.attr.window.kernel_h, r->node.attr.window.kernel_w},
+                           kinit};
+  if (!r->node.attr.window.use_bias) return 1;
+  out[1] = (cnnb_op_param){"bias", "bias", 0, 0, 1, {filters}, r->init[1]};
+  return 2;
+}
+
+static void flops_conv(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
+  int64_t out = per_image(n->shape);
+  int64_t cin_per_group = in.c / (n->attr.window.groups > 0 ? n->attr.window.groups : 1);
+  *matmul = 2 * (int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w * cin_per_group * out;
+  if (n->attr.window.use_bias) *matmul += out;
+  *flops = *matmul;
+}
+
+/* ---- batch norm ------------------------------------------------------------------------ */
+
+static bool infer_batch_norm(cnnb_op_request *r) {
+  const float epsilon = r->node.attr.batch_norm.epsilon, decay = r->node.attr.batch_norm.decay;
+  if (!(epsilon > 0.0f)) return cnnb_op_refuse(r, "epsilon %g must be > 0", (double)epsilon);
+  if (!(decay > 0.0f && decay <= 1.0f))
+    return cnnb_op_refuse(r, "decay %g must be in (0, 1]", (double)decay);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
+static int32_t params_batch_norm(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_MAX_PARAMS]) {
+  const int32_t c = input_shape(r, 0).c;
+  const cnnb_init ones = {CNNB_INIT_CONSTANT, 1.0f}, zeros = {CNNB_INIT_ZEROS, 0.0f};
+  int32_t k = 0;
+  /* tf_cnn_benchmarks excludes batch norm variables from L2 weight decay. */
+  if (r->node.attr.batch_norm.scale)
+    out[k++] = (cnnb_op_param){"gamma", "weight", 0, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+  out[k++] = (cnnb_op_param){"beta", "bias", 0, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
+  out[k++] = (cnnb_op_param){"moving_mean", "running_mean", 1, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
+  out[k++] = (cnnb_op_param){"moving_variance", "running_var", 1, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+  return k;
+}
+
+/* 3 for the batch mean and variance, 2 to normalise, 1 for the offset, 1 for a scale. */
+static void flops_batch_norm(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                             int64_t *matmul) {
+  *flops = per_image(n->shape) * (3 + 2 + 1 + (n->attr.batch_norm.scale ? 1 : 0));
+}
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+static void flops_relu(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = per_image(n->shape); /* max */
+}
+
+static void flops_relu6(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 2 * per_image(n->shape); /* max, then min */
+}
+
+static bool infer_dropout(cnnb_op_request *r) {
+  const float keep_prob = r->node.attr.dropout.keep_prob;
+  if (!(keep_prob > 0.0f && keep_prob <= 1.0f))
+    return cnnb_op_refuse(r, "keep_prob %g must be in (0, 1]", (double)keep_prob);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
+static void flops_dropout(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 2 * per_image(n->shape); /* mask compare, scale */
+}
+
+static bool infer_add(cnnb_op_request *r) {
+  cnnb_shape sa = input_shape(r, 0), sb = input_shape(r, 1);
+  if (sa.n != sb.n || sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
+    return cnnb_op_refuse(r, "'%s' is [%d, %d, %d, %d] but '%s' is [%d, %d, %d, %d]: add needs equal shapes",
+                          cnnb_graph_node(r->g, r->inputs[0])->name, sa.n, sa.c, sa.h, sa.w,
+                          cnnb_graph_node(r->g, r->inputs[1])->name, sb.n, sb.c, sb.h, sb.w);
+  r->node.shape = sa;
+  return true;
+}
+
+static void flops_add(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = per_image(n->shape);
+}
+
+/* ---- pooling and LRN --------------------------------------------------------------------- */
+
+static bool infer_pool(cnnb_op_request *r) {
+  return cnnb_window_resolve(r, input_shape(r, 0), "window");
+}
+
+static void flops_max_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                           int64_t *matmul) {
+  *flops = per_image(n->shape) * n->attr.window.kernel_h * n->attr.window.kernel_w;
+}
+
+static void flops_avg_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                           int64_t *matmul) {
+  *flops = per_image(n->shape) * ((int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w + 1);
+}
+
+/* Described as the window it is, for devices that run it as an ordinary avg pool. */
+static bool infer_global_avg_pool(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  r->node.shape = (cnnb_shape){in.n, in.c, 1, 1};
+  r->node.attr.window.kernel_h = in.h;
+  r->node.attr.window.kernel_w = in.w;
+  r->node.attr.window.stride_h = r->node.attr.window.stride_w = 1;
+  r->node.attr.window.dilation_h = r->node.attr.window.dilation_w = 1;
+  r->node.attr.window.groups = 1;
+  return true;
+}
+
+static void flops_global_avg_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                                  int64_t *matmul) {
+  cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
+  *flops = (int64_t)in.c * ((int64_t)in.h * in.w + 1);
+}
+
+static bool infer_lrn(cnnb_op_request *r) {
+  const int32_t radius = r->node.attr.lrn.depth_radius;
+  const float bias = r->node.attr.lrn.bias, alpha = r->node.attr.lrn.alpha,
+              beta = r->node.attr.lrn.beta;
+  if (radius < 0) return cnnb_op_refuse(r, "depth_radius %d must be >= 0", radius);
+  /* bias 0 with alpha 0 divides by zero; a negative base has no real power. */
+  if (bias < 0.0f || alpha < 0.0f || !(bias > 0.0f || alpha > 0.0f) || !isfinite(beta))
+    return cnnb_op_refuse(r, "bias %g, alpha %g, beta %g: need bias, alpha >= 0, not both 0",
+                          (double)bias, (double)alpha, (double)beta);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
+/* The window's squares and sums, then alpha, bias, pow and divide. */
+static void flops_lrn(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = per_image(n->shape) * (2 * (2 * (int64_t)n->attr.lrn.depth_radius + 1) + 4);
+}
+
+/* ---- dense ---------------------------------------------------------------------------------- */
+
+static bool infer_dense(cnnb_op_request *r) {
+  const int32_t units = r->node.attr.dense.units;
+  if (units < 1) return cnnb_op_refuse(r, "units %d must be >= 1", units);
+  cnnb_shape in = input_shape(r, 0);
+  int64_t k = per_image(in); /* the input, flattened per image */
+  if (k > INT32_MAX)
+    return cnnb_op_refuse(r, "input [%d, %d, %d, %d] flattens to %lld features, "
+                          "more than a weight dimension holds", in.n, in.c, in.h, in.w,
+                          (long long)k);
+  r->node.shape = (cnnb_shape){in.n, units, 1, 1};
+  return true;
+}
+
+static int32_t params_dense(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_MAX_PARAMS]) {
+  const int32_t units = r->node.attr.dense.units;
+  const int32_t k = (int32_t)per_image(input_shape(r, 0)); /* infer_dense checked it fits */
+  /* tf_cnn_benchmarks' affine(): truncated normal with stddev sqrt(1 / K). */
+  cnnb_init winit = r->init[0];
+  if (winit.kind == CNNB_INIT_DEFAULT)
+    winit = (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, (float)sqrt(1.0 / (double)k)};
+  out[0] = (cnnb_op_param){"kernel", "weight", 0, 0, 2, {units, k}, winit};
+  if (!r->node.attr.dense.use_bias) return 1;
+  out[1] = (cnnb_op_param){"bias", "bias", 0, 0, 1, {units}, r->init[1]};
+  return 2;
+}
+
+static void flops_dense(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  int64_t k = per_image(cnnb_graph_tensor_shape(g, n->inputs[0]));
+  *matmul = 2 * k * n->attr.dense.units;
+  if (n->attr.dense.use_bias) *matmul += n->attr.dense.units;
+  *flops = *matmul;
+}
+
+/* ---- joins and reshapes ---------------------------------------------------------------------- */
+
+static bool infer_concat(cnnb_op_request *r) {
+  cnnb_shape first = input_shape(r, 0);
+  int64_t channels = 0;
+  for (int32_t i = 0; i < r->num_inputs; i++) {
+    cnnb_shape si = input_shape(r, i);
+    if (si.n != first.n || si.h != first.h || si.w != first.w)
+      return cnnb_op_refuse(r,
+                            "input %d '%s' is [%d, %d, %d, %d] but input 0 '%s' is [%d, %d, %d, %d]: "
+                            "concat needs equal N, H, W",
+                            (int)i, cnnb_graph_node(r->g, r->inputs[i])->name, si.n, si.c, si.h,
+                            si.w, cnnb_graph_node(r->g, r->inputs[0])->name, first.n, first.c,
+                            first.h, first.w);
+    channels += si.c;
+  }
+  if (channels > INT32_MAX) return cnnb_op_refuse(r, "%lld channels in all", (long long)channels);
+  r->node.shape = (cnnb_shape){first.n, (int32_t)channels, first.h, first.w};
+  return true;
+}
+
+/* tf.pad of zeros on the channel axis alone: the CIFAR ResNets' "plan A" shortcut pads
+ * the pooled input to the block's depth. A node of its own rather than a concat with a
+ * constant: the graph has no constants, and devices can keep it free of parameters. */
+static bool infer_pad_channels(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  const int32_t before = r->node.attr.pad.before, after = r->node.attr.pad.after;
+  if (before < 0 || after < 0)
+    return cnnb_op_refuse(r, "pads %d, %d (before, after) must be >= 0; input is [%d, %d, %d, %d]",
+                          before, after, in.n, in.c, in.h, in.w);
+  int64_t channels = (int64_t)before + in.c + after;
+  if (channels > INT32_MAX)
+    return cnnb_op_refuse(r, "%lld channels after padding [%d, %d, %d, %d] by %d, %d",
+                          (long long)channels, in.n, in.c, in.h, in.w, before, after);
+  r->node.shape = (cnnb_shape){in.n, (int32_t)channels, in.h, in.w};
+  return true;
+}
+
+static bool infer_reshape(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  int64_t per = per_image(in);
+  int32_t c = r->node.shape.c, h = r->node.shape.h, w = r->node.shape.w;
+  if (r->flatten) {
+    if (per > INT32_MAX)
+      return cnnb_op_refuse(r, "input [%d, %d, %d, %d] has too many features", in.n, in.c, in.h,
+                            in.w);
+    c = (int32_t)per, h = 1, w = 1;
+  }
+  if (c < 1 || h < 1 || w < 1)
+    return cnnb_op_refuse(r, "target [%d, %d, %d] (C, H, W) needs every dimension >= 1", c, h, w);
+  if ((int64_t)c * h * w != per)
+    return cnnb_op_refuse(r,
+                          "input [%d, %d, %d, %d] has %lld elements per image, target [%d, %d, %d, %d] "
+                          "has %lld",
+                          in.n, in.c, in.h, in.w, (long long)per, in.n, c, h, w,
+                          (long long)c * h * w);
+  r->node.shape = (cnnb_shape){in.n, c, h, w};
+  return true;
+}
+
+/* ---- the loss ------------------------------------------------------------------------------ */
+
+/* Inputs: logits [N, K, 1, 1] (cnnb_graph_set_logits checked them), labels. */
+static bool infer_softmax_xent(cnnb_op_request *r) {
+  r->node.shape = (cnnb_shape){1, 1, 1, 1}; /* the mean over the batch */
+  return true;
+}
+
+/* Per logit: max, subtract, exp, sum; then one log. */
+static void flops_softmax_xent(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                               int64_t *matmul) {
+  *flops = 4 * per_image(cnnb_graph_tensor_shape(g, n->inputs[0])) + 1;
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+/* One row per op, in op code order. Inputs are {min, max}; what backward reads is the
+ * input bits and then the output. */
+static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
+    [CNNB_OP_INPUT] = {
+        .op = CNNB_OP_INPUT, .name = "input", .since_minor = 0,
+        .min_inputs = 0, .max_inputs = 0, .infer = infer_given, .flops = flops_none,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* filled by the executor: no backward */
+    },
+    [CNNB_OP_LABELS] = {
+        .op = CNNB_OP_LABELS, .name = "labels", .since_minor = 0,
+        .min_inputs = 0, .max_inputs = 0, .infer = infer_given, .flops = flops_none,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        .hidden = true, /* the loss reads it, no layer does */
+    },
+    [CNNB_OP_CONV2D] = {
+        .op = CNNB_OP_CONV2D, .name = "conv2d", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_conv, .params = params_conv,
+        .flops = flops_conv,
+        /* Weight gradients need the input; backward-data needs only weights and dy. A
+         * fused ReLU masks dy by the output's sign inside the node. */
+        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+        .fuse_relu = true,
+    },
+    [CNNB_OP_BATCH_NORM] = {
+        .op = CNNB_OP_BATCH_NORM, .name = "batch_norm", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_batch_norm,
+        .params = params_batch_norm, .flops = flops_batch_norm,
+        /* Batch statistics are saved inside the device's node state, but dx and the
+         * scale/offset gradients still need x itself. */
+        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+        .fuse_relu = true,
+    },
+    [CNNB_OP_RELU] = {
+        .op = CNNB_OP_RELU, .name = "relu", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_same, .flops = flops_relu,
+        /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd). */
+        .backward_output = CNNB_OP_OUTPUT_READ,
+    },
+    [CNNB_OP_MAX_POOL] = {
+        .op = CNNB_OP_MAX_POOL, .name = "max_pool", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_pool, .flops = flops_max_pool,
+        /* Re-derives where the maximum came from; keeping both sides stays correct
+         * whether a device keeps a workspace or recomputes. */
+        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ,
+    },
+    [CNNB_OP_AVG_POOL] = {
+        .op = CNNB_OP_AVG_POOL, .name = "avg_pool", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_pool, .flops = flops_avg_pool,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* shapes alone are enough */
+    },
+    [CNNB_OP_GLOBAL_AVG_POOL] = {
+        .op = CNNB_OP_GLOBAL_AVG_POOL, .name = "global_avg_pool", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_global_avg_pool,
+        .flops = flops_global_avg_pool,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD,
+    },
+    [CNNB_OP_LRN] = {
+        .op = CNNB_OP_LRN, .name = "lrn", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_lrn, .flops = flops_lrn,
+        /* Re-derives its normaliser, as max pool its maximum: keep both sides. */
+        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ,
+    },
+    [CNNB_OP_DENSE] = {
+        .op = CNNB_OP_DENSE, .name = "dense", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_dense, .params = params_dense,
+        .flops = flops_dense,
+        /* As conv2d: weight gradients need the input. */
+        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+    },
+    [CNNB_OP_DROPOUT] = {
+        .op = CNNB_OP_DROPOUT, .name = "dropout", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_dropout, .flops = flops_dropout,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* the mask lives in the device's node state */
+    },
+    [CNNB_OP_CONCAT] = {
+        .op = CNNB_OP_CONCAT, .name = "concat", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = INT32_MAX, .infer = infer_concat, .flops = flops_none,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD,
+    },
+    [CNNB_OP_ADD] = {
+        .op = CNNB_OP_ADD, .name = "add", .since_minor = 0,
+        .min_inputs = 2, .max_inputs = 2, .infer = infer_add, .flops = flops_add,
+        /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
+        .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+        /* The residual add + ReLU of ResNets; 1.0 devices apply fused_relu to conv2d and
+         * batch norm only, so a device must say it does this one. */
+        .fuse_relu = true, .fuse_relu_ext = CNNB_EXT_FUSED_RELU_ADD,
+    },
+    [CNNB_OP_RESHAPE] = {
+        .op = CNNB_OP_RESHAPE, .name = "reshape", .since_minor = 0,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_reshape, .flops = flops_none,
+        .backward_output = CNNB_OP_OUTPUT_UNREAD,
+    },
+    [CNNB_OP_SOFTMAX_XENT] = {
+        .op = CNNB_OP_SOFTMAX_XENT, .name = "softmax_xent", .since_minor = 0,
+        .min_inputs = 2, .max_inputs = 2, .infer = infer_softmax_xent,
+        .flops = flops_softmax_xent,
+        /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
+         * and they are a few bytes: keep them rather than trust a device to copy them. */
+        .backward_inputs = 2u, .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        .hidden = true, .scalar_output = true,
+    },
+    /* Its own op, not a relu with an attribute: the ReLU fusion pass and the alias rule
+     * (relu of a fused relu is the identity) match CNNB_OP_RELU only, and must stay blind
+     * to the bound: fused_relu means max(x, 0), and oneDNN's fused batch-norm ReLU has no
+     * bound either. */
+    [CNNB_OP_RELU6] = {
+        .op = CNNB_OP_RELU6, .name = "relu6", .since_minor = 1,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_same, .flops = flops_relu6,
+        /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
+         * input does, so keep the output, as for relu. The input (usually a batch norm's
+         * output) is then free once forward has read it, and a device may run it in place
+         * (oneDNN clip_v2_use_dst_for_bwd). */
+        .backward_output = CNNB_OP_OUTPUT_READ,
+    },
+    [CNNB_OP_PAD_CHANNELS] = {
+        .op = CNNB_OP_PAD_CHANNELS, .name = "pad_channels", .since_minor = 2,
+        .min_inputs = 1, .max_inputs = 1, .infer = infer_pad_channels,
+        .flops = flops_none, /* its zeros are written, not computed */
+        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx is dy's middle channels */
+    },
+};
+
+const cnnb_op_row *cnnb_op_row_of(uint32_t op) {
+  if (op >= CNNB_OP_COUNT_ || !rows[op].name) return NULL;
+  return &rows[op];
+}
+
+const char *cnnb_op_name(uint32_t op) {
+  const cnnb_op_row *row = cnnb_op_row_of(op);
+  return row ? row->name : "unknown";
+}
+
+void cnnb_op_flops(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = *matmul = 0;
+  const cnnb_op_row *row = cnnb_op_row_of(n->op);
+  if (!row) return;
+  row->flops(g, n, flops, matmul);
+  if (n->fused_relu && row->fuse_relu) *flops += per_image(n->shape);
+}
+
+void cnnb_op_backward_reads(const cnnb_node *n, uint32_t *inputs, bool *output) {
+  const cnnb_op_row *row = cnnb_op_row_of(n->op);
+  if (!row) { /* keep everything it could read */
+    *inputs = ~0u;
+    *output = true;
+    return;
+  }
+  *inputs = row->backward_inputs;
+  if (n->num_inputs < 32) *inputs &= (1u << n->num_inputs) - 1u;
+  *output = row->backward_output == CNNB_OP_OUTPUT_READ ||
+            (row->backward_output == CNNB_OP_OUTPUT_READ_IF_FUSED && n->fused_relu);
+}
+
+uint32_t cnnb_ops_relu_fusion(int (*has_ext)(void *user, const char *id), void *user) {
+  uint32_t ops = 0;
+  for (uint32_t op = 0; op < CNNB_OP_COUNT_ && op < 32; op++) {
+    const cnnb_op_row *row = cnnb_op_row_of(op);
+    if (!row || !row->fuse_relu) continue;
+    if (!row->fuse_relu_ext || (has_ext && has_ext(user, row->fuse_relu_ext))) ops |= 1u << op;
+  }
+  return ops;
+}
+
+int cnnb_ops_every_ext(void *user, const char *id) {
+  return 1;
+}

@@ -1,0 +1,15 @@
+/* op_window.h — TensorFlow's window arithmetic for the ops that slide a window (conv2d,
+ * max and avg pool): their checks, output size and padding resolved to explicit pads, so
+ * devices only ever see pad_top/bottom/left/right. Used by the op table's shape rules. */
+#ifndef CNNB_OP_WINDOW_H
+#define CNNB_OP_WINDOW_H
+
+#include "graph/op_table.h"
+
+/* Checks r->node.attr.window's kernel, stride and dilation and r->padding (SAME, VALID
+ * or EXPLICIT with the pads in attr.window.pad_*) against input `in`, then writes the
+ * resolved pads and r->node.shape = [in.n, in.c, out_h, out_w]. `kind` names the window
+ * in refusals ("filter" or "window"). False after cnnb_op_refuse. */
+bool cnnb_window_resolve(cnnb_op_request *r, cnnb_shape in, const char *kind);
+
+#endif
