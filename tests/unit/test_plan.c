@@ -124,7 +124,7 @@ static void check_accesses(const cnnb_graph *g, const cnnb_plan *p) {
       alive(p, p->gradient[i], when, "backward dy", i);
     uint32_t mask;
     bool out;
-    cnnb_plan_backward_reads(node, &mask, &out);
+    cnnb_op_backward_reads(node, &mask, &out);
     if (out)
       alive(p, p->activation[i], when, "backward reads y", i);
     for (int32_t k = 0; k < node->num_inputs; ++k) {
@@ -382,10 +382,10 @@ START_TEST(add_relu_fusion) {
   /* The fused add's backward masks dy by its output; a plain add reads nothing. */
   uint32_t mask;
   bool out;
-  cnnb_plan_backward_reads(cnnb_graph_node(g, sum1), &mask, &out);
+  cnnb_op_backward_reads(cnnb_graph_node(g, sum1), &mask, &out);
   ck_assert_uint_eq(mask, 0);
   ck_assert(out);
-  cnnb_plan_backward_reads(cnnb_graph_node(g, sum2), &mask, &out);
+  cnnb_op_backward_reads(cnnb_graph_node(g, sum2), &mask, &out);
   ck_assert_uint_eq(mask, 0);
   ck_assert(!out);
   cnnb_plan *p;
@@ -426,7 +426,7 @@ START_TEST(relu6_not_fused) {
   ck_assert(cnnb_graph_node(g, c2)->fused_relu);
   uint32_t mask;
   bool out;
-  cnnb_plan_backward_reads(cnnb_graph_node(g, a1), &mask, &out);
+  cnnb_op_backward_reads(cnnb_graph_node(g, a1), &mask, &out);
   ck_assert_uint_eq(mask, 0);
   ck_assert(out);
   cnnb_plan *p;
@@ -462,7 +462,7 @@ START_TEST(pad_channels_reads_nothing) {
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
   uint32_t mask;
   bool out;
-  cnnb_plan_backward_reads(cnnb_graph_node(g, sc), &mask, &out);
+  cnnb_op_backward_reads(cnnb_graph_node(g, sc), &mask, &out);
   ck_assert_uint_eq(mask, 0);
   ck_assert(!out);
   cnnb_plan *p;

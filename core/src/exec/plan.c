@@ -11,11 +11,6 @@
 #include "graph/graph_internal.h"
 #include "graph/op_table.h"
 
-/* The op table's rule (op_table.c), kept under the planner's name for its callers. */
-void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output) {
-  cnnb_op_backward_reads(node, inputs, output);
-}
-
 static bool reads_input(uint32_t mask, int32_t k) { return (mask >> (k < 31 ? k : 31)) & 1u; }
 
 static size_t align_up(size_t x) {
@@ -281,14 +276,14 @@ static cnnb_status plan_buffers(cnnb_ctx *ctx, const cnnb_graph *g, cnnb_plan *p
         continue;
       uint32_t mask;
       bool out;
-      cnnb_plan_backward_reads(cnnb_graph_node(g, c), &mask, &out);
+      cnnb_op_backward_reads(cnnb_graph_node(g, c), &mask, &out);
       if (reads_input(mask, u->slot[j]) && cnnb_plan_backward_time(p, c) > last)
         last = cnnb_plan_backward_time(p, c);
     }
     if (p->has_backward[t]) {
       uint32_t mask;
       bool out;
-      cnnb_plan_backward_reads(cnnb_graph_node(g, t), &mask, &out);
+      cnnb_op_backward_reads(cnnb_graph_node(g, t), &mask, &out);
       if (out && cnnb_plan_backward_time(p, t) > last)
         last = cnnb_plan_backward_time(p, t);
     }

@@ -93,14 +93,7 @@ static inline cnnb_tensor cnnb_plan_resolve(const cnnb_plan *p, cnnb_tensor t) {
   return p->alias[t] >= 0 ? p->alias[t] : t;
 }
 
-/* Which activations the backward of `node` reads (beyond its output gradient): bit k
- * of *inputs for input k (inputs past 31 share bit 31), *output for its own output.
- * Its op table row says (cnnb_op_backward_reads). */
-void cnnb_plan_backward_reads(const cnnb_node *node, uint32_t *inputs, bool *output);
-
-static inline int32_t cnnb_plan_forward_time(const cnnb_plan *p, int32_t node) {
-  return node;
-}
+/* When node's backward runs on the timeline above (its forward runs at time `node`). */
 static inline int32_t cnnb_plan_backward_time(const cnnb_plan *p, int32_t node) {
   return 2 * p->num_nodes - 1 - node;
 }

@@ -436,10 +436,6 @@ int32_t cnnb_graph_num_classes(const cnnb_graph *g) {
   return g ? g->num_classes : 0;
 }
 
-int32_t cnnb_graph_batch(const cnnb_graph *g) {
-  return g ? g->batch : 0;
-}
-
 cnnb_status cnnb_graph_set_logits(cnnb_graph *g, cnnb_tensor logits) {
   if (!g) return CNNB_EINVAL;
   if (g->status != CNNB_OK) return g->status;

@@ -15,9 +15,7 @@
 
 #include <cnnb/graph.h>
 
-/* Lowercase op name ("conv2d", "batch_norm", "softmax_xent") from the op table
- * (op_table.c); "unknown" for a code it has no row for. */
-const char *cnnb_op_name(uint32_t op);
+#include "graph/op_table.h" /* cnnb_op_name: what the graph's readers print ops by */
 
 /* Appends the loss after the model's logits: a CNNB_OP_LABELS node "labels" [N, 1, 1, 1]
  * and a CNNB_OP_SOFTMAX_XENT node "loss" (inputs: logits, labels) [1, 1, 1, 1]; then
@@ -32,9 +30,6 @@ const int32_t *cnnb_graph_consumers(const cnnb_graph *g, cnnb_tensor t, int32_t 
 
 /* The output shape of tensor t ({0,0,0,0} when t does not exist). */
 cnnb_shape cnnb_graph_tensor_shape(const cnnb_graph *g, cnnb_tensor t);
-
-/* The graph's input geometry as created. */
-int32_t cnnb_graph_batch(const cnnb_graph *g);
 
 /* Looks a node up by its full name ("block1/conv1"); -1 when absent. */
 int32_t cnnb_graph_find_node(const cnnb_graph *g, const char *name);

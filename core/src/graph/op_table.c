@@ -13,7 +13,6 @@
 #include <stdio.h>
 
 #include <cnnb/device.h>
-#include "graph/graph_internal.h"
 #include "graph/op_window.h"
 
 bool cnnb_op_refuse(cnnb_op_request *r, const char *fmt, ...) {
@@ -24,8 +23,15 @@ bool cnnb_op_refuse(cnnb_op_request *r, const char *fmt, ...) {
   return false;
 }
 
+/* The shape of tensor t: the output of node t. The rules read a graph only through the
+ * SDK's view of it, so the op table depends on no part of the graph's storage. */
+static cnnb_shape shape_of(const cnnb_graph *g, cnnb_tensor t) {
+  const cnnb_node *n = cnnb_graph_node(g, t);
+  return n ? n->shape : (cnnb_shape){0, 0, 0, 0};
+}
+
 static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) {
-  return cnnb_graph_tensor_shape(r->g, r->inputs[k]);
+  return shape_of(r->g, r->inputs[k]);
 }
 
 /* Per image: the elements of one image's slice of a shape. */
@@ -58,7 +64,8 @@ static bool infer_conv(cnnb_op_request *r) {
     return cnnb_op_refuse(r, "groups %d must divide both input channels %d and filters %d "
                           "(input [%d, %d, %d, %d])",
                           groups, in.c, filters, in.n, in.c, in.h, in.w);
-  if (!cnnb_window_resolve(r, in, "filter")) return false;
+  if (!cnnb_window_resolve(&r->node, r->padding, in, "filter", r->error, sizeof r->error))
+    return false;
   r->node.shape.c = filters;
   return true;
 }
@@ -79,7 +86,7 @@ static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_M
 }
 
 static void flops_conv(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
-  cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
+  cnnb_shape in = shape_of(g, n->inputs[0]);
   int64_t out = per_image(n->shape);
   int64_t cin_per_group = in.c / (n->attr.window.groups > 0 ? n->attr.window.groups : 1);
   *matmul = 2 * (int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w * cin_per_group * out;
@@ -156,7 +163,8 @@ static void flops_add(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, i
 /* ---- pooling and LRN --------------------------------------------------------------------- */
 
 static bool infer_pool(cnnb_op_request *r) {
-  return cnnb_window_resolve(r, input_shape(r, 0), "window");
+  return cnnb_window_resolve(&r->node, r->padding, input_shape(r, 0), "window", r->error,
+                             sizeof r->error);
 }
 
 static void flops_max_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
@@ -183,7 +191,7 @@ static bool infer_global_avg_pool(cnnb_op_request *r) {
 
 static void flops_global_avg_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
                                   int64_t *matmul) {
-  cnnb_shape in = cnnb_graph_tensor_shape(g, n->inputs[0]);
+  cnnb_shape in = shape_of(g, n->inputs[0]);
   *flops = (int64_t)in.c * ((int64_t)in.h * in.w + 1);
 }
 
@@ -234,7 +242,7 @@ static int32_t params_dense(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_
 }
 
 static void flops_dense(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
-  int64_t k = per_image(cnnb_graph_tensor_shape(g, n->inputs[0]));
+  int64_t k = per_image(shape_of(g, n->inputs[0]));
   *matmul = 2 * k * n->attr.dense.units;
   if (n->attr.dense.use_bias) *matmul += n->attr.dense.units;
   *flops = *matmul;
@@ -311,7 +319,7 @@ static bool infer_softmax_xent(cnnb_op_request *r) {
 /* Per logit: max, subtract, exp, sum; then one log. */
 static void flops_softmax_xent(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
                                int64_t *matmul) {
-  *flops = 4 * per_image(cnnb_graph_tensor_shape(g, n->inputs[0])) + 1;
+  *flops = 4 * per_image(shape_of(g, n->inputs[0])) + 1;
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */

@@ -97,6 +97,10 @@ typedef struct cnnb_op_row {
                                per image */
 } cnnb_op_row;
 
+/* Lowercase op name ("conv2d", "batch_norm", "softmax_xent"); "unknown" for a code the
+ * table has no row for. */
+const char *cnnb_op_name(uint32_t op);
+
 /* The row of `op`; NULL for a code this host does not know. */
 const cnnb_op_row *cnnb_op_row_of(uint32_t op);
 

@@ -1,7 +1,17 @@
 /* op_window.c — TF's window arithmetic (op_window.h) for conv2d and the pools. */
 #include "graph/op_window.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+
+static bool refuse(char *error, size_t size, const char *fmt, ...) CNNB_PRINTF(3, 4);
+static bool refuse(char *error, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(error, size, fmt, ap);
+  va_end(ap);
+  return false;
+}
 
 static const char *padding_name(uint32_t padding) {
   switch (padding) {
@@ -35,30 +45,29 @@ static bool window_dim(int32_t in, int32_t eff_k, int32_t stride, uint32_t paddi
   return true;
 }
 
-bool cnnb_window_resolve(cnnb_op_request *r, cnnb_shape in, const char *kind) {
-  cnnb_node *n = &r->node;
-  const uint32_t padding = r->padding;
+bool cnnb_window_resolve(cnnb_node *n, uint32_t padding, cnnb_shape in, const char *kind,
+                         char *error, size_t size) {
   const int32_t kh = n->attr.window.kernel_h, kw = n->attr.window.kernel_w;
   const int32_t sh = n->attr.window.stride_h, sw = n->attr.window.stride_w;
   const int32_t dh = n->attr.window.dilation_h, dw = n->attr.window.dilation_w;
   if (kh < 1 || kw < 1)
-    return cnnb_op_refuse(r, "%s %dx%d: kernel sizes must be >= 1", kind, kh, kw);
-  if (sh < 1 || sw < 1) return cnnb_op_refuse(r, "stride %dx%d: strides must be >= 1", sh, sw);
+    return refuse(error, size, "%s %dx%d: kernel sizes must be >= 1", kind, kh, kw);
+  if (sh < 1 || sw < 1) return refuse(error, size, "stride %dx%d: strides must be >= 1", sh, sw);
   if (dh < 1 || dw < 1)
-    return cnnb_op_refuse(r, "dilation %dx%d: dilations must be >= 1", dh, dw);
+    return refuse(error, size, "dilation %dx%d: dilations must be >= 1", dh, dw);
   if (padding != CNNB_PAD_SAME && padding != CNNB_PAD_VALID && padding != CNNB_PAD_EXPLICIT)
-    return cnnb_op_refuse(r, "unknown padding %u (expected SAME, VALID or EXPLICIT)", padding);
+    return refuse(error, size, "unknown padding %u (expected SAME, VALID or EXPLICIT)", padding);
   int32_t top = 0, bottom = 0, left = 0, right = 0;
   if (padding == CNNB_PAD_EXPLICIT) {
     top = n->attr.window.pad_top, bottom = n->attr.window.pad_bottom;
     left = n->attr.window.pad_left, right = n->attr.window.pad_right;
     if (top < 0 || bottom < 0 || left < 0 || right < 0)
-      return cnnb_op_refuse(r, "explicit pads %d,%d,%d,%d (top,bottom,left,right) must be >= 0",
+      return refuse(error, size, "explicit pads %d,%d,%d,%d (top,bottom,left,right) must be >= 0",
                             top, bottom, left, right);
   }
   int64_t ekh64 = (int64_t)(kh - 1) * dh + 1, ekw64 = (int64_t)(kw - 1) * dw + 1;
   if (ekh64 > INT32_MAX || ekw64 > INT32_MAX)
-    return cnnb_op_refuse(r, "%s %dx%d dilated %dx%d is too large", kind, kh, kw, dh, dw);
+    return refuse(error, size, "%s %dx%d dilated %dx%d is too large", kind, kh, kw, dh, dw);
   int32_t ekh = (int32_t)ekh64, ekw = (int32_t)ekw64;
   int32_t oh = 0, ow = 0;
   bool fits_h = window_dim(in.h, ekh, sh, padding, &top, &bottom, &oh);
@@ -69,8 +78,8 @@ bool cnnb_window_resolve(cnnb_op_request *r, cnnb_shape in, const char *kind) {
       snprintf(pad_desc, sizeof pad_desc, "padding EXPLICIT %d,%d,%d,%d", top, bottom, left, right);
     else
       snprintf(pad_desc, sizeof pad_desc, "padding %s", padding_name(padding));
-    return cnnb_op_refuse(
-        r, "%s %dx%d (dilated %dx%d) larger than padded input %dx%d (%s); input is [%d, %d, %d, %d]",
+    return refuse(
+        error, size, "%s %dx%d (dilated %dx%d) larger than padded input %dx%d (%s); input is [%d, %d, %d, %d]",
         kind, kh, kw, ekh, ekw, in.h + top + bottom, in.w + left + right, pad_desc, in.n, in.c,
         in.h, in.w);
   }

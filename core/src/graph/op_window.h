@@ -4,12 +4,15 @@
 #ifndef CNNB_OP_WINDOW_H
 #define CNNB_OP_WINDOW_H
 
-#include "graph/op_table.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <cnnb/graph.h>
 
-/* Checks r->node.attr.window's kernel, stride and dilation and r->padding (SAME, VALID
- * or EXPLICIT with the pads in attr.window.pad_*) against input `in`, then writes the
- * resolved pads and r->node.shape = [in.n, in.c, out_h, out_w]. `kind` names the window
- * in refusals ("filter" or "window"). False after cnnb_op_refuse. */
-bool cnnb_window_resolve(cnnb_op_request *r, cnnb_shape in, const char *kind);
+/* Checks n->attr.window's kernel, stride and dilation and `padding` (SAME, VALID or
+ * EXPLICIT with the pads in attr.window.pad_*) against input `in`, then writes the
+ * resolved pads and n->shape = [in.n, in.c, out_h, out_w]. `kind` names the window in
+ * refusals ("filter" or "window"). On a refusal: false, with why in error[size]. */
+bool cnnb_window_resolve(cnnb_node *n, uint32_t padding, cnnb_shape in, const char *kind,
+                         char *error, size_t size);
 
 #endif

@@ -43,9 +43,6 @@ typedef struct stream_config {
   int64_t shuffle_buffer;   /* examples held for shuffling (TFRecord only; >= 1) */
   uint64_t seed;
   int32_t num_classes;      /* labels must lie in [0, num_classes) */
-  cnnb_ctx *ctx;            /* the reader thread's own (warnings) */
-  _Atomic int64_t *skipped; /* bad examples, counted here */
-  int64_t max_named;        /* how many bad examples are named in warnings */
 } stream_config;
 
 typedef struct example_stream example_stream;
