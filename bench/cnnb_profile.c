@@ -19,22 +19,21 @@
  *
  * Build: bench/CMakeLists.txt (target cnnb_profile). The plugins are found as cnnbench
  * finds them (the build tree's plugin directory, CNNB_PLUGIN_PATH). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "run/benchmark_setup.h"
-#include "exec/executor.h"
-#include "flags/flags.h"
-#include "run/input_dtype.h"
-#include "loader/loader.h"
-#include "graph/model_info.h"
-#include "config/run_config.h"
-#include "exec/trainer.h"
+#include "base/clock.h"
 #include "config/core_flags.h"
+#include "config/run_config.h"
+#include "exec/executor.h"
+#include "exec/trainer.h"
+#include "flags/flags.h"
+#include "graph/model_info.h"
+#include "loader/loader.h"
+#include "run/replica.h"
+#include "run/setup.h"
 
 typedef struct op_sum {
   char op[40]; /* op kind, "+relu" when a ReLU is fused into it */
@@ -47,12 +46,6 @@ typedef struct node_row {
   int32_t node;
   double fwd_s, bwd_s;
 } node_row;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int by_total_desc(const void *a, const void *b) {
   const node_row *x = a, *y = b;
@@ -71,14 +64,15 @@ static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   cnnb_replica *r = &run->replicas[0];
   cnnb_batch batch;
   cnnb_status st = cnnb_prefetch_take(r->input, &batch);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
-  r->labels = batch.labels;
+  if (st != CNNB_OK)
+    return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+                              "reading a batch");
   if ((st = cnnb_replica_step(r, &batch, 1.0f, i)) != CNNB_OK) return st;
-  double t0 = now_s();
+  double t0 = cnnb_now_seconds();
   if (r->trainer && (st = cnnb_trainer_apply(r->trainer, i, NULL, NULL)) != CNNB_OK) return st;
-  if ((st = run->device_vt->synchronize(r->device)) != CNNB_OK)
-    return cnnb_run_fail(run, st, r->device_ctx, "synchronize");
-  *update_s += now_s() - t0;
+  if ((st = run->device.vt.device->synchronize(r->device)) != CNNB_OK)
+    return cnnb_plugin_failed(run->ctx, &run->device, st, r->device_ctx, "synchronize");
+  *update_s += cnnb_now_seconds() - t0;
   return CNNB_OK;
 }
 
@@ -103,7 +97,7 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   }
   const cnnb_plan *plan = cnnb_executor_plan(ex);
   int nops = 0, fused = 0;
-  double nodes_s = 0, batch = run->batch_size;
+  double nodes_s = 0, batch = run->facts.batch_size;
   for (int32_t i = 0; i < n; i++) {
     double f, b;
     cnnb_executor_node_time(ex, i, &f, &b);
@@ -128,7 +122,7 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   }
   double step_s = wall_s / (double)steps, upd = update_s / (double)steps;
   printf("\nprofile: model %s batch %d precision %s, %lld timed steps\n", run->model.name,
-         run->batch_size, cnnb_precision_name(run->cfg->precision), (long long)steps);
+         run->facts.batch_size, cnnb_precision_name(run->cfg->precision), (long long)steps);
   printf("profile: step %.3f s = nodes %.3f s (%.1f%%) + optimizer update %.3f s (%.1f%%) + other %.3f s (%.1f%%)\n",
          step_s, nodes_s, 100 * nodes_s / step_s, upd, 100 * upd / step_s,
          step_s - nodes_s - upd, 100 * (step_s - nodes_s - upd) / step_s);
@@ -209,7 +203,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  int64_t warmup = cfg.num_warmup_batches, steps = run.num_batches;
+  int64_t warmup = cfg.num_warmup_batches, steps = run.facts.num_batches;
   int32_t n = cnnb_graph_num_nodes(run.graph);
   node_row *warm = calloc((size_t)n, sizeof *warm);
   double update_s = 0;
@@ -218,15 +212,15 @@ int main(int argc, char **argv) {
   for (int32_t i = 0; i < n; i++)
     cnnb_executor_node_time(run.replicas[0].executor, i, &warm[i].fwd_s, &warm[i].bwd_s);
   update_s = 0;
-  double t0 = now_s();
+  double t0 = cnnb_now_seconds();
   for (int64_t i = 0; i < steps && st == CNNB_OK; i++) {
-    double ts = now_s();
+    double ts = cnnb_now_seconds();
     st = step(&run, warmup + i, &update_s);
-    printf("step %lld: %.3f s, %.2f images/sec\n", (long long)(i + 1), now_s() - ts,
-           run.batch_size / (now_s() - ts));
+    printf("step %lld: %.3f s, %.2f images/sec\n", (long long)(i + 1), cnnb_now_seconds() - ts,
+           run.facts.batch_size / (cnnb_now_seconds() - ts));
     fflush(stdout);
   }
-  double wall = now_s() - t0;
+  double wall = cnnb_now_seconds() - t0;
   if (st != CNNB_OK) {
     fprintf(stderr, "cnnb_profile: %s\n", cnnb_error_message(run.ctx));
     return 1;

@@ -60,7 +60,7 @@ expect_err abort_build "cnnbench: crashed with SIGABRT (abort) in model plugin '
 # ---- refusals -----------------------------------------------------------------------
 run silent CNNB_PLUGIN_PATH="$fx/faults" -- --model=fixture_silent --num_batches=1
 expect_rc silent 2
-expect_err silent "building model fixture_silent (model plugin 'fixture_silent' ($fx/faults/libfixture_silent.so)): invalid argument (the plugin returned this status without a message)"
+expect_err silent "building model fixture_silent (model plugin 'fixture_silent' ($fx/faults/libfixture_silent.so)): invalid argument (model plugin 'fixture_silent' ($fx/faults/libfixture_silent.so) returned this status without a message)"
 run nan_lr CNNB_PLUGIN_PATH="$fx/faults" -- --model=fixture_nan_lr --num_batches=1
 expect_rc nan_lr 2
 expect_err nan_lr "default learning rate nan"

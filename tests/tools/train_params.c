@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "run/benchmark.h"
-#include "run/benchmark_setup.h"
+#include "cli/cli.h"
 
 static cnnb_status save_params(cnnb_run *run, void *user) {
   const char *prefix = user;
@@ -14,11 +13,11 @@ static cnnb_status save_params(cnnb_run *run, void *user) {
   float *host = malloc((size_t)(count ? count : 1) * sizeof *host);
   if (!host) return cnnb_error(run->ctx, CNNB_ENOMEM, "train_params: out of memory");
   cnnb_status st = CNNB_OK;
-  for (int32_t r = 0; st == CNNB_OK && r < run->num_replicas; r++) {
+  for (int32_t r = 0; st == CNNB_OK && r < run->facts.replicas; r++) {
     if ((st = cnnb_executor_download_params(run->replicas[r].executor, host, NULL)) != CNNB_OK)
       break;
     char path[4096];
-    snprintf(path, sizeof path, "%s.%d.%d", prefix, (int)run->rank, (int)r);
+    snprintf(path, sizeof path, "%s.%d.%d", prefix, (int)run->facts.world.rank, (int)r);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(host, sizeof *host, (size_t)count, f) != (size_t)count || fclose(f) != 0)
       st = cnnb_error(run->ctx, CNNB_EIO, "train_params: cannot write %s", path);

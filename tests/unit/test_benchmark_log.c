@@ -179,7 +179,7 @@ START_TEST(null_log_does_nothing) {
   ck_assert_int_eq(cnnb_benchmark_log_checkpoint(NULL, 1, "x", 0), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_summary_extras(NULL, NULL), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_summary(NULL, NULL), CNNB_OK);
-  ck_assert_int_eq(cnnb_benchmark_log_run(NULL, NULL), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_run(NULL, NULL, NULL, NULL), CNNB_OK);
   cnnb_benchmark_log_total(NULL, 1, 1, 1, 1);
   cnnb_benchmark_log_close(NULL);
   ck_assert_str_eq(cnnb_benchmark_log_path(NULL), "");

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/benchmark_setup.h"
 #include "run/evaluation.h"
 #include "run/world.h"
 
@@ -109,47 +108,49 @@ static cnnb_status fake_allgather(void *strategy, const void *send, void *recv, 
 
 static fake_world world;
 static cnnb_strategy_vtable strategy_vt;
-static cnnb_run run;
+static cnnb_bound_plugin strategy;
+static cnnb_world run_world;
 
 static void setup_world(void) {
   world = (fake_world){.rank = 1, .world = 3};
   strategy_vt = (cnnb_strategy_vtable){.struct_size = sizeof strategy_vt,
                                        .allgather = fake_allgather};
-  memset(&run, 0, sizeof run);
-  run.ctx = cnnb_ctx_create("cnnbench", NULL);
-  run.strategy_ctx = cnnb_ctx_create_child(run.ctx, "fake");
-  run.strategy_vt = &strategy_vt;
-  run.strategy_state = &world;
-  run.strategy.label = "strategy plugin 'fake' (test)";
-  run.rank = world.rank;
-  run.world_size = world.world;
+  cnnb_ctx *ctx = cnnb_ctx_create("cnnbench", NULL);
+  strategy = (cnnb_bound_plugin){.kind = CNNB_KIND_STRATEGY,
+                                 .name = "fake",
+                                 .label = "strategy plugin 'fake' (test)",
+                                 .vt.strategy = &strategy_vt,
+                                 .ctx = cnnb_ctx_create_child(ctx, "fake"),
+                                 .state = &world};
+  run_world = (cnnb_world){.rank = world.rank, .size = world.world, .strategy = &strategy,
+                           .ctx = ctx};
 }
 
 static void teardown_world(void) {
-  cnnb_ctx_destroy(run.strategy_ctx);
-  cnnb_ctx_destroy(run.ctx);
+  cnnb_ctx_destroy(strategy.ctx);
+  cnnb_ctx_destroy(run_world.ctx);
 }
 
 START_TEST(sum_over_ranks_is_exact) {
   /* Rank 1 holds 7 hits at 1, 9 at 5, 16 examples; ranks 0 and 2 hold (0, 1, 2) and
    * (200, 201, 202). Counters this large stay exact (no float on the way). */
   int64_t tally[3] = {7, 9, 16};
-  ck_assert_int_eq(cnnb_world_sum(&run, tally, 3, "summing the accuracy"), CNNB_OK);
+  ck_assert_int_eq(cnnb_world_sum(&run_world, tally, 3, "summing the accuracy"), CNNB_OK);
   ck_assert_int_eq(world.calls, 1);
   ck_assert_int_eq(tally[0], 0 + 7 + 200);
   ck_assert_int_eq(tally[1], 1 + 9 + 201);
   ck_assert_int_eq(tally[2], 2 + 16 + 202);
   int64_t big[1] = {(int64_t)1 << 53};
-  ck_assert_int_eq(cnnb_world_sum(&run, big, 1, "summing"), CNNB_OK);
+  ck_assert_int_eq(cnnb_world_sum(&run_world, big, 1, "summing"), CNNB_OK);
   ck_assert_int_eq(big[0], ((int64_t)1 << 53) + 0 + 200);
 }
 END_TEST
 
 START_TEST(sum_in_a_world_of_one_is_local) {
-  run.world_size = 1;
-  run.rank = 0;
+  run_world.size = 1;
+  run_world.rank = 0;
   int64_t tally[3] = {7, 9, 16};
-  ck_assert_int_eq(cnnb_world_sum(&run, tally, 3, "summing the accuracy"), CNNB_OK);
+  ck_assert_int_eq(cnnb_world_sum(&run_world, tally, 3, "summing the accuracy"), CNNB_OK);
   ck_assert_int_eq(world.calls, 0); /* no exchange at all */
   ck_assert_int_eq(tally[0], 7);
   ck_assert_int_eq(tally[2], 16);
@@ -159,12 +160,12 @@ END_TEST
 START_TEST(sum_failure_names_the_exchange) {
   world.fail = true;
   int64_t tally[3] = {7, 9, 16};
-  ck_assert_int_eq(cnnb_world_sum(&run, tally, 3, "summing the accuracy"), CNNB_ECOMM);
-  const char *msg = cnnb_error_message(run.ctx);
+  ck_assert_int_eq(cnnb_world_sum(&run_world, tally, 3, "summing the accuracy"), CNNB_ECOMM);
+  const char *msg = cnnb_error_message(run_world.ctx);
   ck_assert_msg(strstr(msg, "summing the accuracy") != NULL, "%s", msg);
   strategy_vt.allgather = NULL; /* a 1.3 strategy reporting several ranks */
-  ck_assert_int_eq(cnnb_world_sum(&run, tally, 3, "summing the accuracy"), CNNB_EUNSUPPORTED);
-  msg = cnnb_error_message(run.ctx);
+  ck_assert_int_eq(cnnb_world_sum(&run_world, tally, 3, "summing the accuracy"), CNNB_EUNSUPPORTED);
+  msg = cnnb_error_message(run_world.ctx);
   ck_assert_msg(strstr(msg, "has no allgather") != NULL, "%s", msg);
 }
 END_TEST

@@ -27,6 +27,19 @@ void cnnb_crash_guard_install(void);
 cnnb_crash_mark cnnb_crash_enter(const char *where, const char *what, const char *detail);
 void cnnb_crash_leave(cnnb_crash_mark previous);
 
+/* Runs the statement that follows `detail` (one statement or a braced block; variadic
+ * only so that its commas need no parentheses) marked as inside `where` doing `what` on
+ * `detail`, then puts the previous mark back: the way host code calls into a plugin. The
+ * statement must not return, break or goto out of the guard, or the mark would outlive
+ * the call. Plugin calls that also name the plugin in a failure use CNNB_PLUGIN_CALL
+ * (loader/bound_plugin.h). */
+#define CNNB_GUARDED(where, what, detail, ...)                                         \
+  do {                                                                                 \
+    cnnb_crash_mark cnnb_guard_outer_ = cnnb_crash_enter((where), (what), (detail));  \
+    __VA_ARGS__;                                                                       \
+    cnnb_crash_leave(cnnb_guard_outer_);                                               \
+  } while (0)
+
 /* Formats the line the handler writes for `signo` and mark `m` into buf (for tests);
  * returns its length. Async-signal-safe. */
 int cnnb_crash_format(char *buf, int size, int signo, const cnnb_crash_mark *m);

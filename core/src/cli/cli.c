@@ -19,7 +19,7 @@
 
 #include <cnnb/main.h>
 
-#include "run/benchmark.h"
+#include "cli/cli.h"
 #include "base/crash_guard.h"
 #include "flags/flags.h"
 #include "loader/loader.h"

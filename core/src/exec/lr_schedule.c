@@ -302,14 +302,16 @@ float cnnb_lr_schedule_at(const cnnb_lr_schedule *s, int64_t step) {
   case KIND_MODEL:
   default:
     if (s->model.learning_rate_at || s->model.learning_rate) {
-      cnnb_crash_mark outer = cnnb_crash_enter(s->model.crash_label, "learning_rate", s->model.name);
-      float rate = s->model.learning_rate_at
-                       ? s->model.learning_rate_at(s->model.ctx, s->model.name,
-                                                   s->model.dataset, step,
-                                                   s->global_batch_size, s->examples_per_epoch)
-                       : s->model.learning_rate(s->model.name, step, s->global_batch_size,
-                                                s->examples_per_epoch);
-      cnnb_crash_leave(outer);
+      float rate;
+      CNNB_GUARDED(s->model.crash_label, "learning_rate", s->model.name,
+                   rate = s->model.learning_rate_at
+                              ? s->model.learning_rate_at(s->model.ctx, s->model.name,
+                                                          s->model.dataset, step,
+                                                          s->global_batch_size,
+                                                          s->examples_per_epoch)
+                              : s->model.learning_rate(s->model.name, step,
+                                                       s->global_batch_size,
+                                                       s->examples_per_epoch));
       return rate;
     }
     lr = s->init_lr;

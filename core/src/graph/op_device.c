@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/extension.h"
 #include "graph/graph_internal.h"
 #include "graph/op_table.h"
 
@@ -72,10 +73,10 @@ typedef struct ext_query {
 
 static int device_has_ext(void *user, const char *id) {
   const ext_query *q = user;
-  if (q->dv && HAS_SLOT(q->dv, get_extension) && q->dv->get_extension(q->device, id)) return 1;
-  return q->plugin && q->plugin->struct_size >= offsetof(cnnb_plugin, get_extension) +
-                                                    sizeof(q->plugin->get_extension) &&
-         q->plugin->get_extension && q->plugin->get_extension(id);
+  return cnnb_extension_lookup(NULL, q->plugin,
+                               q->dv && HAS_SLOT(q->dv, get_extension) ? q->dv->get_extension
+                                                                       : NULL,
+                               q->device, id, 0) != NULL;
 }
 
 uint32_t cnnb_ops_device_relu_fusion(const cnnb_plugin *plugin, const cnnb_device_vtable *dv,
@@ -85,13 +86,8 @@ uint32_t cnnb_ops_device_relu_fusion(const cnnb_plugin *plugin, const cnnb_devic
 }
 
 const char *cnnb_device_unavailable(const cnnb_plugin *plugin) {
-  if (!plugin || plugin->struct_size < offsetof(cnnb_plugin, get_extension) +
-                                           sizeof(plugin->get_extension) ||
-      !plugin->get_extension)
-    return NULL;
-  const cnnb_device_availability *a = plugin->get_extension(CNNB_EXT_DEVICE_AVAILABILITY);
-  if (!a || a->struct_size < offsetof(cnnb_device_availability, unavailable) + sizeof(a->unavailable) ||
-      !a->unavailable)
-    return NULL;
-  return a->unavailable();
+  const cnnb_device_availability *a =
+      cnnb_extension_lookup(NULL, plugin, NULL, NULL, CNNB_EXT_DEVICE_AVAILABILITY,
+                            CNNB_EXT_NEEDS(cnnb_device_availability, unavailable));
+  return a && a->unavailable ? a->unavailable() : NULL;
 }

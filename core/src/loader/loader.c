@@ -487,9 +487,9 @@ void cnnb_loader_register_flags(cnnb_loader *l, cnnb_flags *flags) {
     loader_plugin *p = l->plugins[i];
     if (p->why || !p->desc.register_flags) continue;
     cnnb_flag_registry *registry = cnnb_flags_registry(flags, p->desc.name);
-    cnnb_crash_mark outer = cnnb_crash_enter(p->path, "register_flags", p->desc.name);
-    cnnb_status st = registry ? p->desc.register_flags(registry) : CNNB_ENOMEM;
-    cnnb_crash_leave(outer);
+    cnnb_status st = CNNB_ENOMEM;
+    if (registry)
+      CNNB_GUARDED(p->path, "register_flags", p->desc.name, st = p->desc.register_flags(registry));
     if (st != CNNB_OK)
       cnnb_log(l->ctx, CNNB_LOG_WARN, "%s (%s): declaring its flags failed (%s)%s%s; they are "
                "missing from this run", p->desc.name, p->path, cnnb_status_name(st),

@@ -106,9 +106,8 @@ static void print_unavailable(const cnnb_loader *l, FILE *out) {
   for (size_t i = 0; i < l->num_plugins; i++) {
     const loader_plugin *p = l->plugins[i];
     if (p->why || p->kind != CNNB_KIND_DEVICE || !p->num_names) continue;
-    cnnb_crash_mark outer = cnnb_crash_enter(p->path, "availability", NULL);
-    const char *why = cnnb_device_unavailable(&p->desc);
-    cnnb_crash_leave(outer);
+    const char *why;
+    CNNB_GUARDED(p->path, "availability", NULL, why = cnnb_device_unavailable(&p->desc));
     if (!why) continue;
     if (count++ == 0) fprintf(out, "\nDevices that cannot run on this machine:\n");
     fprintf(out, "  %s: %s\n", p->names[0], why);

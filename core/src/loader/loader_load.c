@@ -303,9 +303,9 @@ static cnnb_status load(cnnb_loader *l, loader_plugin *p) {
     open_path = local;
   }
   dlerror();
-  cnnb_crash_mark outer = cnnb_crash_enter(p->path, "dlopen (its constructors)", NULL);
-  void *handle = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
-  cnnb_crash_leave(outer);
+  void *handle;
+  CNNB_GUARDED(p->path, "dlopen (its constructors)", NULL,
+               handle = dlopen(open_path, RTLD_NOW | RTLD_LOCAL));
   if (!handle) return reject_dlopen(p, dlerror());
   dlerror();
   void *sym = dlsym(handle, CNNB_PLUGIN_ENTRY_SYMBOL);
@@ -317,9 +317,8 @@ static cnnb_status load(cnnb_loader *l, loader_plugin *p) {
   }
   cnnb_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry); /* POSIX: object pointer to function pointer */
-  outer = cnnb_crash_enter(p->path, CNNB_PLUGIN_ENTRY_SYMBOL, NULL);
-  const cnnb_plugin *d = entry(&host_info);
-  cnnb_crash_leave(outer);
+  const cnnb_plugin *d;
+  CNNB_GUARDED(p->path, CNNB_PLUGIN_ENTRY_SYMBOL, NULL, d = entry(&host_info));
   cnnb_status st;
   if (!d)
     st = reject(p, CNNB_PLUGIN_ENTRY_SYMBOL " returned NULL: the plugin refused to load into "

@@ -212,35 +212,34 @@ static json_t *command_line(const cnnb_run_config *cfg) {
 
 /* What the run uses once the plugins answered: the values the report's header shows,
  * and the ones the user left to a plugin, resolved. */
-static json_t *resolved(const cnnb_run *run) {
-  const cnnb_run_config *cfg = run->cfg;
-  int64_t global = (int64_t)run->batch_size * run->num_replicas * run->world_size;
+static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
+  int64_t global = f->global_batch;
   json_t *o = json_object();
-  json_object_set_new(o, "model", text(run->model.name));
+  json_object_set_new(o, "model", text(f->model->name));
   json_object_set_new(o, "dataset", text(cfg->dataset->name));
   json_object_set_new(o, "data_dir", *cfg->data_dir ? text(cfg->data_dir) : json_null());
-  json_object_set_new(o, "datasource", text(run->datasource.name));
-  json_object_set_new(o, "device", text(run->device.name));
-  json_object_set_new(o, "strategy", text(run->strategy.name));
+  json_object_set_new(o, "datasource", text(f->datasource->name));
+  json_object_set_new(o, "device", text(f->device->name));
+  json_object_set_new(o, "strategy", text(f->strategy->name));
   json_object_set_new(o, "mode", text(cnnb_run_mode_name(cfg->mode)));
-  json_object_set_new(o, "batch_size_per_replica", json_integer(run->batch_size));
+  json_object_set_new(o, "batch_size_per_replica", json_integer(f->batch_size));
   json_object_set_new(o, "global_batch_size", json_integer(global));
-  json_object_set_new(o, "replicas_per_rank", json_integer(run->num_replicas));
-  json_object_set_new(o, "ranks", json_integer(run->world_size));
-  json_object_set_new(o, "image_size", json_integer(run->image_size));
-  json_object_set_new(o, "num_classes", json_integer(run->num_classes));
+  json_object_set_new(o, "replicas_per_rank", json_integer(f->replicas));
+  json_object_set_new(o, "ranks", json_integer(f->world.size));
+  json_object_set_new(o, "image_size", json_integer(f->image_size));
+  json_object_set_new(o, "num_classes", json_integer(f->num_classes));
   json_object_set_new(o, "precision", text(cnnb_precision_name(cfg->precision)));
-  json_object_set_new(o, "input_dtype", text(run->input_uint8 ? "uint8" : "float32"));
+  json_object_set_new(o, "input_dtype", text(f->input_uint8 ? "uint8" : "float32"));
   json_object_set_new(o, "optimizer", cfg->mode == CNNB_MODE_TRAIN
                                           ? text(cnnb_optimizer_rule_name(cfg->trainer.rule))
                                           : json_null());
-  json_object_set_new(o, "num_batches", json_integer(run->num_batches));
+  json_object_set_new(o, "num_batches", json_integer(f->num_batches));
   json_object_set_new(o, "num_warmup_batches", json_integer(cfg->num_warmup_batches));
   json_object_set_new(o, "display_every", json_integer(cfg->display_every));
-  int64_t epoch = run->examples_per_epoch; /* 0: the datasource does not know */
+  int64_t epoch = f->examples_per_epoch; /* 0: the datasource does not know */
   json_object_set_new(o, "examples_per_epoch", epoch > 0 ? json_integer(epoch) : json_null());
   json_object_set_new(o, "num_epochs",
-                      epoch > 0 ? number((double)run->num_batches * (double)global / (double)epoch)
+                      epoch > 0 ? number((double)f->num_batches * (double)global / (double)epoch)
                                 : json_null());
   return o;
 }
@@ -284,7 +283,7 @@ static json_t *machine(void) {
   return o;
 }
 
-static json_t *plugin(const cnnb_run_plugin *p) {
+static json_t *plugin(const cnnb_bound_plugin *p) {
   json_t *o = json_object();
   json_object_set_new(o, "name", text(p->name));
   json_object_set_new(o, "plugin", text(p->plugin ? p->plugin->name : NULL));
@@ -296,12 +295,12 @@ static json_t *plugin(const cnnb_run_plugin *p) {
   return o;
 }
 
-static json_t *plugins(const cnnb_run *run) {
+static json_t *plugins(const cnnb_run_facts *f) {
   json_t *o = json_object();
-  json_object_set_new(o, "model", plugin(&run->model));
-  json_object_set_new(o, "device", plugin(&run->device));
-  json_object_set_new(o, "strategy", plugin(&run->strategy));
-  json_object_set_new(o, "datasource", plugin(&run->datasource));
+  json_object_set_new(o, "model", plugin(f->model));
+  json_object_set_new(o, "device", plugin(f->device));
+  json_object_set_new(o, "strategy", plugin(f->strategy));
+  json_object_set_new(o, "datasource", plugin(f->datasource));
   return o;
 }
 
@@ -315,18 +314,19 @@ static json_t *libraries(void) {
   return o;
 }
 
-cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run *run) {
+cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run_config *cfg,
+                                   const cnnb_run_facts *facts, const cnnb_flags *flags) {
   if (!log) return CNNB_OK;
   json_t *record = new_record(log, "run");
   if (!record) return write_record(log, NULL);
   json_object_set_new(record, "cnnbench_version", json_string(CNNB_VERSION_STRING));
   json_object_set_new(record, "abi", abi_text(CNNB_ABI_MAJOR, CNNB_ABI_MINOR));
-  json_object_set_new(record, "command_line", command_line(run->cfg));
-  add_flags(record, cnnb_ctx_flags(run->ctx));
-  json_object_set_new(record, "resolved", resolved(run));
+  json_object_set_new(record, "command_line", command_line(cfg));
+  add_flags(record, flags);
+  json_object_set_new(record, "resolved", resolved(cfg, facts));
   json_object_set_new(record, "machine", machine());
-  json_object_set_new(record, "plugins", plugins(run));
-  json_object_set_new(record, "device_description", text(run->device_description));
+  json_object_set_new(record, "plugins", plugins(facts));
+  json_object_set_new(record, "device_description", text(facts->device_description));
   json_object_set_new(record, "libraries", libraries());
   return write_record(log, record);
 }

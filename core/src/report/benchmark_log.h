@@ -26,7 +26,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "run/benchmark_setup.h"
+#include "config/run_config.h"
+#include "config/run_facts.h"
+#include "flags/flags.h"
 
 typedef struct cnnb_benchmark_log cnnb_benchmark_log;
 
@@ -41,8 +43,10 @@ void cnnb_benchmark_log_close(cnnb_benchmark_log *log);
 /* The file's path ("" for NULL). */
 const char *cnnb_benchmark_log_path(const cnnb_benchmark_log *log);
 
-/* The "run" record, from the ready run (after cnnb_run_prepare's last step). */
-cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run *run);
+/* The "run" record, from the ready run (after its setup's last step): the configuration,
+ * the facts setup resolved and every flag of `flags`. */
+cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run_config *cfg,
+                                   const cnnb_run_facts *facts, const cnnb_flags *flags);
 
 /* One displayed step, as this rank saw it. NaN in a double (no accuracy computed, no
  * trainer) is written as null. */

@@ -1,5 +1,5 @@
 /* checkpoint.c — a run's state to and from a safetensors checkpoint (checkpoint.h). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "run/checkpoint.h"
 
 #include <errno.h>
@@ -9,21 +9,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
+#include "graph/graph_internal.h"
 #include "report/benchmark_log.h"
+#include "run/world.h"
 #include "store/checkpoint_dir.h"
 #include "store/checkpoint_tensors.h"
-#include "base/crash_guard.h"
-#include "graph/graph_internal.h"
-#include "run/world.h"
 
 #define META(key) "cnnbench." key
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* What the module keeps between setup and the end of the run. */
+struct cnnb_checkpoints {
+  cnnb_safetensors *resume_file; /* found at setup, until its optimizer state is restored */
+  char *resume_path;
+  double last_save_time;         /* when the last save ended (cnnb_now_seconds) */
+};
+
+void cnnb_checkpoints_free(cnnb_checkpoints *c) {
+  if (!c) return;
+  cnnb_safetensors_close(c->resume_file);
+  free(c->resume_path);
+  free(c);
 }
 
 static void arenas_free(cnnb_ckpt_arenas *h) {
@@ -36,15 +43,18 @@ static void arenas_free(cnnb_ckpt_arenas *h) {
 
 /* ---- reading replica 0's state ---------------------------------------------------------- */
 
+/* Whether the strategy keeps the variables (and so the optimizer's slots) itself. */
+static bool keeps_variables(const cnnb_run *run) {
+  return run->strategy.vt.strategy->apply_update != NULL;
+}
+
 /* The strategy's CNNB_EXT_STRATEGY_OPTIMIZER_STATE when it keeps the slots itself. */
 static const cnnb_strategy_optimizer_state *strategy_slots(const cnnb_run *run) {
-  if (!run->strategy_vt->apply_update) return NULL;
-  const void *ext = NULL;
-  if (run->strategy_vt->get_extension)
-    ext = run->strategy_vt->get_extension(run->strategy_state, CNNB_EXT_STRATEGY_OPTIMIZER_STATE);
-  if (!ext && run->strategy.plugin->get_extension)
-    ext = run->strategy.plugin->get_extension(CNNB_EXT_STRATEGY_OPTIMIZER_STATE);
-  return ext;
+  if (!keeps_variables(run)) return NULL;
+  const cnnb_strategy_optimizer_state *ext = cnnb_bound_extension(
+      &run->strategy, run->strategy.state, CNNB_EXT_STRATEGY_OPTIMIZER_STATE,
+      CNNB_EXT_NEEDS(cnnb_strategy_optimizer_state, set_slot));
+  return ext && ext->get_slot && ext->set_slot ? ext : NULL;
 }
 
 static float *alloc_floats(cnnb_run *run, int64_t count) {
@@ -62,31 +72,32 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   if (!cnnb_ckpt_slot_name(rule, slot)) return CNNB_OK;
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   const cnnb_strategy_optimizer_state *keeper = strategy_slots(run);
+  const cnnb_bound_plugin *strategy = &run->strategy;
   cnnb_status st;
-  if (run->strategy_vt->apply_update) {
+  if (keeps_variables(run)) {
     /* Collective: every rank takes part even though only rank 0 writes. */
     if (!(*out = alloc_floats(run, count))) return CNNB_ENOMEM;
     int32_t exists = 0;
-    cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "get_slot", NULL);
-    st = keeper->get_slot(run->strategy_state, slot, *out, count, &exists);
-    cnnb_crash_leave(outer);
-    if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "reading the optimizer's slots");
+    CNNB_PLUGIN_CALL(st, run->ctx, strategy, "get_slot", strategy->ctx,
+                     "reading the optimizer's slots",
+                     keeper->get_slot(strategy->state, slot, *out, count, &exists));
+    if (st != CNNB_OK) return st;
     if (!exists) {
       free(*out);
       *out = NULL;
     }
     return CNNB_OK;
   }
-  if (run->rank != 0) return CNNB_OK; /* only rank 0 writes */
+  if (run->facts.world.rank != 0) return CNNB_OK; /* only rank 0 writes */
   cnnb_replica *r = &run->replicas[0];
   float *device_slot = slot == 1 ? cnnb_trainer_slot1(r->trainer) : cnnb_trainer_slot2(r->trainer);
   if (!device_slot) return CNNB_OK;
   if (!(*out = alloc_floats(run, count))) return CNNB_ENOMEM;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "copy_to_host", "optimizer slots");
-  st = run->device_vt->copy_to_host(r->device, *out, device_slot, (size_t)count * sizeof(float));
-  cnnb_crash_leave(outer);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, r->device_ctx, "reading the optimizer's slots");
-  return CNNB_OK;
+  CNNB_PLUGIN_CALL(st, run->ctx, &run->device, "copy_to_host", r->device_ctx,
+                   "reading the optimizer's slots",
+                   run->device.vt.device->copy_to_host(r->device, *out, device_slot,
+                                                      (size_t)count * sizeof(float)));
+  return st;
 }
 
 static cnnb_status read_state(cnnb_run *run, int64_t global_step, cnnb_ckpt_arenas *h) {
@@ -97,13 +108,12 @@ static cnnb_status read_state(cnnb_run *run, int64_t global_step, cnnb_ckpt_aren
   cnnb_status st;
   for (int slot = 1; slot <= 2; slot++)
     if ((st = read_slot(run, slot, &h->slot[slot - 1])) != CNNB_OK) return st;
-  if (run->rank != 0) return CNNB_OK;
+  if (run->facts.world.rank != 0) return CNNB_OK;
   if (!(h->params = alloc_floats(run, cnnb_graph_param_arena_count(g))) ||
       !(h->stats = alloc_floats(run, cnnb_graph_stat_arena_count(g))))
     return CNNB_ENOMEM;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "copy_to_host", "parameters");
-  st = cnnb_executor_download_params(r->executor, h->params, h->stats);
-  cnnb_crash_leave(outer);
+  CNNB_GUARDED(run->device.label, "copy_to_host", "parameters",
+               st = cnnb_executor_download_params(r->executor, h->params, h->stats));
   if (st != CNNB_OK) return st;
   int64_t widest = 1;
   for (int32_t n = 0; n < cnnb_graph_num_nodes(g); n++) {
@@ -141,6 +151,7 @@ static void meta_add(metadata *m, const char *key, const char *fmt, ...) {
  * enough to see how a checkpoint was trained. */
 static char *describe_config(const cnnb_run *run) {
   const cnnb_run_config *c = run->cfg;
+  const cnnb_run_facts *facts = &run->facts;
   char *text = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&text, &size);
@@ -149,9 +160,10 @@ static char *describe_config(const cnnb_run *run) {
           "data_dir=%s\nbatch_size=%d\nnum_gpus=%d\nranks=%d\nimage_size=%d\nnum_classes=%d\n"
           "precision=%s\noptimizer=%s\nmomentum=%g\nweight_decay=%g\ngradient_clip=%g\n"
           "seed=%" PRIu64 "\nnum_warmup_batches=%" PRId64 "\n",
-          run->model.name, run->device.name, run->strategy.name, run->datasource.name,
-          c->dataset->name, c->data_dir, (int)run->batch_size, (int)run->num_replicas,
-          (int)run->world_size, (int)run->image_size, (int)run->num_classes,
+          facts->model->name, facts->device->name, facts->strategy->name,
+          facts->datasource->name, c->dataset->name, c->data_dir, (int)facts->batch_size,
+          (int)facts->replicas, (int)facts->world.size, (int)facts->image_size,
+          (int)facts->num_classes,
           cnnb_precision_name(c->precision), cnnb_optimizer_rule_name(c->trainer.rule),
           (double)c->trainer.momentum, (double)c->trainer.weight_decay,
           (double)c->trainer.gradient_clip, c->seed, c->num_warmup_batches);
@@ -167,10 +179,10 @@ static void make_metadata(const cnnb_run *run, int64_t global_step, metadata *m)
   if (run->replicas[0].trainer) cnnb_trainer_get_state(run->replicas[0].trainer, &state);
   meta_add(m, "format", "pt"); /* what Hugging Face tools expect of a PyTorch state dict */
   meta_add(m, META("version"), "%s", CNNB_VERSION_STRING);
-  meta_add(m, META("model"), "%s", run->model.name);
+  meta_add(m, META("model"), "%s", run->facts.model->name);
   meta_add(m, META("dataset"), "%s", run->cfg->dataset->name);
-  meta_add(m, META("num_classes"), "%d", (int)run->num_classes);
-  meta_add(m, META("image_size"), "%d", (int)run->image_size);
+  meta_add(m, META("num_classes"), "%d", (int)run->facts.num_classes);
+  meta_add(m, META("image_size"), "%d", (int)run->facts.image_size);
   meta_add(m, META("precision"), "%s", cnnb_precision_name(run->cfg->precision));
   meta_add(m, META("optimizer"), "%s", cnnb_optimizer_rule_name(run->cfg->trainer.rule));
   meta_add(m, META("global_step"), "%" PRId64, global_step);
@@ -204,24 +216,26 @@ static cnnb_status write_checkpoint(cnnb_run *run, int64_t global_step, const cn
 }
 
 cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
-  double start = now_seconds();
+  cnnb_checkpoints *c = run->checkpoints;
+  double start = cnnb_now_seconds();
   cnnb_ckpt_arenas h;
   cnnb_status st = read_state(run, global_step, &h);
   char *path = NULL;
-  if (st == CNNB_OK && run->rank == 0) st = write_checkpoint(run, global_step, &h, &path);
+  if (st == CNNB_OK && run->facts.world.rank == 0) st = write_checkpoint(run, global_step, &h, &path);
   arenas_free(&h);
   /* Every rank learns whether rank 0's write worked, so no rank trains on alone. */
   int64_t failed = st != CNNB_OK;
-  cnnb_status world = cnnb_world_sum(run, &failed, 1, "agreeing that the checkpoint was saved");
+  cnnb_status world = cnnb_world_sum(&run->facts.world, &failed, 1,
+                                     "agreeing that the checkpoint was saved");
   if (st == CNNB_OK && world != CNNB_OK) st = world;
   if (st == CNNB_OK && failed)
     st = cnnb_error(run->ctx, CNNB_EIO, "rank 0 could not save the checkpoint of step %" PRId64
                     " in %s (its message says why)", global_step, run->cfg->train_dir);
-  run->last_save_time = now_seconds();
+  c->last_save_time = cnnb_now_seconds();
   if (st == CNNB_OK && path) {
     cnnb_log(run->ctx, CNNB_LOG_INFO, "saved checkpoint %s (step %" PRId64 ", %.2f s)", path,
-             global_step, run->last_save_time - start);
-    st = cnnb_benchmark_log_checkpoint(run->log, global_step, path, run->last_save_time - start);
+             global_step, c->last_save_time - start);
+    st = cnnb_benchmark_log_checkpoint(run->log, global_step, path, c->last_save_time - start);
   }
   free(path);
   return st;
@@ -236,8 +250,9 @@ cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due) {
     return CNNB_OK;
   }
   if (!(c->save_model_secs > 0)) return CNNB_OK;
-  int64_t elapsed = now_seconds() - run->last_save_time >= c->save_model_secs;
-  cnnb_status st = cnnb_world_rank0_value(run, &elapsed, "agreeing when to save a checkpoint");
+  int64_t elapsed = cnnb_now_seconds() - run->checkpoints->last_save_time >= c->save_model_secs;
+  cnnb_status st = cnnb_world_rank0_value(&run->facts.world, &elapsed,
+                                          "agreeing when to save a checkpoint");
   *due = elapsed != 0;
   return st;
 }
@@ -264,14 +279,14 @@ static cnnb_status meta_int(cnnb_ctx *ctx, const cnnb_safetensors *f, const char
 static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safetensors *f,
                                     const char *path) {
   const cnnb_run *run = user;
+  const char *name = run->facts.model->name;
   const char *model = cnnb_safetensors_meta(f, META("model"));
-  if (model && strcmp(model, run->model.name) != 0)
+  if (model && strcmp(model, name) != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s is of model '%s', this run's is '%s': "
-                      "give another --train_dir or --model=%s", path, model, run->model.name,
-                      model);
+                      "give another --train_dir or --model=%s", path, model, name, model);
   const char *classes = cnnb_safetensors_meta(f, META("num_classes"));
   char mine[16];
-  snprintf(mine, sizeof mine, "%d", (int)run->num_classes);
+  snprintf(mine, sizeof mine, "%d", (int)run->facts.num_classes);
   if (classes && strcmp(classes, mine) != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s has %s classes, this run %s (--num_classes, "
                       "--data_name)", path, classes, mine);
@@ -280,37 +295,42 @@ static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safete
 
 /* Uploads host arenas into every replica's executor. */
 static cnnb_status upload_all(cnnb_run *run, const float *params, const float *stats) {
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "copy_to_device", "checkpoint");
   cnnb_status st = CNNB_OK;
-  for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++)
-    st = cnnb_executor_upload_params(run->replicas[i].executor, params, stats);
-  cnnb_crash_leave(outer);
+  CNNB_GUARDED(run->device.label, "copy_to_device", "checkpoint", {
+    for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
+      st = cnnb_executor_upload_params(run->replicas[i].executor, params, stats);
+  });
   return st;
 }
 
 cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
   const cnnb_run_config *c = run->cfg;
-  run->start_step = 0;
-  run->last_save_time = now_seconds();
+  run->facts.start_step = 0;
   if (!*c->train_dir) return CNNB_OK;
+  cnnb_checkpoints *ck = run->checkpoints = calloc(1, sizeof *run->checkpoints);
+  if (!ck) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  ck->last_save_time = cnnb_now_seconds();
   bool training = c->mode == CNNB_MODE_TRAIN;
   cnnb_status st = CNNB_OK;
-  if (training && run->rank == 0) st = cnnb_checkpoint_dir_prepare(run->ctx, c->train_dir);
+  if (training && run->facts.world.rank == 0)
+    st = cnnb_checkpoint_dir_prepare(run->ctx, c->train_dir);
   if (st == CNNB_OK)
     st = cnnb_checkpoint_dir_latest(run->ctx, c->train_dir, check_model_name, run,
-                                    &run->resume_file, &run->resume_path);
-  int64_t found = st == CNNB_OK && run->resume_file;
+                                    &ck->resume_file, &ck->resume_path);
+  int64_t found = st == CNNB_OK && ck->resume_file;
   if (st == CNNB_OK && !found && !training)
     st = cnnb_error(run->ctx, CNNB_EINVAL, "--eval --train_dir=%s: no checkpoint there to "
                     "evaluate (train with --train_dir first)", c->train_dir);
   if (st == CNNB_OK && found) {
-    const cnnb_safetensors *f = run->resume_file;
+    const cnnb_safetensors *f = ck->resume_file;
     float *params = alloc_floats(run, cnnb_graph_param_arena_count(run->graph));
     float *stats = alloc_floats(run, cnnb_graph_stat_arena_count(run->graph));
-    st = params && stats ? cnnb_ckpt_read_model(run->ctx, f, run->resume_path, run->graph, params, stats)
+    st = params && stats ? cnnb_ckpt_read_model(run->ctx, f, ck->resume_path, run->graph,
+                                                params, stats)
                          : CNNB_ENOMEM;
     if (st == CNNB_OK)
-      st = meta_int(run->ctx, f, run->resume_path, META("global_step"), 0, &run->start_step);
+      st = meta_int(run->ctx, f, ck->resume_path, META("global_step"), 0,
+                    &run->facts.start_step);
     if (st == CNNB_OK) st = upload_all(run, params, stats);
     free(params);
     free(stats);
@@ -318,51 +338,52 @@ cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
   if (st != CNNB_OK) return st;
   /* Ranks that found different checkpoints (a directory that is not shared) would train
    * different models in lockstep: refuse. */
-  if ((st = cnnb_world_check_same(run, run->start_step,
+  if ((st = cnnb_world_check_same(&run->facts.world, run->facts.start_step,
                                   "the checkpoint step each rank resumes from (is --train_dir "
                                   "one shared directory?)")) != CNNB_OK)
     return st;
   if (found)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "%s %s (global step %" PRId64 ")",
-             training ? "resuming from" : "evaluating", run->resume_path, run->start_step);
+             training ? "resuming from" : "evaluating", ck->resume_path, run->facts.start_step);
   else
     cnnb_log(run->ctx, CNNB_LOG_INFO, "no checkpoint in %s yet: training starts at step 0",
              c->train_dir);
   return CNNB_OK;
 }
 
-static void close_resume_file(cnnb_run *run) {
-  cnnb_safetensors_close(run->resume_file);
-  run->resume_file = NULL;
-  free(run->resume_path);
-  run->resume_path = NULL;
+static void close_resume_file(cnnb_checkpoints *c) {
+  if (!c) return;
+  cnnb_safetensors_close(c->resume_file);
+  c->resume_file = NULL;
+  free(c->resume_path);
+  c->resume_path = NULL;
 }
 
 static cnnb_status write_slot(cnnb_run *run, int slot, const float *host, int64_t count) {
   const cnnb_strategy_optimizer_state *keeper = strategy_slots(run);
+  const cnnb_bound_plugin *strategy = &run->strategy, *device = &run->device;
   cnnb_status st = CNNB_OK;
-  if (run->strategy_vt->apply_update) {
-    cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "set_slot", NULL);
-    st = keeper->set_slot(run->strategy_state, run->cfg->trainer.rule, slot, host, count);
-    cnnb_crash_leave(outer);
-    if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, "restoring the optimizer's slots");
-    return CNNB_OK;
+  if (keeps_variables(run)) {
+    CNNB_PLUGIN_CALL(st, run->ctx, strategy, "set_slot", strategy->ctx,
+                     "restoring the optimizer's slots",
+                     keeper->set_slot(strategy->state, run->cfg->trainer.rule, slot, host, count));
+    return st;
   }
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "copy_to_device", "optimizer slots");
-  for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++) {
+  for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     float *dst = slot == 1 ? cnnb_trainer_slot1(r->trainer) : cnnb_trainer_slot2(r->trainer);
     if (!dst) continue;
-    st = run->device_vt->copy_to_device(r->device, dst, host, (size_t)count * sizeof(float));
-    if (st != CNNB_OK) st = cnnb_run_fail(run, st, r->device_ctx, "restoring the optimizer's slots");
+    CNNB_PLUGIN_CALL(st, run->ctx, device, "copy_to_device", r->device_ctx,
+                     "restoring the optimizer's slots",
+                     device->vt.device->copy_to_device(r->device, dst, host,
+                                                       (size_t)count * sizeof(float)));
   }
-  cnnb_crash_leave(outer);
   return st;
 }
 
 static cnnb_status restore_optimizer(cnnb_run *run) {
-  const cnnb_safetensors *f = run->resume_file;
-  const char *path = run->resume_path;
+  const cnnb_safetensors *f = run->checkpoints->resume_file;
+  const char *path = run->checkpoints->resume_path;
   uint32_t rule = run->cfg->trainer.rule;
   const char *saved = cnnb_safetensors_meta(f, META("optimizer"));
   if (saved && strcmp(saved, cnnb_optimizer_rule_name(rule)) != 0)
@@ -387,7 +408,7 @@ static cnnb_status restore_optimizer(cnnb_run *run) {
   }
   state.updates = updates;
   state.loss_scale_normal_steps = normal;
-  for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++)
+  for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
     st = cnnb_trainer_set_state(run->replicas[i].trainer, &state);
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   float *host = NULL;
@@ -395,8 +416,7 @@ static cnnb_status restore_optimizer(cnnb_run *run) {
     if (!cnnb_ckpt_slot_name(rule, slot)) continue;
     if (!host && !(host = alloc_floats(run, count))) return CNNB_ENOMEM;
     bool present = false;
-    st = cnnb_ckpt_read_slot(run->ctx, run->resume_file, run->resume_path, run->graph, rule,
-                             slot, host, &present);
+    st = cnnb_ckpt_read_slot(run->ctx, f, path, run->graph, rule, slot, host, &present);
     /* A checkpoint saved before the first update (or by torchvision) has no slots: they
      * start as the optimizer starts them. Every rank reads the same file, so all agree. */
     if (st == CNNB_OK && present) st = write_slot(run, slot, host, count);
@@ -410,15 +430,15 @@ cnnb_status cnnb_checkpoint_restore_optimizer(cnnb_run *run) {
   bool training = *run->cfg->train_dir && run->cfg->mode == CNNB_MODE_TRAIN &&
                   run->replicas[0].trainer;
   /* Refused before the first step rather than at the first save. */
-  if (training && run->strategy_vt->apply_update && cnnb_ckpt_slot_name(run->cfg->trainer.rule, 1) &&
+  if (training && keeps_variables(run) && cnnb_ckpt_slot_name(run->cfg->trainer.rule, 1) &&
       !strategy_slots(run))
     st = cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "--train_dir with --optimizer=%s: %s keeps the "
                     "optimizer's state itself and offers no %s to save and restore it",
                     cnnb_optimizer_rule_name(run->cfg->trainer.rule), run->strategy.label,
                     CNNB_EXT_STRATEGY_OPTIMIZER_STATE);
-  else if (training && run->resume_file)
+  else if (training && run->checkpoints && run->checkpoints->resume_file)
     st = restore_optimizer(run);
-  close_resume_file(run);
+  close_resume_file(run->checkpoints);
   return st;
 }
 

@@ -33,14 +33,16 @@
 #ifndef CNNB_CHECKPOINT_H
 #define CNNB_CHECKPOINT_H
 
-#include "run/benchmark_setup.h"
+#include "run/run.h"
 #include "store/safetensors.h"
 
 /* Setup, after the executors exist and before the strategy's broadcast: with --train_dir
- * (training or --eval), finds the latest valid checkpoint and loads its parameters and
- * statistics into every replica (and, for a strategy that keeps the variables, into what
- * the broadcast hands it). run->start_step becomes its global step (0 with none). Training
- * with no checkpoint yet starts from the initializers; --eval without one is an error. */
+ * (training or --eval), makes run->checkpoints (this module's state: the checkpoint
+ * found, until its optimizer state is restored, and when the last save ended), finds the
+ * latest valid checkpoint and loads its parameters and statistics into every replica
+ * (and, for a strategy that keeps the variables, into what the broadcast hands it).
+ * facts.start_step becomes its global step (0 with none). Training with no checkpoint
+ * yet starts from the initializers; --eval without one is an error. */
 cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run);
 
 /* Setup, after the trainers exist: the optimizer's slots and the trainers' state from the
@@ -55,6 +57,9 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step);
  * because --save_model_secs passed since the last save; all ranks agree (rank 0's clock
  * decides). Collective when --save_model_secs is given under several ranks. */
 cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due);
+
+/* Frees the module's state (NULL is fine). */
+void cnnb_checkpoints_free(cnnb_checkpoints *c);
 
 /* Loads the parameters and statistics of the safetensors file `path` into `ex` (the
  * checks above; a file without cnnbench metadata, such as a torchvision state_dict saved

@@ -1,19 +1,16 @@
 /* evaluation.c — the model in memory evaluated while it trains (evaluation.h): the
  * second, inference-mode set of devices, executors and validation datasources, when to
  * evaluate, and one evaluation. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "run/evaluation.h"
 
-#include "report/benchmark_log.h"
-
 #include <math.h>
-#include <time.h>
 #include <stdlib.h>
 
-#include "base/crash_guard.h"
-#include "graph/graph_internal.h"
+#include "base/clock.h"
 #include "graph/op_device.h"
+#include "report/benchmark_log.h"
 #include "report/report.h"
+#include "run/replica.h"
 #include "run/world.h"
 
 /* Floats staged through the host per copy: bounded memory whatever the model's size. */
@@ -53,50 +50,89 @@ bool cnnb_evaluation_due(const cnnb_run *run, int64_t step) {
   cnnb_eval_schedule s = {
       .every_n_steps = cfg->eval_every_n_steps,
       .every_n_epochs = cfg->eval_every_n_epochs,
-      .examples_per_epoch = run->examples_per_epoch,
-      .global_batch = (int64_t)run->batch_size * run->num_replicas * run->world_size,
-      .num_batches = run->num_batches,
+      .examples_per_epoch = run->facts.examples_per_epoch,
+      .global_batch = run->facts.global_batch,
+      .num_batches = run->facts.num_batches,
   };
   return cnnb_eval_schedule_due(&s, step);
 }
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-static cnnb_status create_replica(cnnb_run *run, int32_t index) {
-  cnnb_replica *r = &run->replicas[index];
-  cnnb_status st = cnnb_run_create_device(run, index, false, &r->eval_device_ctx, &r->eval_device);
+/* One replica's evaluation set: the same device again in inference mode, an executor of
+ * the graph on it (its arenas refreshed from the training executor's before each
+ * evaluation), and a datasource instance reading the validation split. */
+typedef struct eval_replica {
+  cnnb_ctx *device_ctx;
+  void *device;
+  cnnb_executor *executor;
+  cnnb_ctx *datasource_ctx;
+  void *datasource;
+  cnnb_prefetch *input;
+} eval_replica;
+
+struct cnnb_evaluation {
+  eval_replica *replicas;      /* [facts.replicas] */
+  int64_t examples_per_epoch;  /* the validation split's; 0: unknown */
+  int64_t num_batches;         /* per replica, per evaluation */
+};
+
+static cnnb_status create_replica(cnnb_run *run, int32_t index, eval_replica *e) {
+  const cnnb_bound_plugin *device = &run->device;
+  cnnb_status st = cnnb_replica_create_device(run, index, false, &e->device_ctx, &e->device);
   if (st != CNNB_OK) return st;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "supports_op", NULL);
-  st = cnnb_ops_check_device(run->ctx, run->graph, run->device_vt, r->eval_device,
-                             run->device.plugin->abi_minor, run->device.name);
-  cnnb_crash_leave(outer);
+  CNNB_GUARDED(device->label, "supports_op", NULL,
+               st = cnnb_ops_check_device(run->ctx, run->graph, device->vt.device, e->device,
+                                          device->plugin->abi_minor, device->name));
   if (st != CNNB_OK) return st;
   cnnb_executor_config ecfg = {
       .training = false,
-      .device_ctx = r->eval_device_ctx,
-      .crash_label = run->device.label,
-      .constant_batch = cnnb_run_constant_batch(run),
+      .device_ctx = e->device_ctx,
+      .crash_label = device->label,
+      .constant_batch = cnnb_replica_constant_batch(run),
   };
   /* Its arenas start at zero and are filled from the training executor's before each
    * evaluation, so no initial values are drawn here. */
-  st = cnnb_executor_create(run->ctx, run->device_vt, r->eval_device, run->graph, &ecfg,
-                            &r->eval_executor);
+  st = cnnb_executor_create(run->ctx, device->vt.device, e->device, run->graph, &ecfg,
+                            &e->executor);
   if (st != CNNB_OK) return st;
-  if ((st = cnnb_run_create_datasource(run, index, false, &r->eval_datasource_ctx,
-                                       &r->eval_datasource)) != CNNB_OK)
+  if ((st = cnnb_replica_create_datasource(run, index, false, &e->datasource_ctx,
+                                           &e->datasource)) != CNNB_OK)
     return st;
   /* fp32 batches: the evaluation executor is not given the uint8 conversion. */
-  return cnnb_run_start_input(run, index, r->eval_datasource_ctx, r->eval_datasource, NULL,
-                              &r->eval_input);
+  return cnnb_replica_start_input(run, index, e->datasource_ctx, e->datasource, NULL, &e->input);
+}
+
+void cnnb_evaluation_free(cnnb_run *run, cnnb_evaluation *e) {
+  if (!e) return;
+  for (int32_t i = 0; e->replicas && i < run->facts.replicas; i++) {
+    eval_replica *r = &e->replicas[i];
+    cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
+    if (r->datasource) run->datasource.vt.datasource->destroy(r->datasource);
+    cnnb_executor_destroy(r->executor);
+    if (r->device) run->device.vt.device->destroy(r->device);
+    cnnb_ctx_destroy(r->device_ctx);
+    cnnb_ctx_destroy(r->datasource_ctx);
+  }
+  free(e->replicas);
+  free(e);
+}
+
+int64_t cnnb_evaluation_skipped_examples(const cnnb_run *run) {
+  const cnnb_evaluation *e = run->evaluation;
+  int64_t total = 0;
+  for (int32_t i = 0; e && e->replicas && i < run->facts.replicas; i++)
+    total += cnnb_replica_skipped_examples(run, e->replicas[i].datasource);
+  return total;
 }
 
 /* Batches per evaluation: see cnnb_evaluation_prepare. */
-static cnnb_status count_eval_batches(cnnb_run *run) {
+static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
   const cnnb_run_config *cfg = run->cfg;
-  double global = (double)run->batch_size * run->num_replicas * run->world_size;
-  int64_t examples = run->eval_examples_per_epoch;
+  double global = (double)run->facts.global_batch;
+  int64_t examples = e->examples_per_epoch;
   if (cfg->num_eval_batches > 0) {
-    run->num_eval_batches = cfg->num_eval_batches;
+    e->num_batches = cfg->num_eval_batches;
     return CNNB_OK;
   }
   double epochs = cfg->num_eval_epochs > 0 ? cfg->num_eval_epochs : 1.0;
@@ -106,96 +142,94 @@ static cnnb_status count_eval_batches(cnnb_run *run) {
                       "validation split holds; give --num_eval_batches instead",
                       cfg->num_eval_epochs, run->datasource.name);
   if (examples <= 0) {
-    run->num_eval_batches = run->num_batches;
+    e->num_batches = run->facts.num_batches;
     cnnb_log(run->ctx, CNNB_LOG_INFO,
              "datasource %s does not say how big its validation split is: each evaluation "
              "runs %lld batches (the training's; --num_eval_batches sets it)",
-             run->datasource.name, (long long)run->num_batches);
+             run->datasource.name, (long long)run->facts.num_batches);
     return CNNB_OK;
   }
   double steps = ceil(epochs * (double)examples / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
     return cnnb_error(run->ctx, CNNB_EINVAL, "--num_eval_epochs=%g: that is %g batches, more "
                       "than a run can count", epochs, steps);
-  run->num_eval_batches = (int64_t)steps;
+  e->num_batches = (int64_t)steps;
   return CNNB_OK;
 }
 
 cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
   const cnnb_run_config *cfg = run->cfg;
-  if (cfg->eval_every_n_epochs > 0 && run->examples_per_epoch <= 0)
+  const cnnb_run_facts *f = &run->facts;
+  if (cfg->eval_every_n_epochs > 0 && f->examples_per_epoch <= 0)
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "--eval_during_training_every_n_epochs=%g: datasource %s does not say "
                       "how many examples a training epoch holds; give "
                       "--eval_during_training_every_n_steps instead",
                       cfg->eval_every_n_epochs, run->datasource.name);
+  cnnb_evaluation *e = run->evaluation = calloc(1, sizeof *run->evaluation);
+  if (!e || !(e->replicas = calloc((size_t)f->replicas, sizeof *e->replicas)))
+    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_status st;
-  for (int32_t i = 0; i < run->num_replicas; i++)
-    if ((st = create_replica(run, i)) != CNNB_OK) return st;
-  const cnnb_datasource_vtable *dvt = run->datasource_vt;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "examples_per_epoch", NULL);
-  int64_t examples = dvt->examples_per_epoch
-                         ? dvt->examples_per_epoch(run->replicas[0].eval_datasource) : 0;
-  cnnb_crash_leave(outer);
-  run->eval_examples_per_epoch = examples > 0 ? examples : 0;
-  if ((st = count_eval_batches(run)) != CNNB_OK) return st;
+  for (int32_t i = 0; i < f->replicas; i++)
+    if ((st = create_replica(run, i, &e->replicas[i])) != CNNB_OK) return st;
+  const cnnb_bound_plugin *datasource = &run->datasource;
+  int64_t examples = 0;
+  if (datasource->vt.datasource->examples_per_epoch)
+    CNNB_GUARDED(datasource->label, "examples_per_epoch", NULL,
+                 examples = datasource->vt.datasource->examples_per_epoch(e->replicas[0].datasource));
+  e->examples_per_epoch = examples > 0 ? examples : 0;
+  if ((st = count_eval_batches(run, e)) != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "evaluating during training: %lld batches of %d per "
-           "replica each time (%lld examples in all)", (long long)run->num_eval_batches,
-           (int)run->batch_size, (long long)(run->num_eval_batches * run->batch_size *
-                                             run->num_replicas * run->world_size));
+           "replica each time (%lld examples in all)", (long long)e->num_batches,
+           (int)f->batch_size, (long long)(e->num_batches * f->global_batch));
   return CNNB_OK;
 }
 
 /* ---- one evaluation ----------------------------------------------------------------- */
 
 /* count floats from the training instance's src to the evaluation instance's dst. */
-static cnnb_status copy_arena(cnnb_run *run, cnnb_replica *r, const float *src, float *dst,
-                              int64_t count, float *staging, const char *what) {
-  const cnnb_device_vtable *dv = run->device_vt;
+static cnnb_status copy_arena(cnnb_run *run, const cnnb_replica *r, const eval_replica *e,
+                              const float *src, float *dst, int64_t count, float *staging,
+                              const char *what) {
+  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_device_vtable *dv = device->vt.device;
   for (int64_t off = 0; off < count; off += COPY_CHUNK) {
     int64_t n = count - off < COPY_CHUNK ? count - off : COPY_CHUNK;
     size_t bytes = (size_t)n * sizeof(float);
-    cnnb_status st = dv->copy_to_host(r->device, staging, src + off, bytes);
-    if (st != CNNB_OK) {
-      char where[128];
-      snprintf(where, sizeof where, "reading the %s to evaluate (replica %d)", what, (int)r->index);
-      return cnnb_run_fail(run, st, r->device_ctx, where);
-    }
-    if ((st = dv->copy_to_device(r->eval_device, dst + off, staging, bytes)) != CNNB_OK) {
-      char where[128];
-      snprintf(where, sizeof where, "loading the %s to evaluate (replica %d)", what, (int)r->index);
-      return cnnb_run_fail(run, st, r->eval_device_ctx, where);
-    }
+    char where[128];
+    snprintf(where, sizeof where, "reading the %s to evaluate (replica %d)", what, (int)r->index);
+    cnnb_status st;
+    CNNB_PLUGIN_CALL(st, run->ctx, device, "copy_to_host", r->device_ctx, where,
+                     dv->copy_to_host(r->device, staging, src + off, bytes));
+    if (st != CNNB_OK) return st;
+    snprintf(where, sizeof where, "loading the %s to evaluate (replica %d)", what, (int)r->index);
+    CNNB_PLUGIN_CALL(st, run->ctx, device, "copy_to_device", e->device_ctx, where,
+                     dv->copy_to_device(e->device, dst + off, staging, bytes));
+    if (st != CNNB_OK) return st;
   }
   return CNNB_OK;
 }
 
 static cnnb_status load_model(cnnb_run *run, float *staging) {
-  cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "copy", "evaluation");
   cnnb_status st = CNNB_OK;
-  for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++) {
-    cnnb_replica *r = &run->replicas[i];
-    st = copy_arena(run, r, cnnb_executor_params(r->executor),
-                    cnnb_executor_params(r->eval_executor), cnnb_executor_param_count(r->executor),
+  for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
+    const cnnb_replica *r = &run->replicas[i];
+    const eval_replica *e = &run->evaluation->replicas[i];
+    st = copy_arena(run, r, e, cnnb_executor_params(r->executor),
+                    cnnb_executor_params(e->executor), cnnb_executor_param_count(r->executor),
                     staging, "parameters");
     if (st == CNNB_OK)
-      st = copy_arena(run, r, cnnb_executor_stats(r->executor),
-                      cnnb_executor_stats(r->eval_executor), cnnb_executor_stat_count(r->executor),
+      st = copy_arena(run, r, e, cnnb_executor_stats(r->executor),
+                      cnnb_executor_stats(e->executor), cnnb_executor_stat_count(r->executor),
                       staging, "batch-norm statistics");
   }
-  cnnb_crash_leave(outer);
   return st;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result) {
+  cnnb_evaluation *e = run->evaluation;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Running evaluation at step %lld", (long long)step);
-  double start = now_seconds();
+  double start = cnnb_now_seconds();
   int64_t largest = cnnb_graph_param_arena_count(run->graph);
   if (cnnb_graph_stat_arena_count(run->graph) > largest)
     largest = cnnb_graph_stat_arena_count(run->graph);
@@ -206,30 +240,31 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   free(staging);
   /* hits at 1, hits at 5, examples: summed over replicas here, then over ranks. */
   int64_t tally[3] = {0, 0, 0};
-  for (int64_t b = 0; st == CNNB_OK && b < run->num_eval_batches; b++) {
-    for (int32_t i = 0; st == CNNB_OK && i < run->num_replicas; i++) {
-      cnnb_replica *r = &run->replicas[i];
+  for (int64_t b = 0; st == CNNB_OK && b < e->num_batches; b++) {
+    for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
+      eval_replica *r = &e->replicas[i];
       const float *images;
       const int32_t *labels;
-      if ((st = cnnb_prefetch_next(r->eval_input, &images, &labels)) != CNNB_OK) {
-        st = cnnb_run_fail(run, st, r->eval_datasource_ctx, "reading a validation batch");
+      if ((st = cnnb_prefetch_next(r->input, &images, &labels)) != CNNB_OK) {
+        st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+                                "reading a validation batch");
         break;
       }
-      if ((st = cnnb_executor_step(r->eval_executor, images, labels, 1.0f, (uint64_t)b)) != CNNB_OK)
+      if ((st = cnnb_executor_step(r->executor, images, labels, 1.0f, (uint64_t)b)) != CNNB_OK)
         break;
       int top1 = 0, top5 = 0;
-      cnnb_crash_mark outer = cnnb_crash_enter(run->device.label, "tensor_to_host", "logits");
-      st = cnnb_executor_accuracy(r->eval_executor, labels, &top1, &top5);
-      cnnb_crash_leave(outer);
+      CNNB_GUARDED(run->device.label, "tensor_to_host", "logits",
+                   st = cnnb_executor_accuracy(r->executor, labels, &top1, &top5));
       tally[0] += top1;
       tally[1] += top5;
-      tally[2] += run->batch_size;
+      tally[2] += run->facts.batch_size;
     }
   }
-  if (st == CNNB_OK) st = cnnb_world_sum(run, tally, 3, "summing the evaluation's accuracy");
+  if (st == CNNB_OK)
+    st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the evaluation's accuracy");
   if (st != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "evaluation at step %lld took %.3f s (left out of the "
-           "training's images/sec)", (long long)step, now_seconds() - start);
+           "training's images/sec)", (long long)step, cnnb_now_seconds() - start);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
   cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "run/benchmark_setup.h"
+#include "run/run.h"
 
 /* When to evaluate, in timed training steps (1-based, warm-up excluded). */
 typedef struct cnnb_eval_schedule {
@@ -34,12 +34,17 @@ typedef struct cnnb_eval_schedule {
  * at (int)(e * examples + batch - 1) / batch. */
 bool cnnb_eval_schedule_due(const cnnb_eval_schedule *s, int64_t step);
 
-/* At setup, after the training replicas: the evaluation devices, executors and
- * datasources, the batches per evaluation (--num_eval_batches; --num_eval_epochs over
- * the validation split; one validation epoch when the datasource knows its size; else
- * the training's timed steps), and the check that --eval_during_training_every_n_epochs
- * has an epoch to count. */
+/* At setup, after the training replicas: run->evaluation (this module's state: per
+ * replica an evaluation device, executor and validation datasource; the batches per
+ * evaluation: --num_eval_batches, --num_eval_epochs over the validation split, one
+ * validation epoch when the datasource knows its size, else the training's timed steps),
+ * and the check that --eval_during_training_every_n_epochs has an epoch to count. */
 cnnb_status cnnb_evaluation_prepare(cnnb_run *run);
+/* Takes the evaluation instances apart (their input threads first); NULL is fine. */
+void cnnb_evaluation_free(cnnb_run *run, cnnb_evaluation *e);
+
+/* Examples the validation datasources skipped as unreadable, summed over replicas. */
+int64_t cnnb_evaluation_skipped_examples(const cnnb_run *run);
 
 /* Whether the run evaluates after timed step `step` (cnnb_eval_schedule_due). */
 bool cnnb_evaluation_due(const cnnb_run *run, int64_t step);
@@ -50,8 +55,7 @@ typedef struct cnnb_eval_result {
   double top1, top5; /* fractions of examples */
 } cnnb_eval_result;
 
-/* One evaluation of the current parameters: every replica's run->num_eval_batches
- * batches, hits summed over replicas and ranks (collective), and on `out` (rank 0's;
+/* One evaluation of the current parameters: every replica's batches per evaluation, hits summed over replicas and ranks (collective), and on `out` (rank 0's;
  * NULL elsewhere) "Step <step>: Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]".
  * result (may be NULL) receives the sums. */
 cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result);

@@ -1,5 +1,4 @@
-/* input_dtype.c — choosing the batches' transport and running a step on either
- * (input_dtype.h). An extension counts only when its answer is large enough to hold its
+/* input_dtype.c — choosing the batches' transport (input_dtype.h). An extension counts only when its answer is large enough to hold its
  * slots and they are set: a malformed one is treated as absent (and named when the user
  * forced uint8), never called. */
 #include "run/input_dtype.h"
@@ -8,32 +7,19 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "base/crash_guard.h"
 
 static const cnnb_datasource_uint8 *datasource_uint8(const cnnb_run *run, void *datasource) {
-  const cnnb_datasource_vtable *vt = run->datasource_vt;
-  const cnnb_plugin *plugin = run->datasource.plugin;
-  const cnnb_datasource_uint8 *ext = NULL;
-  if (vt->get_extension) ext = vt->get_extension(datasource, CNNB_EXT_DATASOURCE_UINT8);
-  if (!ext && plugin->get_extension) ext = plugin->get_extension(CNNB_EXT_DATASOURCE_UINT8);
-  if (!ext || ext->struct_size < offsetof(cnnb_datasource_uint8, next_batch_uint8) +
-                                     sizeof ext->next_batch_uint8 ||
-      !ext->normalization || !ext->next_batch_uint8)
-    return NULL;
-  return ext;
+  const cnnb_datasource_uint8 *ext =
+      cnnb_bound_extension(&run->datasource, datasource, CNNB_EXT_DATASOURCE_UINT8,
+                           CNNB_EXT_NEEDS(cnnb_datasource_uint8, next_batch_uint8));
+  return ext && ext->normalization && ext->next_batch_uint8 ? ext : NULL;
 }
 
 static const cnnb_device_uint8_input *device_uint8(const cnnb_run *run, void *device) {
-  const cnnb_device_vtable *vt = run->device_vt;
-  const cnnb_plugin *plugin = run->device.plugin;
-  const cnnb_device_uint8_input *ext = NULL;
-  if (vt->get_extension) ext = vt->get_extension(device, CNNB_EXT_DEVICE_UINT8_INPUT);
-  if (!ext && plugin->get_extension) ext = plugin->get_extension(CNNB_EXT_DEVICE_UINT8_INPUT);
-  if (!ext || ext->struct_size < offsetof(cnnb_device_uint8_input, input_from_host_uint8) +
-                                     sizeof ext->input_from_host_uint8 ||
-      !ext->input_from_host_uint8)
-    return NULL;
-  return ext;
+  const cnnb_device_uint8_input *ext =
+      cnnb_bound_extension(&run->device, device, CNNB_EXT_DEVICE_UINT8_INPUT,
+                           CNNB_EXT_NEEDS(cnnb_device_uint8_input, input_from_host_uint8));
+  return ext && ext->input_from_host_uint8 ? ext : NULL;
 }
 
 /* Replica r's normalization from its datasource, handed to its executor. */
@@ -44,12 +30,13 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
   float *scale = calloc((size_t)channels * 2, sizeof *scale);
   if (!scale) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   float *offset = scale + channels;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "normalization", NULL);
-  cnnb_status st = source->normalization(r->datasource, scale, offset);
-  cnnb_crash_leave(outer);
+  cnnb_status st;
+  CNNB_PLUGIN_CALL(st, run->ctx, &run->datasource, "normalization", r->datasource_ctx,
+                   "the datasource's uint8 normalization",
+                   source->normalization(r->datasource, scale, offset));
   if (st != CNNB_OK) {
     free(scale);
-    return cnnb_run_fail(run, st, r->datasource_ctx, "the datasource's uint8 normalization");
+    return st;
   }
   for (int32_t c = 0; c < channels; c++) {
     if (isfinite(scale[c]) && isfinite(offset[c])) continue;
@@ -70,25 +57,22 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
 
 cnnb_status cnnb_input_dtype_choose(cnnb_run *run) {
   cnnb_input_dtype wanted = run->cfg->input_dtype;
-  run->input_uint8 = false;
+  int32_t replicas = run->facts.replicas;
+  run->facts.input_uint8 = false;
   if (wanted == CNNB_INPUT_FLOAT32) {
     cnnb_log(run->ctx, CNNB_LOG_DEBUG, "input: float32 batches (--input_dtype=float32)");
     return CNNB_OK;
   }
   /* Every replica of the run must offer both, or none uses uint8. */
   const char *missing = NULL, *missing_ext = NULL, *missing_plugin = NULL, *cannot = NULL;
-  cnnb_crash_mark outer = cnnb_crash_enter(run->datasource.label, "get_extension", NULL);
-  for (int32_t i = 0; i < run->num_replicas && !missing; i++)
+  for (int32_t i = 0; i < replicas && !missing; i++)
     if (!datasource_uint8(run, run->replicas[i].datasource))
       missing = "datasource", missing_ext = CNNB_EXT_DATASOURCE_UINT8,
       missing_plugin = run->datasource.label, cannot = "hand over";
-  cnnb_crash_leave(outer);
-  outer = cnnb_crash_enter(run->device.label, "get_extension", NULL);
-  for (int32_t i = 0; i < run->num_replicas && !missing; i++)
+  for (int32_t i = 0; i < replicas && !missing; i++)
     if (!device_uint8(run, run->replicas[i].device))
       missing = "device", missing_ext = CNNB_EXT_DEVICE_UINT8_INPUT,
       missing_plugin = run->device.label, cannot = "normalize";
-  cnnb_crash_leave(outer);
   if (missing) {
     if (wanted == CNNB_INPUT_UINT8)
       return cnnb_error(run->ctx, CNNB_EINVAL,
@@ -99,21 +83,13 @@ cnnb_status cnnb_input_dtype_choose(cnnb_run *run) {
              missing_ext);
     return CNNB_OK;
   }
-  for (int32_t i = 0; i < run->num_replicas; i++) {
+  for (int32_t i = 0; i < replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_status st = set_up_replica(run, r, datasource_uint8(run, r->datasource),
                                     device_uint8(run, r->device));
     if (st != CNNB_OK) return st;
   }
-  run->input_uint8 = true;
+  run->facts.input_uint8 = true;
   cnnb_log(run->ctx, CNNB_LOG_DEBUG, "input: uint8 NHWC batches, normalized by the device");
   return CNNB_OK;
-}
-
-cnnb_status cnnb_replica_step(cnnb_replica *r, const cnnb_batch *batch, float loss_scale,
-                              int64_t step) {
-  if (batch->images_uint8)
-    return cnnb_executor_step_uint8(r->executor, batch->images_uint8, batch->labels, loss_scale,
-                                    (uint64_t)step);
-  return cnnb_executor_step(r->executor, batch->images, batch->labels, loss_scale, (uint64_t)step);
 }

@@ -5,18 +5,13 @@
 #ifndef CNNB_INPUT_DTYPE_H
 #define CNNB_INPUT_DTYPE_H
 
-#include "run/benchmark_setup.h"
+#include "run/run.h"
 
 /* Once the replicas' devices, executors and datasources exist, before their input
- * pipelines start: decides the run's transport (run->input_uint8) and, for uint8, gives
+ * pipelines start: decides the run's transport (facts.input_uint8) and, for uint8, gives
  * every replica its datasource's extension and its executor the device's conversion and
  * the datasource's normalization. --input_dtype=uint8 without both extensions is refused
  * naming the plugin that lacks one. */
 cnnb_status cnnb_input_dtype_choose(cnnb_run *run);
-
-/* A batch replica r took from its input (cnnb_prefetch_take), fp32 or uint8, run through
- * its executor: one forward (and backward when training) step. Errors name the node. */
-cnnb_status cnnb_replica_step(cnnb_replica *r, const cnnb_batch *batch, float loss_scale,
-                              int64_t step);
 
 #endif

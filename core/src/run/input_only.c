@@ -4,26 +4,22 @@
  * it. No executor exists: a step takes one batch from every replica's queue, and its
  * time is how long that waited, so it measures what the pipeline sustains when nothing
  * else competes for the batches. The queues are emptied after the warm-up. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "run/input_only.h"
+
 #include <stdbool.h>
-#include <time.h>
 
-#include "run/benchmark.h"
-#include "run/benchmark_setup.h"
+#include "base/clock.h"
 #include "report/report.h"
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "run/run_report.h"
 
 static cnnb_status read_step(cnnb_run *run) {
-  for (int32_t i = 0; i < run->num_replicas; i++) {
+  for (int32_t i = 0; i < run->facts.replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_batch batch; /* fp32 or uint8, as a training run would take it */
     cnnb_status st = cnnb_prefetch_take(r->input, &batch);
-    if (st != CNNB_OK) return cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
+    if (st != CNNB_OK)
+      return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+                                "reading a batch");
   }
   return CNNB_OK;
 }
@@ -38,10 +34,11 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   for (int64_t i = 0; i < cfg->num_warmup_batches && st == CNNB_OK; i++) st = read_step(run);
   /* Batches the threads queued meanwhile were read before timing starts: left in the
    * queues, the first timed steps would take them at no cost and flatter the pipeline. */
-  for (int32_t i = 0; i < run->num_replicas && st == CNNB_OK; i++) {
+  for (int32_t i = 0; i < run->facts.replicas && st == CNNB_OK; i++) {
     cnnb_replica *r = &run->replicas[i];
     if ((st = cnnb_prefetch_drain(r->input)) != CNNB_OK)
-      st = cnnb_run_fail(run, st, r->datasource_ctx, "reading a batch");
+      st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+                              "reading a batch");
   }
   if (st != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
@@ -49,18 +46,18 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   cnnb_step_stats stats;
   cnnb_step_stats_init(&stats);
   if (out) cnnb_report_print_input_step_header(out);
-  double images_per_step = (double)run->batch_size * run->num_replicas * run->world_size;
+  int64_t num_batches = run->facts.num_batches;
   double total_seconds = 0;
-  for (int64_t i = 0; i < run->num_batches; i++) {
-    double start = now_seconds();
+  for (int64_t i = 0; i < num_batches; i++) {
+    double start = cnnb_now_seconds();
     if ((st = read_step(run)) != CNNB_OK) break;
-    double seconds = now_seconds() - start;
+    double seconds = cnnb_now_seconds() - start;
     /* A batch already queued is taken in well under a clock tick: count it as one
      * nanosecond rather than refuse a zero time. */
     if (!(seconds > 0)) seconds = 1e-9;
     total_seconds += seconds;
-    cnnb_step_stats_add_step(&stats, images_per_step, seconds);
-    bool last = i + 1 == run->num_batches;
+    cnnb_step_stats_add_step(&stats, (double)run->facts.global_batch, seconds);
+    bool last = i + 1 == num_batches;
     if (out && (cnnb_report_should_display(i + 1, cfg->display_every) || last)) {
       cnnb_report_print_input_step(out, i + 1, &stats);
       fflush(out);
@@ -68,7 +65,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
-  double images = (double)run->batch_size * run->num_replicas * (double)run->num_batches;
+  double images = (double)run->facts.batch_size * run->facts.replicas * (double)num_batches;
   if ((st = cnnb_run_print_total(run, images, total_seconds, out)) != CNNB_OK) return st;
   return cnnb_run_print_skipped(run, out);
 }

@@ -7,60 +7,66 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/crash_guard.h"
-#include "graph/graph_internal.h"
+#include "loader/bound_plugin.h"
 
 /* One rank's view of the run: fixed size, so one allgather carries it. */
-typedef struct run_facts {
+typedef struct rank_view {
   char model[64], device[32], strategy[48], precision[8], mode[16];
   int64_t batch_size, image_size, num_classes, replicas, param_count, num_batches,
       warmup_batches, num_eval_batches, eval_every_n_steps;
   double num_epochs, num_eval_epochs, eval_every_n_epochs;
-} run_facts;
+} rank_view;
 
 static void copy_name(char *dst, size_t size, const char *src) {
   snprintf(dst, size, "%s", src ? src : "");
 }
 
-static run_facts facts_of(const cnnb_run *run) {
-  run_facts f;
+static rank_view view_of(const cnnb_run_config *cfg, const cnnb_run_facts *facts,
+                          int64_t param_count) {
+  rank_view f;
   memset(&f, 0, sizeof f); /* padding too: the bytes travel */
-  copy_name(f.model, sizeof f.model, run->model.name);
-  copy_name(f.device, sizeof f.device, run->device.name);
-  copy_name(f.strategy, sizeof f.strategy, run->strategy.name);
-  copy_name(f.precision, sizeof f.precision, cnnb_precision_name(run->cfg->precision));
-  f.batch_size = run->batch_size;
-  f.image_size = run->image_size;
-  f.num_classes = run->num_classes;
-  f.replicas = run->num_replicas;
-  f.param_count = cnnb_graph_param_arena_count(run->graph);
-  f.num_batches = run->cfg->num_batches;
-  f.warmup_batches = run->cfg->num_warmup_batches;
-  f.num_epochs = run->cfg->num_epochs;
+  copy_name(f.model, sizeof f.model, facts->model->name);
+  copy_name(f.device, sizeof f.device, facts->device->name);
+  copy_name(f.strategy, sizeof f.strategy, facts->strategy->name);
+  copy_name(f.precision, sizeof f.precision, cnnb_precision_name(cfg->precision));
+  f.batch_size = facts->batch_size;
+  f.image_size = facts->image_size;
+  f.num_classes = facts->num_classes;
+  f.replicas = facts->replicas;
+  f.param_count = param_count;
+  f.num_batches = cfg->num_batches;
+  f.warmup_batches = cfg->num_warmup_batches;
+  f.num_epochs = cfg->num_epochs;
   /* Evaluations are collectives too: ranks that evaluate at different steps, or a
    * different number of batches, would wait on each other until the timeout. */
-  copy_name(f.mode, sizeof f.mode, cnnb_run_mode_name(run->cfg->mode));
-  f.num_eval_batches = run->cfg->num_eval_batches;
-  f.eval_every_n_steps = run->cfg->eval_every_n_steps;
-  f.num_eval_epochs = run->cfg->num_eval_epochs;
-  f.eval_every_n_epochs = run->cfg->eval_every_n_epochs;
+  copy_name(f.mode, sizeof f.mode, cnnb_run_mode_name(cfg->mode));
+  f.num_eval_batches = cfg->num_eval_batches;
+  f.eval_every_n_steps = cfg->eval_every_n_steps;
+  f.num_eval_epochs = cfg->num_eval_epochs;
+  f.eval_every_n_epochs = cfg->eval_every_n_epochs;
   return f;
 }
 
-static cnnb_status allgather(cnnb_run *run, const void *send, void *recv, int64_t bytes,
+static cnnb_status allgather(const cnnb_world *w, const void *send, void *recv, int64_t bytes,
                              const char *what) {
-  cnnb_crash_mark outer = cnnb_crash_enter(run->strategy.label, "allgather", what);
-  cnnb_status st = run->strategy_vt->allgather(run->strategy_state, send, recv, bytes);
-  cnnb_crash_leave(outer);
-  if (st != CNNB_OK) return cnnb_run_fail(run, st, run->strategy_ctx, what);
-  return CNNB_OK;
+  const cnnb_bound_plugin *s = w->strategy;
+  cnnb_status st;
+  CNNB_PLUGIN_CALL(st, w->ctx, s, "allgather", s->ctx, what,
+                   s->vt.strategy->allgather(s->state, send, recv, bytes));
+  return st;
+}
+
+/* A world of several without an allgather: nothing could keep the ranks in step. */
+static cnnb_status no_allgather(const cnnb_world *w, const char *what) {
+  return cnnb_error(w->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
+                    w->strategy->label);
 }
 
 /* "--batch_size is 32 on rank 0, 16 on rank 1" into `why`, for one field, when the ranks
  * differ in it. Ranks are named by the first few holding each value. */
-typedef void (*field_text)(const run_facts *f, char *buf, size_t size);
+typedef void (*field_text)(const rank_view *f, char *buf, size_t size);
 
-static void describe_field(FILE *why, const char *flag, const run_facts *all, int32_t world,
+static void describe_field(FILE *why, const char *flag, const rank_view *all, int32_t world,
                            field_text text) {
   char first[128], value[128];
   text(&all[0], first, sizeof first);
@@ -97,7 +103,7 @@ static void describe_field(FILE *why, const char *flag, const run_facts *all, in
 }
 
 #define TEXT_FIELD(name, fmt, expr)                                        \
-  static void name(const run_facts *f, char *buf, size_t size) {          \
+  static void name(const rank_view *f, char *buf, size_t size) {          \
     snprintf(buf, size, fmt, expr);                                        \
   }
 TEXT_FIELD(model_text, "%s", f->model)
@@ -119,22 +125,23 @@ TEXT_FIELD(eval_epochs_text, "%g", f->num_eval_epochs)
 TEXT_FIELD(eval_every_epochs_text, "%g", f->eval_every_n_epochs)
 #undef TEXT_FIELD
 
-cnnb_status cnnb_world_check_agreement(cnnb_run *run) {
-  if (run->world_size <= 1) return CNNB_OK;
-  if (!run->strategy_vt->allgather)
-    return cnnb_error(run->ctx, CNNB_EUNSUPPORTED,
+cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_config *cfg,
+                                       const cnnb_run_facts *facts, int64_t param_count) {
+  if (w->size <= 1) return CNNB_OK;
+  if (!w->strategy->vt.strategy->allgather)
+    return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
                       "%s reports %d processes but has no allgather (ABI 1.4): the host cannot "
                       "check that the ranks run the same thing, nor total their images",
-                      run->strategy.label, (int)run->world_size);
-  run_facts mine = facts_of(run);
-  run_facts *all = calloc((size_t)run->world_size, sizeof *all);
-  if (!all) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = allgather(run, &mine, all, (int64_t)sizeof mine,
+                      w->strategy->label, (int)w->size);
+  rank_view mine = view_of(cfg, facts, param_count);
+  rank_view *all = calloc((size_t)w->size, sizeof *all);
+  if (!all) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(w, &mine, all, (int64_t)sizeof mine,
                              "comparing the ranks' run configurations");
   char *why = NULL;
   size_t len = 0;
   FILE *out = st == CNNB_OK ? open_memstream(&why, &len) : NULL;
-  if (st == CNNB_OK && !out) st = cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  if (st == CNNB_OK && !out) st = cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
   if (out) {
     static const struct {
       const char *flag;
@@ -153,10 +160,10 @@ cnnb_status cnnb_world_check_agreement(cnnb_run *run) {
         {"--eval_during_training_every_n_epochs", eval_every_epochs_text},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-      describe_field(out, fields[i].flag, all, run->world_size, fields[i].text);
+      describe_field(out, fields[i].flag, all, w->size, fields[i].text);
     fclose(out);
     if (len > 0)
-      st = cnnb_error(run->ctx, CNNB_EINVAL,
+      st = cnnb_error(w->ctx, CNNB_EINVAL,
                       "ranks disagree on the run: %s. Every process of the job must be "
                       "started with the same flags", why);
   }
@@ -165,17 +172,17 @@ cnnb_status cnnb_world_check_agreement(cnnb_run *run) {
   return st;
 }
 
-cnnb_status cnnb_world_total(cnnb_run *run, double images, double seconds,
+cnnb_status cnnb_world_total(const cnnb_world *w, double images, double seconds,
                              double *images_per_sec) {
   *images_per_sec = seconds > 0 ? images / seconds : 0;
-  if (run->world_size <= 1) return CNNB_OK;
+  if (w->size <= 1) return CNNB_OK;
   double mine[2] = {images, seconds};
-  double *all = calloc((size_t)run->world_size * 2, sizeof *all);
-  if (!all) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = allgather(run, mine, all, (int64_t)sizeof mine, "gathering the ranks' step times");
+  double *all = calloc((size_t)w->size * 2, sizeof *all);
+  if (!all) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(w, mine, all, (int64_t)sizeof mine, "gathering the ranks' step times");
   if (st == CNNB_OK) {
     double total_images = 0, slowest = 0;
-    for (int32_t r = 0; r < run->world_size; r++) {
+    for (int32_t r = 0; r < w->size; r++) {
       total_images += all[2 * r];
       if (all[2 * r + 1] > slowest) slowest = all[2 * r + 1];
     }
@@ -185,18 +192,16 @@ cnnb_status cnnb_world_total(cnnb_run *run, double images, double seconds,
   return st;
 }
 
-cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const char *what) {
-  if (run->world_size <= 1 || count <= 0) return CNNB_OK;
-  if (!run->strategy_vt->allgather)
-    return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
-                      run->strategy.label);
+cnnb_status cnnb_world_sum(const cnnb_world *w, int64_t *values, int32_t count, const char *what) {
+  if (w->size <= 1 || count <= 0) return CNNB_OK;
+  if (!w->strategy->vt.strategy->allgather) return no_allgather(w, what);
   size_t n = (size_t)count;
-  int64_t *all = calloc((size_t)run->world_size * n, sizeof *all);
-  if (!all) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = allgather(run, values, all, (int64_t)(n * sizeof *values), what);
+  int64_t *all = calloc((size_t)w->size * n, sizeof *all);
+  if (!all) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(w, values, all, (int64_t)(n * sizeof *values), what);
   if (st == CNNB_OK) {
     for (size_t k = 0; k < n; k++) values[k] = 0;
-    for (int32_t r = 0; r < run->world_size; r++)
+    for (int32_t r = 0; r < w->size; r++)
       for (size_t k = 0; k < n; k++) values[k] += all[(size_t)r * n + k];
   }
   free(all);
@@ -204,15 +209,14 @@ cnnb_status cnnb_world_sum(cnnb_run *run, int64_t *values, int32_t count, const 
 }
 
 /* Every rank's value of one counter, allgathered; NULL on a world of one. */
-static cnnb_status gather_one(cnnb_run *run, int64_t value, const char *what, int64_t **all) {
+static cnnb_status gather_one(const cnnb_world *w, int64_t value, const char *what,
+                              int64_t **all) {
   *all = NULL;
-  if (run->world_size <= 1) return CNNB_OK;
-  if (!run->strategy_vt->allgather)
-    return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
-                      run->strategy.label);
-  if (!(*all = calloc((size_t)run->world_size, sizeof **all)))
-    return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = allgather(run, &value, *all, (int64_t)sizeof value, what);
+  if (w->size <= 1) return CNNB_OK;
+  if (!w->strategy->vt.strategy->allgather) return no_allgather(w, what);
+  if (!(*all = calloc((size_t)w->size, sizeof **all)))
+    return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  cnnb_status st = allgather(w, &value, *all, (int64_t)sizeof value, what);
   if (st != CNNB_OK) {
     free(*all);
     *all = NULL;
@@ -220,21 +224,21 @@ static cnnb_status gather_one(cnnb_run *run, int64_t value, const char *what, in
   return st;
 }
 
-cnnb_status cnnb_world_check_same(cnnb_run *run, int64_t value, const char *what) {
+cnnb_status cnnb_world_check_same(const cnnb_world *w, int64_t value, const char *what) {
   int64_t *all;
-  cnnb_status st = gather_one(run, value, what, &all);
+  cnnb_status st = gather_one(w, value, what, &all);
   if (st != CNNB_OK || !all) return st;
-  for (int32_t r = 1; r < run->world_size && st == CNNB_OK; r++)
+  for (int32_t r = 1; r < w->size && st == CNNB_OK; r++)
     if (all[r] != all[0])
-      st = cnnb_error(run->ctx, CNNB_EINVAL, "%s: %" PRId64 " on rank 0, %" PRId64 " on rank %d",
+      st = cnnb_error(w->ctx, CNNB_EINVAL, "%s: %" PRId64 " on rank 0, %" PRId64 " on rank %d",
                       what, all[0], all[r], (int)r);
   free(all);
   return st;
 }
 
-cnnb_status cnnb_world_rank0_value(cnnb_run *run, int64_t *value, const char *what) {
+cnnb_status cnnb_world_rank0_value(const cnnb_world *w, int64_t *value, const char *what) {
   int64_t *all;
-  cnnb_status st = gather_one(run, *value, what, &all);
+  cnnb_status st = gather_one(w, *value, what, &all);
   if (st == CNNB_OK && all) *value = all[0];
   free(all);
   return st;

@@ -1,0 +1,23 @@
+/* run_report.h — the pieces of tf_cnn_benchmarks' report a run prints from its facts
+ * (report/report.h formats them): the header block, the total over every rank, the
+ * examples the datasources skipped, and --model_info. Rank 0 passes its `out`, the other
+ * ranks NULL: the collective ones still take part. Host-internal. */
+#ifndef CNNB_RUN_RUN_REPORT_H
+#define CNNB_RUN_RUN_REPORT_H
+
+#include <stdio.h>
+
+#include "run/run.h"
+
+/* The header block, from the configuration and the facts. */
+void cnnb_run_print_header(const cnnb_run *run, FILE *out);
+/* The total over every rank's images and the slowest rank's seconds (collective), also
+ * kept for the benchmark log's summary. */
+cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, FILE *out);
+/* The datasources' skipped examples summed over replicas and ranks, printed as "skipped
+ * N unreadable examples" when N > 0 (collective). */
+cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out);
+/* --model_info: the model's layers, shapes, parameters and FLOPs (after cnnb_run_open). */
+cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out);
+
+#endif
