@@ -77,7 +77,10 @@ int main(int argc, char **argv) {
       .num_classes = (int32_t)cnnb_flags_int(flags, "num_classes"), .world_size = shards,
       .training = cnnb_flags_bool(flags, "train"), .seed = (uint64_t)cnnb_flags_int(flags, "seed"),
       .data_dir = cnnb_flags_string(flags, "data_dir"),
-      .dataset = cnnb_dataset_find(cnnb_flags_string(flags, "data_name"))->kind};
+      .dataset = cnnb_dataset_find(cnnb_flags_string(flags, "data_name"))->kind,
+      .local_replicas = (int32_t)cnnb_flags_int(flags, "num_gpus"),
+      .device_threads = (int32_t)cnnb_flags_int(flags, "num_intra_threads"),
+      .device_name = cnnb_flags_string(flags, "device")};
   size_t values = (size_t)cfg.batch_size * 3 * (size_t)size * (size_t)size;
   float *images = malloc(values * sizeof *images);
   int32_t *labels = malloc((size_t)cfg.batch_size * sizeof *labels);

@@ -285,6 +285,11 @@ START_TEST(getters_through_ctx) {
   ck_assert_int_eq(cnnb_flag_int(ctx, "model"), 0);
   ck_assert(!cnnb_flag_bool(ctx, "batch_size"));
   ck_assert(!cnnb_flag_is_set(ctx, "no_such_flag"));
+  /* Whether a flag exists at all, quietly: a harness's ctx has none. */
+  ck_assert(cnnb_flag_declared(ctx, "batch_size"));
+  ck_assert(cnnb_flag_declared(ctx, "tf_random_seed")); /* an alias */
+  ck_assert(!cnnb_flag_declared(ctx, "no_such_flag"));
+  ck_assert(!cnnb_flag_declared(ctx, NULL));
   cnnb_ctx_destroy(ctx);
 
   cnnb_ctx *bare = cnnb_ctx_create("test", NULL);
@@ -293,6 +298,7 @@ START_TEST(getters_through_ctx) {
   ck_assert(!cnnb_flag_bool(bare, "eval"));
   ck_assert_str_eq(cnnb_flag_string(bare, "model"), "");
   ck_assert(!cnnb_flag_is_set(bare, "model"));
+  ck_assert(!cnnb_flag_declared(bare, "model"));
   cnnb_ctx_destroy(bare);
 }
 END_TEST

@@ -425,6 +425,10 @@ const char *cnnb_flag_string(const cnnb_ctx *ctx, const char *name) {
   return f && f->s ? f->s : "";
 }
 
+bool cnnb_flag_declared(const cnnb_ctx *ctx, const char *name) {
+  return ctx && ctx->flags && name && cnnb_flags_find(ctx->flags, name) != NULL;
+}
+
 bool cnnb_flag_is_set(const cnnb_ctx *ctx, const char *name) {
   if (!ctx || !ctx->flags) return false;
   const cnnb_flag_entry *f = cnnb_flags_find(ctx->flags, name);

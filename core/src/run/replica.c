@@ -21,6 +21,7 @@ cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool traini
       .precision = cfg->precision,
       .training = training,
       .seed = (uint32_t)cfg->seed,
+      .local_replicas = run->facts.replicas,
   };
   cnnb_status st;
   CNNB_GUARDED(p->label, "create", NULL, st = p->vt.device->create(*ctx, p->name, &dcfg, device));
@@ -52,6 +53,9 @@ cnnb_datasource_config cnnb_replica_datasource_config(const cnnb_run *run, int32
       .seed = run->cfg->seed,
       .data_dir = run->cfg->data_dir,
       .dataset = run->cfg->dataset->kind,
+      .local_replicas = f->replicas,
+      .device_threads = run->cfg->num_threads,
+      .device_name = f->device->name,
   };
 }
 

@@ -310,6 +310,8 @@ static cnnb_status create_strategy(cnnb_run *run) {
       .collective_timeout_s = rc->collective_timeout_s,
       .gradient_repacking = rc->gradient_repacking,
       .compact_gradient_transfer = rc->compact_gradient_transfer,
+      .auto_loss_scale = rc->trainer.fp16 && rc->trainer.auto_loss_scale,
+      .device_name = run->device.name,
   };
   char what[256];
   snprintf(what, sizeof what, "--variable_update=%s", strategy->name);

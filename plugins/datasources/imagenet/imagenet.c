@@ -91,19 +91,28 @@ static cnnb_status parse_triple(cnnb_ctx *ctx, const char *flag, float out[3], i
   return CNNB_OK;
 }
 
+/* What the host said of the process (ABI 1.8): its replicas, and the device and its
+ * threads. A host before 1.8 said nothing: one replica, a device that leaves the cores
+ * free. */
+static int32_t local_replicas(const cnnb_datasource_config *cfg) {
+  bool told = cfg->struct_size >= offsetof(cnnb_datasource_config, local_replicas) +
+                                      sizeof cfg->local_replicas;
+  return told && cfg->local_replicas > 1 ? cfg->local_replicas : 1;
+}
+
 /* The cores this instance's decoders may use: what the device leaves free, shared by the
- * replicas of this process. */
-static int32_t default_threads(const cnnb_ctx *ctx) {
+ * replicas of this process. The cpu device computes on every core unless told fewer. */
+static int32_t default_threads(const cnnb_datasource_config *cfg) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
   long used = 0;
-  if (strcmp(cnnb_flag_string(ctx, "device"), "cpu") == 0) {
-    long intra = (long)cnnb_flag_int(ctx, "num_intra_threads");
+  bool told = cfg->struct_size >= offsetof(cnnb_datasource_config, device_name) +
+                                      sizeof cfg->device_name;
+  if (told && cfg->device_name && strcmp(cfg->device_name, "cpu") == 0) {
+    long intra = cfg->device_threads;
     used = intra > 0 && intra < cores ? intra : cores;
   }
-  long replicas = (long)cnnb_flag_int(ctx, "num_gpus");
-  if (replicas < 1) replicas = 1;
-  long free_cores = (cores - used) / replicas;
+  long free_cores = (cores - used) / local_replicas(cfg);
   return (int32_t)(free_cores > 0 ? free_cores : 1);
 }
 
@@ -189,9 +198,8 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   }
   d->examples_per_epoch = d->layout.examples;
   /* --shuffle_buffer_size is the process's: its replicas share it. */
-  int64_t replicas = cnnb_flag_int(ctx, "num_gpus");
-  int64_t buffer = shuffle / (replicas > 1 ? replicas : 1);
-  int32_t decoders = threads > 0 ? (int32_t)threads : default_threads(ctx);
+  int64_t buffer = shuffle / local_replicas(cfg);
+  int32_t decoders = threads > 0 ? (int32_t)threads : default_threads(cfg);
   pipeline_config pc = {
       .stream = {.layout = &d->layout, .shard = cfg->rank, .num_shards = cfg->world_size,
                  .shuffle = cfg->training,

@@ -36,7 +36,7 @@ static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) 
   const char *local = NULL;
   for (size_t i = 0; !local && i < sizeof local_rank_vars / sizeof *local_rank_vars; i++)
     local = getenv(local_rank_vars[i]);
-  int64_t per_process = cnnb_flag_int(d->ctx, "num_gpus"); /* 0 without a flag table */
+  int64_t per_process = d->cfg.local_replicas; /* 0 from a host before ABI 1.8 */
   int64_t rank = local ? strtol(local, NULL, 10) : 0;
   if (per_process < 1) per_process = 1;
   int64_t ordinal = rank * per_process + index;
@@ -95,7 +95,8 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   gpu_device *d = calloc(1, sizeof *d);
   if (!d) return cnnb_error(ctx, CNNB_ENOMEM, "cuda: out of memory");
   d->ctx = ctx;
-  d->cfg = *cfg;
+  /* What the host's struct holds (an older host's is shorter); the rest stays zero. */
+  memcpy(&d->cfg, cfg, cfg->struct_size < sizeof d->cfg ? cfg->struct_size : sizeof d->cfg);
   if (!d->cfg.precision) d->cfg.precision = CNNB_PRECISION_FP32;
   cnnb_status st;
   int count = 0;
@@ -123,10 +124,9 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
                                                                            : CUDNN_DATA_FLOAT;
   d->format = d->act == GPU_F32 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
   /* The plugin's flags (plugin.c). A ctx without the host's flag table (a test harness
-   * creating the device directly: even the core's --device reads empty) gets exact fp32
-   * (the conformance suites' fp32 tolerances forbid TF32), cuDNN's heuristic choice, and
-   * the default workspace cap. */
-  const int have_flags = cnnb_flag_string(ctx, "device")[0] != '\0';
+   * creating the device directly) gets exact fp32 (the conformance suites' fp32
+   * tolerances forbid TF32), cuDNN's heuristic choice, and the default workspace cap. */
+  const int have_flags = cnnb_flag_declared(ctx, "cuda_allow_tf32");
   d->allow_tf32 = have_flags && cnnb_flag_bool(ctx, "cuda_allow_tf32");
   d->autotune = have_flags && cnnb_flag_bool(ctx, "cudnn_autotune");
   int64_t workspace_mb = have_flags ? cnnb_flag_int(ctx, "cudnn_workspace_mb")

@@ -17,6 +17,7 @@
  * gradients are always averaged first, as tf's replicas on one worker are. */
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cnnb/cnnb.h>
@@ -59,7 +60,7 @@ static void ps_destroy(void *strategy) {
   free(s);
 }
 
-static cnnb_status read_flags(ps *s) {
+static cnnb_status read_flags(ps *s, const cnnb_strategy_config *cfg) {
   const char *where = cnnb_flag_string(s->ctx, "local_parameter_device");
   if (strcmp(where, "cpu") != 0 && strcmp(where, "CPU") != 0)
     return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
@@ -73,7 +74,10 @@ static cnnb_status read_flags(ps *s) {
                       (long long)num_ps, (int)s->world_size, (int)s->world_size,
                       s->world_size == 1 ? "" : "s");
   s->num_ps = (int32_t)num_ps;
-  s->check_finite = cnnb_flag_bool(s->ctx, "fp16_enable_auto_loss_scale");
+  /* A host before ABI 1.8 did not say; its trainers then decide alone. */
+  s->check_finite = cfg->struct_size >= offsetof(cnnb_strategy_config, auto_loss_scale) +
+                                            sizeof cfg->auto_loss_scale &&
+                    cfg->auto_loss_scale;
   return CNNB_OK;
 }
 
@@ -99,7 +103,7 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
   if (st == CNNB_OK) {
     s->rank = mpi_world_rank(s->world);
     s->world_size = mpi_world_size(s->world);
-    st = read_flags(s);
+    st = read_flags(s, cfg);
   }
   if (st == CNNB_OK) st = replica_arenas_init(ctx, cfg, &s->replicas);
   if (st == CNNB_OK)

@@ -285,7 +285,11 @@ static cnnb_status refuse_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
   if (strcmp(spec, nccl->text) != 0) snprintf(part, sizeof part, " part '%s':", nccl->text);
   bool host_memory = cfg->local_replicas > 0 && cfg->device->get_extension &&
                      cfg->device->get_extension(cfg->devices[0], CNNB_EXT_HOST_MEMORY);
-  const char *device = cnnb_flag_string(ctx, "device");
+  const char *device = cfg->struct_size >= offsetof(cnnb_strategy_config, device_name) +
+                                               sizeof cfg->device_name &&
+                               cfg->device_name
+                           ? cfg->device_name
+                           : "of this run";
   if (host_memory)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED, "--all_reduce_spec=%s:%s NCCL reduces on GPUs; "
                       "device %s has none: use xring or pscpu", spec, part, device);

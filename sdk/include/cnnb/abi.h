@@ -59,8 +59,13 @@ extern "C" {
  *                     (device.h), and CNNB_EXT_DATASOURCE_CONSTANT, a datasource whose
  *                     batch never changes (datasource.h).
  *                 1.7 added CNNB_EXT_STEP_GRAPH, a step's device work recorded once and
- *                     replayed (device.h). */
-#define CNNB_ABI_MINOR 7
+ *                     replayed (device.h).
+ *                 1.8 added what plugins used to read from the core's flags to their
+ *                     config structs: the device config's local_replicas (device.h), the
+ *                     strategy config's auto_loss_scale and device_name (strategy.h),
+ *                     the datasource config's local_replicas, device_threads and
+ *                     device_name (datasource.h); and cnnb_flag_declared (ctx.h). */
+#define CNNB_ABI_MINOR 8
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

@@ -63,13 +63,19 @@ CNNB_EXPORT cnnb_status cnnb_flag_declare(cnnb_flag_registry *registry, const ch
                                           const char *help);
 
 /* Values as parsed from the command line (or their defaults). Reading a flag nobody
- * declared is a programming error: it logs and returns 0 / false / "". */
+ * declared is a programming error: it logs and returns 0 / false / "". A plugin reads
+ * its own flags here; what it needs of the run (replicas, threads, the device, the
+ * precision) comes in its config struct, never from the core's flags by name. */
 CNNB_EXPORT int64_t cnnb_flag_int(const cnnb_ctx *ctx, const char *name);
 CNNB_EXPORT double cnnb_flag_float(const cnnb_ctx *ctx, const char *name);
 CNNB_EXPORT bool cnnb_flag_bool(const cnnb_ctx *ctx, const char *name);
 CNNB_EXPORT const char *cnnb_flag_string(const cnnb_ctx *ctx, const char *name);
 /* True when the user gave the flag on the command line (not just its default). */
 CNNB_EXPORT bool cnnb_flag_is_set(const cnnb_ctx *ctx, const char *name);
+/* ABI 1.8: true when ctx's flag table holds a flag called `name` (the core's or any
+ * plugin's); false for a ctx without a flag table, as a test harness creates instances
+ * with, where a plugin's flags all read zero and it should use its own defaults. */
+CNNB_EXPORT bool cnnb_flag_declared(const cnnb_ctx *ctx, const char *name);
 
 #ifdef __cplusplus
 }

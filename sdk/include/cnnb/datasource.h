@@ -31,6 +31,12 @@ typedef struct cnnb_datasource_config {
   /* ABI 1.3 */
   uint32_t dataset;        /* cnnb_dataset_kind of --data_name (dataset.h has its facts) */
   uint32_t reserved;
+  /* ABI 1.8 */
+  int32_t local_replicas;  /* replicas in this process (--num_gpus): instances that share
+                              the process's cores and memory */
+  int32_t device_threads;  /* the device's compute threads as asked (--num_intra_threads);
+                              0: the device's choice (the cpu device takes every core) */
+  const char *device_name; /* the run's device plugin as the user picked it (--device) */
 } cnnb_datasource_config;
 
 typedef struct cnnb_datasource_vtable {
@@ -121,7 +127,8 @@ typedef struct cnnb_datasource_skip {
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layout moved");
-_Static_assert(sizeof(cnnb_datasource_config) == 64, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_datasource_config, dataset) == 56, "ABI: 1.3 layout moved");
+_Static_assert(sizeof(cnnb_datasource_config) == 80, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_datasource_vtable, examples_per_epoch) == 32, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_datasource_vtable) == 56, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_datasource_skip, skip_batches) == 8, "ABI: 1.5 layout moved");

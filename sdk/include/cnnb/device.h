@@ -79,6 +79,9 @@ typedef struct cnnb_device_config {
   uint32_t precision;     /* cnnb_precision of activations and compute */
   int32_t training;       /* 0: --forward_only (inference kernels, no backward) */
   uint32_t seed;          /* dropout */
+  /* ABI 1.8 */
+  int32_t local_replicas; /* instances of this device in this process (--num_gpus): a
+                             process's replicas take device_index 0 .. local_replicas-1 */
 } cnnb_device_config;
 
 /* Buffers one node reads and writes in one step. */
@@ -232,7 +235,8 @@ typedef struct cnnb_device_step_graph {
 } cnnb_device_step_graph;
 
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(cnnb_device_config) == 24, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_device_config, seed) == 20, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_device_config) == 28, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_node_io) == 80, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_device_vtable, all_finite) == 152, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_device_vtable) == 176, "ABI: grow only by appending");

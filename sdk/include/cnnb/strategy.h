@@ -53,6 +53,14 @@ typedef struct cnnb_strategy_config {
   int32_t gradient_repacking;          /* --gradient_repacking: 0, or pack into K chunks */
   int32_t compact_gradient_transfer;   /* --compact_gradient_transfer: send 16-bit
                                           gradients between processes, sum in fp32 */
+  /* ABI 1.8 */
+  int32_t auto_loss_scale;             /* --fp16_enable_auto_loss_scale: an update whose
+                                          gradients are not all finite is skipped (and the
+                                          scale lowered): a strategy that applies updates
+                                          itself checks them first */
+  int32_t reserved;
+  const char *device_name;             /* the devices' plugin as the user picked it
+                                          (--device), for messages */
 } cnnb_strategy_config;
 
 typedef struct cnnb_strategy_vtable {
@@ -143,7 +151,8 @@ typedef struct cnnb_strategy_optimizer_state {
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_strategy_config, param_count) == 24, "ABI: 1.0 layout moved");
-_Static_assert(sizeof(cnnb_strategy_config) == 72, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_strategy_config, compact_gradient_transfer) == 68, "ABI: 1.4 layout moved");
+_Static_assert(sizeof(cnnb_strategy_config) == 88, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_strategy_vtable, finish_step) == 56, "ABI: 1.0 layout moved");
 _Static_assert(offsetof(cnnb_strategy_vtable, allgather) == 72, "ABI: 1.3 layout moved");
 _Static_assert(sizeof(cnnb_strategy_vtable) == 96, "ABI: grow only by appending");
