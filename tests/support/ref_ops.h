@@ -1,6 +1,7 @@
 /* ref_ops.h — the plain C reference of every graph op (forward, backward-data,
  * backward-weights) on logical NCHW fp32, accumulating in double: slow, obvious, and the
- * definition devices are tested against (DESIGN.md "Numbers that define right").
+ * definition devices are tested against (docs/architecture.md, "Numbers that define
+ * right").
  *
  * Semantics are TensorFlow's: explicit pads (the graph resolves SAME/VALID), dilation
  * counted as TF does (1 = none), max pool ignores padding, average pool excludes it, LRN

@@ -27,7 +27,7 @@
  *    norm's offset (and scale when batch_norm_config says scale=True) when on;
  *  - affine(): in*out + out; the classifier is affine(num_classes) on the last layer;
  *  - batch_norm() bare: offset only (scale=False), C parameters.
- * Anchors (DESIGN.md, issue 4): alexnet 61,842,345; vgg16 138,361,641 (the published
+ * Anchors (docs/architecture.md, "Numbers that define right"): alexnet 61,842,345; vgg16 138,361,641 (the published
  * 138,357,544 with 1000 classes + 4,097); resnet50 25,559,081 (torchvision's
  * 25,557,032 with 1000 classes + 2,049); inception3 23,819,401 (Keras InceptionV3's
  * trainable 23,817,352 with 1000 classes + 2,049).

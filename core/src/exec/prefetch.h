@@ -1,6 +1,6 @@
 /* prefetch.h — the input pipeline: a thread per datasource instance that reads batches
  * ahead of the model into a bounded queue, so decoding and augmentation overlap compute
- * (DESIGN.md "Data flow of one step"). Host-internal. */
+ * (docs/architecture.md, "One step"). Host-internal. */
 #ifndef CNNB_PREFETCH_H
 #define CNNB_PREFETCH_H
 

@@ -5,10 +5,9 @@
  * (graph.c), the model report (model_info.c), the planner (plan.c) and the device check
  * (op_device.c) read the rows; none of them switches on an op.
  *
- * Adding an op: its code in graph.h, its row in op_table.c (and its rules, where they
- * need code, in a section above the rows), a thin builder in graph.h / graph_build.c, a
- * kernel per device, a reference op in tests/support/ref_ops.c and its test.
- * test_op_table checks every op has a whole row.
+ * Adding an op: docs/architecture.md, "Adding an op" (its row here, and its rules where
+ * they need code, in a section above the rows). test_op_table checks every op has a
+ * whole row.
  *
  * The table is read while building and planning a graph, never per step. Rows are
  * constant; every function here is pure and safe from any thread. */

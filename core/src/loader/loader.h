@@ -1,7 +1,7 @@
 /* loader.h — finding, loading and checking plugins, and resolving the names users pick
  * them by (--model=resnet50). Host-internal: the CLI and tests use it; plugins never see it.
  *
- * Discovery order (DESIGN.md "The ABI"): the install's plugin directory, then each
+ * Discovery order (docs/architecture.md, "The plugin ABI"): the install's plugin directory, then each
  * directory of $CNNB_PLUGIN_PATH (colon list), then each --plugin=FILE. In a directory only
  * files named *.so are tried, in name order; --plugin takes any path. When two plugins of
  * one kind offer one name, the first found wins and the other is named in a warning.

@@ -2,7 +2,8 @@
  * fp32 and bf16, with the layout rule of its output (plan.c, ops_*.c) and its prepare
  * (ops_*.c), which makes the node's forward / backward. supports_op answers from this
  * list, and the layout plan and prepare dispatch through it, so the device never says
- * it runs an op it cannot dispatch. Adding an op: its ops_<family>.c and one line here.
+ * it runs an op it cannot dispatch. Adding an op: its ops_<family>.c and one line here
+ * (the whole list: docs/architecture.md, "Adding an op").
  *
  * A list, not an array indexed by op: graph.h's CNNB_OP_COUNT_ is the host's bound, not
  * ABI, and an op this device was built without must simply be absent. */

@@ -1,7 +1,8 @@
 /* ops.c — the cuda device's op table: every graph op it runs, forward and backward in
  * fp32, fp16 and bf16, with its prepare (ops_*.c). supports_op, tensor_bytes and
  * prepare all look ops up here, so the device never says it runs an op it cannot
- * dispatch. Adding an op: its ops_<family>.c and one line here.
+ * dispatch. Adding an op: its ops_<family>.c and one line here (the whole list:
+ * docs/architecture.md, "Adding an op").
  *
  * A list, not an array indexed by op: graph.h's CNNB_OP_COUNT_ is the host's bound, not
  * ABI, and an op this device was built without must simply be absent. */

@@ -1,7 +1,7 @@
 /* cnnb/abi.h — the versioned plugin ABI: status codes, plugin kinds, the descriptor
  * every plugin exports, and the rules that keep old plugins loading in new hosts.
  *
- * Rules (see DESIGN.md "The ABI"):
+ * Rules (the project's docs/architecture.md, "The plugin ABI", has the whole picture):
  *  - one exported symbol per .so: CNNB_PLUGIN_ENTRY_SYMBOL;
  *  - the descriptor and every vtable start with their own size and only grow by
  *    appending; the host reads a field only when it lies inside both sizes;

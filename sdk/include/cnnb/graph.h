@@ -42,12 +42,8 @@ typedef struct cnnb_shape {
  * CNNB_OP_COUNT_ is not ABI: it is this header's bound for the host's own tables and
  * grows with every op; plugins must not store it or compare against it.
  *
- * Adding an op: its code here with the minor that adds it; its builder below and in the
- * core's graph_build.c (reading its desc into a request, nothing more); its row in the
- * core's op table, op_table.c (name, minor, arity, shape rule and checks, parameters,
- * FLOPs, what backward reads, whether a ReLU fuses into it); a kernel per device and
- * that device's op table line (plugins/devices/cpu/ops.c); a reference op in
- * tests/support/ref_ops.c and its test. */
+ * Adding an op: the project's docs/architecture.md, "Adding an op" (its code here, with
+ * the minor that adds it, is the first step). */
 typedef enum cnnb_op {
   CNNB_OP_INPUT = 1,           /* images, fp32 [N, C, H, W]; filled by the executor */
   CNNB_OP_LABELS = 2,          /* int32 class ids [N, 1, 1, 1]; filled by the executor */
