@@ -15,16 +15,18 @@ extern "C" {
 
 typedef enum cnnb_dataset_kind {
   CNNB_DATASET_IMAGENET = 1, /* 1001 classes, label 0 unused, as tf_cnn_benchmarks */
-  CNNB_DATASET_CIFAR10 = 2   /* 10 classes, 32x32 */
+  CNNB_DATASET_CIFAR10 = 2,  /* 10 classes, 32x32 */
+  CNNB_DATASET_MNIST = 3     /* 10 classes, 28x28x1, 60,000 / 10,000 (IDX files); Fashion-MNIST
+                                and KMNIST share the layout */
 } cnnb_dataset_kind;
 
 /* ABI 1.3. */
 typedef struct cnnb_dataset_info {
   uint32_t struct_size;
   uint32_t kind;            /* cnnb_dataset_kind */
-  const char *name;         /* as --data_name spells it: "imagenet", "cifar10" */
+  const char *name;         /* as --data_name spells it: "imagenet", "cifar10", "mnist" */
   int32_t num_classes;      /* the classifier's outputs (imagenet: 1001, as tf_cnn_benchmarks) */
-  int32_t channels;         /* of its images: 3 */
+  int32_t channels;         /* of its images: 3 (mnist: 1) */
   int64_t train_examples;   /* one training epoch (imagenet: 1281167) */
   int64_t eval_examples;    /* the validation / test split (imagenet: 50000) */
 } cnnb_dataset_info;
