@@ -15,7 +15,7 @@ expect 2 "flag --batch_size: 'abc' is not an integer" -- --batch_size=abc
 expect 2 "--model=resnt50: no model plugin offers 'resnt50' (did you mean 'resnet50'?)" -- --model=resnt50
 expect 2 "'independent' is a strategy plugin" -- --model=independent
 expect 2 "--device=tpu" -- --device=tpu
-expect 2 "--data_name=mnist: unknown dataset" -- --data_name=mnist
+expect 2 "--data_name=svhn: unknown dataset" -- --data_name=svhn
 expect 2 "--num_gpus=0" -- --num_gpus=0
 expect 2 "--batch_size=-4" -- --batch_size=-4
 expect 2 "unexpected argument 'resnet50'" -- resnet50

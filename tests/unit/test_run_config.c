@@ -101,7 +101,7 @@ START_TEST(refusals_name_the_flag) {
       {"--weight_decay=-1", "--weight_decay=-1"},
       {"--fp16_inc_loss_scale_every_n=0", "--fp16_inc_loss_scale_every_n=0"},
       {"--num_intra_threads=1000000", "--num_intra_threads=1000000: must be in [0, "},
-      {"--data_name=mnist", "--data_name=mnist: unknown dataset; known: imagenet, cifar10"},
+      {"--data_name=svhn", "--data_name=svhn: unknown dataset; known: imagenet, cifar10, mnist"},
       {"--num_classes=1", "--num_classes=1"},
       {"--model=", "--model is empty"},
       {"--piecewise_learning_rate_schedule=0.1;2", "odd number"},
