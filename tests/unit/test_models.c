@@ -4,7 +4,8 @@
  * against tf_cnn_benchmarks' structure: trainable parameter count, logits shape,
  * per-op node counts (a fingerprint that catches wiring a count misses), the
  * variant-specific details (v1 / v1.5 stride placement, LRN only in the CIFAR AlexNet,
- * dropout where the source has it, batch-norm settings), the refusals (no variant for
+ * dropout where the source has it, batch-norm settings), the MNIST-layout variants
+ * (1 input channel), the refusals (no variant for
  * this dataset, unknown name, wrong image size) and the models' own learning-rate
  * schedules. */
 #include <check.h>
@@ -588,6 +589,72 @@ START_TEST(test_no_variant_for_dataset) {
 }
 END_TEST
 
+/* The MNIST layout (--data_name=mnist): 28x28 with 1 channel, 10 classes. lenet and
+ * trivial have rows of their own, the CIFAR-10 ResNets build as they are (28 native, 32
+ * for --image_size=32). Every model's first layer reads the one channel: a model that
+ * assumed 3 would count other parameters, or fail to build. Counts: lenet 5*5*1*32 + 32
+ * + 5*5*32*64 + 64 + 3136*512 + 512 + 512*10 + 10; trivial 784 + 1 + 2 * 4096 + 40970;
+ * the ResNets their CIFAR-10 count less the stem's 3x3x(3 - 1)x16 = 288 kernel weights. */
+START_TEST(test_mnist_models_build_for_one_channel) {
+  static const struct {
+    const char *family, *name;
+    int32_t batch;
+    int64_t params;
+  } mnist_cases[] = {
+      {"lenet", "lenet", 32, 1663370},
+      {"trivial", "trivial", 32, 49947},
+      {"resnet", "resnet20", 128, 269722 - 288},
+      {"resnet", "resnet20_v2", 128, 269402 - 288},
+      {"resnet", "resnet56", 128, 853018 - 288},
+  };
+  for (size_t i = 0; i < sizeof mnist_cases / sizeof mnist_cases[0]; i++) {
+    loaded l = load_family(mnist_cases[i].family);
+    cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+    cnnb_model_info info = {.struct_size = sizeof info};
+    ck_assert_msg(l.vt->describe(ctx, mnist_cases[i].name, CNNB_DATASET_MNIST, &info) == CNNB_OK,
+                  "%s: %s", mnist_cases[i].name, cnnb_error_message(ctx));
+    ck_assert_int_eq(info.image_size, 28);
+    ck_assert_int_eq(info.default_batch_size, mnist_cases[i].batch);
+    for (int32_t size = 28; size <= 32; size += 4) {
+      if (size == 32 && strcmp(mnist_cases[i].family, "resnet") != 0) continue;
+      cnnb_graph *g = cnnb_graph_create(2, 1, size, size, 10);
+      cnnb_status st = l.vt->build(ctx, mnist_cases[i].name, CNNB_DATASET_MNIST, g);
+      ck_assert_msg(st == CNNB_OK, "%s at %d: %s", mnist_cases[i].name, size,
+                    cnnb_error_message(ctx));
+      ck_assert_msg(cnnb_graph_param_arena_count(g) == mnist_cases[i].params,
+                    "%s at %d: %lld trainable parameters, want %lld", mnist_cases[i].name, size,
+                    (long long)cnnb_graph_param_arena_count(g), (long long)mnist_cases[i].params);
+      ck_assert_int_eq(cnnb_graph_node(g, cnnb_graph_logits(g))->shape.c, 10);
+      for (int32_t n = 0; n < cnnb_graph_num_nodes(g); n++) {
+        const cnnb_node *node = cnnb_graph_node(g, n);
+        if (node->op != CNNB_OP_CONV2D) continue;
+        ck_assert_int_eq(cnnb_graph_node(g, node->inputs[0])->shape.c, 1); /* the input */
+        break;
+      }
+      cnnb_graph_destroy(g);
+    }
+    cnnb_ctx_destroy(ctx);
+    dlclose(l.handle);
+  }
+  /* Models without an MNIST variant say so, and which datasets they have. */
+  loaded l = load_family("vgg");
+  cnnb_ctx *ctx = cnnb_ctx_create("vgg", NULL);
+  cnnb_model_info info = {.struct_size = sizeof info};
+  ck_assert_int_eq(l.vt->describe(ctx, "vgg16", CNNB_DATASET_MNIST, &info), CNNB_EUNSUPPORTED);
+  ck_assert_msg(strstr(cnnb_error_message(ctx), "no mnist variant (it is defined for imagenet only)"),
+                "%s", cnnb_error_message(ctx));
+  cnnb_ctx_destroy(ctx);
+  dlclose(l.handle);
+  l = load_family("lenet");
+  ctx = cnnb_ctx_create("lenet", NULL);
+  ck_assert_int_eq(l.vt->describe(ctx, "lenet", CIFAR, &info), CNNB_EUNSUPPORTED);
+  ck_assert_msg(strstr(cnnb_error_message(ctx), "defined for imagenet, mnist only): use "
+                       "--data_name=imagenet"), "%s", cnnb_error_message(ctx));
+  cnnb_ctx_destroy(ctx);
+  dlclose(l.handle);
+}
+END_TEST
+
 /* A fixed-arithmetic model (reshape([-1, 256 * 6 * 6])) at the wrong image size fails
  * with the builder's message naming the node, not a crash or a silent graph. */
 START_TEST(test_wrong_image_size) {
@@ -741,6 +808,7 @@ static Suite *models_suite(void) {
   tcase_add_loop_test(tc, test_model_structure, 0, NUM_CASES);
   tcase_add_loop_test(tc, test_offers_match_cases, 0, NUM_FAMILIES);
   tcase_add_test(tc, test_cifar_models_build_at_32);
+  tcase_add_test(tc, test_mnist_models_build_for_one_channel);
   tcase_add_test(tc, test_resnet_stride_placement);
   tcase_add_test(tc, test_inception3_and_alexnet_details);
   tcase_add_test(tc, test_mobilenet_depthwise);

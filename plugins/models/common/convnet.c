@@ -271,11 +271,8 @@ cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_t
 /* ---- model tables ------------------------------------------------------------------------ */
 
 const char *convnet_dataset_name(uint32_t dataset) {
-  switch (dataset) {
-  case CNNB_DATASET_IMAGENET: return "imagenet";
-  case CNNB_DATASET_CIFAR10: return "cifar10";
-  default: return "unknown";
-  }
+  const cnnb_dataset_info *d = cnnb_dataset_lookup(dataset);
+  return d ? d->name : "unknown";
 }
 
 const convnet_model *convnet_find(const convnet_model *models, int count, const char *name,
@@ -290,20 +287,28 @@ static cnnb_status lookup(cnnb_ctx *ctx, const char *family, const convnet_model
                           const convnet_model **out) {
   *out = NULL;
   if (!name) return cnnb_error(ctx, CNNB_EINVAL, "%s: model name is NULL", family);
-  if (dataset != CNNB_DATASET_IMAGENET && dataset != CNNB_DATASET_CIFAR10)
+  if (!cnnb_dataset_lookup(dataset))
     return cnnb_error(ctx, CNNB_EINVAL, "%s: unknown dataset kind %u for model '%s'", family,
                       (unsigned)dataset, name);
   *out = convnet_find(models, count, name, dataset);
   if (*out) return CNNB_OK;
-  /* Offered, but for the other dataset: say which one has it, as tf_cnn_benchmarks'
-   * "Invalid model name for dataset" would, with the fix. */
-  uint32_t other = dataset == CNNB_DATASET_IMAGENET ? CNNB_DATASET_CIFAR10 : CNNB_DATASET_IMAGENET;
-  if (convnet_find(models, count, name, other))
+  /* Offered, but for other datasets: say which have it, as tf_cnn_benchmarks' "Invalid
+   * model name for dataset" would, with the fix. Kinds are numbered from 1 without gaps
+   * (dataset.h). */
+  char others[128] = "";
+  uint32_t first = 0;
+  size_t len = 0;
+  for (uint32_t k = 1; cnnb_dataset_lookup(k) && len < sizeof others; k++) {
+    if (k == dataset || !convnet_find(models, count, name, k)) continue;
+    len += (size_t)snprintf(others + len, sizeof others - len, "%s%s", first ? ", " : "",
+                            convnet_dataset_name(k));
+    if (!first) first = k;
+  }
+  if (first)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED,
-                      "model '%s' has no %s variant (tf_cnn_benchmarks defines it for %s "
-                      "only): use --data_name=%s or another model",
-                      name, convnet_dataset_name(dataset), convnet_dataset_name(other),
-                      convnet_dataset_name(other));
+                      "model '%s' has no %s variant (it is defined for %s only): use "
+                      "--data_name=%s or another model",
+                      name, convnet_dataset_name(dataset), others, convnet_dataset_name(first));
   return cnnb_error(ctx, CNNB_ENOTFOUND, "%s: model '%s' is not offered by this plugin", family,
                     name);
 }

@@ -5,6 +5,9 @@
  *    explicit pad-then-VALID ("SAME_RESNET"), max pool 3x3/2 SAME;
  *  - CIFAR-10 (32x32, batch 128, lr 0.1 with its own schedule): resnet20/32/44/56/110
  *    and their _v2, two-3x3 residual blocks with the parameter-free "plan A" shortcut.
+ *    The same networks build for the MNIST layout (--data_name=mnist: 28x28, 1 channel;
+ *    not in the source): they end in a global average pool, so any input size fits, and
+ *    the stem reads the input's channels; describe says 28, --image_size=32 pads.
  * Convolutions feed batch norm with decay 0.9, epsilon 1e-5 and a learned scale
  * (batch_norm_config); the pre-activation and final batch norms of v2 call batch_norm()
  * bare and so take its defaults (decay 0.999, epsilon 0.001, offset only), as in the
@@ -49,9 +52,20 @@ static int version_of(const char *name) {
   return RESNET_V1;
 }
 
+/* The MNIST layout gets the CIFAR-10 networks (their rows of `models`): the table a
+ * dataset's models are looked up in. */
+static uint32_t table_dataset(uint32_t dataset) {
+  return dataset == CNNB_DATASET_MNIST ? CNNB_DATASET_CIFAR10 : dataset;
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
-  return convnet_describe(ctx, "resnet", models, NUM_MODELS, name, dataset, info);
+  cnnb_status st = convnet_describe(ctx, "resnet", models, NUM_MODELS, name,
+                                    table_dataset(dataset), info);
+  if (st == CNNB_OK && dataset == CNNB_DATASET_MNIST &&
+      info->struct_size >= offsetof(cnnb_model_info, image_size) + sizeof info->image_size)
+    info->image_size = 28;
+  return st;
 }
 
 /* v1 and v1.5 are saved under torchvision's resnet50/101/152 state_dict keys (conv1,
@@ -115,13 +129,14 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!(base_lr >= 0.0 && base_lr < 1e6))
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be in [0, 1e6) (0: the model's 0.128)",
                       BASE_LR_FLAG, base_lr);
-  const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
+  const convnet_model *m =
+      convnet_begin(ctx, "resnet", models, NUM_MODELS, name, table_dataset(dataset), &st);
   if (!m) return st;
   const int32_t *counts = layer_counts[m - models];
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g);
-  if (dataset == CNNB_DATASET_CIFAR10)
+  if (table_dataset(dataset) == CNNB_DATASET_CIFAR10)
     return convnet_finish(&cn, ctx, name, cifar10(&cn, x, counts, version_of(name)));
   int version = version_of(name);
   x = imagenet(&cn, x, counts, version);
@@ -131,7 +146,8 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
 /* ResnetModel.get_learning_rate: 0.128 (or --resnet_base_lr) scaled by batch / 256,
  * linear warm-up over 5 epochs, then piecewise constant dropping 10x at epochs 30, 60,
  * 80 and 90. ResnetCifar10Model.get_learning_rate: 0.1, 0.01, 0.001, 0.0002 with
- * boundaries at epochs 82, 123 and 300, not scaled by batch size. The source counts
+ * boundaries at epochs 82, 123 and 300, not scaled by batch size (the MNIST-layout runs
+ * of the same networks follow it too, in epochs of their own data). The source counts
  * epochs of each dataset's training set; here of the datasource's epoch, which is that
  * for synthetic data and the full dataset (the dataset's own when the datasource does
  * not know). */
@@ -177,7 +193,7 @@ static const char *const offers[] = {
 
 static const cnnb_plugin plugin = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "resnet", "1.0.0",
-                     "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10"),
+                     "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10 (also for MNIST)"),
     .offers = offers, .vtable = &vtable, .register_flags = register_flags};
 
 CNNB_PLUGIN_ENTRY {
