@@ -136,6 +136,10 @@ static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_dataso
     cnnb_error(ctx, CNNB_EINVAL, "reads JPEG images; --data_name=cifar10 is read by the cifar10 datasource");
     return 0;
   }
+  if (cfg->dataset == CNNB_DATASET_MNIST) {
+    cnnb_error(ctx, CNNB_EINVAL, "reads JPEG images; --data_name=mnist is read by the mnist datasource");
+    return 0;
+  }
   dataset_layout layout;
   char err[1024];
   if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
