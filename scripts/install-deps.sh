@@ -21,6 +21,11 @@ packages=(
   check               # the unit tests' framework (without it no tests are configured)
   libturbojpeg0-dev   # libjpeg-turbo: the ImageNet datasource's JPEG decoding
   libjpeg62-turbo-dev # libjpeg-turbo's libjpeg API (jpeglib.h): region and scaled decodes
+  zlib1g-dev          # zlib: the mnist datasource reads gzipped IDX files (.gz, as MNIST and
+                      # Fashion-MNIST are published); without it, plain IDX files only
+  dataset-fashion-mnist # the real Fashion-MNIST IDX files (.gz) in
+                      # /usr/share/datasets/fashion-mnist: tests/cli/mnist.sh trains on them
+                      # (and skips, saying why, without them)
   libopenmpi-dev      # MPI headers, mpicc (FindMPI): the MPI strategies
   openmpi-bin         # mpirun, to run them
   iproute2            # ip, tc: several MPI hosts on one machine (network namespaces joined
