@@ -213,17 +213,18 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
     mnist_destroy(s);
     return bad;
   }
-  if (set->count < cfg->world_size) {
+  const int64_t count = set->count; /* set goes with s on the error paths below */
+  if (count < cfg->world_size) {
     mnist_destroy(s);
     return cnnb_error(ctx, CNNB_EINVAL, "mnist: %s holds %lld examples, fewer than the %d shards "
                       "(replicas x processes) that would share them", paths.images,
-                      (long long)set->count, cfg->world_size);
+                      (long long)count, cfg->world_size);
   }
-  if (mnist_order_init(&s->order, set->count, cfg->rank, cfg->world_size, cfg->seed,
+  if (mnist_order_init(&s->order, count, cfg->rank, cfg->world_size, cfg->seed,
                        cfg->training != 0) != 0) {
     mnist_destroy(s);
     return cnnb_error(ctx, CNNB_ENOMEM, "mnist: out of memory for the order of %lld examples",
-                      (long long)set->count);
+                      (long long)count);
   }
   /* An epoch is what the files hold; say so when that is not MNIST's own size (EMNIST, a
    * subset), since epochs and schedules count it. */

@@ -122,9 +122,10 @@ int mnist_load(const mnist_paths *paths, mnist_set *set, char *err, size_t err_s
   int rc = mnist_read_idx(paths->images, 3, &images, err, err_size);
   if (rc != IDX_OK) return rc;
   if (images.dims[1] != MNIST_SIDE || images.dims[2] != MNIST_SIDE) {
+    fail(IDX_BAD_DATA, err, err_size, "%s: images of %ux%u pixels; the MNIST layout's are 28x28",
+         paths->images, images.dims[1], images.dims[2]);
     idx_data_free(&images);
-    return fail(IDX_BAD_DATA, err, err_size, "%s: images of %ux%u pixels; the MNIST layout's are "
-                "28x28", paths->images, images.dims[1], images.dims[2]);
+    return IDX_BAD_DATA;
   }
   if ((rc = mnist_read_idx(paths->labels, 1, &labels, err, err_size)) != IDX_OK) {
     idx_data_free(&images);
