@@ -315,6 +315,10 @@ static cnnb_status mnist_skip_batches(void *datasource, int64_t batches) {
     return cnnb_error(s->ctx, CNNB_EINVAL, "mnist: cannot skip %lld batches of %d",
                       (long long)batches, (int)s->batch);
   mnist_order_skip(&s->order, batches * s->batch);
+  if (batches > 0)
+    cnnb_log(s->ctx, CNNB_LOG_INFO, "the stream continues after %lld batches (%lld examples), in "
+             "epoch %lld (counted from 0)", (long long)batches, (long long)(batches * s->batch),
+             (long long)s->order.epoch);
   return CNNB_OK;
 }
 
