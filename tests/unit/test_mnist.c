@@ -22,8 +22,8 @@
 #include <zlib.h>
 #endif
 
-#include "host.h"
-#include "loader.h"
+#include "flags/flags.h"
+#include "loader/loader.h"
 #include "mnist_image.h"
 
 enum { SIDE = 28, PIXELS = SIDE * SIDE, TRAIN = 40, TEST = 12 };

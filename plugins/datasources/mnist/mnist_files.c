@@ -39,12 +39,14 @@ static int is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* dir/name, or dir/name.gz when only that exists: 1 with the path in out, else 0. */
+/* dir/name, or dir/name.gz when only that exists: 1 with the path in out, else 0. A
+ * path too long for out is not looked for: a cut one could name another file. */
 static int find_one(const char *dir, const char *name, char *out, size_t size) {
-  snprintf(out, size, "%s/%s", dir, name);
+  int n = snprintf(out, size, "%s/%s", dir, name);
+  if (n < 0 || (size_t)n >= size) return 0;
   if (is_file(out)) return 1;
-  snprintf(out, size, "%s/%s.gz", dir, name);
-  return is_file(out);
+  n = snprintf(out, size, "%s/%s.gz", dir, name);
+  return n >= 0 && (size_t)n < size && is_file(out);
 }
 
 /* Both files of the split in dir: 1 with paths filled; else 0 with the missing names
