@@ -4,6 +4,9 @@
  * given", we use a zero default plus cnnb_flags_is_set(); deliberate departures say so
  * in their help text. Grouped by theme for --help. */
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cnnb/dataset.h>
 
 #include "config/core_flags.h"
 
@@ -49,7 +52,7 @@ static const core_flag model_and_data[] = {
      "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
      "counts the dataset's training set). When not given, --num_batches counts the steps."},
     {"data_name", CNNB_FLAG_STRING, "imagenet", NULL,
-     "Name of the dataset: imagenet or cifar10."},
+     "Name of the dataset (its classes, image channels and epoch sizes are known facts)."},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
      "Path to the dataset, read by a datasource that understands what it holds. If empty, "
      "synthetic data is used."},
@@ -227,6 +230,17 @@ static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const cor
   return CNNB_OK;
 }
 
+/* --data_name's help lists the datasets of the one table that knows them (dataset.c). */
+static cnnb_status note_datasets(cnnb_flags *flags) {
+  char text[256] = "Known:";
+  size_t len = strlen(text);
+  const cnnb_dataset_info *d;
+  for (uint32_t kind = 1; (d = cnnb_dataset_lookup(kind)) && len < sizeof text; kind++)
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s %s", kind > 1 ? "," : "", d->name);
+  if (len + 1 < sizeof text) strcat(text, ".");
+  return cnnb_flags_append_help(flags, "data_name", text);
+}
+
 #define DECLARE(theme, list) declare_theme(flags, theme, list, sizeof list / sizeof list[0])
 
 cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
@@ -246,5 +260,6 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
   if (st == CNNB_OK) st = DECLARE("Optimization", optimization);
   if (st == CNNB_OK) st = DECLARE("Checkpoints and logs", checkpoints_and_logs);
   if (st == CNNB_OK) st = cnnb_flags_alias(flags, "tf_random_seed", "seed");
+  if (st == CNNB_OK) st = note_datasets(flags);
   return st;
 }
