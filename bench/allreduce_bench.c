@@ -126,15 +126,18 @@ static int bench_mpi(int64_t min_bytes, int64_t max_bytes) {
   int ok = buffer != NULL, all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!all_ok) {
-    if (rank == 0) fprintf(stderr, "allreduce_bench: out of memory for %lld bytes\n", (long long)max_bytes);
+    if (rank == 0)
+      fprintf(stderr, "allreduce_bench: out of memory for %lld bytes\n", (long long)max_bytes);
     free(buffer);
     MPI_Finalize();
     return 1;
   }
   if (rank == 0) {
     char title[160];
-    snprintf(title, sizeof title, "MPI_Allreduce across %d ranks (MPI_IN_PLACE); time of the "
-             "slowest rank", size);
+    snprintf(title, sizeof title,
+             "MPI_Allreduce across %d ranks (MPI_IN_PLACE); time of the "
+             "slowest rank",
+             size);
     header(title);
   }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -197,9 +200,11 @@ static bool parse_replicas(const char *text, int32_t *out, int32_t *num) {
 }
 
 static int usage(const char *why) {
-  fprintf(stderr, "allreduce_bench: %s\nusage: allreduce_bench local [--replicas=2,4] "
+  fprintf(stderr,
+          "allreduce_bench: %s\nusage: allreduce_bench local [--replicas=2,4] "
           "[--min_bytes=4096] [--max_bytes=268435456]\n       mpirun -np N allreduce_bench mpi "
-          "[--min_bytes=..] [--max_bytes=..]\n(bytes: a multiple of 4; sizes go up x4)\n", why);
+          "[--min_bytes=..] [--max_bytes=..]\n(bytes: a multiple of 4; sizes go up x4)\n",
+          why);
   return 2;
 }
 
@@ -213,7 +218,8 @@ int main(int argc, char **argv) {
     bool ok;
     if (strncmp(a, "--min_bytes=", 12) == 0) ok = parse_bytes(a + 12, &min_bytes);
     else if (strncmp(a, "--max_bytes=", 12) == 0) ok = parse_bytes(a + 12, &max_bytes);
-    else if (strncmp(a, "--replicas=", 11) == 0) ok = parse_replicas(a + 11, replicas, &num_replicas);
+    else if (strncmp(a, "--replicas=", 11) == 0)
+      ok = parse_replicas(a + 11, replicas, &num_replicas);
     else ok = false;
     if (!ok) {
       char why[256];

@@ -65,8 +65,7 @@ static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   cnnb_batch batch;
   cnnb_status st = cnnb_prefetch_take(r->input, &batch);
   if (st != CNNB_OK)
-    return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
-                              "reading a batch");
+    return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
   if ((st = cnnb_replica_step(r, &batch, 1.0f, i)) != CNNB_OK) return st;
   double t0 = cnnb_now_seconds();
   if (r->trainer && (st = cnnb_trainer_apply(r->trainer, i, NULL, NULL)) != CNNB_OK) return st;
@@ -76,8 +75,8 @@ static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   return CNNB_OK;
 }
 
-static void print_summary(const cnnb_run *run, const node_row *warm, int64_t steps,
-                          double wall_s, double update_s, int top) {
+static void print_summary(const cnnb_run *run, const node_row *warm, int64_t steps, double wall_s,
+                          double update_s, int top) {
   const cnnb_graph *g = run->graph;
   const cnnb_executor *ex = run->replicas[0].executor;
   int32_t n = cnnb_graph_num_nodes(g);
@@ -101,7 +100,8 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   for (int32_t i = 0; i < n; i++) {
     double f, b;
     cnnb_executor_node_time(ex, i, &f, &b);
-    rows[i] = (node_row){i, (f - warm[i].fwd_s) / (double)steps, (b - warm[i].bwd_s) / (double)steps};
+    rows[i] = (node_row){i, (f - warm[i].fwd_s) / (double)steps,
+                         (b - warm[i].bwd_s) / (double)steps};
     nodes_s += rows[i].fwd_s + rows[i].bwd_s;
     /* A ReLU fused into its producer never runs (plan alias); the producer is shown as
      * "conv2d+relu" / "batch_norm+relu" so fused and plain kinds read apart. */
@@ -123,9 +123,10 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   double step_s = wall_s / (double)steps, upd = update_s / (double)steps;
   printf("\nprofile: model %s batch %d precision %s, %lld timed steps\n", run->model.name,
          run->facts.batch_size, cnnb_precision_name(run->cfg->precision), (long long)steps);
-  printf("profile: step %.3f s = nodes %.3f s (%.1f%%) + optimizer update %.3f s (%.1f%%) + other %.3f s (%.1f%%)\n",
-         step_s, nodes_s, 100 * nodes_s / step_s, upd, 100 * upd / step_s,
-         step_s - nodes_s - upd, 100 * (step_s - nodes_s - upd) / step_s);
+  printf("profile: step %.3f s = nodes %.3f s (%.1f%%) + optimizer update %.3f s (%.1f%%) + other "
+         "%.3f s (%.1f%%)\n",
+         step_s, nodes_s, 100 * nodes_s / step_s, upd, 100 * upd / step_s, step_s - nodes_s - upd,
+         100 * (step_s - nodes_s - upd) / step_s);
   double train_flops = 3.0 * (double)rep.flops_matmul * batch;
   printf("profile: images/sec %.2f, achieved %.1f GFLOP/s (3 x forward conv+dense FLOPs)\n",
          batch / step_s, train_flops / step_s * 1e-9);
@@ -136,14 +137,17 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
   for (int k = 0; k < nops; k++) {
     double tot = ops[k].fwd_s + ops[k].bwd_s;
     char fg[16] = "", bg[16] = "";
-    if (ops[k].flops > 0 && ops[k].fwd_s > 0) snprintf(fg, sizeof fg, "%.1f", ops[k].flops / ops[k].fwd_s * 1e-9);
-    if (ops[k].flops > 0 && ops[k].bwd_s > 0) snprintf(bg, sizeof bg, "%.1f", 2 * ops[k].flops / ops[k].bwd_s * 1e-9);
+    if (ops[k].flops > 0 && ops[k].fwd_s > 0)
+      snprintf(fg, sizeof fg, "%.1f", ops[k].flops / ops[k].fwd_s * 1e-9);
+    if (ops[k].flops > 0 && ops[k].bwd_s > 0)
+      snprintf(bg, sizeof bg, "%.1f", 2 * ops[k].flops / ops[k].bwd_s * 1e-9);
     printf("%-20s %5d %9.1f %9.1f %9.1f %7.1f %9s %9s\n", ops[k].op, ops[k].count,
            ops[k].fwd_s * 1e3, ops[k].bwd_s * 1e3, tot * 1e3, 100 * tot / step_s, fg, bg);
   }
-  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(optimizer)", "", "", "", upd * 1e3, 100 * upd / step_s);
-  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(other)", "", "", "",
-         (step_s - nodes_s - upd) * 1e3, 100 * (step_s - nodes_s - upd) / step_s);
+  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(optimizer)", "", "", "", upd * 1e3,
+         100 * upd / step_s);
+  printf("%-20s %5s %9s %9s %9.1f %7.1f\n", "(other)", "", "", "", (step_s - nodes_s - upd) * 1e3,
+         100 * (step_s - nodes_s - upd) / step_s);
   if (fused) printf("(%d ReLUs fused into their producer: not run, not listed)\n", fused);
 
   qsort(rows, (size_t)n, sizeof *rows, by_total_desc);
@@ -157,8 +161,8 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
     if (l->flops_matmul > 0 && rows[k].fwd_s > 0)
       snprintf(gf, sizeof gf, "%.1f", (double)l->flops_matmul * batch / rows[k].fwd_s * 1e-9);
     printf("%-44.44s %-16s %-16s %9.1f %9.1f %7.1f %9s\n", l->name, l->op, shape,
-           rows[k].fwd_s * 1e3, rows[k].bwd_s * 1e3,
-           100 * (rows[k].fwd_s + rows[k].bwd_s) / step_s, gf);
+           rows[k].fwd_s * 1e3, rows[k].bwd_s * 1e3, 100 * (rows[k].fwd_s + rows[k].bwd_s) / step_s,
+           gf);
   }
   free(rows);
   free(ops);

@@ -63,14 +63,14 @@ int main(int argc, char **argv) {
   double *times = malloc((size_t)reps * sizeof *times);
   enum { ROWS = 6, FIRST_HIERARCHICAL = 4 };
   static const char *const names[ROWS] = {"MPI_Allreduce (blocking)", "mpi_world fp32",
-                                          "mpi_world bf16", "mpi_world fp16",
-                                          "hierarchical fp32", "hierarchical bf16"};
+                                          "mpi_world bf16",           "mpi_world fp16",
+                                          "hierarchical fp32",        "hierarchical bf16"};
   static const uint32_t formats[ROWS] = {0, 0, COMPACT16_BF16, COMPACT16_FP16, 0, COMPACT16_BF16};
   if (rank == 0)
     printf("%d ranks on %d node%s, %.0f MiB of fp32 (%lld values), median of %d\n"
-           "%-26s %10s %12s %12s\n", (int)size, (int)mpi_world_num_nodes(w),
-           mpi_world_num_nodes(w) == 1 ? "" : "s", mib, (long long)count, reps, "", "time ms",
-           "algbw GB/s", "busbw GB/s");
+           "%-26s %10s %12s %12s\n",
+           (int)size, (int)mpi_world_num_nodes(w), mpi_world_num_nodes(w) == 1 ? "" : "s", mib,
+           (long long)count, reps, "", "time ms", "algbw GB/s", "busbw GB/s");
   for (int row = 0; row < ROWS; row++) {
     for (int rep = 0; rep < reps; rep++) {
       for (int64_t i = 0; i < count; i++) buf[i] = (float)((i + rank) % 97) * 0.01f;

@@ -37,14 +37,14 @@ typedef struct {
 } options;
 
 /* One exit path for oneDNN failures: name the call, the status, and give up. */
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    dnnl_status_t s_ = (call);                                                      \
-    if (s_ != dnnl_success) {                                                       \
-      fprintf(stderr, "onednn_peak: %s failed (dnnl status %d) at line %d\n", #call, \
-              (int)s_, __LINE__);                                                   \
-      exit(1);                                                                      \
-    }                                                                               \
+#define CHECK(call)                                                                           \
+  do {                                                                                        \
+    dnnl_status_t s_ = (call);                                                                \
+    if (s_ != dnnl_success) {                                                                 \
+      fprintf(stderr, "onednn_peak: %s failed (dnnl status %d) at line %d\n", #call, (int)s_, \
+              __LINE__);                                                                      \
+      exit(1);                                                                                \
+    }                                                                                         \
   } while (0)
 
 static double now_s(void) {
@@ -72,8 +72,8 @@ static void fill(dnnl_memory_t m, size_t bytes, dnnl_data_type_t dt) {
   }
 }
 
-static dnnl_memory_t make_mem(dnnl_engine_t eng, const_dnnl_primitive_desc_t pd,
-                              dnnl_query_t what, dnnl_data_type_t dt) {
+static dnnl_memory_t make_mem(dnnl_engine_t eng, const_dnnl_primitive_desc_t pd, dnnl_query_t what,
+                              dnnl_data_type_t dt) {
   const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, what, 0);
   dnnl_memory_t m;
   CHECK(dnnl_memory_create(&m, md, eng, DNNL_MEMORY_ALLOCATE));
@@ -101,14 +101,14 @@ static void time_prim(const options *o, dnnl_stream_t st, dnnl_primitive_t prim,
   qsort(t, (size_t)o->iters, sizeof *t, cmp_double);
   const char *impl = "?";
   CHECK(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-  printf("peak %s %s: %.1f GFLOP/s best, %.1f median (%.1f GFLOP/iter, impl %s)\n", dtname,
-         dirname, flops / t[0] * 1e-9, flops / t[o->iters / 2] * 1e-9, flops * 1e-9, impl);
+  printf("peak %s %s: %.1f GFLOP/s best, %.1f median (%.1f GFLOP/iter, impl %s)\n", dtname, dirname,
+         flops / t[0] * 1e-9, flops / t[o->iters / 2] * 1e-9, flops * 1e-9, impl);
   fflush(stdout);
   free(t);
 }
 
-static void run_type(const options *o, dnnl_engine_t eng, dnnl_stream_t st,
-                     dnnl_data_type_t dt, const char *dtname) {
+static void run_type(const options *o, dnnl_engine_t eng, dnnl_stream_t st, dnnl_data_type_t dt,
+                     const char *dtname) {
   dnnl_dims_t src_dims = {o->mb, o->ic, o->hw, o->hw};
   dnnl_dims_t wei_dims = {o->oc, o->ic, 3, 3};
   dnnl_dims_t dst_dims = {o->mb, o->oc, o->hw, o->hw};
@@ -122,8 +122,7 @@ static void run_type(const options *o, dnnl_engine_t eng, dnnl_stream_t st,
 
   dnnl_convolution_desc_t fd;
   CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct,
-                                           &src_md, &wei_md, NULL, &dst_md, strides, pad,
-                                           pad));
+                                           &src_md, &wei_md, NULL, &dst_md, strides, pad, pad));
   dnnl_primitive_desc_t fpd;
   CHECK(dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL));
   dnnl_memory_t src = make_mem(eng, fpd, dnnl_query_src_md, dt);
@@ -139,8 +138,8 @@ static void run_type(const options *o, dnnl_engine_t eng, dnnl_stream_t st,
   }
   if (o->bwd_d) {
     dnnl_convolution_desc_t bd;
-    CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src_md,
-                                                   &wei_md, &dst_md, strides, pad, pad));
+    CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src_md, &wei_md,
+                                                   &dst_md, strides, pad, pad));
     dnnl_primitive_desc_t bpd;
     CHECK(dnnl_primitive_desc_create(&bpd, &bd, NULL, eng, fpd));
     dnnl_memory_t dsrc = make_mem(eng, bpd, dnnl_query_diff_src_md, dt);
@@ -163,8 +162,7 @@ static void run_type(const options *o, dnnl_engine_t eng, dnnl_stream_t st,
     CHECK(dnnl_memory_desc_init_by_tag(&dwei_md, 4, wei_dims, dnnl_f32, dnnl_format_tag_any));
     dnnl_convolution_desc_t wd;
     CHECK(dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &src_md,
-                                                      &dwei_md, NULL, &dst_md, strides, pad,
-                                                      pad));
+                                                      &dwei_md, NULL, &dst_md, strides, pad, pad));
     dnnl_primitive_desc_t wpd;
     CHECK(dnnl_primitive_desc_create(&wpd, &wd, NULL, eng, fpd));
     dnnl_memory_t wsrc = make_mem(eng, wpd, dnnl_query_src_md, dt);
@@ -222,18 +220,17 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr,
-              "usage: onednn_peak [--threads=2] [--mb=32] [--ic=256] [--oc=256] [--hw=28]\n"
-              "                   [--iters=10] [--warmup=3] [--dt=f32|bf16|both]\n"
-              "                   [--dir=fwd|bwd_d|bwd_w|all]\n");
+      fprintf(stderr, "usage: onednn_peak [--threads=2] [--mb=32] [--ic=256] [--oc=256] [--hw=28]\n"
+                      "                   [--iters=10] [--warmup=3] [--dt=f32|bf16|both]\n"
+                      "                   [--dir=fwd|bwd_d|bwd_w|all]\n");
       return 2;
     }
   }
   omp_set_num_threads(o.threads);
 
   const dnnl_version_t *v = dnnl_version();
-  printf("oneDNN %d.%d.%d, %d threads, conv 3x3 pad 1: N=%d C=%d K=%d %dx%d, %d iters\n",
-         v->major, v->minor, v->patch, o.threads, o.mb, o.ic, o.oc, o.hw, o.hw, o.iters);
+  printf("oneDNN %d.%d.%d, %d threads, conv 3x3 pad 1: N=%d C=%d K=%d %dx%d, %d iters\n", v->major,
+         v->minor, v->patch, o.threads, o.mb, o.ic, o.oc, o.hw, o.hw, o.iters);
   dnnl_engine_t eng;
   dnnl_stream_t st;
   CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));

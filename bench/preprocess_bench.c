@@ -60,7 +60,8 @@ static const char *const mode_names[] = {"decode", "train", "train_u8", "eval"};
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s DIR [--size N] [--reps R] [--resize NAME] [--distortions]\n", argv[0]);
+    fprintf(stderr, "usage: %s DIR [--size N] [--reps R] [--resize NAME] [--distortions]\n",
+            argv[0]);
     return 2;
   }
   int size = 224, reps = 3, distortions = 0, resize = RESIZE_BILINEAR;
@@ -97,9 +98,13 @@ int main(int argc, char **argv) {
   float *out = malloc((size_t)size * size * 3 * sizeof(float));
   uint8_t *out8 = malloc((size_t)size * size * 3);
   for (int mode = 0; mode < NUM_MODES; mode++) {
-    preprocess_config cfg = {.height = size, .width = size, .training = mode != EVAL,
-                             .resize = (resize_method)resize, .distortions = distortions,
-                             .mean = {0.5f, 0.5f, 0.5f}, .std = {0.5f, 0.5f, 0.5f}};
+    preprocess_config cfg = {.height = size,
+                             .width = size,
+                             .training = mode != EVAL,
+                             .resize = (resize_method)resize,
+                             .distortions = distortions,
+                             .mean = {0.5f, 0.5f, 0.5f},
+                             .std = {0.5f, 0.5f, 0.5f}};
     double best = 1e30, best_cpu = 1e30;
     int failed = 0;
     for (int r = 0; r < reps; r++) {

@@ -33,10 +33,12 @@ int main(int argc, char **argv) {
   double t0 = now_s();
   for (long i = 0; i < n; i++) sink += cnnb_trace_active(plugin);
   double t1 = now_s();
-  for (long i = 0; i < n; i++) cnnb_trace_event(plugin, "allreduce bucket 1", "allreduce", 0, 1, NULL);
+  for (long i = 0; i < n; i++)
+    cnnb_trace_event(plugin, "allreduce bucket 1", "allreduce", 0, 1, NULL);
   double t2 = now_s();
-  printf("cnnb_trace_active: %.2f ns a call; cnnb_trace_event (idle): %.2f ns a call (%ld calls%s)\n",
-         1e9 * (t1 - t0) / (double)n, 1e9 * (t2 - t1) / (double)n, n, sink ? ", active?!" : "");
+  printf(
+      "cnnb_trace_active: %.2f ns a call; cnnb_trace_event (idle): %.2f ns a call (%ld calls%s)\n",
+      1e9 * (t1 - t0) / (double)n, 1e9 * (t2 - t1) / (double)n, n, sink ? ", active?!" : "");
   cnnb_trace_attach(root, NULL);
   cnnb_trace_finish(trace, root);
   cnnb_trace_free(trace);

@@ -17,8 +17,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   if (strcmp(name, MODEL_NAME) != 0)
     return cnnb_error(ctx, CNNB_EINVAL, MODEL_NAME ": asked to describe '%s'", name);
   if (dataset != CNNB_DATASET_IMAGENET && dataset != CNNB_DATASET_CIFAR10)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, MODEL_NAME ": no variant for dataset %u",
-                      dataset);
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED, MODEL_NAME ": no variant for dataset %u", dataset);
   /* Small images keep the dense layer small: 16*16*32 inputs per class after the pool. */
   info->image_size = 32;
   info->default_batch_size = 32;
@@ -39,8 +38,7 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
                   CNNB_CONV2D(.filters = (int32_t)filters, .kernel_h = 3, .kernel_w = 3,
                               .padding = CNNB_PAD_SAME, .use_bias = 1)); /* [N, F, H, W] */
   x = cnnb_relu(g, "relu1", x);
-  x = cnnb_max_pool(g, "pool1", x,
-                    CNNB_POOL(.kernel_h = 2, .kernel_w = 2)); /* [N, F, H/2, W/2] */
+  x = cnnb_max_pool(g, "pool1", x, CNNB_POOL(.kernel_h = 2, .kernel_w = 2)); /* [N, F, H/2, W/2] */
   x = cnnb_dense(g, "logits", x,
                  CNNB_DENSE(.units = cnnb_graph_num_classes(g), .use_bias = 1)); /* [N, K, 1, 1] */
   cnnb_graph_set_logits(g, x);

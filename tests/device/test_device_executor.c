@@ -60,20 +60,17 @@ static cnnb_status w_prepare(void *dev, const cnnb_graph *g, int32_t node, void 
 }
 static void w_release(void *dev, void *state) {
   wnode *w = state;
-  if (w->inner)
-    dut->release(dev, w->inner);
+  if (w->inner) dut->release(dev, w->inner);
   free(w);
 }
 static cnnb_status w_forward(void *dev, void *state, const cnnb_node_io *io) {
   wnode *w = state;
-  if (w->index == fail_forward)
-    return cnnb_error(dev_ctx, CNNB_EINTERNAL, "injected failure");
+  if (w->index == fail_forward) return cnnb_error(dev_ctx, CNNB_EINTERNAL, "injected failure");
   return dut->forward(dev, w->inner, io);
 }
 static cnnb_status w_backward(void *dev, void *state, const cnnb_node_io *io) {
   wnode *w = state;
-  if (num_events < MAX_EVENTS)
-    events[num_events++] = w->index;
+  if (num_events < MAX_EVENTS) events[num_events++] = w->index;
   return dut->backward(dev, w->inner, io);
 }
 static int uploads; /* tensor_from_host calls */
@@ -93,8 +90,11 @@ typedef struct device {
 static device open_device(int training) {
   const char *name = device_harness_name();
   device d = {cnnb_ctx_create(name, NULL), NULL};
-  cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 1,
-                            .precision = CNNB_PRECISION_FP32, .training = training, .seed = 1};
+  cnnb_device_config cfg = {.struct_size = sizeof cfg,
+                            .num_threads = 1,
+                            .precision = CNNB_PRECISION_FP32,
+                            .training = training,
+                            .seed = 1};
   cnnb_status st = dut->create(d.ctx, name, &cfg, &d.dev);
   ck_assert_msg(st == CNNB_OK, "%s create: %s", name, cnnb_error_message(d.ctx));
   dev_ctx = d.ctx;
@@ -117,7 +117,8 @@ static void close_device(device *d) {
 enum { BATCH = 2, CH = 3, HW = 5, CLASSES = 5 };
 
 static cnnb_tensor c0(cnnb_graph *g, const char *name, cnnb_tensor in) {
-  return cnnb_conv2d(g, name, in, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+  return cnnb_conv2d(g, name, in,
+                     CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
 }
 
 /* tied:   x = c0(in); y = concat(ca(x), relu(x), x); z = add(y, y); fc(gap(z))
@@ -203,8 +204,7 @@ START_TEST(accumulation_equals_paths_alone) {
   float *pu = calloc((size_t)nu, sizeof(float));
   for (int32_t i = 0; i < cnnb_graph_num_params(gu); ++i) {
     const cnnb_param *p = cnnb_graph_param(gu, i);
-    if (p->is_stat)
-      continue;
+    if (p->is_stat) continue;
     char name[256];
     tied_name(p->name, name, sizeof name);
     int32_t j = cnnb_graph_find_param(gt, name);
@@ -213,8 +213,10 @@ START_TEST(accumulation_equals_paths_alone) {
   }
   ck_assert_int_eq(cnnb_executor_upload_params(eu, pu, NULL), CNNB_OK);
 
-  ck_assert_msg(cnnb_executor_step(et, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(ctx));
-  ck_assert_msg(cnnb_executor_step(eu, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(ctx));
+  ck_assert_msg(cnnb_executor_step(et, images, labels, 1.0f, 0) == CNNB_OK, "%s",
+                cnnb_error_message(ctx));
+  ck_assert_msg(cnnb_executor_step(eu, images, labels, 1.0f, 0) == CNNB_OK, "%s",
+                cnnb_error_message(ctx));
   float lt, lu;
   ck_assert_int_eq(cnnb_executor_loss(et, &lt), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_loss(eu, &lu), CNNB_OK);
@@ -233,8 +235,7 @@ START_TEST(accumulation_equals_paths_alone) {
   int copies[64] = {0};
   for (int32_t i = 0; i < cnnb_graph_num_params(gu); ++i) {
     const cnnb_param *p = cnnb_graph_param(gu, i);
-    if (p->is_stat)
-      continue;
+    if (p->is_stat) continue;
     char name[256];
     tied_name(p->name, name, sizeof name);
     int32_t j = cnnb_graph_find_param(gt, name);
@@ -243,18 +244,18 @@ START_TEST(accumulation_equals_paths_alone) {
       sum[cnnb_graph_param(gt, j)->offset + k] += gud[p->offset + k];
   }
   double maxabs = 0;
-  for (int64_t k = 0; k < nt; ++k)
-    maxabs = fmax(maxabs, fabs(gtd[k]));
+  for (int64_t k = 0; k < nt; ++k) maxabs = fmax(maxabs, fabs(gtd[k]));
   ck_assert_msg(maxabs > 1e-4, "gradients are all ~0: the test would prove nothing");
   for (int32_t j = 0; j < cnnb_graph_num_params(gt); ++j) {
     const cnnb_param *p = cnnb_graph_param(gt, j);
-    if (p->is_stat)
-      continue;
-    ck_assert_int_eq(copies[j], strncmp(p->name, "c0/", 3) == 0 ? 6 : strncmp(p->name, "ca/", 3) == 0 ? 2 : 1);
+    if (p->is_stat) continue;
+    ck_assert_int_eq(copies[j], strncmp(p->name, "c0/", 3) == 0   ? 6
+                                : strncmp(p->name, "ca/", 3) == 0 ? 2
+                                                                  : 1);
     for (int64_t k = p->offset; k < p->offset + p->count; ++k)
       ck_assert_msg(fabs(gtd[k] - sum[k]) <= same_abs + same_rel * fabs(sum[k]),
-                    "%s[%lld]: tied %.7g, sum of paths %.7g", p->name,
-                    (long long)(k - p->offset), gtd[k], sum[k]);
+                    "%s[%lld]: tied %.7g, sum of paths %.7g", p->name, (long long)(k - p->offset),
+                    gtd[k], sum[k]);
   }
   free(pt);
   free(pu);
@@ -286,8 +287,7 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
     b->offset[b->n] = offset;
     b->count[b->n] = count;
   }
-  if (num_events < MAX_EVENTS)
-    events[num_events++] = -1 - b->n;
+  if (num_events < MAX_EVENTS) events[num_events++] = -1 - b->n;
   b->n++;
   dut->copy_to_host(b->d->dev, b->snapshot + offset, cnnb_executor_grads(b->ex) + offset,
                     (size_t)count * sizeof(float));
@@ -327,8 +327,7 @@ START_TEST(buckets_reverse_cover_final) {
 
     /* Each bucket right after the backward of its earliest owner. */
     for (int e = 0; e < num_events; ++e) {
-      if (events[e] >= 0)
-        continue;
+      if (events[e] >= 0) continue;
       int k = -1 - events[e];
       int32_t earliest = 1 << 30;
       for (int32_t i = 0; i < cnnb_graph_num_params(g); ++i) {
@@ -338,8 +337,7 @@ START_TEST(buckets_reverse_cover_final) {
           earliest = p->node;
       }
       int prev = e - 1;
-      while (prev >= 0 && events[prev] < 0)
-        --prev;
+      while (prev >= 0 && events[prev] < 0) --prev;
       ck_assert_msg(prev >= 0 && events[prev] == earliest,
                     "bucket %d announced after the backward of node %d, not of %d", k,
                     prev >= 0 ? events[prev] : -1, earliest);
@@ -367,7 +365,7 @@ START_TEST(one_default_bucket) {
   cnnb_executor_node_time(ex, cnnb_graph_find_node(g, "ca"), &fwd, &bwd);
   ck_assert_msg(fwd > 0 && bwd > 0, "profiled times %g %g", fwd, bwd);
   cnnb_executor_node_time(ex, cnnb_graph_input(g), &fwd, &bwd);
-  ck_assert(fwd == 0 && bwd == 0); /* data nodes never run */
+  ck_assert(fwd == 0 && bwd == 0);                    /* data nodes never run */
   ck_assert_int_eq(cnnb_executor_num_buckets(ex), 1); /* 25 MiB holds this toy */
   int64_t off, cnt;
   cnnb_executor_bucket(ex, 0, &off, &cnt);
@@ -415,8 +413,7 @@ START_TEST(forward_only_matches_training_forward) {
   /* No labels: the forward runs, the loss is not there to read. */
   ck_assert_int_eq(cnnb_executor_step(ef, images, NULL, 1.0f, 1), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_logits(ef, logits_f), CNNB_OK);
-  for (int i = 0; i < BATCH * CLASSES; ++i)
-    ck_assert(fabsf(logits_t[i] - logits_f[i]) < same_abs);
+  for (int i = 0; i < BATCH * CLASSES; ++i) ck_assert(fabsf(logits_t[i] - logits_f[i]) < same_abs);
   float dummy;
   cnnb_clear_error(exec_ctx);
   ck_assert_int_eq(cnnb_executor_loss(ef, &dummy), CNNB_EINVAL);
@@ -449,7 +446,8 @@ START_TEST(errors_name_the_node) {
 
   /* A training executor needs the loss. */
   cnnb_graph *nl = cnnb_graph_create(BATCH, CH, HW, HW, CLASSES);
-  cnnb_graph_set_logits(nl, cnnb_dense(nl, NULL, cnnb_graph_input(nl), CNNB_DENSE(.units = CLASSES)));
+  cnnb_graph_set_logits(nl,
+                        cnnb_dense(nl, NULL, cnnb_graph_input(nl), CNNB_DENSE(.units = CLASSES)));
   cnnb_clear_error(ctx);
   ex = (cnnb_executor *)1;
   ck_assert_int_eq(cnnb_executor_create(ctx, &wrapped, d.dev, nl, &cfg, &ex), CNNB_EINVAL);
@@ -491,8 +489,7 @@ static cnnb_graph *fusable(bool fuse, bool tail, bool add_ok) {
   x = cnnb_relu(g, NULL, cnnb_batch_norm(g, "bn", x, CNNB_BATCH_NORM(.scale = 1)));
   cnnb_tensor side = cnnb_relu(g, NULL, c0(g, "c3", in));
   x = cnnb_add(g, "sum", x, side);
-  if (tail)
-    x = cnnb_relu(g, NULL, x);
+  if (tail) x = cnnb_relu(g, NULL, x);
   cnnb_tensor l = cnnb_dense(g, "fc", cnnb_global_avg_pool(g, NULL, x),
                              CNNB_DENSE(.units = CLASSES, .use_bias = 1));
   cnnb_graph_set_logits(g, l);
@@ -516,22 +513,24 @@ START_TEST(fused_relu_matches_unfused) {
   cnnb_executor *ep = make_executor(&d, gp, true, NULL), *ef = make_executor(&d, gf, true, NULL);
   ck_assert_int_eq(cnnb_executor_init_params(ep, 9), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_init_params(ef, 9), CNNB_OK);
-  if (!tail)
-    ck_assert_uint_le(cnnb_executor_peak_bytes(ef), cnnb_executor_peak_bytes(ep));
+  if (!tail) ck_assert_uint_le(cnnb_executor_peak_bytes(ef), cnnb_executor_peak_bytes(ep));
   ck_assert_uint_lt(cnnb_executor_naive_bytes(ef), cnnb_executor_naive_bytes(ep));
-  ck_assert_msg(cnnb_executor_step(ep, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(exec_ctx));
-  ck_assert_msg(cnnb_executor_step(ef, images, labels, 1.0f, 0) == CNNB_OK, "%s", cnnb_error_message(exec_ctx));
+  ck_assert_msg(cnnb_executor_step(ep, images, labels, 1.0f, 0) == CNNB_OK, "%s",
+                cnnb_error_message(exec_ctx));
+  ck_assert_msg(cnnb_executor_step(ef, images, labels, 1.0f, 0) == CNNB_OK, "%s",
+                cnnb_error_message(exec_ctx));
   float lp, lf;
   ck_assert_int_eq(cnnb_executor_loss(ep, &lp), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
   ck_assert_msg(fabsf(lp - lf) < same_abs, "loss plain %g fused %g", lp, lf);
   int64_t n = cnnb_executor_param_count(ep);
-  float *gpd = download(&d, cnnb_executor_grads(ep), n), *gfd = download(&d, cnnb_executor_grads(ef), n);
+  float *gpd = download(&d, cnnb_executor_grads(ep), n),
+        *gfd = download(&d, cnnb_executor_grads(ef), n);
   double maxabs = 0;
   for (int64_t k = 0; k < n; ++k) {
     maxabs = fmax(maxabs, fabs(gpd[k]));
-    ck_assert_msg(fabs(gpd[k] - gfd[k]) <= same_abs + same_rel * fabs(gpd[k]), "grad %lld: plain %.7g fused %.7g",
-                  (long long)k, gpd[k], gfd[k]);
+    ck_assert_msg(fabs(gpd[k] - gfd[k]) <= same_abs + same_rel * fabs(gpd[k]),
+                  "grad %lld: plain %.7g fused %.7g", (long long)k, gpd[k], gfd[k]);
   }
   ck_assert(maxabs > 1e-4);
   free(gpd);
@@ -554,14 +553,13 @@ START_TEST(accuracy_in_top_k) {
   cnnb_graph_add_loss(g);
   cnnb_executor *ex = make_executor(&d, g, false, NULL);
   float w[K * K + K] = {0};
-  for (int i = 0; i < K; ++i)
-    w[i * K + i] = 1.0f;
+  for (int i = 0; i < K; ++i) w[i * K + i] = 1.0f;
   ck_assert_int_eq(cnnb_executor_upload_params(ex, w, NULL), CNNB_OK);
   float x[R * K] = {
-      1, 3, 3, 0, 2, -1, -2,  /* label 2: tied for the max -> top-1 and top-5 */
-      1, 3, 3, 0, 2, -1, -2,  /* label 4: two above -> top-5 only */
-      1, 3, 3, 0, 2, -1, -2,  /* label 6: six above -> neither */
-      1, 3, 3, 0, 2, -1, -2,  /* label 3: four above -> top-5 only */
+      1, 3, 3, 0, 2, -1, -2, /* label 2: tied for the max -> top-1 and top-5 */
+      1, 3, 3, 0, 2, -1, -2, /* label 4: two above -> top-5 only */
+      1, 3, 3, 0, 2, -1, -2, /* label 6: six above -> neither */
+      1, 3, 3, 0, 2, -1, -2, /* label 3: four above -> top-5 only */
   };
   int32_t lab[R] = {2, 4, 6, 3};
   ck_assert_int_eq(cnnb_executor_step(ex, x, lab, 1.0f, 0), CNNB_OK);
@@ -640,10 +638,12 @@ START_TEST(uint8_input_is_the_float_input) {
   ck_assert_int_eq(h.dv->alloc(h.dev, bytes, &from_uint8), CNNB_OK);
   ck_assert_int_eq(h.dv->alloc(h.dev, bytes, &from_float), CNNB_OK);
   static uint8_t pixels[BATCH * HW * HW * CH];
-  static float floats[BATCH * CH * HW * HW], back_u[BATCH * CH * HW * HW], back_f[BATCH * CH * HW * HW];
+  static float floats[BATCH * CH * HW * HW], back_u[BATCH * CH * HW * HW],
+      back_f[BATCH * CH * HW * HW];
   make_uint8_batch(pixels, floats);
   ck_assert_msg(ext->input_from_host_uint8(h.dev, g, in, from_uint8, pixels, u8_scale, u8_offset) ==
-                    CNNB_OK, "%s", cnnb_error_message(h.ctx));
+                    CNNB_OK,
+                "%s", cnnb_error_message(h.ctx));
   ck_assert_int_eq(h.dv->tensor_from_host(h.dev, g, in, from_float, floats), CNNB_OK);
   ck_assert_int_eq(h.dv->tensor_to_host(h.dev, g, in, from_uint8, back_u), CNNB_OK);
   ck_assert_int_eq(h.dv->tensor_to_host(h.dev, g, in, from_float, back_f), CNNB_OK);
@@ -689,7 +689,8 @@ START_TEST(uint8_step_trains_as_float_step) {
   ck_assert_int_eq(cnnb_executor_loss(ef, &lf), CNNB_OK);
   ck_assert_msg(fabsf(lu - lf) <= same_abs, "loss: uint8 %g, float %g", lu, lf);
   int64_t n = cnnb_executor_param_count(eu);
-  float *gu = download(&du, cnnb_executor_grads(eu), n), *gf = download(&df, cnnb_executor_grads(ef), n);
+  float *gu = download(&du, cnnb_executor_grads(eu), n),
+        *gf = download(&df, cnnb_executor_grads(ef), n);
   for (int64_t i = 0; i < n; ++i)
     ck_assert_msg(fabsf(gu[i] - gf[i]) <= same_abs + same_rel * fabsf(gf[i]),
                   "gradient %lld: uint8 %g, float %g", (long long)i, gu[i], gf[i]);
@@ -712,7 +713,8 @@ START_TEST(constant_batch_uploads_once) {
   device dc = open_device(1), dn = open_device(1);
   cnnb_graph *g = build(true);
   cnnb_executor_config constant = {.constant_batch = true};
-  cnnb_executor *ec = make_executor(&dc, g, true, &constant), *en = make_executor(&dn, g, true, NULL);
+  cnnb_executor *ec = make_executor(&dc, g, true, &constant),
+                *en = make_executor(&dn, g, true, NULL);
   ck_assert_int_eq(cnnb_executor_init_params(ec, 5), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_init_params(en, 5), CNNB_OK);
   int64_t n = cnnb_executor_param_count(ec);
@@ -736,7 +738,8 @@ START_TEST(constant_batch_uploads_once) {
     ck_assert_msg(fabsf(lc - ln) <= same_abs, "step %d: loss %g with a constant batch, %g without",
                   step, lc, ln);
     /* A plain SGD step, so later steps see different weights. */
-    float *p = download(&dn, cnnb_executor_params(en), n), *gr = download(&dn, cnnb_executor_grads(en), n);
+    float *p = download(&dn, cnnb_executor_params(en), n),
+          *gr = download(&dn, cnnb_executor_grads(en), n);
     for (int64_t i = 0; i < n; ++i) p[i] -= 0.1f * gr[i];
     ck_assert_int_eq(cnnb_executor_upload_params(en, p, NULL), CNNB_OK);
     ck_assert_int_eq(cnnb_executor_upload_params(ec, p, NULL), CNNB_OK);
@@ -773,11 +776,14 @@ START_TEST(step_graph_replays_the_calls) {
   bool offered = dut->get_extension && dut->get_extension(dg.dev, CNNB_EXT_STEP_GRAPH);
   cnnb_graph *g = build(true); /* accumulates: its recording holds accumulate calls too */
   int64_t announced_g = 0, announced_n = 0;
-  cnnb_executor_config graphed = {.constant_batch = true, .step_graph = true,
-                                  .on_bucket = count_announced, .user = &announced_g};
-  cnnb_executor_config plain = {.constant_batch = true, .on_bucket = count_announced,
-                                .user = &announced_n};
-  cnnb_executor *eg = make_executor(&dg, g, true, &graphed), *en = make_executor(&dn, g, true, &plain);
+  cnnb_executor_config graphed = {.constant_batch = true,
+                                  .step_graph = true,
+                                  .on_bucket = count_announced,
+                                  .user = &announced_g};
+  cnnb_executor_config plain = {
+      .constant_batch = true, .on_bucket = count_announced, .user = &announced_n};
+  cnnb_executor *eg = make_executor(&dg, g, true, &graphed),
+                *en = make_executor(&dn, g, true, &plain);
   ck_assert_int_eq(cnnb_executor_init_params(eg, 5), CNNB_OK);
   ck_assert_int_eq(cnnb_executor_init_params(en, 5), CNNB_OK);
   int64_t n = cnnb_executor_param_count(eg);
@@ -789,14 +795,15 @@ START_TEST(step_graph_replays_the_calls) {
     ck_assert_int_eq(cnnb_executor_step(en, images, labels, scale, (uint64_t)step), CNNB_OK);
     ck_assert_msg(announced_g == n && announced_n == n,
                   "step %d: %lld gradients announced through the recording, %lld through the "
-                  "calls, of %lld", step, (long long)announced_g, (long long)announced_n,
-                  (long long)n);
+                  "calls, of %lld",
+                  step, (long long)announced_g, (long long)announced_n, (long long)n);
     float lg, ln;
     ck_assert_int_eq(cnnb_executor_loss(eg, &lg), CNNB_OK);
     ck_assert_int_eq(cnnb_executor_loss(en, &ln), CNNB_OK);
     ck_assert_msg(fabsf(lg - ln) <= same_abs + same_rel * fabsf(ln),
                   "step %d: loss %g through the recording, %g through the calls", step, lg, ln);
-    float *gg = download(&dg, cnnb_executor_grads(eg), n), *gn = download(&dn, cnnb_executor_grads(en), n);
+    float *gg = download(&dg, cnnb_executor_grads(eg), n),
+          *gn = download(&dn, cnnb_executor_grads(en), n);
     for (int64_t i = 0; i < n; ++i)
       ck_assert_msg(fabsf(gg[i] - gn[i]) <= same_abs + same_rel * fabsf(gn[i]),
                     "step %d: gradient %lld is %g through the recording, %g through the calls",
@@ -815,8 +822,8 @@ START_TEST(step_graph_replays_the_calls) {
   if (offered) {
     ck_assert_msg(recorded == 2 && replayed == STEPS - 2,
                   "%lld recordings and %lld replays in %d steps (want 2: at step 3 and at the new "
-                  "loss scale; and %d replays)", (long long)recorded, (long long)replayed, STEPS,
-                  STEPS - 2);
+                  "loss scale; and %d replays)",
+                  (long long)recorded, (long long)replayed, STEPS, STEPS - 2);
   } else {
     ck_assert_msg(recorded == 0 && replayed == 0, "%s offers no step graph, yet %lld recordings",
                   device_harness_name(), (long long)recorded);

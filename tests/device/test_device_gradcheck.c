@@ -58,7 +58,8 @@ static void check_entry(const char *what, int64_t i, float analytic, float *slot
   float down = loss_of(t);
   *slot = saved;
   double numeric = ((double)up - down) / (2.0 * eps);
-  ck_assert_msg(fabs(analytic - numeric) <= t->tol->gradcheck_abs + t->tol->gradcheck_rel * fabs(numeric),
+  ck_assert_msg(fabs(analytic - numeric) <=
+                    t->tol->gradcheck_abs + t->tol->gradcheck_rel * fabs(numeric),
                 "%s[%lld] (%s): backward %.6g, finite difference %.6g", what, (long long)i,
                 t->tol->name, analytic, numeric);
   (*checked)++;
@@ -97,7 +98,8 @@ static void gradcheck_in(cnnb_graph *g, uint32_t precision, uint64_t seed) {
     if (param->is_stat || owner->op != CNNB_OP_BATCH_NORM) continue;
     int is_scale = owner->num_params == 2 && owner->params[0] == p;
     for (int64_t i = 0; i < param->count; i++)
-      t.params[param->offset + i] = is_scale ? uniform(&seed, 0.8f, 1.2f) : uniform(&seed, -0.1f, 0.1f);
+      t.params[param->offset + i] = is_scale ? uniform(&seed, 0.8f, 1.2f)
+                                             : uniform(&seed, -0.1f, 0.1f);
   }
   for (int64_t i = 0; i < t.sc; i++) t.stats[i] = uniform(&seed, 0.5f, 1.0f);
   for (int64_t i = 0; i < t.xc; i++) t.images[i] = uniform(&seed, -1.0f, 1.0f);
@@ -152,13 +154,16 @@ static void gradcheck(cnnb_graph *g, uint64_t seed) {
 START_TEST(test_residual_block) {
   cnnb_graph *g = cnnb_graph_create(3, 3, 8, 8, 5);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor stem = cnnb_conv2d(g, "stem", x, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+  cnnb_tensor stem = cnnb_conv2d(g, "stem", x,
+                                 CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
+                                             .use_bias = 1));
   cnnb_tensor bn0 = cnnb_batch_norm(g, "bn0", stem, CNNB_BATCH_NORM(.scale = 1));
   cnnb_tensor a = cnnb_relu(g, "relu0", bn0);
   /* Residual branch: conv -> bn (fused relu) -> conv -> bn (offset only), added to `a`. */
   cnnb_tensor c1 = cnnb_conv2d(g, "c1", a, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
   cnnb_tensor b1 = cnnb_batch_norm(g, "b1", c1, CNNB_BATCH_NORM(.scale = 1));
-  cnnb_tensor c2 = cnnb_conv2d(g, "c2", b1, CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", b1,
+                               CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor b2 = cnnb_batch_norm(g, "b2", c2, CNNB_BATCH_NORM());
   cnnb_tensor sum = cnnb_add(g, "add", a, b2);
   cnnb_tensor r = cnnb_relu(g, "relu1", sum);
@@ -173,20 +178,33 @@ END_TEST
 START_TEST(test_inception_block) {
   cnnb_graph *g = cnnb_graph_create(2, 4, 9, 9, 6);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor stem = cnnb_conv2d(g, "stem", x, CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2));
-  cnnb_tensor lrn = cnnb_lrn(g, "lrn", stem, CNNB_LRN(.depth_radius = 2, .bias = 1.0f, .alpha = 0.1f, .beta = 0.75f));
+  cnnb_tensor stem = cnnb_conv2d(g, "stem", x,
+                                 CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3,
+                                             .stride_h = 2, .stride_w = 2));
+  cnnb_tensor lrn = cnnb_lrn(g, "lrn", stem,
+                             CNNB_LRN(.depth_radius = 2, .bias = 1.0f, .alpha = 0.1f,
+                                      .beta = 0.75f));
   /* Four branches of one input (the harness sums their gradients), then concat. */
   cnnb_tensor b[4];
-  b[0] = cnnb_conv2d(g, "b0", lrn, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1, .use_bias = 1));
-  cnnb_tensor b1a = cnnb_conv2d(g, "b1a", lrn, CNNB_CONV2D(.filters = 3, .kernel_h = 1, .kernel_w = 1));
-  b[1] = cnnb_conv2d(g, "b1b", b1a, CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3, .dilation_h = 2, .dilation_w = 2));
-  b[2] = cnnb_conv2d(g, "b2", lrn, CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3, .groups = 6));
-  cnnb_tensor b3 = cnnb_avg_pool(g, "b3pool", lrn, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .padding = CNNB_PAD_SAME));
+  b[0] = cnnb_conv2d(g, "b0", lrn,
+                     CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1, .use_bias = 1));
+  cnnb_tensor b1a = cnnb_conv2d(g, "b1a", lrn,
+                                CNNB_CONV2D(.filters = 3, .kernel_h = 1, .kernel_w = 1));
+  b[1] = cnnb_conv2d(g, "b1b", b1a,
+                     CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3, .dilation_h = 2,
+                                 .dilation_w = 2));
+  b[2] = cnnb_conv2d(g, "b2", lrn,
+                     CNNB_CONV2D(.filters = 6, .kernel_h = 3, .kernel_w = 3, .groups = 6));
+  cnnb_tensor b3 = cnnb_avg_pool(g, "b3pool", lrn,
+                                 CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                                           .stride_w = 1, .padding = CNNB_PAD_SAME));
   b[3] = cnnb_conv2d(g, "b3", b3, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor cat = cnnb_concat(g, "concat", 4, b);
   cnnb_tensor bn = cnnb_batch_norm(g, "bn", cat, CNNB_BATCH_NORM());
   cnnb_tensor relu = cnnb_relu(g, "relu", bn);
-  cnnb_tensor mp = cnnb_max_pool(g, "mpool", relu, CNNB_POOL(.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .padding = CNNB_PAD_SAME));
+  cnnb_tensor mp = cnnb_max_pool(g, "mpool", relu,
+                                 CNNB_POOL(.kernel_h = 2, .kernel_w = 2, .stride_h = 2,
+                                           .stride_w = 2, .padding = CNNB_PAD_SAME));
   cnnb_tensor flat = cnnb_flatten(g, "flatten", mp);
   cnnb_tensor drop = cnnb_dropout(g, "dropout", flat, 0.8f);
   cnnb_tensor logits = cnnb_dense(g, "fc", drop, CNNB_DENSE(.units = 6, .use_bias = 1));

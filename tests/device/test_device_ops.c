@@ -68,8 +68,9 @@ static void expect_close(const char *what, const float *got, const float *want, 
       worst_ratio = err / allowed;
     }
   }
-  ck_assert_msg(worst < 0, "%s: element %lld of %lld is %.8g, reference %.8g (scale %.3g, tol %.1g)",
-                what, (long long)worst, (long long)n, worst >= 0 ? got[worst] : 0.0,
+  ck_assert_msg(worst < 0,
+                "%s: element %lld of %lld is %.8g, reference %.8g (scale %.3g, tol %.1g)", what,
+                (long long)worst, (long long)n, worst >= 0 ? got[worst] : 0.0,
                 worst >= 0 ? want[worst] : 0.0, scale, tol);
 }
 
@@ -135,7 +136,8 @@ static const float *fixed_images;
  * does for a first layer; parameter gradients must not change. */
 static int want_image_grads = 1;
 
-static op_result run_op(device_harness *h, cnnb_graph *g, cnnb_tensor y, uint64_t *seed, int backward) {
+static op_result run_op(device_harness *h, cnnb_graph *g, cnnb_tensor y, uint64_t *seed,
+                        int backward) {
   op_result o = {0};
   device_run *r = make_run(h, g);
   device_run_want_image_grads(r, want_image_grads);
@@ -209,14 +211,14 @@ static void check_conv(const conv_case *cc, uint32_t precision, uint64_t seed) {
   ref_conv2d_forward(o.images, xs, w, b, &win, want, ys);
   if (cc->relu) ref_relu_forward(want, o.y_count, want);
   char what[160];
-  snprintf(what, sizeof what, "conv %dx%dx%dx%d f%d k%dx%d s%dx%d d%dx%d g%d pads %d,%d,%d,%d%s: forward",
-           cc->n, cc->c, cc->h, cc->w, cc->filters, cc->kh, cc->kw, cc->sh, cc->sw, cc->dh, cc->dw,
+  snprintf(what, sizeof what,
+           "conv %dx%dx%dx%d f%d k%dx%d s%dx%d d%dx%d g%d pads %d,%d,%d,%d%s: forward", cc->n,
+           cc->c, cc->h, cc->w, cc->filters, cc->kh, cc->kw, cc->sh, cc->sw, cc->dh, cc->dw,
            cc->groups, win.pt, win.pb, win.pl, win.pr, cc->relu ? " relu" : "");
   expect_close(what, o.y, want, o.y_count, tol->forward);
   if (cc->relu)
     ref_relu_backward(o.y, o.dy, o.y_count, dy); /* device's own output decides the mask */
-  else
-    memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
+  else memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
   ref_conv2d_backward_data(dy, ys, w, &win, dx, xs);
   ref_conv2d_backward_weights(o.images, xs, dy, ys, &win, dw, db);
   strcpy(strrchr(what, ':'), ": backward data");
@@ -243,11 +245,11 @@ START_TEST(test_conv_fixed_cases) {
       {2, 3, 9, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
       {3, 4, 11, 10, 6, 3, 2, 2, 2, 1, 1, 1, 0, 0, CNNB_PAD_SAME, {0}},
       {1, 5, 8, 9, 7, 3, 3, 1, 2, 1, 1, 1, 1, 0, CNNB_PAD_VALID, {0}},
-      {2, 6, 10, 10, 4, 3, 3, 1, 1, 2, 2, 1, 1, 0, CNNB_PAD_SAME, {0}},          /* dilation */
-      {2, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 8, 1, 0, CNNB_PAD_SAME, {0}},            /* depthwise */
-      {2, 6, 7, 9, 9, 3, 3, 2, 1, 1, 1, 3, 0, 0, CNNB_PAD_SAME, {0}},            /* groups */
+      {2, 6, 10, 10, 4, 3, 3, 1, 1, 2, 2, 1, 1, 0, CNNB_PAD_SAME, {0}}, /* dilation */
+      {2, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 8, 1, 0, CNNB_PAD_SAME, {0}},   /* depthwise */
+      {2, 6, 7, 9, 9, 3, 3, 2, 1, 1, 1, 3, 0, 0, CNNB_PAD_SAME, {0}},   /* groups */
       {2, 3, 12, 11, 16, 7, 7, 2, 2, 1, 1, 1, 0, 0, CNNB_PAD_EXPLICIT, {3, 2, 1, 3}},
-      {2, 16, 6, 6, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, CNNB_PAD_SAME, {0}},          /* fused relu */
+      {2, 16, 6, 6, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, CNNB_PAD_SAME, {0}}, /* fused relu */
       {2, 32, 9, 9, 16, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -315,18 +317,21 @@ static void check_dense(int n, int c, int hh, int ww, int units, int bias, uint3
   if (after_conv) {
     conv_out = zeros(in_count);
     ref_window win = ref_window_of(conv);
-    ref_conv2d_forward(o.images, cnnb_graph_node(g, x)->shape, param_of(g, o.params, conv, 0),
-                       NULL, &win, conv_out, is);
+    ref_conv2d_forward(o.images, cnnb_graph_node(g, x)->shape, param_of(g, o.params, conv, 0), NULL,
+                       &win, conv_out, is);
     xin = conv_out;
   }
-  const float *w = param_of(g, o.params, node, 0), *b = bias ? param_of(g, o.params, node, 1) : NULL;
+  const float *w = param_of(g, o.params, node, 0),
+              *b = bias ? param_of(g, o.params, node, 1) : NULL;
   float *want = zeros(o.y_count), *dx = zeros(in_count), *dw = zeros((int64_t)units * k),
         *db = zeros(units);
   ref_dense_forward(xin, n, k, w, b, units, want);
   expect_close("dense forward", o.y, want, o.y_count, tol->forward);
   ref_dense_backward_weights(xin, o.dy, n, k, units, dw, db);
-  expect_close("dense backward weights", param_of(g, o.dparams, node, 0), dw, (int64_t)units * k, tol->backward);
-  if (bias) expect_close("dense backward bias", param_of(g, o.dparams, node, 1), db, units, tol->backward);
+  expect_close("dense backward weights", param_of(g, o.dparams, node, 0), dw, (int64_t)units * k,
+               tol->backward);
+  if (bias)
+    expect_close("dense backward bias", param_of(g, o.dparams, node, 1), db, units, tol->backward);
   ref_dense_backward_data(o.dy, n, units, w, k, dx);
   if (!want_image_grads) {
     /* nothing to compare: backward-data was not asked for */
@@ -337,7 +342,8 @@ static void check_dense(int n, int c, int hh, int ww, int units, int bias, uint3
     ref_window win = ref_window_of(conv);
     ref_conv2d_backward_data(dx, is, param_of(g, o.params, conv, 0), &win, dimg,
                              cnnb_graph_node(g, x)->shape);
-    expect_close("dense after conv: backward data through the conv", o.dx, dimg, o.x_count, tol->backward);
+    expect_close("dense after conv: backward data through the conv", o.dx, dimg, o.x_count,
+                 tol->backward);
     free(dimg);
   }
   free(conv_out);
@@ -352,8 +358,8 @@ static void check_dense(int n, int c, int hh, int ww, int units, int bias, uint3
 
 START_TEST(test_dense) {
   check_dense(3, 5, 1, 1, 7, 1, CNNB_PRECISION_FP32, 1, 0);
-  check_dense(1, 3, 5, 7, 11, 0, CNNB_PRECISION_FP32, 2, 0);   /* flattened 4-D input */
-  check_dense(4, 2, 3, 3, 13, 1, CNNB_PRECISION_FP32, 3, 1);   /* input in a conv's layout */
+  check_dense(1, 3, 5, 7, 11, 0, CNNB_PRECISION_FP32, 2, 0); /* flattened 4-D input */
+  check_dense(4, 2, 3, 3, 13, 1, CNNB_PRECISION_FP32, 3, 1); /* input in a conv's layout */
   for (int p = 0; p < 2; p++)
     check_dense(5, 37, 1, 1, 9, 1, device_harness_low_precisions[p], 4, 0);
 }
@@ -380,7 +386,8 @@ START_TEST(test_relu_and_reshape) {
   uint64_t seed = 9;
   cnnb_graph *g = cnnb_graph_create(2, 3, 5, 6, 10);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = 20, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = 20, .kernel_h = 3, .kernel_w = 3));
   cnnb_tensor r = cnnb_relu(g, "relu", c);
   cnnb_tensor f = cnnb_flatten(g, "flat", r);
   cnnb_tensor y = cnnb_reshape(g, "reshape", f, 10, 6, 10);
@@ -444,16 +451,15 @@ static void check_relu6_on_images(uint32_t precision, int training, uint64_t see
   float *want = zeros(o.y_count), *dx = zeros(o.x_count);
   ref_relu6_forward(images, o.x_count, want);
   char what[96];
-  snprintf(what, sizeof what, "relu6 forward (%s, %s)",
-           test_precision_name(precision), training ? "training" : "inference");
+  snprintf(what, sizeof what, "relu6 forward (%s, %s)", test_precision_name(precision),
+           training ? "training" : "inference");
   /* Exact: a clamp of exactly representable values. */
   for (int64_t i = 0; i < o.y_count; i++)
     ck_assert_msg(o.y[i] == want[i], "%s: element %lld is %g for x = %g, want %g", what,
                   (long long)i, (double)o.y[i], (double)images[i], (double)want[i]);
   if (training) {
     ref_relu6_backward(images, o.dy, o.x_count, dx);
-    snprintf(what, sizeof what, "relu6 backward (%s)",
-             test_precision_name(precision));
+    snprintf(what, sizeof what, "relu6 backward (%s)", test_precision_name(precision));
     expect_close(what, o.dx, dx, o.x_count, tol->backward);
     /* The mask itself, independent of the tolerance: zero exactly where x is outside (0, 6). */
     for (int64_t i = 0; i < o.x_count; i++)
@@ -479,7 +485,8 @@ static void check_relu6_after_conv(uint64_t seed) {
   if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
   cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3));
   cnnb_tensor y = cnnb_relu6(g, "relu6", c);
   int64_t xn = 2 * 3 * 7 * 5;
   float *images = relu6_images(xn);
@@ -506,7 +513,8 @@ static void check_relu6_after_conv(uint64_t seed) {
   ref_conv2d_backward_data(dc, cs, w, &win, dx, xs);
   expect_close("conv + relu6 backward data", o.dx, dx, o.x_count, FP32_BACKWARD);
   ref_conv2d_backward_weights(images, xs, dc, cs, &win, dw, NULL);
-  expect_close("conv + relu6 backward weights", param_of(g, o.dparams, conv, 0), dw, wn, FP32_BACKWARD);
+  expect_close("conv + relu6 backward weights", param_of(g, o.dparams, conv, 0), dw, wn,
+               FP32_BACKWARD);
   free(images);
   free(conv_y);
   free(want);
@@ -534,13 +542,15 @@ END_TEST
 
 /* Asserts the padded channels of y (shape ys) are exactly zero: zeros are written, not
  * computed, in any precision and layout. */
-static void expect_zero_pads(const char *what, const float *y, cnnb_shape ys, int before, int after) {
+static void expect_zero_pads(const char *what, const float *y, cnnb_shape ys, int before,
+                             int after) {
   for (int n = 0; n < ys.n; n++)
     for (int c = 0; c < ys.c; c++) {
       if (c >= before && c < ys.c - after) continue;
       for (int64_t k = 0; k < (int64_t)ys.h * ys.w; k++) {
         float v = y[(((int64_t)n * ys.c + c) * ys.h * ys.w) + k];
-        ck_assert_msg(v == 0.0f, "%s: padded channel %d of image %d holds %g", what, c, n, (double)v);
+        ck_assert_msg(v == 0.0f, "%s: padded channel %d of image %d holds %g", what, c, n,
+                      (double)v);
       }
     }
 }
@@ -562,8 +572,7 @@ static void check_pad_on_images(int n, int c, int hh, int ww, int before, int af
   ref_pad_channels_forward(o.images, xs, before, after, want);
   char what[128];
   snprintf(what, sizeof what, "pad_channels %dx%dx%dx%d by %d, %d (%s, %s): forward", n, c, hh, ww,
-           before, after, test_precision_name(precision),
-           training ? "training" : "inference");
+           before, after, test_precision_name(precision), training ? "training" : "inference");
   expect_close(what, o.y, want, o.y_count, precision == CNNB_PRECISION_FP32 ? 0.0 : tol->forward);
   expect_zero_pads(what, o.y, ys, before, after);
   if (training) {
@@ -590,7 +599,8 @@ static void check_pad_after_conv(int filters, int before, int after, int with_ad
   const test_tolerance *tol = tol_of(precision);
   cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
   cnnb_tensor p = cnnb_pad_channels(g, "pad", c, before, after);
   int width = before + filters + after;
   cnnb_tensor side = CNNB_NO_TENSOR, y = p;
@@ -604,8 +614,8 @@ static void check_pad_after_conv(int filters, int before, int after, int with_ad
   ref_window win = ref_window_of(cn);
   const float *w = param_of(g, o.params, cn, 0);
   int64_t wn = cnnb_graph_param(g, cn->params[0])->count, cc = cnnb_shape_count(cs);
-  float *conv_y = zeros(cc), *want = zeros(o.y_count), *side_y = zeros(o.y_count),
-        *dc = zeros(cc), *dx = zeros(o.x_count), *part = zeros(o.x_count), *dw = zeros(wn);
+  float *conv_y = zeros(cc), *want = zeros(o.y_count), *side_y = zeros(o.y_count), *dc = zeros(cc),
+        *dx = zeros(o.x_count), *part = zeros(o.x_count), *dw = zeros(wn);
   ref_conv2d_forward(o.images, xs, w, NULL, &win, conv_y, cs);
   ref_pad_channels_forward(conv_y, cs, before, after, want);
   const cnnb_node *sn = with_add ? cnnb_graph_node(g, side) : NULL;
@@ -695,8 +705,8 @@ START_TEST(test_unknown_op_refused) {
   ((cnnb_node *)cnnb_graph_node(g, y))->op = 99;
   size_t bytes = 0;
   ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, y, &bytes), CNNB_EUNSUPPORTED);
-  ck_assert_msg(strstr(cnnb_error_message(h.ctx), "99"), "tensor_bytes: the message names no op 99: %s",
-                cnnb_error_message(h.ctx));
+  ck_assert_msg(strstr(cnnb_error_message(h.ctx), "99"),
+                "tensor_bytes: the message names no op 99: %s", cnnb_error_message(h.ctx));
   cnnb_clear_error(h.ctx);
   void *state = NULL;
   ck_assert_int_eq(h.dv->prepare(h.dev, g, y, &state), CNNB_EUNSUPPORTED);
@@ -719,7 +729,8 @@ static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, 
   const float eps = 1e-3f, decay = 0.9f;
   cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
   cnnb_tensor x = cnnb_graph_input(g);
-  cnnb_tensor y = cnnb_batch_norm(g, "bn", x, CNNB_BATCH_NORM(.epsilon = eps, .decay = decay, .scale = scale));
+  cnnb_tensor y = cnnb_batch_norm(g, "bn", x,
+                                  CNNB_BATCH_NORM(.epsilon = eps, .decay = decay, .scale = scale));
   ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
   if (relu) ck_assert_int_eq(cnnb_graph_set_fused_relu(g, y, 1), CNNB_OK);
   op_result o = run_op(&h, g, y, &seed, training);
@@ -756,14 +767,17 @@ static void check_batch_norm(int n, int c, int hh, int ww, int scale, int relu, 
     expect_close("running statistics", o.stats_after, want_stats, o.stat_count, tol->forward);
     free(want_stats);
     float *dy = zeros(o.y_count), *dx = zeros(o.x_count), *dgamma = zeros(c), *dbeta = zeros(c);
-    if (relu)
-      ref_relu_backward(o.y, o.dy, o.y_count, dy);
-    else
-      memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
-    ref_batch_norm_backward(o.images, s, gamma, dy, mean, var, eps, dx, scale ? dgamma : NULL, dbeta);
-    if (want_image_grads) expect_close("batch norm backward data", o.dx, dx, o.x_count, tol->backward);
-    expect_close("batch norm offset gradient", param_of(g, o.dparams, node, scale ? 1 : 0), dbeta, c, tol->backward);
-    if (scale) expect_close("batch norm scale gradient", param_of(g, o.dparams, node, 0), dgamma, c, tol->backward);
+    if (relu) ref_relu_backward(o.y, o.dy, o.y_count, dy);
+    else memcpy(dy, o.dy, (size_t)o.y_count * sizeof *dy);
+    ref_batch_norm_backward(o.images, s, gamma, dy, mean, var, eps, dx, scale ? dgamma : NULL,
+                            dbeta);
+    if (want_image_grads)
+      expect_close("batch norm backward data", o.dx, dx, o.x_count, tol->backward);
+    expect_close("batch norm offset gradient", param_of(g, o.dparams, node, scale ? 1 : 0), dbeta,
+                 c, tol->backward);
+    if (scale)
+      expect_close("batch norm scale gradient", param_of(g, o.dparams, node, 0), dgamma, c,
+                   tol->backward);
     free(dy);
     free(dx);
     free(dgamma);
@@ -788,7 +802,7 @@ START_TEST(test_batch_norm) {
 }
 END_TEST
 
-/* ---- pools and LRN ---------------------------------------------------------------------------- */
+/* ---- pools and LRN --------------------------------------------------------------------------- */
 
 static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int stride,
                        uint32_t padding, uint32_t precision, uint64_t seed) {
@@ -797,15 +811,12 @@ static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int str
   const test_tolerance *tol = tol_of(precision);
   cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
   cnnb_tensor x = cnnb_graph_input(g), y;
-  const cnnb_pool_desc *pd =
-      CNNB_POOL(.kernel_h = k, .kernel_w = k + 1, .stride_h = stride, .stride_w = stride,
-                .padding = padding, .pad_top = 1, .pad_bottom = 0, .pad_left = 0, .pad_right = 1);
-  if (op == CNNB_OP_MAX_POOL)
-    y = cnnb_max_pool(g, "pool", x, pd);
-  else if (op == CNNB_OP_AVG_POOL)
-    y = cnnb_avg_pool(g, "pool", x, pd);
-  else
-    y = cnnb_global_avg_pool(g, "pool", x);
+  const cnnb_pool_desc *pd = CNNB_POOL(.kernel_h = k, .kernel_w = k + 1, .stride_h = stride,
+                                       .stride_w = stride, .padding = padding, .pad_top = 1,
+                                       .pad_bottom = 0, .pad_left = 0, .pad_right = 1);
+  if (op == CNNB_OP_MAX_POOL) y = cnnb_max_pool(g, "pool", x, pd);
+  else if (op == CNNB_OP_AVG_POOL) y = cnnb_avg_pool(g, "pool", x, pd);
+  else y = cnnb_global_avg_pool(g, "pool", x);
   op_result o = run_op(&h, g, y, &seed, 1);
   const cnnb_node *node = cnnb_graph_node(g, y);
   ref_window win = ref_window_of(node);
@@ -820,7 +831,9 @@ static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int str
   }
   char what[128];
   snprintf(what, sizeof what, "%s %dx%dx%dx%d k%d s%d pads %d,%d,%d,%d",
-           op == CNNB_OP_MAX_POOL ? "max pool" : op == CNNB_OP_AVG_POOL ? "avg pool" : "global avg pool",
+           op == CNNB_OP_MAX_POOL   ? "max pool"
+           : op == CNNB_OP_AVG_POOL ? "avg pool"
+                                    : "global avg pool",
            n, c, hh, ww, k, stride, win.pt, win.pb, win.pl, win.pr);
   expect_close(what, o.y, want, o.y_count, tol->forward);
   strcat(what, " backward");
@@ -837,7 +850,8 @@ START_TEST(test_pools) {
   check_pool(CNNB_OP_MAX_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 2);
   check_pool(CNNB_OP_MAX_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 3);
   check_pool(CNNB_OP_AVG_POOL, 2, 3, 9, 8, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 4);
-  check_pool(CNNB_OP_AVG_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 5); /* excludes pads */
+  check_pool(CNNB_OP_AVG_POOL, 2, 5, 7, 7, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32,
+             5); /* excludes pads */
   check_pool(CNNB_OP_AVG_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 6);
   check_pool(CNNB_OP_GLOBAL_AVG_POOL, 3, 6, 5, 7, 0, 0, 0, CNNB_PRECISION_FP32, 7);
   /* SAME on a map smaller than the window: pads 0 / 1, a window wider than the input
@@ -846,18 +860,23 @@ START_TEST(test_pools) {
   check_pool(CNNB_OP_AVG_POOL, 2, 3, 2, 2, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 11);
   for (int p = 0; p < 2; p++) {
     exact_images = 1;
-    check_pool(CNNB_OP_MAX_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, device_harness_low_precisions[p], 8);
+    check_pool(CNNB_OP_MAX_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, device_harness_low_precisions[p],
+               8);
     exact_images = 0;
-    check_pool(CNNB_OP_AVG_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, device_harness_low_precisions[p], 9);
+    check_pool(CNNB_OP_AVG_POOL, 2, 16, 8, 8, 3, 2, CNNB_PAD_SAME, device_harness_low_precisions[p],
+               9);
   }
 }
 END_TEST
 
 START_TEST(test_lrn) {
-  const struct { int n, c, h, w, r; float bias, alpha, beta; } cases[] = {
-      {2, 7, 3, 4, 2, 1.0f, 0.1f, 0.75f},       /* strong alpha so the test sees the sum */
-      {1, 16, 5, 5, 5, 2.0f, 0.05f, 0.5f},      /* AlexNet's radius 5 */
-      {2, 3, 2, 2, 0, 1.0f, 0.3f, 0.75f},       /* window of one channel */
+  const struct {
+    int n, c, h, w, r;
+    float bias, alpha, beta;
+  } cases[] = {
+      {2, 7, 3, 4, 2, 1.0f, 0.1f, 0.75f},  /* strong alpha so the test sees the sum */
+      {1, 16, 5, 5, 5, 2.0f, 0.05f, 0.5f}, /* AlexNet's radius 5 */
+      {2, 3, 2, 2, 0, 1.0f, 0.3f, 0.75f},  /* window of one channel */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     device_harness h;
@@ -871,7 +890,8 @@ START_TEST(test_lrn) {
     cnnb_shape s = cnnb_graph_node(g, y)->shape;
     float *want = zeros(o.y_count), *dx = zeros(o.x_count);
     ref_lrn_forward(o.images, s, cases[i].r, cases[i].bias, cases[i].alpha, cases[i].beta, want);
-    ref_lrn_backward(o.images, s, o.dy, cases[i].r, cases[i].bias, cases[i].alpha, cases[i].beta, dx);
+    ref_lrn_backward(o.images, s, o.dy, cases[i].r, cases[i].bias, cases[i].alpha, cases[i].beta,
+                     dx);
     expect_close("lrn forward", o.y, want, o.y_count, FP32_FORWARD);
     expect_close("lrn backward", o.dx, dx, o.x_count, FP32_BACKWARD);
     free(want);
@@ -883,7 +903,7 @@ START_TEST(test_lrn) {
 }
 END_TEST
 
-/* ---- concat and add (branches of convs: blocked layouts meet) ---------------------------------- */
+/* ---- concat and add (branches of convs: blocked layouts meet) -------------------------------- */
 
 START_TEST(test_concat_and_add) {
   const int widths[][3] = {{16, 32, 16}, {8, 16, 5}, {3, 7, 2}}; /* cut inside a 16-block, odd */
@@ -895,11 +915,13 @@ START_TEST(test_concat_and_add) {
     cnnb_tensor x = cnnb_graph_input(g);
     cnnb_tensor br[3];
     for (int i = 0; i < 3; i++)
-      br[i] = cnnb_conv2d(g, NULL, x, CNNB_CONV2D(.filters = widths[t][i], .kernel_h = 1 + 2 * (i == 1),
-                                                 .kernel_w = 1 + 2 * (i == 1)));
+      br[i] = cnnb_conv2d(g, NULL, x,
+                          CNNB_CONV2D(.filters = widths[t][i], .kernel_h = 1 + 2 * (i == 1),
+                                      .kernel_w = 1 + 2 * (i == 1)));
     cnnb_tensor cat = cnnb_concat(g, "concat", 3, br);
     int total = widths[t][0] + widths[t][1] + widths[t][2];
-    cnnb_tensor side = cnnb_conv2d(g, "side", x, CNNB_CONV2D(.filters = total, .kernel_h = 1, .kernel_w = 1));
+    cnnb_tensor side = cnnb_conv2d(g, "side", x,
+                                   CNNB_CONV2D(.filters = total, .kernel_h = 1, .kernel_w = 1));
     cnnb_tensor y = cnnb_add(g, "add", cat, side);
     op_result o = run_op(&h, g, y, &seed, 1);
     cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = cnnb_graph_node(g, y)->shape;
@@ -913,7 +935,8 @@ START_TEST(test_concat_and_add) {
       outs[i] = zeros(cnnb_shape_count(cn->shape));
       douts[i] = zeros(cnnb_shape_count(cn->shape));
       ref_window win = ref_window_of(cn);
-      ref_conv2d_forward(o.images, xs, param_of(g, o.params, cn, 0), NULL, &win, outs[i], cn->shape);
+      ref_conv2d_forward(o.images, xs, param_of(g, o.params, cn, 0), NULL, &win, outs[i],
+                         cn->shape);
     }
     ref_concat_forward((const float *const *)outs, shapes, 3, want);
     const cnnb_node *sn = cnnb_graph_node(g, side);
@@ -933,7 +956,8 @@ START_TEST(test_concat_and_add) {
       int64_t wc = cnnb_graph_param(g, cn->params[0])->count;
       float *dw = zeros(wc);
       ref_conv2d_backward_weights(o.images, xs, douts[i], shapes[i], &win, dw, NULL);
-      expect_close("concat branch weight gradient", param_of(g, o.dparams, cn, 0), dw, wc, FP32_BACKWARD);
+      expect_close("concat branch weight gradient", param_of(g, o.dparams, cn, 0), dw, wc,
+                   FP32_BACKWARD);
       free(dw);
       free(outs[i]);
       free(douts[i]);
@@ -961,7 +985,8 @@ static void check_add_relu(int mode, int training, uint64_t seed) {
   if (!device_harness_has_extension(h.dev, CNNB_EXT_FUSED_RELU_ADD)) {
     if (mode == 0 && training)
       printf("test_add_fused_relu: skipped: device '%s' lacks %s, so the host never fuses a "
-             "ReLU into an add for it\n", h.name, CNNB_EXT_FUSED_RELU_ADD);
+             "ReLU into an add for it\n",
+             h.name, CNNB_EXT_FUSED_RELU_ADD);
     device_harness_close(&h);
     return;
   }
@@ -969,8 +994,9 @@ static void check_add_relu(int mode, int training, uint64_t seed) {
   cnnb_graph *g = cnnb_graph_create(2, c, 5, 6, 10);
   cnnb_tensor x = cnnb_graph_input(g), a = x, b = x;
   if (mode != 2)
-    a = cnnb_conv2d(g, "a", x, CNNB_CONV2D(.filters = c, .kernel_h = 3, .kernel_w = 3,
-                                           .padding = CNNB_PAD_SAME));
+    a = cnnb_conv2d(g, "a", x,
+                    CNNB_CONV2D(.filters = c, .kernel_h = 3, .kernel_w = 3,
+                                .padding = CNNB_PAD_SAME));
   if (mode == 0)
     b = cnnb_conv2d(g, "b", x, CNNB_CONV2D(.filters = c, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor y = cnnb_add(g, "add", a, b);
@@ -982,12 +1008,10 @@ static void check_add_relu(int mode, int training, uint64_t seed) {
   ref_window awin = ref_window_of(an), bwin = ref_window_of(bn);
   if (mode != 2)
     ref_conv2d_forward(o.images, xs, param_of(g, o.params, an, 0), NULL, &awin, av, ys);
-  else
-    memcpy(av, o.images, (size_t)o.y_count * sizeof *av);
+  else memcpy(av, o.images, (size_t)o.y_count * sizeof *av);
   if (mode == 0)
     ref_conv2d_forward(o.images, xs, param_of(g, o.params, bn, 0), NULL, &bwin, bv, ys);
-  else
-    memcpy(bv, o.images, (size_t)o.y_count * sizeof *bv);
+  else memcpy(bv, o.images, (size_t)o.y_count * sizeof *bv);
   ref_add_forward(av, bv, o.y_count, want);
   ref_relu_forward(want, o.y_count, want);
   char what[96];
@@ -1041,7 +1065,7 @@ START_TEST(test_add_fused_relu) {
 }
 END_TEST
 
-/* ---- softmax cross-entropy ----------------------------------------------------------------------- */
+/* ---- softmax cross-entropy ------------------------------------------------------------------- */
 
 static void check_loss(uint32_t precision, float loss_scale) {
   device_harness h;
@@ -1050,7 +1074,8 @@ static void check_loss(uint32_t precision, float loss_scale) {
   uint64_t seed = 5;
   const int n = 5, k = 13;
   cnnb_graph *g = cnnb_graph_create(n, 6, 1, 1, k);
-  cnnb_tensor logits = cnnb_dense(g, "logits", cnnb_graph_input(g), CNNB_DENSE(.units = k, .use_bias = 1));
+  cnnb_tensor logits = cnnb_dense(g, "logits", cnnb_graph_input(g),
+                                  CNNB_DENSE(.units = k, .use_bias = 1));
   ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
   device_run *r = make_run(&h, g);
@@ -1086,7 +1111,7 @@ START_TEST(test_softmax_xent) {
 }
 END_TEST
 
-/* ---- dropout -------------------------------------------------------------------------------------- */
+/* ---- dropout --------------------------------------------------------------------------------- */
 
 START_TEST(test_dropout) {
   const float keep = 0.7f;
@@ -1123,7 +1148,8 @@ START_TEST(test_dropout) {
   RUN_OK(&h, device_run_gradient(r, 0, dx));
   for (int64_t i = 0; i < count; i++) {
     float want = y[i] == 0.0f ? 0.0f : dy[i] / keep;
-    ck_assert_msg(fabsf(dx[i] - want) <= one_rounding * fabsf(want), "dx %g expected %g", dx[i], want);
+    ck_assert_msg(fabsf(dx[i] - want) <= one_rounding * fabsf(want), "dx %g expected %g", dx[i],
+                  want);
   }
   /* Same step: same mask; another step: another mask. */
   RUN_OK(&h, device_run_forward(r, x, NULL, 11));
@@ -1152,7 +1178,7 @@ START_TEST(test_dropout) {
 }
 END_TEST
 
-/* ---- update, all_finite, accumulate ---------------------------------------------------------------- */
+/* ---- update, all_finite, accumulate ---------------------------------------------------------- */
 
 /* Host floats into a new device buffer, and back: update and all_finite work on device
  * memory (the arenas), as the trainer calls them. */
@@ -1174,8 +1200,8 @@ static void check_update(uint32_t precision) {
    * (or a grid's tail). */
   device_harness h;
   ck_assert_int_eq(device_harness_load(&h), 0);
-  cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 2,
-                            .precision = precision, .training = 1};
+  cnnb_device_config cfg = {
+      .struct_size = sizeof cfg, .num_threads = 2, .precision = precision, .training = 1};
   ck_assert_msg(h.dv->create(h.ctx, h.name, &cfg, &h.dev) == CNNB_OK, "create(%s): %s",
                 test_precision_name(precision), cnnb_error_message(h.ctx));
   const double tol = tol_of(precision)->update;
@@ -1185,17 +1211,30 @@ static void check_update(uint32_t precision) {
       uint64_t seed = rule * 10 + variant;
       float *w = rand_buf(&seed, n, -1, 1), *gr = rand_buf(&seed, n, -3, 3);
       float *s1 = rand_buf(&seed, n, 0, 1), *s2 = rand_buf(&seed, n, 0, 1);
-      float *w2 = malloc(n * sizeof *w2), *s1b = malloc(n * sizeof *s1b), *s2b = malloc(n * sizeof *s2b);
+      float *w2 = malloc(n * sizeof *w2), *s1b = malloc(n * sizeof *s1b),
+            *s2b = malloc(n * sizeof *s2b);
       memcpy(w2, w, n * sizeof *w);
       memcpy(s1b, s1, n * sizeof *s1);
       memcpy(s2b, s2, n * sizeof *s2);
       float *dw = to_device(&h, w, n), *dg = to_device(&h, gr, n), *ds1 = to_device(&h, s1, n),
             *ds2 = to_device(&h, s2, n);
-      cnnb_update u = {.struct_size = sizeof u, .rule = rule, .count = n, .params = dw, .grads = dg,
-                       .slot1 = ds1, .slot2 = ds2, .learning_rate = 0.05f,
-                       .weight_decay = variant ? 1e-3f : 0.0f, .grad_scale = variant ? 0.5f : 1.0f,
-                       .clip = variant ? 1.0f : 0.0f, .momentum = 0.9f, .rho = 0.9f,
-                       .epsilon = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .nesterov = variant,
+      cnnb_update u = {.struct_size = sizeof u,
+                       .rule = rule,
+                       .count = n,
+                       .params = dw,
+                       .grads = dg,
+                       .slot1 = ds1,
+                       .slot2 = ds2,
+                       .learning_rate = 0.05f,
+                       .weight_decay = variant ? 1e-3f : 0.0f,
+                       .grad_scale = variant ? 0.5f : 1.0f,
+                       .clip = variant ? 1.0f : 0.0f,
+                       .momentum = 0.9f,
+                       .rho = 0.9f,
+                       .epsilon = 1e-3f,
+                       .beta1 = 0.9f,
+                       .beta2 = 0.999f,
+                       .nesterov = variant,
                        .step = 3 + variant};
       ck_assert_int_eq(h.dv->update(h.dev, &u), CNNB_OK);
       to_host(&h, w, dw, n);
@@ -1260,7 +1299,7 @@ START_TEST(test_all_finite) {
 }
 END_TEST
 
-/* ---- precision, description, layouts ----------------------------------------------------------------- */
+/* ---- precision, description, layouts --------------------------------------------------------- */
 
 /* Each precision the device refused when the suite started is refused again, as device.h
  * says (CNNB_EUNSUPPORTED, no device, a message naming what it can do: fp32 at least,
@@ -1278,8 +1317,8 @@ START_TEST(test_precision_refusals_and_description) {
     ck_assert_ptr_null(dev);
     ck_assert_msg(strstr(cnnb_error_message(h.ctx), test_precision_name(p)) &&
                       strstr(cnnb_error_message(h.ctx), "fp32"),
-                  "refusing %s: the message names neither it and fp32: %s",
-                  test_precision_name(p), cnnb_error_message(h.ctx));
+                  "refusing %s: the message names neither it and fp32: %s", test_precision_name(p),
+                  cnnb_error_message(h.ctx));
     cnnb_clear_error(h.ctx);
   }
   void *dev = NULL;
@@ -1289,7 +1328,8 @@ START_TEST(test_precision_refusals_and_description) {
   ck_assert_msg(cnnb_error_message(h.ctx)[0] != '\0', "precision 99 refused without a message");
   cnnb_clear_error(h.ctx);
   cfg.precision = CNNB_PRECISION_FP32;
-  ck_assert_msg(h.dv->create(h.ctx, h.name, &cfg, &dev) == CNNB_OK, "%s", cnnb_error_message(h.ctx));
+  ck_assert_msg(h.dv->create(h.ctx, h.name, &cfg, &dev) == CNNB_OK, "%s",
+                cnnb_error_message(h.ctx));
   if (h.dv->describe) {
     const char *desc = h.dv->describe(dev);
     ck_assert_msg(desc && desc[0], "describe() gave %s", desc ? "\"\"" : "NULL");
@@ -1303,7 +1343,8 @@ START_TEST(test_tensor_bytes_and_host_roundtrip) {
   device_harness h;
   if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
   cnnb_graph *g = cnnb_graph_create(2, 3, 7, 7, 10);
-  cnnb_tensor c = cnnb_conv2d(g, "conv", cnnb_graph_input(g), CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor c = cnnb_conv2d(g, "conv", cnnb_graph_input(g),
+                              CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3));
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
   size_t bytes = 0;
   ck_assert_int_eq(h.dv->tensor_bytes(h.dev, g, c, &bytes), CNNB_OK);
@@ -1353,6 +1394,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(int argc, char **argv) {
-  return device_harness_run(argc, argv, "test_device_ops", suite);
-}
+int main(int argc, char **argv) { return device_harness_run(argc, argv, "test_device_ops", suite); }

@@ -34,7 +34,9 @@ static cnnb_graph *small_net(void) {
   x = cnnb_batch_norm(g, "bn1", x, CNNB_BATCH_NORM(.scale = 1));
   x = cnnb_relu(g, "relu1", x);
   x = cnnb_max_pool(g, "pool1", x, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
-  cnnb_tensor r = cnnb_conv2d(g, "conv2", x, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+  cnnb_tensor r = cnnb_conv2d(g, "conv2", x,
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
+                                          .use_bias = 1));
   r = cnnb_relu(g, "relu2", r);
   cnnb_tensor sum = cnnb_add(g, "residual", x, r);
   cnnb_tensor cat[2] = {sum, x};
@@ -57,13 +59,15 @@ START_TEST(overfits_a_fixed_batch) {
     s = s * 1664525u + 1013904223u;
     images[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f;
   }
-  for (int i = 0; i < BATCH; ++i)
-    labels[i] = (i * 7 + 3) % CLASSES;
+  for (int i = 0; i < BATCH; ++i) labels[i] = (i * 7 + 3) % CLASSES;
 
   const char *name = device_harness_name();
   cnnb_ctx *dctx = cnnb_ctx_create(name, NULL), *ctx = cnnb_ctx_create("test", NULL);
-  cnnb_device_config dcfg = {.struct_size = sizeof dcfg, .num_threads = 1,
-                             .precision = CNNB_PRECISION_FP32, .training = 1, .seed = 1};
+  cnnb_device_config dcfg = {.struct_size = sizeof dcfg,
+                             .num_threads = 1,
+                             .precision = CNNB_PRECISION_FP32,
+                             .training = 1,
+                             .seed = 1};
   void *dev = NULL;
   ck_assert_msg(dut->create(dctx, name, &dcfg, &dev) == CNNB_OK, "%s", cnnb_error_message(dctx));
   cnnb_graph *g = small_net();
@@ -89,12 +93,12 @@ START_TEST(overfits_a_fixed_batch) {
 
   float first = 0, loss = 0;
   for (int step = 0; step < STEPS; ++step) {
-    cnnb_status st = cnnb_executor_step(ex, images, labels, cnnb_trainer_loss_scale(tr), (uint64_t)step);
+    cnnb_status st = cnnb_executor_step(ex, images, labels, cnnb_trainer_loss_scale(tr),
+                                        (uint64_t)step);
     ck_assert_msg(st == CNNB_OK, "step %d: %s", step, cnnb_error_message(ctx));
     ck_assert_int_eq(cnnb_executor_loss(ex, &loss), CNNB_OK);
     ck_assert_msg(isfinite(loss), "step %d: loss %g", step, loss);
-    if (step == 0)
-      first = loss;
+    if (step == 0) first = loss;
     int skipped = -1;
     float lr = 0;
     ck_assert_int_eq(cnnb_trainer_apply(tr, step, &skipped, &lr), CNNB_OK);
@@ -103,7 +107,8 @@ START_TEST(overfits_a_fixed_batch) {
   }
   int top1 = 0, top5 = 0;
   ck_assert_int_eq(cnnb_executor_accuracy(ex, labels, &top1, &top5), CNNB_OK);
-  printf("test_device_overfit (%s): loss %.4f -> %.5f in %d steps, top-1 %d/%d; arena %.1f KiB (%.1f KiB "
+  printf("test_device_overfit (%s): loss %.4f -> %.5f in %d steps, top-1 %d/%d; arena %.1f KiB "
+         "(%.1f KiB "
          "without reuse)\n",
          name, first, loss, STEPS, top1, BATCH, cnnb_executor_peak_bytes(ex) / 1024.0,
          cnnb_executor_naive_bytes(ex) / 1024.0);

@@ -27,17 +27,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < size && i < 8; i++) seed = seed << 8 | data[size - 1 - i];
   image_box box = {0.25f, 0.25f, 0.75f, 0.75f};
   for (int training = 0; training < 2; training++) {
-    preprocess_config cfg = {.height = SIZE, .width = SIZE, .training = training,
-                             .resize = RESIZE_ROUND_ROBIN, .distortions = training,
-                             .mean = {0.5f, 0.5f, 0.5f}, .std = {0.5f, 0.5f, 0.5f}};
-    int rc = preprocess_image(&cfg, scratch, data, size, &box, training, seed, out, err, sizeof err);
+    preprocess_config cfg = {.height = SIZE,
+                             .width = SIZE,
+                             .training = training,
+                             .resize = RESIZE_ROUND_ROBIN,
+                             .distortions = training,
+                             .mean = {0.5f, 0.5f, 0.5f},
+                             .std = {0.5f, 0.5f, 0.5f}};
+    int rc = preprocess_image(&cfg, scratch, data, size, &box, training, seed, out, err,
+                              sizeof err);
     if (rc == 0 && !header_ok) abort(); /* decoded what the header read refused */
     if (rc == 0)
       for (int i = 0; i < 3 * SIZE * SIZE; i++) {
         if (!isfinite(out[i])) abort();
         if (training && (out[i] < -1.001f || out[i] > 1.001f)) abort();
       }
-    int rc8 = preprocess_image_uint8(&cfg, scratch, data, size, &box, training, seed, out8, err, sizeof err);
+    int rc8 = preprocess_image_uint8(&cfg, scratch, data, size, &box, training, seed, out8, err,
+                                     sizeof err);
     if (rc8 != rc) abort(); /* the same image either way */
   }
   return 0;

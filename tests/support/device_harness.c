@@ -21,15 +21,15 @@ const uint32_t device_harness_low_precisions[2] = {CNNB_PRECISION_BF16, CNNB_PRE
 
 /* What create() said for one precision when the suite started. */
 typedef struct probe {
-  int32_t status;        /* cnnb_status */
-  int32_t left_device;   /* a refusal that still returned a device (a contract breach) */
-  char message[512];     /* the refusal, or describe() on success */
+  int32_t status;      /* cnnb_status */
+  int32_t left_device; /* a refusal that still returned a device (a contract breach) */
+  char message[512];   /* the refusal, or describe() on success */
 } probe;
 
 enum { NUM_PRECISIONS = 3 }; /* CNNB_PRECISION_FP32 .. CNNB_PRECISION_FP16 */
 
 static struct {
-  cnnb_ctx *log;          /* the root every ctx of the suite descends from */
+  cnnb_ctx *log; /* the root every ctx of the suite descends from */
   cnnb_loader *loader;
   const char *name;
   const char *path;
@@ -58,8 +58,11 @@ static void probe_child(int fd) {
   memset(probes, 0, sizeof probes);
   for (uint32_t p = 0; p < NUM_PRECISIONS; p++) {
     cnnb_ctx *ctx = cnnb_ctx_create_child(dut.log, dut.name);
-    cnnb_device_config cfg = {.struct_size = sizeof cfg, .num_threads = 1,
-                              .precision = CNNB_PRECISION_FP32 + p, .training = 1, .seed = 1};
+    cnnb_device_config cfg = {.struct_size = sizeof cfg,
+                              .num_threads = 1,
+                              .precision = CNNB_PRECISION_FP32 + p,
+                              .training = 1,
+                              .seed = 1};
     void *dev = NULL;
     cnnb_status st = ctx ? dut.dv->create(ctx, dut.name, &cfg, &dev) : CNNB_ENOMEM;
     probes[p].status = (int32_t)st;
@@ -134,13 +137,15 @@ static int judge_probes(char *msg, size_t size) {
     if (pr->status == CNNB_OK) continue;
     if (pr->left_device)
       return say(msg, size, "create(%s) refused (%s) but returned a device", pname,
-                 cnnb_status_name((cnnb_status)pr->status)), -1;
+                 cnnb_status_name((cnnb_status)pr->status)),
+             -1;
     if (pr->status != CNNB_EUNSUPPORTED)
-      return say(msg, size, "create(%s) failed: %s (%s); a device that cannot run here, or "
-                 "cannot do a precision, refuses with CNNB_EUNSUPPORTED", pname,
-                 pr->message, cnnb_status_name((cnnb_status)pr->status)), -1;
-    if (!pr->message[0])
-      return say(msg, size, "create(%s) refused without a message", pname), -1;
+      return say(msg, size,
+                 "create(%s) failed: %s (%s); a device that cannot run here, or "
+                 "cannot do a precision, refuses with CNNB_EUNSUPPORTED",
+                 pname, pr->message, cnnb_status_name((cnnb_status)pr->status)),
+             -1;
+    if (!pr->message[0]) return say(msg, size, "create(%s) refused without a message", pname), -1;
   }
   if (dut.probes[0].status != CNNB_OK)
     return say(msg, size, "device '%s' cannot run here: %s", dut.name, dut.probes[0].message),
@@ -188,10 +193,8 @@ void device_harness_print(const char *test, FILE *out) {
   for (uint32_t p = 0; p < NUM_PRECISIONS; p++) {
     const probe *pr = &dut.probes[p];
     const char *pname = test_precision_name(CNNB_PRECISION_FP32 + p);
-    if (pr->status == CNNB_OK)
-      fprintf(out, "  %s: runs\n", pname);
-    else
-      fprintf(out, "  %s: refused, its cases are skipped: %s\n", pname, pr->message);
+    if (pr->status == CNNB_OK) fprintf(out, "  %s: runs\n", pname);
+    else fprintf(out, "  %s: refused, its cases are skipped: %s\n", pname, pr->message);
   }
 }
 
@@ -253,8 +256,7 @@ int device_harness_open(device_harness *h, uint32_t precision, int training, uin
   cnnb_status st = h->dv->create(h->ctx, h->name, &cfg, &h->dev);
   if (st != CNNB_OK) {
     snprintf(h->error, sizeof h->error, "create(%s, %s): %s (%s)", test_precision_name(precision),
-             training ? "training" : "inference", cnnb_error_message(h->ctx),
-             cnnb_status_name(st));
+             training ? "training" : "inference", cnnb_error_message(h->ctx), cnnb_status_name(st));
     return -1;
   }
   return 0;

@@ -41,8 +41,7 @@
  * run's, and the binary skips, saying so. Returns 0 (passed), 1 (failed) or
  * DEVICE_HARNESS_SKIP. */
 struct Suite;
-int device_harness_run(int argc, char **argv, const char *test,
-                       struct Suite *(*make_suite)(void));
+int device_harness_run(int argc, char **argv, const char *test, struct Suite *(*make_suite)(void));
 /* The same for one fixed device (a device's own tests: test_cpu_plugin.c): loads it as
  * described above, printing what it found and what each precision did, then runs the
  * suite with info logs quietened. */
@@ -67,8 +66,8 @@ typedef struct device_harness {
   const char *name; /* the device name given to create() */
   const cnnb_plugin *plugin;
   const cnnb_device_vtable *dv;
-  cnnb_ctx *ctx;    /* the device's context: its error messages land here */
-  void *dev;        /* NULL until created */
+  cnnb_ctx *ctx; /* the device's context: its error messages land here */
+  void *dev;     /* NULL until created */
   uint32_t precision;
   char error[1024];
 } device_harness;

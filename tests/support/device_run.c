@@ -30,9 +30,9 @@ struct device_run {
   const cnnb_graph *g;
   int32_t n;
   size_t *bytes;
-  void **act, **grad;      /* per tensor */
-  int *grad_set;           /* per tensor: gradient written this backward */
-  void ***slot;            /* per node, per input: where its backward writes */
+  void **act, **grad; /* per tensor */
+  int *grad_set;      /* per tensor: gradient written this backward */
+  void ***slot;       /* per node, per input: where its backward writes */
   void **state;
   float *params, *grads, *stats;
   int64_t param_count, stat_count;
@@ -227,8 +227,8 @@ static cnnb_status accumulate(device_run *r, cnnb_tensor t, const void *src) {
   return st;
 }
 
-int device_run_backward(device_run *r, cnnb_tensor seed, const float *seed_grad,
-                        float loss_scale, uint64_t step) {
+int device_run_backward(device_run *r, cnnb_tensor seed, const float *seed_grad, float loss_scale,
+                        uint64_t step) {
   const cnnb_device_vtable *dv = r->h->dv;
   void *inputs[64], *input_grads[64];
   cnnb_status st;

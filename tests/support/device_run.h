@@ -35,8 +35,8 @@ int device_run_forward(device_run *r, const float *images, const int32_t *labels
 /* Backward over every node in reverse order. `seed` >= 0: d loss / d seed is given
  * (`seed_grad`, logical NCHW) and nodes after it are skipped; seed < 0: the graph ends
  * in its loss, whose backward starts from loss_scale. */
-int device_run_backward(device_run *r, cnnb_tensor seed, const float *seed_grad,
-                        float loss_scale, uint64_t step);
+int device_run_backward(device_run *r, cnnb_tensor seed, const float *seed_grad, float loss_scale,
+                        uint64_t step);
 
 /* 0: backward gets NULL for gradients of INPUT nodes (as the executor does when nothing
  * needs them); 1 (default): they are computed, so tests can read them. */

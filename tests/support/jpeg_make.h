@@ -19,8 +19,8 @@ typedef struct made_jpeg {
 } made_jpeg;
 
 typedef struct jpeg_make_opts {
-  int components;   /* 1 gray, 3 RGB, 4 CMYK (written with libjpeg's Adobe marker) */
-  int quality;      /* 1..100 */
+  int components; /* 1 gray, 3 RGB, 4 CMYK (written with libjpeg's Adobe marker) */
+  int quality;    /* 1..100 */
   int progressive;
   int exif_orientation; /* 0: no APP1; 1..8: an EXIF APP1 with that orientation tag */
 } jpeg_make_opts;
@@ -28,8 +28,8 @@ typedef struct jpeg_make_opts {
 /* An EXIF APP1 payload: "Exif\0\0", a little-endian TIFF header, IFD0 with one entry
  * (0x0112 Orientation, SHORT, 1 value). */
 static size_t jpeg_make_exif(uint8_t *buf, int orientation) {
-  static const uint8_t head[] = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0,
-                                 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0};
+  static const uint8_t head[] = {'E', 'x', 'i', 'f', 0,    0,    'I', 'I', 42, 0, 8, 0,
+                                 0,   0,   1,   0,   0x12, 0x01, 3,   0,   1,  0, 0, 0};
   memcpy(buf, head, sizeof head);
   size_t n = sizeof head;
   buf[n++] = (uint8_t)orientation;
@@ -79,7 +79,8 @@ static uint8_t *jpeg_make_pattern(int w, int h, int components, unsigned salt) {
       for (int c = 0; c < components; c++) {
         unsigned v = (unsigned)(x * (3 + c) + y * (5 - c) + (int)salt * 17) % 512u;
         if (v > 255) v = 511 - v; /* a triangle wave: smooth, no wrap-around edge */
-        p[((size_t)y * (size_t)w + (size_t)x) * (size_t)components + (size_t)c] = (uint8_t)(32 + v * 3 / 4);
+        p[((size_t)y * (size_t)w + (size_t)x) * (size_t)components + (size_t)c] =
+            (uint8_t)(32 + v * 3 / 4);
       }
   return p;
 }

@@ -320,7 +320,8 @@ void ref_lrn_forward(const float *x, cnnb_shape s, int radius, float bias, float
       for (int h = 0; h < s.h; h++)
         for (int w = 0; w < s.w; w++)
           y[AT(s, n, c, h, w)] = (float)(x[AT(s, n, c, h, w)] *
-                                         pow(lrn_norm(x, s, n, c, h, w, radius, bias, alpha), -beta));
+                                         pow(lrn_norm(x, s, n, c, h, w, radius, bias, alpha),
+                                             -beta));
 }
 
 void ref_lrn_backward(const float *x, cnnb_shape s, const float *dy, int radius, float bias,
@@ -331,7 +332,8 @@ void ref_lrn_backward(const float *x, cnnb_shape s, const float *dy, int radius,
         for (int j = 0; j < s.c; j++) {
           /* y_c = x_c N_c^-beta with N_c = bias + alpha sum_{|i-c|<=r} x_i^2. */
           double xj = x[AT(s, n, j, h, w)];
-          double acc = dy[AT(s, n, j, h, w)] * pow(lrn_norm(x, s, n, j, h, w, radius, bias, alpha), -beta);
+          double acc = dy[AT(s, n, j, h, w)] *
+                       pow(lrn_norm(x, s, n, j, h, w, radius, bias, alpha), -beta);
           for (int c = j - radius; c <= j + radius; c++) {
             if (c < 0 || c >= s.c) continue;
             double nc = lrn_norm(x, s, n, c, h, w, radius, bias, alpha);
@@ -342,7 +344,7 @@ void ref_lrn_backward(const float *x, cnnb_shape s, const float *dy, int radius,
         }
 }
 
-/* ---- dense ------------------------------------------------------------------------------------- */
+/* ---- dense ----------------------------------------------------------------------------------- */
 
 void ref_dense_forward(const float *x, int n, int k, const float *w, const float *b, int units,
                        float *y) {
@@ -358,7 +360,8 @@ void ref_dense_backward_data(const float *dy, int n, int units, const float *w, 
   for (int i = 0; i < n; i++)
     for (int j = 0; j < k; j++) {
       double acc = 0.0;
-      for (int u = 0; u < units; u++) acc += (double)dy[(int64_t)i * units + u] * w[(int64_t)u * k + j];
+      for (int u = 0; u < units; u++)
+        acc += (double)dy[(int64_t)i * units + u] * w[(int64_t)u * k + j];
       dx[(int64_t)i * k + j] = (float)acc;
     }
 }
@@ -379,7 +382,7 @@ void ref_dense_backward_weights(const float *x, const float *dy, int n, int k, i
   }
 }
 
-/* ---- concat, add ---------------------------------------------------------------------------------- */
+/* ---- concat, add ----------------------------------------------------------------------------- */
 
 void ref_concat_forward(const float *const *xs, const cnnb_shape *shapes, int count, float *y) {
   int total_c = 0;
@@ -434,7 +437,7 @@ void ref_add_forward(const float *a, const float *b, int64_t n, float *y) {
   for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-/* ---- softmax cross-entropy ------------------------------------------------------------------------ */
+/* ---- softmax cross-entropy ------------------------------------------------------------------- */
 
 double ref_softmax_xent_forward(const float *logits, int n, int k, const int32_t *labels,
                                 float *probs) {

@@ -15,7 +15,7 @@
 typedef struct ref_window {
   int kh, kw, sh, sw;
   int pt, pb, pl, pr;
-  int dh, dw;      /* 1 = no dilation */
+  int dh, dw; /* 1 = no dilation */
   int groups;
 } ref_window;
 

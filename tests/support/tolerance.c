@@ -46,8 +46,8 @@
  * x * (1 / keep_prob) differs by an ulp or two (6e-8 each). Dropout is tested in fp32.
  *
  * Update, 1e-6 in every precision: master weights and optimizer state stay fp32 whatever
- * the activations are (docs/architecture.md, "One step"), and cnnb_update_reference computes the same formula in
- * fp32; a fused multiply-add or reordered term moves a result by a few ulps. */
+ * the activations are (docs/architecture.md, "One step"), and cnnb_update_reference computes the
+ * same formula in fp32; a fused multiply-add or reordered term moves a result by a few ulps. */
 #include "tolerance.h"
 
 #include <stdio.h>

@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
   bool meta = argc == 6 && strcmp(argv[1], "meta") == 0;
   if (!(argc == 5 && (strcmp(argv[1], "drop") == 0 || strcmp(argv[1], "reshape") == 0)) && !meta) {
     fprintf(stderr, "usage: checkpoint_edit drop PREFIX IN OUT | reshape NAME IN OUT | "
-            "meta KEY VALUE IN OUT\n");
+                    "meta KEY VALUE IN OUT\n");
     return 2;
   }
   const char *in = argv[argc - 2], *out = argv[argc - 1];
@@ -48,11 +48,19 @@ int main(int argc, char **argv) {
     tensors[kept++] = t;
   }
   /* Metadata: the same keys, one of them replaced or added. */
-  static const char *const keys[] = {
-      "format", "cnnbench.version", "cnnbench.model", "cnnbench.dataset", "cnnbench.num_classes",
-      "cnnbench.image_size", "cnnbench.precision", "cnnbench.optimizer", "cnnbench.global_step",
-      "cnnbench.updates", "cnnbench.loss_scale", "cnnbench.loss_scale_normal_steps",
-      "cnnbench.config"};
+  static const char *const keys[] = {"format",
+                                     "cnnbench.version",
+                                     "cnnbench.model",
+                                     "cnnbench.dataset",
+                                     "cnnbench.num_classes",
+                                     "cnnbench.image_size",
+                                     "cnnbench.precision",
+                                     "cnnbench.optimizer",
+                                     "cnnbench.global_step",
+                                     "cnnbench.updates",
+                                     "cnnbench.loss_scale",
+                                     "cnnbench.loss_scale_normal_steps",
+                                     "cnnbench.config"};
   cnnb_st_meta m[sizeof keys / sizeof keys[0] + 1];
   size_t nm = 0;
   bool replaced = false;

@@ -57,10 +57,13 @@ static int parse(int argc, char **argv, args *a) {
     else if (IS("--images")) a->images = v;
     else if (IS("--out")) a->out = v;
     else if (IS("--device")) a->device = v;
-    else if (IS("--batch")) { if (!parse_long(s, v, 4096, &a->batch)) return 0; }
-    else if (IS("--image_size")) { if (!parse_long(s, v, 4096, &a->image_size)) return 0; }
-    else if (IS("--num_classes")) { if (!parse_long(s, v, 1000000, &a->num_classes)) return 0; }
-    else {
+    else if (IS("--batch")) {
+      if (!parse_long(s, v, 4096, &a->batch)) return 0;
+    } else if (IS("--image_size")) {
+      if (!parse_long(s, v, 4096, &a->image_size)) return 0;
+    } else if (IS("--num_classes")) {
+      if (!parse_long(s, v, 1000000, &a->num_classes)) return 0;
+    } else {
       fprintf(stderr, "checkpoint_logits: unknown argument '%s'\n", s);
       return 0;
     }
@@ -87,8 +90,8 @@ static float *read_floats(const char *path, size_t n) {
   int extra = fgetc(f) != EOF;
   fclose(f);
   if (!p || got != n || extra) {
-    fprintf(stderr, "checkpoint_logits: %s: want exactly %zu fp32 values (N x 3 x S x S)\n",
-            path, n);
+    fprintf(stderr, "checkpoint_logits: %s: want exactly %zu fp32 values (N x 3 x S x S)\n", path,
+            n);
     free(p);
     return NULL;
   }
@@ -151,8 +154,8 @@ static int run(state *s, const args *a) {
   }
 
   s->dv = dp->vtable;
-  cnnb_device_config dcfg = {.struct_size = sizeof dcfg, .precision = CNNB_PRECISION_FP32,
-                             .training = 0};
+  cnnb_device_config dcfg = {
+      .struct_size = sizeof dcfg, .precision = CNNB_PRECISION_FP32, .training = 0};
   if (s->dv->create(s->ctx, a->device, &dcfg, &s->device) != CNNB_OK) {
     s->device = NULL;
     return fail(s, a->device);

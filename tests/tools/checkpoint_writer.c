@@ -217,8 +217,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "write") == 0)
     rc = write_loop(ctx, argv[2], argc > 3 ? atoll(argv[3]) : 64,
                     argc > 4 ? (int32_t)atoi(argv[4]) : 2);
-  else
-    rc = verify(ctx, argv[2]);
+  else rc = verify(ctx, argv[2]);
   if (rc && *cnnb_error_message(ctx))
     fprintf(stderr, "checkpoint_writer: %s\n", cnnb_error_message(ctx));
   cnnb_ctx_destroy(ctx);

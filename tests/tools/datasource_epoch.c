@@ -72,10 +72,15 @@ int main(int argc, char **argv) {
   bool print_checksum = cnnb_flags_bool(flags, "checksum");
   int32_t size = (int32_t)cnnb_flags_int(flags, "image_size");
   cnnb_datasource_config cfg = {
-      .struct_size = sizeof cfg, .batch_size = (int32_t)cnnb_flags_int(flags, "batch_size"),
-      .channels = 3, .height = size, .width = size,
-      .num_classes = (int32_t)cnnb_flags_int(flags, "num_classes"), .world_size = shards,
-      .training = cnnb_flags_bool(flags, "train"), .seed = (uint64_t)cnnb_flags_int(flags, "seed"),
+      .struct_size = sizeof cfg,
+      .batch_size = (int32_t)cnnb_flags_int(flags, "batch_size"),
+      .channels = 3,
+      .height = size,
+      .width = size,
+      .num_classes = (int32_t)cnnb_flags_int(flags, "num_classes"),
+      .world_size = shards,
+      .training = cnnb_flags_bool(flags, "train"),
+      .seed = (uint64_t)cnnb_flags_int(flags, "seed"),
       .data_dir = cnnb_flags_string(flags, "data_dir"),
       .dataset = cnnb_dataset_find(cnnb_flags_string(flags, "data_name"))->kind,
       .local_replicas = (int32_t)cnnb_flags_int(flags, "num_gpus"),

@@ -54,13 +54,14 @@ static void require(int line, const char *where, const json_t *obj, const key_sp
   for (size_t i = 0; i < n; i++) {
     const json_t *v = json_object_get(obj, keys[i].key);
     if (!v) fail(line, "%s: no key \"%s\"", where, keys[i].key);
-    else if (!has_type(v, keys[i].types)) fail(line, "%s: \"%s\" has the wrong type", where, keys[i].key);
+    else if (!has_type(v, keys[i].types))
+      fail(line, "%s: \"%s\" has the wrong type", where, keys[i].key);
   }
 }
-#define REQUIRE(line, where, obj, ...)                                          \
-  do {                                                                          \
-    static const key_spec keys_[] = {__VA_ARGS__};                              \
-    require(line, where, obj, keys_, sizeof keys_ / sizeof keys_[0]);           \
+#define REQUIRE(line, where, obj, ...)                                \
+  do {                                                                \
+    static const key_spec keys_[] = {__VA_ARGS__};                    \
+    require(line, where, obj, keys_, sizeof keys_ / sizeof keys_[0]); \
   } while (0)
 
 static double num(const json_t *obj, const char *key) {
@@ -78,7 +79,8 @@ static void check_run(int line, const json_t *r) {
   unsigned major, minor;
   char end;
   const char *abi = json_string_value(json_object_get(r, "abi"));
-  if (abi && sscanf(abi, "%u.%u%c", &major, &minor, &end) != 2) fail(line, "run: abi \"%s\" is not MAJOR.MINOR", abi);
+  if (abi && sscanf(abi, "%u.%u%c", &major, &minor, &end) != 2)
+    fail(line, "run: abi \"%s\" is not MAJOR.MINOR", abi);
   const json_t *argv = json_object_get(r, "command_line");
   if (json_array_size(argv) < 1 || !json_is_string(json_array_get(argv, 0)))
     fail(line, "run: command_line is not a non-empty array of strings");
@@ -93,8 +95,9 @@ static void check_run(int line, const json_t *r) {
           {"input_dtype", STR}, {"optimizer", STR | NUL}, {"num_batches", INT},
           {"num_warmup_batches", INT}, {"display_every", INT}, {"examples_per_epoch", INT | NUL},
           {"num_epochs", NUM | NUL});
-  if (integer(res, "global_batch_size") !=
-      integer(res, "batch_size_per_replica") * integer(res, "replicas_per_rank") * integer(res, "ranks"))
+  if (integer(res, "global_batch_size") != integer(res, "batch_size_per_replica") *
+                                               integer(res, "replicas_per_rank") *
+                                               integer(res, "ranks"))
     fail(line, "run.resolved: global_batch_size is not batch x replicas x ranks");
   REQUIRE(line, "run.machine", json_object_get(r, "machine"), {"hostname", STR | NUL},
           {"os", STR | NUL}, {"os_release", STR | NUL}, {"arch", STR | NUL},
@@ -187,7 +190,8 @@ int main(int argc, char **argv) {
       warmup = integer(res, "num_warmup_batches");
       num_batches = integer(res, "num_batches");
       every = integer(res, "display_every");
-      images = integer(res, "batch_size_per_replica") * integer(res, "replicas_per_rank") * num_batches;
+      images = integer(res, "batch_size_per_replica") * integer(res, "replicas_per_rank") *
+               num_batches;
     } else if (strcmp(kind, "step") == 0) {
       REQUIRE(line_no, "step", r, {"step", INT}, {"global_step", INT}, {"images_per_sec", NUM},
               {"images_per_sec_uncertainty", NUM}, {"jitter", NUM}, {"loss", NUM | NUL},
@@ -197,7 +201,8 @@ int main(int argc, char **argv) {
       if (step <= last_step) fail(line_no, "step %lld after step %lld", step, last_step);
       last_step = step;
       if (integer(r, "global_step") != step + warmup)
-        fail(line_no, "global_step %lld, want step + warm-up = %lld", integer(r, "global_step"), step + warmup);
+        fail(line_no, "global_step %lld, want step + warm-up = %lld", integer(r, "global_step"),
+             step + warmup);
       if (!(num(r, "images_per_sec") > 0) || !(num(r, "step_seconds") > 0))
         fail(line_no, "images_per_sec and step_seconds must be > 0");
       if (nlogged < MAX_STEPS) logged[nlogged++] = step;
@@ -225,7 +230,8 @@ int main(int argc, char **argv) {
   if (summary && failed && status && strcmp(status, "ok") == 0)
     fail(line_no, "the run failed, yet the summary's status is \"ok\"");
   if (summary && !failed) {
-    if (!status || strcmp(status, "ok") != 0) fail(line_no, "status \"%s\", want \"ok\"", status ? status : "");
+    if (!status || strcmp(status, "ok") != 0)
+      fail(line_no, "status \"%s\", want \"ok\"", status ? status : "");
     /* Every displayed step, in order, and nothing else. */
     static long long want[MAX_STEPS];
     int nwant = 0;
@@ -239,8 +245,10 @@ int main(int argc, char **argv) {
       for (int i = 0; i < nwant; i++) fprintf(stderr, " %lld", want[i]);
       fputc('\n', stderr);
     }
-    if (integer(summary, "steps") != num_batches) fail(line_no, "summary steps %lld, want %lld", integer(summary, "steps"), num_batches);
-    if (integer(summary, "images") != images) fail(line_no, "summary images %lld, want %lld", integer(summary, "images"), images);
+    if (integer(summary, "steps") != num_batches)
+      fail(line_no, "summary steps %lld, want %lld", integer(summary, "steps"), num_batches);
+    if (integer(summary, "images") != images)
+      fail(line_no, "summary images %lld, want %lld", integer(summary, "images"), images);
     if (!(num(summary, "seconds") > 0) || !(num(summary, "images_per_sec") > 0))
       fail(line_no, "summary seconds and images_per_sec must be > 0");
   }
@@ -255,11 +263,14 @@ int main(int argc, char **argv) {
     }
     if (n != nlogged) fail(0, "%d step records, the report prints %d step lines", nlogged, n);
     for (int i = 0; i < n && i < nlogged; i++)
-      if (printed[i] != logged[i]) fail(0, "step record %d is step %lld, the report's line says %lld", i + 1, logged[i], printed[i]);
+      if (printed[i] != logged[i])
+        fail(0, "step record %d is step %lld, the report's line says %lld", i + 1, logged[i],
+             printed[i]);
     double logged_total = num(summary, "images_per_sec");
     double rounding = 0.5 * pow(10, -decimals) * (1 + 1e-9);
     if (!(fabs(logged_total - total) <= rounding))
-      fail(line_no, "summary images_per_sec %.6f, the report prints total images/sec: %.*f", logged_total, decimals, total);
+      fail(line_no, "summary images_per_sec %.6f, the report prints total images/sec: %.*f",
+           logged_total, decimals, total);
   }
   json_decref(summary);
   if (failures) return 1;

@@ -67,8 +67,8 @@ int main(int argc, char **argv) {
       unsigned char *jpeg = NULL;
       unsigned long size = 0;
       int flags = id % 5 == 4 ? TJFLAG_PROGRESSIVE : 0;
-      if (tjCompress2(tj, rgb, width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_444, 95,
-                      flags) != 0) {
+      if (tjCompress2(tj, rgb, width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_444, 95, flags) !=
+          0) {
         fprintf(stderr, "make_image_folder: %s\n", tjGetErrorStr2(tj));
         return 1;
       }

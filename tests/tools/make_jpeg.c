@@ -26,7 +26,8 @@ int main(int argc, char **argv) {
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++)
       for (int c = 0; c < ch; c++)
-        px[((size_t)y * w + x) * ch + c] = (unsigned char)((x * 255 / w + y * 97 / h + c * 60 + seed * 37) & 0xff);
+        px[((size_t)y * w + x) * ch + c] =
+            (unsigned char)((x * 255 / w + y * 97 / h + c * 60 + seed * 37) & 0xff);
   tjhandle tj = tjInitCompress();
   unsigned char *jpeg = NULL;
   unsigned long size = 0;

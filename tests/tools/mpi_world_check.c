@@ -30,20 +30,20 @@
 static int failures;
 static int32_t my_rank;
 
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define CHECK(cond, ...)                                                           \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
       fprintf(stderr, "[rank %d] FAIL %s:%d: ", (int)my_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fputc('\n', stderr);                                        \
-      failures++;                                                 \
-    }                                                             \
+      fprintf(stderr, __VA_ARGS__);                                                \
+      fputc('\n', stderr);                                                         \
+      failures++;                                                                  \
+    }                                                                              \
   } while (0)
 
-#define CALL(ctx, expr)                                                         \
-  do {                                                                          \
-    cnnb_status st_ = (expr);                                                   \
-    CHECK(st_ == CNNB_OK, "%s: %s", #expr, cnnb_error_message(ctx));            \
+#define CALL(ctx, expr)                                              \
+  do {                                                               \
+    cnnb_status st_ = (expr);                                        \
+    CHECK(st_ == CNNB_OK, "%s: %s", #expr, cnnb_error_message(ctx)); \
   } while (0)
 
 /* Rank r's value at i, small integers: every partial sum is exact in fp32, bf16
@@ -60,7 +60,8 @@ static void check_same_everywhere(cnnb_ctx *ctx, mpi_world *w, const float *buf,
                                   const char *what) {
   uint64_t hash = 1469598103934665603ull;
   const unsigned char *bytes = (const unsigned char *)buf;
-  for (int64_t i = 0; i < n * (int64_t)sizeof(float); i++) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  for (int64_t i = 0; i < n * (int64_t)sizeof(float); i++)
+    hash = (hash ^ bytes[i]) * 1099511628211ull;
   int32_t size = mpi_world_size(w);
   uint64_t *all = calloc((size_t)size, sizeof *all);
   CALL(ctx, mpi_world_allgather(w, ctx, &hash, all, sizeof hash, "hashes"));
@@ -69,8 +70,8 @@ static void check_same_everywhere(cnnb_ctx *ctx, mpi_world *w, const float *buf,
   free(all);
 }
 
-static cnnb_status allreduce(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t n,
-                             uint32_t compact16, bool hierarchical, const char *what) {
+static cnnb_status allreduce(mpi_world *w, cnnb_ctx *ctx, float *buf, int64_t n, uint32_t compact16,
+                             bool hierarchical, const char *what) {
   return hierarchical ? mpi_world_allreduce_sum_hierarchical(w, ctx, buf, n, compact16, what)
                       : mpi_world_allreduce_sum(w, ctx, buf, n, compact16, what);
 }
@@ -80,7 +81,9 @@ static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int
   int32_t size = mpi_world_size(w), rank = mpi_world_rank(w);
   char name[32];
   snprintf(name, sizeof name, "%s%s", hierarchical ? "hierarchical " : "",
-           compact16 == COMPACT16_FP16 ? "fp16" : compact16 ? "bf16" : "fp32");
+           compact16 == COMPACT16_FP16 ? "fp16"
+           : compact16                 ? "bf16"
+                                       : "fp32");
   float *buf = malloc((size_t)n * sizeof *buf);
   /* Exact: small integers. */
   for (int64_t i = 0; i < n; i++) buf[i] = small_value(rank, i);
@@ -91,7 +94,8 @@ static void check_allreduce(cnnb_ctx *ctx, mpi_world *w, uint32_t compact16, int
     for (int32_t r = 0; r < size; r++) want += small_value(r, i);
     bad += buf[i] != want;
   }
-  CHECK(bad == 0, "%s allreduce of %lld small integers: %lld wrong", name, (long long)n, (long long)bad);
+  CHECK(bad == 0, "%s allreduce of %lld small integers: %lld wrong", name, (long long)n,
+        (long long)bad);
   /* Rounded: packing each rank's value and each of the size - 1 additions round by at
    * most the format's half ulp (2^-9 relative for bf16, 2^-11 for fp16, 2^-24 for fp32)
    * of at most the sum of magnitudes: under 2 * size half ulps in all, plus fp16's
@@ -163,9 +167,10 @@ static void check_nodes(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
   if (per_node > 0) {
     int32_t first = rank / per_node * per_node;
     int32_t want_size = size - first < per_node ? size - first : per_node;
-    CHECK(local == rank - first && local_size == want_size, "regrouped by %d: local rank %d of "
-          "%d, want %d of %d", (int)per_node, (int)local, (int)local_size, (int)(rank - first),
-          (int)want_size);
+    CHECK(local == rank - first && local_size == want_size,
+          "regrouped by %d: local rank %d of "
+          "%d, want %d of %d",
+          (int)per_node, (int)local, (int)local_size, (int)(rank - first), (int)want_size);
     CHECK(mpi_world_num_nodes(w) == (size + per_node - 1) / per_node, "%d nodes",
           (int)mpi_world_num_nodes(w));
   }
@@ -217,7 +222,8 @@ static int check_stop(cnnb_ctx *ctx, mpi_world *w, int32_t stopped, bool hierarc
   char want[64];
   snprintf(want, sizeof want, "rank %d stopped answering", (int)stopped);
   CHECK(st == CNNB_ECOMM, "status %d, not CNNB_ECOMM", (int)st);
-  CHECK(strstr(msg, want) && strstr(msg, "bucket 1 of step 1"), "message does not say \"%s\"", want);
+  CHECK(strstr(msg, want) && strstr(msg, "bucket 1 of step 1"), "message does not say \"%s\"",
+        want);
   /* Once broken, at once. */
   CHECK(mpi_world_barrier(w, ctx, "after") == CNNB_ECOMM, "a broken world still waits");
   /* The first rank to exit non-zero makes mpirun end the job, and a live rank whose
@@ -241,7 +247,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--hierarchical") == 0) hierarchical = true;
     else {
       fprintf(stderr, "usage: mpi_world_check [--ranks-per-node K] "
-              "[--stop-rank R [--hierarchical]] [--timeout S]\n");
+                      "[--stop-rank R [--hierarchical]] [--timeout S]\n");
       return 2;
     }
   }
@@ -261,8 +267,8 @@ int main(int argc, char **argv) {
   } else {
     check_all(ctx, w, per_node);
     printf("[rank %d of %d, local %d of %d, %d nodes] %s\n", (int)my_rank, (int)mpi_world_size(w),
-           (int)mpi_world_local_rank(w), (int)mpi_world_local_size(w),
-           (int)mpi_world_num_nodes(w), failures ? "FAILED" : "all checks passed");
+           (int)mpi_world_local_rank(w), (int)mpi_world_local_size(w), (int)mpi_world_num_nodes(w),
+           failures ? "FAILED" : "all checks passed");
     code = failures ? 1 : 0;
   }
   mpi_world_close(w);

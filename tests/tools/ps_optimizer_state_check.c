@@ -39,14 +39,14 @@
 static int failures;
 static int32_t my_rank;
 
-#define CHECK(cond, ...)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "[rank %d] FAIL %s:%d: ", (int)my_rank, __FILE__, __LINE__);       \
-      fprintf(stderr, __VA_ARGS__);                                                      \
-      fputc('\n', stderr);                                                               \
-      failures++;                                                                        \
-    }                                                                                    \
+#define CHECK(cond, ...)                                                           \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "[rank %d] FAIL %s:%d: ", (int)my_rank, __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                                                \
+      fputc('\n', stderr);                                                         \
+      failures++;                                                                  \
+    }                                                                              \
   } while (0)
 
 /* The arena's variables: sizes that give each of 2 PS ranks several ranges. */
@@ -62,10 +62,10 @@ typedef struct setup {
   int32_t n, world, rank;
   bool sync;
   uint32_t rule;
-  int64_t count, split;     /* elements; where the weight decay's run ends */
+  int64_t count, split; /* elements; where the weight decay's run ends */
   void **devices;
-  float **params, **grads;  /* [n] device arenas */
-  float *host;              /* [count] scratch */
+  float **params, **grads; /* [n] device arenas */
+  float *host;             /* [count] scratch */
 } setup;
 
 /* Gradient of replica r on rank k at step t: multiples of 1/16 in [-1/2, 1/2], so every
@@ -101,10 +101,18 @@ static uint32_t rule_named(const char *name) {
 /* The hyperparameters of run `run` (0: with weight decay, 1: without) at global step t. */
 static cnnb_update update_of(const setup *s, uint32_t rule, int run, int64_t t) {
   int64_t lo = run == 0 ? 0 : s->split, hi = run == 0 ? s->split : s->count;
-  return (cnnb_update){.struct_size = sizeof(cnnb_update), .rule = rule, .count = hi - lo,
-                       .learning_rate = 0.1f, .weight_decay = run == 0 && s->sync ? 1e-3f : 0.0f,
-                       .grad_scale = 1.0f, .momentum = 0.9f, .rho = 0.9f, .epsilon = 1e-3f,
-                       .beta1 = 0.9f, .beta2 = 0.999f, .step = t};
+  return (cnnb_update){.struct_size = sizeof(cnnb_update),
+                       .rule = rule,
+                       .count = hi - lo,
+                       .learning_rate = 0.1f,
+                       .weight_decay = run == 0 && s->sync ? 1e-3f : 0.0f,
+                       .grad_scale = 1.0f,
+                       .momentum = 0.9f,
+                       .rho = 0.9f,
+                       .epsilon = 1e-3f,
+                       .beta1 = 0.9f,
+                       .beta2 = 0.999f,
+                       .step = t};
 }
 
 static cnnb_status upload(setup *s, float *dst, float (*value)(int32_t, int32_t, int64_t),
@@ -135,17 +143,19 @@ static void check_no_slot(setup *s, int32_t slot, const char *when) {
   CHECK(exists == 0, "%s: get_slot(%d): exists = %d, want 0", when, (int)slot, (int)exists);
   int64_t touched = 0;
   for (int64_t i = 0; i < s->count; i++) touched += s->host[i] != 7.0f;
-  CHECK(touched == 0, "%s: get_slot(%d) wrote %lld elements of a slot that does not exist",
-        when, (int)slot, (long long)touched);
+  CHECK(touched == 0, "%s: get_slot(%d) wrote %lld elements of a slot that does not exist", when,
+        (int)slot, (long long)touched);
 }
 
 static void compare(const float *got, const float *want, int64_t n, const char *what) {
   int64_t wrong = 0, first = -1;
   for (int64_t i = 0; i < n; i++)
     if (memcmp(&got[i], &want[i], sizeof *got) != 0 && wrong++ == 0) first = i;
-  CHECK(wrong == 0, "%s: %lld of %lld elements differ from the reference, first [%lld]: %.9g, "
-        "want %.9g", what, (long long)wrong, (long long)n, (long long)first,
-        first >= 0 ? got[first] : 0.0, first >= 0 ? want[first] : 0.0);
+  CHECK(wrong == 0,
+        "%s: %lld of %lld elements differ from the reference, first [%lld]: %.9g, "
+        "want %.9g",
+        what, (long long)wrong, (long long)n, (long long)first, first >= 0 ? got[first] : 0.0,
+        first >= 0 ? want[first] : 0.0);
 }
 
 /* A call that must fail with `want` and a message containing `says`. */
@@ -193,9 +203,10 @@ static void run(setup *s, int64_t steps, bool restore, uint32_t train_rule) {
   if (slots) {
     CHECK(s->ext->set_slot(s->strategy, s->rule, 1, s1, count) == CNNB_OK, "set_slot(1): %s",
           cnnb_error_message(s->ctx));
-    check_refused(s, s->ext->set_slot(s->strategy, s->rule == CNNB_OPT_ADAM ? CNNB_OPT_MOMENTUM
-                                                                             : CNNB_OPT_ADAM,
-                                      1, s1, count),
+    check_refused(s,
+                  s->ext->set_slot(s->strategy,
+                                   s->rule == CNNB_OPT_ADAM ? CNNB_OPT_MOMENTUM : CNNB_OPT_ADAM, 1,
+                                   s1, count),
                   CNNB_EINVAL, "into slots restored for", "set_slot of another rule");
   }
   CHECK(s->sv->broadcast_params(s->strategy, s->params, count) == CNNB_OK, "broadcast_params: %s",
@@ -272,8 +283,8 @@ static void run(setup *s, int64_t steps, bool restore, uint32_t train_rule) {
   }
   /* Refusals: a bad argument at once; a late restore on every rank. */
   int32_t exists = 0;
-  check_refused(s, s->ext->get_slot(s->strategy, 3, got, count, &exists), CNNB_EINVAL,
-                "slot 3", "get_slot(3)");
+  check_refused(s, s->ext->get_slot(s->strategy, 3, got, count, &exists), CNNB_EINVAL, "slot 3",
+                "get_slot(3)");
   check_refused(s, s->ext->get_slot(s->strategy, 1, got, count - 1, &exists), CNNB_EINVAL,
                 "elements; the arena has", "get_slot with a wrong count");
   if (s->rule != CNNB_OPT_SGD)
@@ -315,7 +326,9 @@ int main(int argc, char **argv) {
                        sizeof err))
     return fail(err);
 
-  setup s = {.ctx = ctx, .dv = device->vtable, .sv = strategy->vtable,
+  setup s = {.ctx = ctx,
+             .dv = device->vtable,
+             .sv = strategy->vtable,
              .n = (int32_t)cnnb_flags_int(flags, "num_gpus"),
              .rule = rule_named(cnnb_flags_string(flags, "optimizer"))};
   const char *wrong = cnnb_flags_string(flags, "wrong_rule");
@@ -331,8 +344,11 @@ int main(int argc, char **argv) {
   s.host = malloc((size_t)s.count * sizeof *s.host);
   if (!s.devices || !s.params || !s.grads || !s.host) return fail("out of memory");
   for (int32_t r = 0; r < s.n; r++) {
-    cnnb_device_config dcfg = {.struct_size = sizeof dcfg, .device_index = r, .num_threads = 1,
-                               .precision = CNNB_PRECISION_FP32, .training = 1};
+    cnnb_device_config dcfg = {.struct_size = sizeof dcfg,
+                               .device_index = r,
+                               .num_threads = 1,
+                               .precision = CNNB_PRECISION_FP32,
+                               .training = 1};
     void *p = NULL, *q = NULL;
     if (s.dv->create(ctx, "cpu", &dcfg, &s.devices[r]) != CNNB_OK ||
         s.dv->alloc(s.devices[r], (size_t)s.count * sizeof(float), &p) != CNNB_OK ||
@@ -341,9 +357,15 @@ int main(int argc, char **argv) {
     s.params[r] = p, s.grads[r] = q;
   }
   cnnb_strategy_config cfg = {
-      .struct_size = sizeof cfg, .local_replicas = s.n, .device = s.dv, .devices = s.devices,
-      .param_count = s.count, .variable_bounds = bounds, .num_variables = NUM_VARIABLES,
-      .precision = CNNB_PRECISION_FP32, .all_reduce_spec = "",
+      .struct_size = sizeof cfg,
+      .local_replicas = s.n,
+      .device = s.dv,
+      .devices = s.devices,
+      .param_count = s.count,
+      .variable_bounds = bounds,
+      .num_variables = NUM_VARIABLES,
+      .precision = CNNB_PRECISION_FP32,
+      .all_reduce_spec = "",
       .collective_timeout_s = cnnb_flags_float(flags, "collective_timeout_s")};
   if (s.sv->create(ctx, "parameter_server", &cfg, &s.strategy) != CNNB_OK)
     return fail(cnnb_error_message(ctx));
@@ -357,7 +379,8 @@ int main(int argc, char **argv) {
   if (s.ext) run(&s, cnnb_flags_int(flags, "steps"), cnnb_flags_bool(flags, "restore"), train_rule);
   printf("[rank %d of %d] %s %s%s: %s\n", (int)s.rank, (int)s.world,
          cnnb_flags_string(flags, "optimizer"), s.sync ? "synchronous" : "asynchronous",
-         cnnb_flags_bool(flags, "restore") ? ", restored" : "", failures ? "FAILED" : "all checks passed");
+         cnnb_flags_bool(flags, "restore") ? ", restored" : "",
+         failures ? "FAILED" : "all checks passed");
   s.sv->destroy(s.strategy);
   for (int32_t r = 0; r < s.n; r++) {
     s.dv->free(s.devices[r], s.params[r]);

@@ -26,14 +26,10 @@ static uint64_t fnv1a64(const unsigned char *p, size_t n) {
 
 static const char *dtype_name(uint32_t d) {
   switch (d) {
-    case CNNB_ST_F32:
-      return "F32";
-    case CNNB_ST_I64:
-      return "I64";
-    case CNNB_ST_F16:
-      return "F16";
-    case CNNB_ST_BF16:
-      return "BF16";
+    case CNNB_ST_F32: return "F32";
+    case CNNB_ST_I64: return "I64";
+    case CNNB_ST_F16: return "F16";
+    case CNNB_ST_BF16: return "BF16";
   }
   return "?";
 }

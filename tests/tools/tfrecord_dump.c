@@ -1,9 +1,9 @@
 /* tfrecord_dump.c — prints what cnnbench's record layer reads from TFRecord files, one line
  * per record, so shell tests compare it with other readers (TensorFlow's, or the source
  * files):
- *   tfrecord_dump FILE...         "<label> <image bytes> <fnv1a64 of image> <boxes> [ymin xmin ymax xmax]..."
- *   tfrecord_dump --hash FILE...  "<fnv1a64 of the file> <bytes>" (the images mkrecords read)
- * A corrupt record or a malformed example prints the parser's message and exits 1. */
+ *   tfrecord_dump FILE...         "<label> <image bytes> <fnv1a64 of image> <boxes> [ymin xmin ymax
+ * xmax]..." tfrecord_dump --hash FILE...  "<fnv1a64 of the file> <bytes>" (the images mkrecords
+ * read) A corrupt record or a malformed example prints the parser's message and exits 1. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -110,7 +110,8 @@ static bool node_seen(event **xs, size_t n, int64_t pid, int64_t tid, double lo,
     json_t *fused = json_object_get(e->args, "fused");
     size_t k;
     json_t *v;
-    json_array_foreach(fused, k, v) if (json_is_string(v) && strcmp(json_string_value(v), name) == 0) return true;
+    json_array_foreach(fused, k, v) if (json_is_string(v) &&
+                                        strcmp(json_string_value(v), name) == 0) return true;
   }
   return false;
 }
@@ -135,7 +136,10 @@ int main(int argc, char **argv) {
     else if (strncmp(argv[i], "--tracks=", 9) == 0) {
       snprintf(prefix_buf, sizeof prefix_buf, "%s", argv[i] + 9);
       char *colon = strrchr(prefix_buf, ':');
-      if (!colon) { fprintf(stderr, "trace_check: --tracks=PREFIX:MIN\n"); return 2; }
+      if (!colon) {
+        fprintf(stderr, "trace_check: --tracks=PREFIX:MIN\n");
+        return 2;
+      }
       *colon = 0;
       prefix = prefix_buf;
       min_tracks = atol(colon + 1);
@@ -205,13 +209,15 @@ int main(int argc, char **argv) {
       xs[num_x++] = ev;
     }
   }
-  if (want_pid >= 0 && !process_named) fail("%s: no process_name naming the rank given by --pid%s", argv[1], "", 0);
+  if (want_pid >= 0 && !process_named)
+    fail("%s: no process_name naming the rank given by --pid%s", argv[1], "", 0);
 
   /* B/E pairs per track, in file order (one thread's events come in its order). */
   for (size_t t = 0; t < num_tracks; t++) {
     long open = 0;
     for (size_t i = 0; i < n; i++) {
-      if (!events[i].ph || events[i].pid != tracks[t].pid || events[i].tid != tracks[t].tid) continue;
+      if (!events[i].ph || events[i].pid != tracks[t].pid || events[i].tid != tracks[t].tid)
+        continue;
       if (strcmp(events[i].ph, "B") == 0) open++;
       if (strcmp(events[i].ph, "E") == 0 && --open < 0)
         fail("track '%s': an E without its B%s", tracks[t].name, "", 0), open = 0;
@@ -237,7 +243,8 @@ int main(int argc, char **argv) {
   for (size_t s = 0; s < num_steps; s++) {
     char want[32];
     snprintf(want, sizeof want, "step %zu", s + 1);
-    if (strcmp(steps[s]->name, want) != 0) fail("span '%s' where '%s' belongs (%.0f)", steps[s]->name, want, (double)s);
+    if (strcmp(steps[s]->name, want) != 0)
+      fail("span '%s' where '%s' belongs (%.0f)", steps[s]->name, want, (double)s);
   }
 
   /* Coverage: the union of the step track's other events within each span. The events
@@ -286,10 +293,12 @@ int main(int argc, char **argv) {
           if (sscanf(line, "%255s %63s %lld", name, op, &params) != 3) continue;
           layers++;
           if (!node_seen(xs, num_x, tracks[t].pid, tracks[t].tid, lo, hi, name, false))
-            fail("%s: layer '%s' has no forward event in step %.0f", tracks[t].name, name, (double)(s + 1));
+            fail("%s: layer '%s' has no forward event in step %.0f", tracks[t].name, name,
+                 (double)(s + 1));
           if (training && (params > 0 || strcmp(op, "softmax_xent") == 0) &&
               !node_seen(xs, num_x, tracks[t].pid, tracks[t].tid, lo, hi, name, true))
-            fail("%s: layer '%s' has no backward event in step %.0f", tracks[t].name, name, (double)(s + 1));
+            fail("%s: layer '%s' has no backward event in step %.0f", tracks[t].name, name,
+                 (double)(s + 1));
         }
       }
     }
@@ -308,7 +317,9 @@ int main(int argc, char **argv) {
           break;
         }
     }
-    if (found < min_tracks) fail("%s'%s*': only %.0f tracks hold events, fewer than --tracks asks", "", prefix, (double)found);
+    if (found < min_tracks)
+      fail("%s'%s*': only %.0f tracks hold events, fewer than --tracks asks", "", prefix,
+           (double)found);
   }
 
   if (!failures) printf("ok: %zu events, %zu tracks, %zu step spans\n", n, num_tracks, num_steps);

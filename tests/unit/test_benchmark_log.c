@@ -69,10 +69,17 @@ START_TEST(records_are_whole_lines_at_once) {
   snprintf(want, sizeof want, "%s/benchmark_run.rank3.jsonl", logs);
   ck_assert_str_eq(cnnb_benchmark_log_path(log), want);
 
-  cnnb_benchmark_log_step step = {.step = 1, .global_step = 6, .images_per_sec = 100,
-                                  .images_per_sec_uncertainty = 0, .jitter = 0, .loss = 7.5,
-                                  .top1 = NAN, .top5 = NAN, .learning_rate = 0.1f,
-                                  .loss_scale = 128, .step_seconds = 0.25};
+  cnnb_benchmark_log_step step = {.step = 1,
+                                  .global_step = 6,
+                                  .images_per_sec = 100,
+                                  .images_per_sec_uncertainty = 0,
+                                  .jitter = 0,
+                                  .loss = 7.5,
+                                  .top1 = NAN,
+                                  .top5 = NAN,
+                                  .learning_rate = 0.1f,
+                                  .loss_scale = 128,
+                                  .step_seconds = 0.25};
   ck_assert_int_eq(cnnb_benchmark_log_step_record(log, &step), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_eval(log, 10, 0.25, 0.5, 40), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_checkpoint(log, 10, "/ckpt/model-\xff.safetensors", 1.5),

@@ -197,9 +197,8 @@ START_TEST(garbled_index_deletes_nothing) {
   snprintf(victim, sizeof victim, "%s/victim", dir);
   write_text(victim, "keep me");
   snprintf(index, sizeof index, "%s/%s", dir, CNNB_CHECKPOINT_INDEX);
-  write_text(index,
-             "{\"latest\": \"model.ckpt-0000000001.safetensors\", \"all\": [\"victim\", "
-             "\"../victim\", \"model.ckpt-0000000001.safetensors\"]}");
+  write_text(index, "{\"latest\": \"model.ckpt-0000000001.safetensors\", \"all\": [\"victim\", "
+                    "\"../victim\", \"model.ckpt-0000000001.safetensors\"]}");
   fflush(stderr);
   save(2, 1); /* warns that the index is not one, writes a new one */
   ck_assert(exists(victim));

@@ -16,7 +16,7 @@
 #include "store/checkpoint_tensors.h"
 #include "graph/graph_internal.h"
 
-#define ck_assert_error_has(ctx, needle)                                                      \
+#define ck_assert_error_has(ctx, needle)                                                    \
   ck_assert_msg(strstr(cnnb_error_message(ctx), (needle)) != NULL, "error '%s' lacks '%s'", \
                 cnnb_error_message(ctx), (needle))
 
@@ -25,7 +25,8 @@
 static cnnb_graph *build(void) {
   cnnb_graph *g = cnnb_graph_create(1, 3, 8, 8, 5);
   cnnb_tensor c = cnnb_conv2d(g, "c", cnnb_graph_input(g),
-                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .use_bias = 1));
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
+                                          .use_bias = 1));
   cnnb_tensor bn = cnnb_batch_norm(g, "bn", c, CNNB_BATCH_NORM(.scale = 0));
   cnnb_dense(g, "fc", cnnb_relu(g, "r", bn), CNNB_DENSE(.units = 5, .use_bias = 1));
   cnnb_graph_set_checkpoint_name(g, c, "conv1");
@@ -119,14 +120,16 @@ START_TEST(test_round_trip) {
   ck_assert_mem_eq(stats, f.a.stats, f.ns * sizeof(float));
   for (int s = 1; s <= 2; s++) {
     bool present = false;
-    ck_assert_int_eq(cnnb_ckpt_read_slot(f.ctx, file, f.path, f.g, CNNB_OPT_ADAM, s, slot, &present),
+    ck_assert_int_eq(cnnb_ckpt_read_slot(f.ctx, file, f.path, f.g, CNNB_OPT_ADAM, s, slot,
+                                         &present),
                      CNNB_OK);
     ck_assert(present);
     ck_assert_mem_eq(slot, f.a.slot[s - 1], f.np * sizeof(float));
   }
   /* Momentum's buffer is not in an Adam checkpoint: absent, not an error. */
   bool present = true;
-  ck_assert_int_eq(cnnb_ckpt_read_slot(f.ctx, file, f.path, f.g, CNNB_OPT_MOMENTUM, 1, slot, &present),
+  ck_assert_int_eq(cnnb_ckpt_read_slot(f.ctx, file, f.path, f.g, CNNB_OPT_MOMENTUM, 1, slot,
+                                       &present),
                    CNNB_OK);
   ck_assert(!present);
   free(params);
@@ -140,9 +143,9 @@ END_TEST
 /* Each way a file can fail to be this graph's, and the words its refusal must hold. */
 static const struct {
   const char *what;
-  int ones;          /* the scale-less weight is not all ones */
-  const char *drop;  /* tensor left out */
-  int stranger;      /* another graph's tensor added */
+  int ones;         /* the scale-less weight is not all ones */
+  const char *drop; /* tensor left out */
+  int stranger;     /* another graph's tensor added */
   const char *expect;
 } refusals[] = {
     {"learned scale", 1, NULL, 0, "holds a learned batch-norm scale"},
@@ -158,8 +161,12 @@ START_TEST(test_refusals) {
   if (refusals[_i].stranger) {
     cnnb_ckpt_tensors l = {0};
     ck_assert(cnnb_ckpt_add_model(&l, f.g, &f.a));
-    cnnb_st_tensor extra = {.name = "layer9.weight", .dtype = CNNB_ST_F32, .ndims = 1,
-                            .dims = {2}, .data = f.a.params, .bytes = 8};
+    cnnb_st_tensor extra = {.name = "layer9.weight",
+                            .dtype = CNNB_ST_F32,
+                            .ndims = 1,
+                            .dims = {2},
+                            .data = f.a.params,
+                            .bytes = 8};
     cnnb_st_tensor *all = malloc((l.count + 1) * sizeof *all);
     memcpy(all, l.items, l.count * sizeof *all);
     all[l.count] = extra;

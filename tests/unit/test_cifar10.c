@@ -101,12 +101,20 @@ static void load_plugin(void) {
   vt = plugin->vtable;
 }
 
-static cnnb_datasource_config config(const char *dir, int training, int batch, int rank,
-                                     int world, uint64_t seed) {
-  return (cnnb_datasource_config){
-      .struct_size = sizeof(cnnb_datasource_config), .batch_size = batch, .channels = 3,
-      .height = 32, .width = 32, .num_classes = 10, .rank = rank, .world_size = world,
-      .training = training, .seed = seed, .data_dir = dir, .dataset = CNNB_DATASET_CIFAR10};
+static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
+                                     uint64_t seed) {
+  return (cnnb_datasource_config){.struct_size = sizeof(cnnb_datasource_config),
+                                  .batch_size = batch,
+                                  .channels = 3,
+                                  .height = 32,
+                                  .width = 32,
+                                  .num_classes = 10,
+                                  .rank = rank,
+                                  .world_size = world,
+                                  .training = training,
+                                  .seed = seed,
+                                  .data_dir = dir,
+                                  .dataset = CNNB_DATASET_CIFAR10};
 }
 
 static void *create(const cnnb_datasource_config *cfg) {
@@ -171,8 +179,8 @@ START_TEST(two_shards_cover_each_epoch_once) {
       ck_assert_int_eq(k, 20);
     }
     for (int id = 0; id < 40; id++)
-      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch,
-                    id, seen[id]);
+      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch, id,
+                    seen[id]);
   }
   /* A new epoch, a new permutation: shard 0 does not get the same set again. */
   ck_assert_msg(memcmp(order[0][0], order[1][0], sizeof order[0][0]) != 0,
@@ -193,7 +201,8 @@ START_TEST(three_uneven_shards_cover_the_epoch) {
     read_ids(s, share[rank], 1, seen, 40);
     vt->destroy(s);
   }
-  for (int id = 0; id < 40; id++) ck_assert_msg(seen[id] == 1, "image %d read %d times", id, seen[id]);
+  for (int id = 0; id < 40; id++)
+    ck_assert_msg(seen[id] == 1, "image %d read %d times", id, seen[id]);
   remove_dataset(dir);
 }
 END_TEST
@@ -247,7 +256,8 @@ START_TEST(float_batches_are_the_normalized_uint8_batches) {
         ck_assert_int_eq(lf[i], lu[i]);
         for (int ch = 0; ch < 3; ch++)
           for (int p = 0; p < PLANE; p++) {
-            float want = (float)u[(size_t)i * PIXELS + (size_t)p * 3 + (size_t)ch] * scale[ch] + offset[ch];
+            float want = (float)u[(size_t)i * PIXELS + (size_t)p * 3 + (size_t)ch] * scale[ch] +
+                         offset[ch];
             float got = f[(size_t)i * PIXELS + (size_t)ch * PLANE + (size_t)p];
             ck_assert_msg(memcmp(&want, &got, sizeof got) == 0,
                           "training %d step %d image %d channel %d pixel %d: fp32 %a, uint8 %a",
@@ -331,14 +341,15 @@ START_TEST(render_matches_pad_crop_flip) {
         cifar_image_render(planes, &aug, out);
         for (int y = 0; y < 32; y++)
           for (int x = 0; x < 32; x++) {
-            int cx = flip ? 31 - x : x;            /* column in the crop */
-            int py = y + dy, px = cx + dx;         /* in the 40x40 padded image */
-            int sy = py - 4, sx = px - 4;          /* in the stored image */
+            int cx = flip ? 31 - x : x;    /* column in the crop */
+            int py = y + dy, px = cx + dx; /* in the 40x40 padded image */
+            int sy = py - 4, sx = px - 4;  /* in the stored image */
             for (int ch = 0; ch < 3; ch++) {
-              int want = sy >= 0 && sy < 32 && sx >= 0 && sx < 32 ? pattern_value(3, ch, sy, sx) : 0;
+              int want = sy >= 0 && sy < 32 && sx >= 0 && sx < 32 ? pattern_value(3, ch, sy, sx)
+                                                                  : 0;
               ck_assert_msg(out[(y * 32 + x) * 3 + ch] == want,
-                            "dx %d dy %d flip %d: (%d, %d, %d) is %d, want %d", dx, dy, flip, y,
-                            x, ch, out[(y * 32 + x) * 3 + ch], want);
+                            "dx %d dy %d flip %d: (%d, %d, %d) is %d, want %d", dx, dy, flip, y, x,
+                            ch, out[(y * 32 + x) * 3 + ch], want);
             }
           }
       }

@@ -24,8 +24,8 @@ typedef struct record {
 typedef struct job_arg {
   record *rec;
   int index;
-  cnnb_status fail_with;   /* CNNB_OK: succeed */
-  bool note_and_succeed;   /* record an error, then succeed anyway */
+  cnnb_status fail_with; /* CNNB_OK: succeed */
+  bool note_and_succeed; /* record an error, then succeed anyway */
   /* When set, the job waits until `go`, so the test controls when it fails. */
   pthread_mutex_t *lock;
   pthread_cond_t *cond;
@@ -77,8 +77,13 @@ START_TEST(failure_reaches_the_strategy_ctx_at_wait) {
   pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
   bool go = false, started = false;
-  job_arg first = {.rec = &rec, .index = 0, .fail_with = CNNB_ECOMM, .lock = &lock,
-                   .cond = &cond, .go = &go, .started = &started};
+  job_arg first = {.rec = &rec,
+                   .index = 0,
+                   .fail_with = CNNB_ECOMM,
+                   .lock = &lock,
+                   .cond = &cond,
+                   .go = &go,
+                   .started = &started};
   job_arg skipped = {.rec = &rec, .index = 1};
   ck_assert_int_eq(comm_thread_post(t, job, &first), CNNB_OK);
   ck_assert_int_eq(comm_thread_post(t, job, &skipped), CNNB_OK);

@@ -55,15 +55,30 @@ START_TEST(fp16_edges) {
     float in;
     uint16_t out;
   } cases[] = {
-      {0.0f, 0x0000},        {-0.0f, 0x8000},       {1.0f, 0x3c00},          {-2.0f, 0xc000},
-      {65504.0f, 0x7bff},    {65519.99f, 0x7bff},   {65520.0f, 0x7c00},      {1e9f, 0x7c00},
-      {INFINITY, 0x7c00},    {-INFINITY, 0xfc00},   {0x1p-14f, 0x0400},      {0x1p-24f, 0x0001},
-      {0x1p-25f, 0x0000},    {0x1.000002p-25f, 0x0001}, {0x1.8p-24f, 0x0002}, {0x1.4p-24f, 0x0001},
-      {1.0f + 0x1p-11f, 0x3c00}, {1.0f + 0x1.8p-10f, 0x3c02}, {0x1p-140f, 0x0000},
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {65504.0f, 0x7bff},
+      {65519.99f, 0x7bff},
+      {65520.0f, 0x7c00},
+      {1e9f, 0x7c00},
+      {INFINITY, 0x7c00},
+      {-INFINITY, 0xfc00},
+      {0x1p-14f, 0x0400},
+      {0x1p-24f, 0x0001},
+      {0x1p-25f, 0x0000},
+      {0x1.000002p-25f, 0x0001},
+      {0x1.8p-24f, 0x0002},
+      {0x1.4p-24f, 0x0001},
+      {1.0f + 0x1p-11f, 0x3c00},
+      {1.0f + 0x1.8p-10f, 0x3c02},
+      {0x1p-140f, 0x0000},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    ck_assert_msg(compact16_fp16_from_f32(cases[i].in) == cases[i].out, "fp16(%a) = %04x, want %04x",
-                  (double)cases[i].in, compact16_fp16_from_f32(cases[i].in), cases[i].out);
+    ck_assert_msg(compact16_fp16_from_f32(cases[i].in) == cases[i].out,
+                  "fp16(%a) = %04x, want %04x", (double)cases[i].in,
+                  compact16_fp16_from_f32(cases[i].in), cases[i].out);
   uint16_t nan = compact16_fp16_from_f32(NAN);
   ck_assert((nan & 0x7c00u) == 0x7c00u && (nan & 0x3ffu));
 }
@@ -71,9 +86,9 @@ END_TEST
 
 START_TEST(bf16_edges) {
   ck_assert_uint_eq(compact16_bf16_from_f32(1.0f), 0x3f80);
-  ck_assert_uint_eq(compact16_bf16_from_f32(1.0f + 0x1p-8f), 0x3f80);  /* tie: to even */
+  ck_assert_uint_eq(compact16_bf16_from_f32(1.0f + 0x1p-8f), 0x3f80);   /* tie: to even */
   ck_assert_uint_eq(compact16_bf16_from_f32(1.0f + 0x1.8p-7f), 0x3f82); /* tie: to even */
-  ck_assert_uint_eq(compact16_bf16_from_f32(3.4e38f), 0x7f80);         /* rounds past max */
+  ck_assert_uint_eq(compact16_bf16_from_f32(3.4e38f), 0x7f80);          /* rounds past max */
   ck_assert_uint_eq(compact16_bf16_from_f32(-INFINITY), 0xff80);
   uint16_t nan = compact16_bf16_from_f32(NAN);
   ck_assert((nan & 0x7f80u) == 0x7f80u && (nan & 0x7fu));
@@ -99,8 +114,9 @@ START_TEST(round_trip) {
   for (uint32_t h = 0; h < 65536; h++) {
     float f16 = compact16_fp16_to_f32((uint16_t)h), b16 = compact16_bf16_to_f32((uint16_t)h);
     if (isnan(f16)) ck_assert(isnan(f16) && (compact16_fp16_from_f32(f16) & 0x7c00u) == 0x7c00u);
-    else ck_assert_msg(compact16_fp16_from_f32(f16) == h, "fp16 %04x -> %a -> %04x", h, (double)f16,
-                       compact16_fp16_from_f32(f16));
+    else
+      ck_assert_msg(compact16_fp16_from_f32(f16) == h, "fp16 %04x -> %a -> %04x", h, (double)f16,
+                    compact16_fp16_from_f32(f16));
     if (!isnan(b16)) ck_assert_uint_eq(compact16_bf16_from_f32(b16), h);
   }
 }
@@ -113,7 +129,9 @@ static void check_arrays(uint32_t format) {
   float *src = malloc(N * sizeof *src), *back = malloc(N * sizeof *back);
   uint16_t *packed = malloc(N * sizeof *packed), *sum = malloc(N * sizeof *sum);
   for (int i = 0; i < N; i++) /* normals, subnormals of both formats, 0, inf, NaN */
-    src[i] = i % 97 == 0 ? INFINITY : i % 89 == 0 ? NAN : ldexpf((float)(i % 13) - 6.0f, i % 180 - 150);
+    src[i] = i % 97 == 0   ? INFINITY
+             : i % 89 == 0 ? NAN
+                           : ldexpf((float)(i % 13) - 6.0f, i % 180 - 150);
   compact16_pack(format, src, packed, N);
   compact16_unpack(format, packed, back, N);
   for (int i = 0; i < N; i++) sum[i] = packed[N - 1 - i];
@@ -121,11 +139,13 @@ static void check_arrays(uint32_t format) {
   for (int i = 0; i < N; i++) {
     bool fp16 = format == COMPACT16_FP16;
     uint16_t want = fp16 ? compact16_fp16_from_f32(src[i]) : compact16_bf16_from_f32(src[i]);
-    ck_assert_msg(packed[i] == want, "pack[%d] of %a: %04x, want %04x", i, (double)src[i], packed[i], want);
+    ck_assert_msg(packed[i] == want, "pack[%d] of %a: %04x, want %04x", i, (double)src[i],
+                  packed[i], want);
     float w = fp16 ? compact16_fp16_to_f32(want) : compact16_bf16_to_f32(want);
     ck_assert(compact16_bits(back[i]) == compact16_bits(w));
     float a = fp16 ? compact16_fp16_to_f32(packed[i]) : compact16_bf16_to_f32(packed[i]);
-    float b = fp16 ? compact16_fp16_to_f32(packed[N - 1 - i]) : compact16_bf16_to_f32(packed[N - 1 - i]);
+    float b = fp16 ? compact16_fp16_to_f32(packed[N - 1 - i])
+                   : compact16_bf16_to_f32(packed[N - 1 - i]);
     uint16_t s = fp16 ? compact16_fp16_from_f32(a + b) : compact16_bf16_from_f32(a + b);
     ck_assert_msg(sum[i] == s || (isnan(a + b) && (sum[i] & 0x7fffu) > (fp16 ? 0x7c00u : 0x7f80u)),
                   "add[%d]: %04x, want %04x", i, sum[i], s);

@@ -34,7 +34,8 @@ START_TEST(test_descriptor_slots_and_description) {
   ck_assert_ptr_nonnull(h.dv->all_finite);
   ck_assert(device_harness_has_extension(NULL, CNNB_EXT_FUSED_RELU_ADD));
   void *dev = NULL;
-  cnnb_device_config cfg = {.struct_size = sizeof cfg, .precision = CNNB_PRECISION_FP16, .training = 1};
+  cnnb_device_config cfg = {
+      .struct_size = sizeof cfg, .precision = CNNB_PRECISION_FP16, .training = 1};
   ck_assert_int_eq(h.dv->create(h.ctx, "cpu", &cfg, &dev), CNNB_EUNSUPPORTED);
   ck_assert_ptr_null(dev);
   ck_assert_msg(strstr(cnnb_error_message(h.ctx), "fp16 is not supported on this CPU device") &&
@@ -51,7 +52,8 @@ START_TEST(test_descriptor_slots_and_description) {
   cfg.num_threads = 2;
   ck_assert_int_eq(h.dv->create(h.ctx, "cpu", &cfg, &dev), CNNB_OK);
   const char *desc = h.dv->describe(dev);
-  ck_assert_msg(strstr(desc, "CPU") && strstr(desc, "2 threads") && strstr(desc, "oneDNN"), "%s", desc);
+  ck_assert_msg(strstr(desc, "CPU") && strstr(desc, "2 threads") && strstr(desc, "oneDNN"), "%s",
+                desc);
   h.dv->destroy(dev);
   device_harness_close(&h);
 }
@@ -98,10 +100,13 @@ START_TEST(test_pad_keeps_conv_layout) {
       ck_assert_int_eq(device_harness_open(&h, CNNB_PRECISION_FP32, 1, 1), 0);
       cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
       cnnb_tensor x = cnnb_graph_input(g);
-      cnnb_tensor c = cnnb_conv2d(g, "conv", x, CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
+      cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                                  CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
       cnnb_tensor p = cnnb_pad_channels(g, "pad", c, before, after);
       if (with_add)
-        cnnb_add(g, "add", p, cnnb_conv2d(g, "side", x, CNNB_CONV2D(.filters = width, .kernel_h = 1, .kernel_w = 1)));
+        cnnb_add(g, "add", p,
+                 cnnb_conv2d(g, "side", x,
+                             CNNB_CONV2D(.filters = width, .kernel_h = 1, .kernel_w = 1)));
       ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "graph: %s", cnnb_graph_error(g));
       cnnb_shape cs = cnnb_graph_node(g, c)->shape;
       size_t cbytes = 0, pbytes = 0;
@@ -113,7 +118,8 @@ START_TEST(test_pad_keeps_conv_layout) {
         blocked++;
         ck_assert_msg((int64_t)pbytes == (width + block - 1) / block * block * plane,
                       "conv %d -> pad %d, %d%s: %zu bytes for %d channels, want them in blocks "
-                      "of %lld", filters, before, after, with_add ? " + add" : "", pbytes, width,
+                      "of %lld",
+                      filters, before, after, with_add ? " + add" : "", pbytes, width,
                       (long long)block);
       }
       cnnb_graph_destroy(g);
@@ -185,8 +191,8 @@ static cnnb_graph *every_op_graph(void) {
 START_TEST(cpu_supports_every_op) {
   device_harness h;
   ck_assert_msg(device_harness_open(&h, CNNB_PRECISION_FP32, 1, 1) == 0, "%s", h.error);
-  ck_assert_uint_ge(h.dv->struct_size, offsetof(cnnb_device_vtable, supports_op) +
-                                           sizeof(h.dv->supports_op));
+  ck_assert_uint_ge(h.dv->struct_size,
+                    offsetof(cnnb_device_vtable, supports_op) + sizeof(h.dv->supports_op));
   ck_assert_ptr_nonnull(h.dv->supports_op);
   for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
     ck_assert_msg(h.dv->supports_op(h.dev, op) == 1, "cpu does not run %s", cnnb_op_name(op));
@@ -199,7 +205,8 @@ START_TEST(cpu_supports_every_op) {
   for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) seen[cnnb_graph_node(g, i)->op] = true;
   for (uint32_t op = 1; op < CNNB_OP_COUNT_; op++)
     ck_assert_msg(seen[op], "every_op_graph lacks %s", cnnb_op_name(op));
-  ck_assert_int_eq(cnnb_ops_check_device(h.ctx, g, h.dv, h.dev, h.plugin->abi_minor, "cpu"), CNNB_OK);
+  ck_assert_int_eq(cnnb_ops_check_device(h.ctx, g, h.dv, h.dev, h.plugin->abi_minor, "cpu"),
+                   CNNB_OK);
   ck_assert_uint_eq(cnnb_ops_device_relu_fusion(h.plugin, h.dv, h.dev), CNNB_FUSE_ALL);
   /* And what it says it runs, it prepares. */
   device_run *run = device_run_create(&h, g);

@@ -82,7 +82,7 @@ static void emit_levels(void) {
   cnnb_log(ctx, CNNB_LOG_DEBUG, "hidden at info");
   cnnb_ctx_set_log_level(root, CNNB_LOG_DEBUG); /* the root's setting reaches its children */
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shown at debug\n");
-  cnnb_ctx_set_log_level(ctx, CNNB_LOG_ERROR);  /* and a child's, the whole family */
+  cnnb_ctx_set_log_level(ctx, CNNB_LOG_ERROR); /* and a child's, the whole family */
   cnnb_log(root, CNNB_LOG_WARN, "hidden at error");
   cnnb_log_component("cnnbench", CNNB_LOG_ERROR, "core says %s", "hi");
   /* Another family keeps its own level. */
@@ -97,14 +97,13 @@ static void emit_levels(void) {
 
 START_TEST(log_prefix_and_level) {
   char *text = capture_stderr(emit_levels);
-  ck_assert_str_eq(text,
-                   "cpu: oneDNN 2.6\n"
-                   "cpu: warning: slow path\n"
-                   "cpu: error: bad thing\n"
-                   "cpu: debug: shown at debug\n"
-                   "cnnbench: error: core says hi\n"
-                   "other: still at info\n"
-                   "[rank 3] cpu: error: tagged\n");
+  ck_assert_str_eq(text, "cpu: oneDNN 2.6\n"
+                         "cpu: warning: slow path\n"
+                         "cpu: error: bad thing\n"
+                         "cpu: debug: shown at debug\n"
+                         "cnnbench: error: core says hi\n"
+                         "other: still at info\n"
+                         "[rank 3] cpu: error: tagged\n");
   free(text);
 }
 END_TEST

@@ -33,7 +33,7 @@ static float rng_uniform(float lo, float hi) {
 
 /* ---- layouts ------------------------------------------------------------------------ */
 
-static const int64_t SHAPES[][4] = {{1, 1, 1, 1}, {2, 3, 4, 5}, {3, 7, 1, 1}, {1, 16, 5, 3},
+static const int64_t SHAPES[][4] = {{1, 1, 1, 1}, {2, 3, 4, 5},  {3, 7, 1, 1}, {1, 16, 5, 3},
                                     {4, 1, 6, 2}, {2, 64, 3, 3}, {5, 3, 7, 11}};
 
 START_TEST(layout_offsets_are_bijections) {
@@ -59,8 +59,10 @@ START_TEST(layout_offsets_are_bijections) {
               ck_assert_int_eq(gpu_channel_of(nhwc, C, H, W, at), c);
             }
             /* The named layouts are what they say. */
-            ck_assert_int_eq(gpu_offset_nchw(C, H, W, n, c, h, w), n * C * H * W + c * H * W + h * W + w);
-            ck_assert_int_eq(gpu_offset_nhwc(C, H, W, n, c, h, w), n * H * W * C + h * W * C + w * C + c);
+            ck_assert_int_eq(gpu_offset_nchw(C, H, W, n, c, h, w),
+                             n * C * H * W + c * H * W + h * W + w);
+            ck_assert_int_eq(gpu_offset_nhwc(C, H, W, n, c, h, w),
+                             n * H * W * C + h * W * C + w * C + c);
           }
     /* Every offset was hit exactly once (count hits, none twice). */
     for (int nhwc = 0; nhwc < 2; nhwc++)
@@ -148,8 +150,8 @@ START_TEST(dropout_rate_and_determinism) {
     }
     /* Binomial(N, p): within 6 standard deviations (about 3000 for p = 0.5). */
     double mean = (double)DROP_N * p, sd = sqrt((double)DROP_N * p * (1.0 - p));
-    ck_assert_msg(fabs((double)kept - mean) <= 6.0 * sd, "keep_prob %g: kept %lld of %d",
-                  (double)p, (long long)kept, DROP_N);
+    ck_assert_msg(fabs((double)kept - mean) <= 6.0 * sd, "keep_prob %g: kept %lld of %d", (double)p,
+                  (long long)kept, DROP_N);
     /* Independent masks agree on p^2 + (1 - p)^2 of the elements, not on all. */
     double agree = p * p + (1.0 - p) * (1.0 - p), sd2 = sqrt(DROP_N * agree * (1.0 - agree));
     ck_assert(fabs((double)same_next_step - DROP_N * agree) <= 6.0 * sd2);
@@ -160,7 +162,8 @@ START_TEST(dropout_rate_and_determinism) {
   ck_assert_uint_eq(gpu_dropout_threshold(0.5f), 1ull << 31);
   ck_assert_uint_eq(gpu_dropout_threshold(0.0f), 0);
   for (int64_t i = 0; i < 100000; i++)
-    if (!gpu_dropout_keep(7u, 3u, i, 1.0f)) ck_abort_msg("keep_prob 1 dropped element %lld", (long long)i);
+    if (!gpu_dropout_keep(7u, 3u, i, 1.0f))
+      ck_abort_msg("keep_prob 1 dropped element %lld", (long long)i);
 }
 END_TEST
 
@@ -216,20 +219,37 @@ START_TEST(update_matches_reference_bit_for_bit) {
     memcpy(w, w_ref, sizeof w);
     memcpy(s1, s1_ref, sizeof s1);
     memcpy(s2, s2_ref, sizeof s2);
-    cnnb_update u = {.struct_size = sizeof(cnnb_update), .rule = c->rule, .count = UPD_N,
-                     .params = w_ref, .grads = grads, .slot1 = s1_ref, .slot2 = s2_ref,
+    cnnb_update u = {.struct_size = sizeof(cnnb_update),
+                     .rule = c->rule,
+                     .count = UPD_N,
+                     .params = w_ref,
+                     .grads = grads,
+                     .slot1 = s1_ref,
+                     .slot2 = s2_ref,
                      .learning_rate = 0.1f * (float)(round + 1) / 3.0f,
-                     .weight_decay = c->weight_decay, .grad_scale = c->grad_scale,
-                     .clip = c->clip, .momentum = 0.9f, .rho = 0.9f, .epsilon = 1e-8f,
-                     .beta1 = 0.9f, .beta2 = 0.999f, .nesterov = c->nesterov,
+                     .weight_decay = c->weight_decay,
+                     .grad_scale = c->grad_scale,
+                     .clip = c->clip,
+                     .momentum = 0.9f,
+                     .rho = 0.9f,
+                     .epsilon = 1e-8f,
+                     .beta1 = 0.9f,
+                     .beta2 = 0.999f,
+                     .nesterov = c->nesterov,
                      .step = c->step + round};
     if (c->rule == CNNB_OPT_RMSPROP) u.epsilon = 1.0f; /* tf_cnn_benchmarks' default */
     cnnb_update_reference(&u);
 
-    gpu_update_hyper h = {.rule = (int32_t)u.rule, .nesterov = u.nesterov,
-                          .learning_rate = u.learning_rate, .weight_decay = u.weight_decay,
-                          .grad_scale = u.grad_scale, .clip = u.clip, .momentum = u.momentum,
-                          .rho = u.rho, .epsilon = u.epsilon, .beta1 = u.beta1,
+    gpu_update_hyper h = {.rule = (int32_t)u.rule,
+                          .nesterov = u.nesterov,
+                          .learning_rate = u.learning_rate,
+                          .weight_decay = u.weight_decay,
+                          .grad_scale = u.grad_scale,
+                          .clip = u.clip,
+                          .momentum = u.momentum,
+                          .rho = u.rho,
+                          .epsilon = u.epsilon,
+                          .beta1 = u.beta1,
                           .beta2 = u.beta2,
                           .adam_lr_t = gpu_adam_lr_t(u.learning_rate, u.beta1, u.beta2, u.step)};
     for (int i = 0; i < UPD_N; i++) {

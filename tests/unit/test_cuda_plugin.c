@@ -28,7 +28,8 @@ static const cnnb_plugin *load_plugin(cnnb_loader **l, cnnb_ctx **ctx) {
   char err[1024] = "";
   ck_assert_msg(cnnb_loader_discover(*l, plugin_path, err, sizeof err) == CNNB_OK, "%s", err);
   const cnnb_plugin *p = NULL;
-  ck_assert_msg(cnnb_loader_find(*l, CNNB_KIND_DEVICE, "cuda", &p, NULL, err, sizeof err) == CNNB_OK,
+  ck_assert_msg(cnnb_loader_find(*l, CNNB_KIND_DEVICE, "cuda", &p, NULL, err, sizeof err) ==
+                    CNNB_OK,
                 "%s", err);
   return p;
 }
@@ -71,7 +72,8 @@ START_TEST(unavailable_is_one_line_and_create_refuses) {
   ck_assert_uint_gt(strlen(why), 10);
   ck_assert_str_eq(cnnb_device_unavailable(p), why);
   const cnnb_device_vtable *dv = p->vtable;
-  cnnb_device_config cfg = {.struct_size = sizeof cfg, .precision = CNNB_PRECISION_FP32, .training = 1};
+  cnnb_device_config cfg = {
+      .struct_size = sizeof cfg, .precision = CNNB_PRECISION_FP32, .training = 1};
   void *dev = (void *)1;
   ck_assert_int_eq(dv->create(ctx, "cuda", &cfg, &dev), CNNB_EUNSUPPORTED);
   ck_assert_ptr_null(dev);
@@ -100,11 +102,12 @@ START_TEST(implementation_matches_the_plugin) {
   const cnnb_device_vtable *v = impl->vtable;
   ck_assert_uint_eq(v->struct_size, sizeof(cnnb_device_vtable));
   /* Every slot: the plugin forwards each one without checking. */
-  const void *slots[] = {v->create,   v->destroy,  v->describe,   v->alloc,        v->free,
-                         v->copy_to_device, v->copy_to_host, v->fill_zero, v->synchronize,
-                         v->tensor_bytes, v->tensor_from_host, v->tensor_to_host, v->prepare,
-                         v->release,  v->forward,  v->backward,   v->accumulate,   v->update,
-                         v->all_finite, v->supports_op, v->get_extension};
+  const void *slots[] = {v->create,       v->destroy,        v->describe,         v->alloc,
+                         v->free,         v->copy_to_device, v->copy_to_host,     v->fill_zero,
+                         v->synchronize,  v->tensor_bytes,   v->tensor_from_host, v->tensor_to_host,
+                         v->prepare,      v->release,        v->forward,          v->backward,
+                         v->accumulate,   v->update,         v->all_finite,       v->supports_op,
+                         v->get_extension};
   for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
     ck_assert_msg(slots[i] != NULL, "slot %zu is NULL", i);
   ck_assert_ptr_nonnull(impl->uint8_input);

@@ -37,8 +37,8 @@ START_TEST(every_n_epochs_as_tf_cnn_benchmarks) {
   /* 50000 examples an epoch, 16 a step, 12 steps = 0.00384 epochs; n = 0.001:
    * arange(0.001, 0.00384, 0.001) = 0.001, 0.002, 0.003, each at
    * int(e * 50000 + 15) // 16 = 65 // 16, 115 // 16, 165 // 16 = 4, 7, 10. */
-  cnnb_eval_schedule s = {.every_n_epochs = 0.001, .examples_per_epoch = 50000,
-                          .global_batch = 16, .num_batches = 12};
+  cnnb_eval_schedule s = {
+      .every_n_epochs = 0.001, .examples_per_epoch = 50000, .global_batch = 16, .num_batches = 12};
   int64_t steps[16];
   ck_assert_int_eq(due_steps(&s, steps, 16), 3);
   ck_assert_int_eq(steps[0], 4);
@@ -67,8 +67,10 @@ END_TEST
 START_TEST(every_n_epochs_far_into_a_run) {
   /* ImageNet, 256 a step, every 4 epochs over 90: 1281167 * 4 = 5124668 examples,
    * (5124668 + 255) // 256 = 20019 (20018.9...): due at 20019, not 20018 or 20020. */
-  cnnb_eval_schedule s = {.every_n_epochs = 4, .examples_per_epoch = 1281167,
-                          .global_batch = 256, .num_batches = 450410};
+  cnnb_eval_schedule s = {.every_n_epochs = 4,
+                          .examples_per_epoch = 1281167,
+                          .global_batch = 256,
+                          .num_batches = 450410};
   ck_assert(cnnb_eval_schedule_due(&s, 20019));
   ck_assert(!cnnb_eval_schedule_due(&s, 20018));
   ck_assert(!cnnb_eval_schedule_due(&s, 20020));
@@ -122,8 +124,8 @@ static void setup_world(void) {
                                  .vt.strategy = &strategy_vt,
                                  .ctx = cnnb_ctx_create_child(ctx, "fake"),
                                  .state = &world};
-  run_world = (cnnb_world){.rank = world.rank, .size = world.world, .strategy = &strategy,
-                           .ctx = ctx};
+  run_world = (cnnb_world){
+      .rank = world.rank, .size = world.world, .strategy = &strategy, .ctx = ctx};
 }
 
 static void teardown_world(void) {

@@ -60,7 +60,9 @@ static void varint(pb *b, uint64_t v) {
     put(b, &c, 1);
   } while (v);
 }
-static void tag(pb *b, uint32_t field, int wire) { varint(b, (uint64_t)field << 3 | (unsigned)wire); }
+static void tag(pb *b, uint32_t field, int wire) {
+  varint(b, (uint64_t)field << 3 | (unsigned)wire);
+}
 static void field_bytes(pb *b, uint32_t field, const void *data, size_t n) {
   tag(b, field, 2);
   varint(b, n);
@@ -146,10 +148,18 @@ END_TEST
 START_TEST(encode_round_trip) {
   image_box boxes[3] = {{0.1f, 0.2f, 0.3f, 0.4f}, {0.f, 0.f, 1.f, 1.f}, {0.5f, 0.25f, 0.75f, 0.5f}};
   for (int nb = 0; nb <= 3; nb++) {
-    example_fields in = {.image = jpeg, .image_size = sizeof jpeg, .label = 1000,
-                         .synset = "n15075141", .text = "toilet tissue", .filename = "x.JPEG",
-                         .colorspace = "RGB", .height = 333, .width = 500, .channels = 3,
-                         .boxes = boxes, .num_boxes = nb};
+    example_fields in = {.image = jpeg,
+                         .image_size = sizeof jpeg,
+                         .label = 1000,
+                         .synset = "n15075141",
+                         .text = "toilet tissue",
+                         .filename = "x.JPEG",
+                         .colorspace = "RGB",
+                         .height = 333,
+                         .width = 500,
+                         .channels = 3,
+                         .boxes = boxes,
+                         .num_boxes = nb};
     uint8_t *rec;
     size_t size;
     ck_assert_int_eq(example_encode(&in, &rec, &size), 0);
@@ -167,13 +177,15 @@ START_TEST(encode_round_trip) {
     ck_assert_int_eq(memcmp(ex.image, jpeg, sizeof jpeg), 0);
     ck_assert(ex.image >= rec && ex.image + ex.image_size <= rec + size);
     ck_assert_int_eq(ex.num_boxes, nb);
-    for (int i = 0; i < nb; i++) ck_assert_int_eq(memcmp(&ex.boxes[i], &boxes[i], sizeof boxes[i]), 0);
+    for (int i = 0; i < nb; i++)
+      ck_assert_int_eq(memcmp(&ex.boxes[i], &boxes[i], sizeof boxes[i]), 0);
     /* Every proper prefix is malformed (image/encoded comes last), and says so. */
     for (size_t cut = 0; cut < size; cut++) {
       uint8_t *prefix = malloc(cut + 1); /* exact size: ASan sees a read past it */
       if (cut) memcpy(prefix, rec, cut);
       err[0] = 0;
-      ck_assert_msg(example_parse(prefix, cut, &ex, err, sizeof err) == -1, "prefix %zu parsed", cut);
+      ck_assert_msg(example_parse(prefix, cut, &ex, err, sizeof err) == -1, "prefix %zu parsed",
+                    cut);
       ck_assert_msg(strncmp(err, "tf.Example: ", 12) == 0, "prefix %zu: '%s'", cut, err);
       free(prefix);
     }
@@ -184,8 +196,12 @@ END_TEST
 
 START_TEST(encode_edge_values) {
   /* A large label and empty strings still round trip; negative numbers take 10 bytes. */
-  example_fields in = {.image = jpeg, .image_size = sizeof jpeg, .label = -5, .height = 1,
-                       .width = 1 << 20, .channels = 1};
+  example_fields in = {.image = jpeg,
+                       .image_size = sizeof jpeg,
+                       .label = -5,
+                       .height = 1,
+                       .width = 1 << 20,
+                       .channels = 1};
   uint8_t *rec;
   size_t size;
   ck_assert_int_eq(example_encode(&in, &rec, &size), 0);
@@ -205,7 +221,8 @@ START_TEST(unpacked_and_mixed) {
   int64_t label = 7;
   f = int64_feature_unpacked(&label, 1);
   entry(&features, "image/class/label", &f);
-  float xmin[2] = {0.1f, 0.2f}, ymin[2] = {0.3f, 0.4f}, xmax[2] = {0.5f, 0.6f}, ymax[2] = {0.7f, 0.8f};
+  float xmin[2] = {0.1f, 0.2f}, ymin[2] = {0.3f, 0.4f}, xmax[2] = {0.5f, 0.6f},
+        ymax[2] = {0.7f, 0.8f};
   f = float_feature_unpacked(xmin, 2);
   entry(&features, "image/object/bbox/xmin", &f);
   f = float_feature_packed(ymin, 2);

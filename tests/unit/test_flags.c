@@ -80,8 +80,7 @@ START_TEST(bools_tf_style) {
   ck_assert(cnnb_flags_bool(flags, "forward_only"));
   ck_assert(cnnb_flags_bool(flags, "eval"));
   ck_assert(cnnb_flags_bool(flags, "print_training_accuracy"));
-  ck_assert_int_eq(parse("--noforward_only --eval=false --print_training_accuracy=False"),
-                   CNNB_OK);
+  ck_assert_int_eq(parse("--noforward_only --eval=false --print_training_accuracy=False"), CNNB_OK);
   ck_assert(!cnnb_flags_bool(flags, "forward_only"));
   ck_assert(cnnb_flags_is_set(flags, "forward_only"));
   ck_assert(!cnnb_flags_bool(flags, "eval"));
@@ -122,9 +121,8 @@ START_TEST(bad_values_name_the_flag) {
   ck_assert_int_eq(parse("--batch_size=1.5"), CNNB_EINVAL);
   ck_assert_str_eq(err, "flag --batch_size: '1.5' is not an integer");
   ck_assert_int_eq(parse("--num_batches=99999999999999999999"), CNNB_EINVAL);
-  ck_assert_str_eq(err,
-                   "flag --num_batches: '99999999999999999999' is out of range for a 64-bit "
-                   "integer");
+  ck_assert_str_eq(err, "flag --num_batches: '99999999999999999999' is out of range for a 64-bit "
+                        "integer");
   ck_assert_int_eq(parse("--momentum=fast"), CNNB_EINVAL);
   ck_assert_str_eq(err, "flag --momentum: 'fast' is not a number");
   ck_assert_int_eq(parse("--momentum=1e999"), CNNB_EINVAL);
@@ -132,9 +130,8 @@ START_TEST(bad_values_name_the_flag) {
   ck_assert_int_eq(parse("--momentum=nan"), CNNB_EINVAL);
   ck_assert_ptr_nonnull(strstr(err, "flag --momentum"));
   ck_assert_int_eq(parse("--optimizer=adamw"), CNNB_EINVAL);
-  ck_assert_str_eq(err,
-                   "flag --optimizer: 'adamw' is not one of sgd, momentum, rmsprop, adam "
-                   "(did you mean adam?)");
+  ck_assert_str_eq(err, "flag --optimizer: 'adamw' is not one of sgd, momentum, rmsprop, adam "
+                        "(did you mean adam?)");
   ck_assert_int_eq(parse("--precision=int8"), CNNB_EINVAL);
   ck_assert_ptr_nonnull(strstr(err, "flag --precision: 'int8' is not one of fp32, bf16, fp16"));
   ck_assert_int_eq(parse("--log_level=verbose"), CNNB_EINVAL);
@@ -151,9 +148,8 @@ START_TEST(missing_value_and_strays) {
   ck_assert_int_eq(parse("--data_dir --model=x"), CNNB_EINVAL);
   ck_assert_str_eq(err, "flag --data_dir: missing value (write --data_dir=VALUE)");
   ck_assert_int_eq(parse("--model=x resnet50"), CNNB_EINVAL);
-  ck_assert_str_eq(err,
-                   "unexpected argument 'resnet50': cnnbench takes only flags, written "
-                   "--name=value");
+  ck_assert_str_eq(err, "unexpected argument 'resnet50': cnnbench takes only flags, written "
+                        "--name=value");
   ck_assert_int_eq(parse("foo bar --model=x"), CNNB_EINVAL);
   ck_assert_ptr_nonnull(strstr(err, "unexpected arguments 'foo', 'bar'"));
   ck_assert_int_eq(parse("--model=x -- extra"), CNNB_EINVAL);
@@ -214,14 +210,16 @@ START_TEST(plugin_flags_in_help) {
   long devices = offset_of(text, "\nDevices:\n");
   long optim = offset_of(text, "\nOptimization:\n");
   long plugin = offset_of(text, "\nPlugin nccl:\n");
-  long streams = offset_of(text, "  --nccl_streams  (int, default 2)\n      NCCL streams per device.\n");
+  long streams = offset_of(text,
+                           "  --nccl_streams  (int, default 2)\n      NCCL streams per device.\n");
   ck_assert_int_ge(general, 0);
   ck_assert_int_ge(streams, 0);
   ck_assert(general < model && model < devices && devices < optim && optim < plugin);
   ck_assert(plugin < streams);
   ck_assert_ptr_nonnull(strstr(text, "  --[no]nccl_fuse  (bool, default false)\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --batch_size  (int, default 0)\n"));
-  ck_assert_ptr_nonnull(strstr(text, "  --optimizer  (sgd|momentum|rmsprop|adam, default \"sgd\")\n"));
+  ck_assert_ptr_nonnull(strstr(text,
+                               "  --optimizer  (sgd|momentum|rmsprop|adam, default \"sgd\")\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --seed, --tf_random_seed  (int, default 1234)\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --plugin  (string, repeatable: values joined by ':')\n"));
   /* Help text is wrapped: no line runs past 80 columns. */

@@ -16,25 +16,25 @@ static cnnb_shape shape(const cnnb_graph *g, cnnb_tensor t) {
   return n->shape;
 }
 
-#define ck_assert_shape(g, t, N, C, H, W)                                     \
-  do {                                                                        \
-    cnnb_shape s_ = shape((g), (t));                                          \
-    ck_assert_msg(s_.n == (N) && s_.c == (C) && s_.h == (H) && s_.w == (W),   \
-                  "shape [%d, %d, %d, %d], expected [%d, %d, %d, %d]", s_.n,  \
-                  s_.c, s_.h, s_.w, (N), (C), (H), (W));                      \
+#define ck_assert_shape(g, t, N, C, H, W)                                                      \
+  do {                                                                                         \
+    cnnb_shape s_ = shape((g), (t));                                                           \
+    ck_assert_msg(s_.n == (N) && s_.c == (C) && s_.h == (H) && s_.w == (W),                    \
+                  "shape [%d, %d, %d, %d], expected [%d, %d, %d, %d]", s_.n, s_.c, s_.h, s_.w, \
+                  (N), (C), (H), (W));                                                         \
   } while (0)
 
-#define ck_assert_pads(g, t, T, B, L, R)                                                     \
-  do {                                                                                       \
-    const cnnb_node *n_ = cnnb_graph_node((g), (t));                                         \
-    ck_assert_msg(n_->attr.window.pad_top == (T) && n_->attr.window.pad_bottom == (B) &&     \
-                      n_->attr.window.pad_left == (L) && n_->attr.window.pad_right == (R),   \
-                  "pads %d,%d,%d,%d expected %d,%d,%d,%d", n_->attr.window.pad_top,          \
-                  n_->attr.window.pad_bottom, n_->attr.window.pad_left,                      \
-                  n_->attr.window.pad_right, (T), (B), (L), (R));                            \
+#define ck_assert_pads(g, t, T, B, L, R)                                                           \
+  do {                                                                                             \
+    const cnnb_node *n_ = cnnb_graph_node((g), (t));                                               \
+    ck_assert_msg(n_->attr.window.pad_top == (T) && n_->attr.window.pad_bottom == (B) &&           \
+                      n_->attr.window.pad_left == (L) && n_->attr.window.pad_right == (R),         \
+                  "pads %d,%d,%d,%d expected %d,%d,%d,%d", n_->attr.window.pad_top,                \
+                  n_->attr.window.pad_bottom, n_->attr.window.pad_left, n_->attr.window.pad_right, \
+                  (T), (B), (L), (R));                                                             \
   } while (0)
 
-#define ck_assert_error_has(g, needle)                                                 \
+#define ck_assert_error_has(g, needle)                                                  \
   ck_assert_msg(strstr(cnnb_graph_error(g), (needle)) != NULL, "error '%s' lacks '%s'", \
                 cnnb_graph_error(g), (needle))
 
@@ -71,8 +71,9 @@ START_TEST(test_conv_same_valid_explicit) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 224, 224, 10);
   cnnb_tensor x = cnnb_graph_input(g);
   /* SAME, stride 2, 7x7 on 224: out 112, pad_total (111*2 + 7 - 224) = 5 -> 2 top, 3 bottom. */
-  cnnb_tensor a = cnnb_conv2d(g, "a", x, CNNB_CONV2D(.filters = 64, .kernel_h = 7, .kernel_w = 7,
-                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor a = cnnb_conv2d(g, "a", x,
+                              CNNB_CONV2D(.filters = 64, .kernel_h = 7, .kernel_w = 7,
+                                          .stride_h = 2, .stride_w = 2));
   ck_assert_shape(g, a, 2, 64, 112, 112);
   ck_assert_pads(g, a, 2, 3, 2, 3);
   ck_assert_int_eq(cnnb_graph_node(g, a)->attr.window.stride_h, 2);
@@ -80,32 +81,35 @@ START_TEST(test_conv_same_valid_explicit) {
   ck_assert_int_eq(cnnb_graph_node(g, a)->attr.window.groups, 1);
   ck_assert_int_eq(cnnb_graph_node(g, a)->attr.window.filters, 64);
   /* SAME stride 1 3x3: same size, 1 / 1. */
-  cnnb_tensor b = cnnb_conv2d(g, "b", a, CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3,
-                                                     .padding = CNNB_PAD_SAME));
+  cnnb_tensor b = cnnb_conv2d(g, "b", a,
+                              CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3,
+                                          .padding = CNNB_PAD_SAME));
   ck_assert_shape(g, b, 2, 32, 112, 112);
   ck_assert_pads(g, b, 1, 1, 1, 1);
   /* SAME where the stride covers the kernel: 1x1 stride 2 on 112 -> 56, no padding. */
-  cnnb_tensor c = cnnb_conv2d(g, "c", b, CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1,
-                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor c = cnnb_conv2d(g, "c", b,
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1, .stride_h = 2,
+                                          .stride_w = 2));
   ck_assert_shape(g, c, 2, 8, 56, 56);
   ck_assert_pads(g, c, 0, 0, 0, 0);
   /* VALID 11x11 stride 4 on 227 -> 55 (AlexNet). */
   cnnb_graph *g2 = cnnb_graph_create(1, 3, 227, 227, 10);
-  cnnb_tensor d = cnnb_conv2d(g2, "d", 0, CNNB_CONV2D(.filters = 64, .kernel_h = 11, .kernel_w = 11,
-                                                      .stride_h = 4, .stride_w = 4,
-                                                      .padding = CNNB_PAD_VALID));
+  cnnb_tensor d = cnnb_conv2d(g2, "d", 0,
+                              CNNB_CONV2D(.filters = 64, .kernel_h = 11, .kernel_w = 11,
+                                          .stride_h = 4, .stride_w = 4, .padding = CNNB_PAD_VALID));
   ck_assert_shape(g2, d, 1, 64, 55, 55);
   ck_assert_pads(g2, d, 0, 0, 0, 0);
   /* VALID, non-square, floor: (20 - 3) / 2 + 1 = 9 and (9 - 5) / 1 + 1 = 5. */
   cnnb_graph *g3 = cnnb_graph_create(1, 4, 20, 9, 10);
-  cnnb_tensor e = cnnb_conv2d(g3, "e", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 5,
-                                                      .stride_h = 2, .padding = CNNB_PAD_VALID));
+  cnnb_tensor e = cnnb_conv2d(g3, "e", 0,
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 5, .stride_h = 2,
+                                          .padding = CNNB_PAD_VALID));
   ck_assert_shape(g3, e, 1, 4, 9, 5);
   /* EXPLICIT: (20 + 1 + 2 - 3) / 1 + 1 = 21, (9 + 0 + 4 - 5) / 3 + 1 = 3. */
-  cnnb_tensor f = cnnb_conv2d(g3, "f", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 5,
-                                                      .stride_w = 3, .padding = CNNB_PAD_EXPLICIT,
-                                                      .pad_top = 1, .pad_bottom = 2,
-                                                      .pad_right = 4));
+  cnnb_tensor f = cnnb_conv2d(g3, "f", 0,
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 5, .stride_w = 3,
+                                          .padding = CNNB_PAD_EXPLICIT, .pad_top = 1,
+                                          .pad_bottom = 2, .pad_right = 4));
   ck_assert_shape(g3, f, 1, 4, 21, 3);
   ck_assert_pads(g3, f, 1, 2, 0, 4);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
@@ -120,26 +124,29 @@ END_TEST
 START_TEST(test_conv_dilation_groups) {
   cnnb_graph *g = cnnb_graph_create(1, 16, 32, 32, 10);
   /* Dilation 2, 3x3 -> effective 5x5. VALID: 32 - 5 + 1 = 28. SAME: 32, pads 2 / 2. */
-  cnnb_tensor a = cnnb_conv2d(g, "a", 0, CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
-                                                     .dilation_h = 2, .dilation_w = 2,
-                                                     .padding = CNNB_PAD_VALID));
+  cnnb_tensor a = cnnb_conv2d(g, "a", 0,
+                              CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
+                                          .dilation_h = 2, .dilation_w = 2,
+                                          .padding = CNNB_PAD_VALID));
   ck_assert_shape(g, a, 1, 16, 28, 28);
-  cnnb_tensor b = cnnb_conv2d(g, "b", 0, CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
-                                                     .dilation_h = 2, .dilation_w = 2));
+  cnnb_tensor b = cnnb_conv2d(g, "b", 0,
+                              CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
+                                          .dilation_h = 2, .dilation_w = 2));
   ck_assert_shape(g, b, 1, 16, 32, 32);
   ck_assert_pads(g, b, 2, 2, 2, 2);
   ck_assert_int_eq(cnnb_graph_node(g, b)->attr.window.dilation_h, 2);
   /* Groups 4: kernel [32, 16/4, 3, 3]. Depthwise: groups = C = filters -> [16, 1, 3, 3]. */
-  cnnb_tensor c = cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3,
-                                                     .groups = 4));
+  cnnb_tensor c =
+      cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3, .groups = 4));
   ck_assert_shape(g, c, 1, 32, 32, 32);
   const cnnb_param *k = cnnb_graph_param(g, cnnb_graph_node(g, c)->params[0]);
   ck_assert_int_eq(k->ndims, 4);
   ck_assert_int_eq(k->dims[0], 32);
   ck_assert_int_eq(k->dims[1], 4);
   ck_assert_int_eq(k->count, 32 * 4 * 9);
-  cnnb_tensor d = cnnb_conv2d(g, "d", 0, CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
-                                                     .groups = 16));
+  cnnb_tensor d = cnnb_conv2d(g, "d", 0,
+                              CNNB_CONV2D(.filters = 16, .kernel_h = 3, .kernel_w = 3,
+                                          .groups = 16));
   ck_assert_int_eq(cnnb_graph_param(g, cnnb_graph_node(g, d)->params[0])->count, 16 * 9);
   ck_assert_int_eq(cnnb_graph_node(g, d)->attr.window.groups, 16);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
@@ -155,21 +162,23 @@ START_TEST(test_pool_shapes) {
   ck_assert_int_eq(cnnb_graph_node(g, a)->attr.window.stride_h, 3);
   ck_assert_pads(g, a, 0, 0, 0, 0);
   /* ResNet: 3x3 / 2 SAME on 112 -> 56, pad_total (55*2 + 3 - 112) = 1 -> 0 / 1. */
-  cnnb_tensor b = cnnb_max_pool(g, "b", 0, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2,
-                                                    .stride_w = 2, .padding = CNNB_PAD_SAME));
+  cnnb_tensor b = cnnb_max_pool(g, "b", 0,
+                                CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2,
+                                          .stride_w = 2, .padding = CNNB_PAD_SAME));
   ck_assert_shape(g, b, 4, 64, 56, 56);
   ck_assert_pads(g, b, 0, 1, 0, 1);
   /* AlexNet: 3x3 / 2 VALID on 55 -> 27. */
   cnnb_graph *g2 = cnnb_graph_create(1, 64, 55, 55, 10);
-  cnnb_tensor c = cnnb_avg_pool(g2, "c", 0, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2,
-                                                     .stride_w = 2));
+  cnnb_tensor c = cnnb_avg_pool(g2, "c", 0,
+                                CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2,
+                                          .stride_w = 2));
   ck_assert_shape(g2, c, 1, 64, 27, 27);
   ck_assert_int_eq(cnnb_graph_node(g2, c)->op, CNNB_OP_AVG_POOL);
   /* EXPLICIT 1 all round, 3x3 / 1 -> 55. */
-  cnnb_tensor d = cnnb_avg_pool(g2, "d", 0, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1,
-                                                     .stride_w = 1, .padding = CNNB_PAD_EXPLICIT,
-                                                     .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
-                                                     .pad_right = 1));
+  cnnb_tensor d = cnnb_avg_pool(g2, "d", 0,
+                                CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1,
+                                          .stride_w = 1, .padding = CNNB_PAD_EXPLICIT, .pad_top = 1,
+                                          .pad_bottom = 1, .pad_left = 1, .pad_right = 1));
   ck_assert_shape(g2, d, 1, 64, 55, 55);
   cnnb_tensor e = cnnb_global_avg_pool(g2, "e", d);
   ck_assert_shape(g2, e, 1, 64, 1, 1);
@@ -187,7 +196,9 @@ START_TEST(test_other_shapes) {
   ck_assert_shape(g, bn, 2, 8, 6, 6);
   cnnb_tensor r = cnnb_relu(g, "r", bn);
   ck_assert_shape(g, r, 2, 8, 6, 6);
-  cnnb_tensor l = cnnb_lrn(g, "l", r, CNNB_LRN(.depth_radius = 4, .bias = 1, .alpha = 0.001f / 9, .beta = 0.75f));
+  cnnb_tensor l = cnnb_lrn(g, "l", r,
+                           CNNB_LRN(.depth_radius = 4, .bias = 1, .alpha = 0.001f / 9,
+                                    .beta = 0.75f));
   ck_assert_shape(g, l, 2, 8, 6, 6);
   ck_assert_int_eq(cnnb_graph_node(g, l)->attr.lrn.depth_radius, 4);
   cnnb_tensor c = cnnb_concat(g, "cat", 3, (cnnb_tensor[]){0, r, l});
@@ -219,8 +230,9 @@ END_TEST
 /* relu6 (ABI 1.1): its own op and name, the input's shape, the builder's usual checks. */
 START_TEST(test_relu6) {
   cnnb_graph *g = cnnb_graph_create(2, 8, 6, 5, 10);
-  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 12, .kernel_h = 3, .kernel_w = 3,
-                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0,
+                              CNNB_CONV2D(.filters = 12, .kernel_h = 3, .kernel_w = 3,
+                                          .stride_h = 2, .stride_w = 2));
   cnnb_tensor r = cnnb_relu6(g, NULL, c);
   ck_assert_int_ge(r, 0);
   ck_assert_shape(g, r, 2, 12, 3, 3);
@@ -259,8 +271,9 @@ END_TEST
  * parameters; negative pads and a channel count past int32 are refused by name. */
 START_TEST(test_pad_channels) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 9, 7, 10);
-  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3,
-                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0,
+                              CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3, .stride_h = 2,
+                                          .stride_w = 2));
   cnnb_tensor p = cnnb_pad_channels(g, NULL, c, 3, 4);
   ck_assert_int_ge(p, 0);
   ck_assert_shape(g, p, 2, 12, 5, 4);
@@ -312,24 +325,29 @@ END_TEST
 
 START_TEST(test_error_filter_larger) {
   cnnb_graph *g = cnnb_graph_create(1, 3, 3, 3, 10);
-  cnnb_tensor t = cnnb_conv2d(g, "conv1", 0, CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
-                                                         .padding = CNNB_PAD_VALID));
+  cnnb_tensor t = cnnb_conv2d(g, "conv1", 0,
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
+                                          .padding = CNNB_PAD_VALID));
   ck_assert_int_eq(t, CNNB_NO_TENSOR);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_EINVAL);
-  ck_assert_error_has(g, "conv2d 'conv1': filter 7x7 (dilated 7x7) larger than padded input 3x3 (padding VALID)");
+  ck_assert_error_has(
+      g, "conv2d 'conv1': filter 7x7 (dilated 7x7) larger than padded input 3x3 (padding VALID)");
   ck_assert_error_has(g, "[1, 3, 3, 3]");
   ck_assert_int_eq(cnnb_graph_num_nodes(g), 1);
   cnnb_graph_destroy(g);
 
   /* Dilation counts, EXPLICIT pads count, pools say "window". */
   g = cnnb_graph_create(1, 3, 5, 5, 10);
-  cnnb_conv2d(g, "d", 0, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .dilation_h = 3,
-                                     .dilation_w = 3, .padding = CNNB_PAD_EXPLICIT, .pad_top = 1));
-  ck_assert_error_has(g, "conv2d 'd': filter 3x3 (dilated 7x7) larger than padded input 6x5 (padding EXPLICIT 1,0,0,0)");
+  cnnb_conv2d(g, "d", 0,
+              CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .dilation_h = 3,
+                          .dilation_w = 3, .padding = CNNB_PAD_EXPLICIT, .pad_top = 1));
+  ck_assert_error_has(g, "conv2d 'd': filter 3x3 (dilated 7x7) larger than padded input 6x5 "
+                         "(padding EXPLICIT 1,0,0,0)");
   cnnb_graph_destroy(g);
   g = cnnb_graph_create(1, 3, 2, 2, 10);
   cnnb_max_pool(g, "p", 0, CNNB_POOL(.kernel_h = 3, .kernel_w = 3));
-  ck_assert_error_has(g, "max_pool 'p': window 3x3 (dilated 3x3) larger than padded input 2x2 (padding VALID)");
+  ck_assert_error_has(
+      g, "max_pool 'p': window 3x3 (dilated 3x3) larger than padded input 2x2 (padding VALID)");
   cnnb_graph_destroy(g);
   /* SAME never fails for size. */
   g = cnnb_graph_create(1, 3, 3, 3, 10);
@@ -344,11 +362,13 @@ END_TEST
 START_TEST(test_error_messages) {
   cnnb_graph *g = cnnb_graph_create(1, 6, 8, 8, 10);
   cnnb_tensor a = cnnb_conv2d(g, "a", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
-  cnnb_tensor b = cnnb_conv2d(g, "b", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1,
-                                                     .stride_h = 2, .stride_w = 2));
+  cnnb_tensor b = cnnb_conv2d(g, "b", 0,
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1, .stride_h = 2,
+                                          .stride_w = 2));
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
   ck_assert_int_eq(cnnb_concat(g, "cat", 2, (cnnb_tensor[]){a, b}), CNNB_NO_TENSOR);
-  ck_assert_error_has(g, "concat 'cat': input 1 'b' is [1, 4, 4, 4] but input 0 'a' is [1, 4, 8, 8]");
+  ck_assert_error_has(g,
+                      "concat 'cat': input 1 'b' is [1, 4, 4, 4] but input 0 'a' is [1, 4, 8, 8]");
   cnnb_graph_destroy(g);
 
   g = cnnb_graph_create(1, 6, 8, 8, 10);
@@ -397,8 +417,9 @@ END_TEST
 
 START_TEST(test_sticky_error) {
   cnnb_graph *g = cnnb_graph_create(1, 3, 3, 3, 10);
-  cnnb_tensor t = cnnb_conv2d(g, "conv1", 0, CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
-                                                         .padding = CNNB_PAD_VALID));
+  cnnb_tensor t = cnnb_conv2d(g, "conv1", 0,
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 7, .kernel_w = 7,
+                                          .padding = CNNB_PAD_VALID));
   char first[1024];
   snprintf(first, sizeof first, "%s", cnnb_graph_error(g));
   /* Every later call is a no-op returning NO_TENSOR, and the first message stays. */
@@ -423,8 +444,9 @@ END_TEST
 START_TEST(test_params) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 8, 8, 5);
   cnnb_graph_push_scope(g, "net");
-  cnnb_tensor c1 = cnnb_conv2d(g, "conv1", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
-                                                          .use_bias = 1, .bias_init = 0.1f));
+  cnnb_tensor c1 = cnnb_conv2d(g, "conv1", 0,
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
+                                           .use_bias = 1, .bias_init = 0.1f));
   cnnb_tensor bn = cnnb_batch_norm(g, "bn1", c1, CNNB_BATCH_NORM(.scale = 1));
   cnnb_tensor bn2 = cnnb_batch_norm(g, "bn2", bn, NULL);
   cnnb_tensor fc = cnnb_dense(g, "fc", bn2, CNNB_DENSE(.units = 5, .use_bias = 1));
@@ -497,8 +519,9 @@ START_TEST(test_params) {
 
   /* An explicit init is kept. */
   cnnb_graph *g2 = cnnb_graph_create(1, 3, 8, 8, 5);
-  cnnb_tensor c = cnnb_conv2d(g2, NULL, 0, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1,
-                                                       .kernel_init = {CNNB_INIT_TRUNCATED_NORMAL, 0.05f}));
+  cnnb_tensor c = cnnb_conv2d(g2, NULL, 0,
+                              CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1,
+                                          .kernel_init = {CNNB_INIT_TRUNCATED_NORMAL, 0.05f}));
   ck_assert_int_eq(cnnb_graph_param(g2, cnnb_graph_node(g2, c)->params[0])->init.kind,
                    CNNB_INIT_TRUNCATED_NORMAL);
   ck_assert_float_eq(cnnb_graph_param(g2, 0)->init.a, 0.05f);
@@ -518,7 +541,8 @@ START_TEST(test_names_and_scopes) {
   ck_assert_str_eq(cnnb_graph_node(g, r)->name, "relu");
   cnnb_graph_push_scope(g, "block1");
   cnnb_graph_push_scope(g, "unit2");
-  cnnb_tensor c = cnnb_conv2d(g, "conv1", r, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c = cnnb_conv2d(g, "conv1", r,
+                              CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor d = cnnb_conv2d(g, NULL, c, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
   cnnb_graph_pop_scope(g);
   cnnb_tensor e = cnnb_relu(g, "out", d);
@@ -634,8 +658,12 @@ START_TEST(test_desc_struct_size) {
   /* An older, shorter desc: fields past its struct_size read as zero (defaults). */
   cnnb_graph *g = cnnb_graph_create(1, 4, 9, 9, 10);
   cnnb_conv2d_desc d = {.struct_size = (uint32_t)offsetof(cnnb_conv2d_desc, stride_h),
-                        .filters = 4, .kernel_h = 3, .kernel_w = 3,
-                        .stride_h = 3, .stride_w = 3, .use_bias = 1};
+                        .filters = 4,
+                        .kernel_h = 3,
+                        .kernel_w = 3,
+                        .stride_h = 3,
+                        .stride_w = 3,
+                        .use_bias = 1};
   cnnb_tensor t = cnnb_conv2d(g, "old", 0, &d);
   ck_assert_shape(g, t, 1, 4, 9, 9); /* stride 1, SAME */
   ck_assert_int_eq(cnnb_graph_node(g, t)->num_params, 1);

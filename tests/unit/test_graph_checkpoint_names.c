@@ -10,7 +10,7 @@
 
 #include "graph/graph_internal.h"
 
-#define ck_assert_error_has(g, needle)                                                 \
+#define ck_assert_error_has(g, needle)                                                  \
   ck_assert_msg(strstr(cnnb_graph_error(g), (needle)) != NULL, "error '%s' lacks '%s'", \
                 cnnb_graph_error(g), (needle))
 
@@ -53,7 +53,7 @@ START_TEST(test_keys) {
   char prefix[32];
   snprintf(prefix, sizeof prefix, "layer1.0.conv1");
   ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, s.conv, prefix), CNNB_OK);
-  strcpy(prefix, "scribbled");  /* the graph keeps its own copy */
+  strcpy(prefix, "scribbled"); /* the graph keeps its own copy */
   ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, s.bn, "layer1.0.bn1"), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, s.fc, "fc"), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
@@ -68,8 +68,7 @@ START_TEST(test_keys) {
   ck_assert_str_eq(key_of(g, s.fc, 0), "fc.weight");
   ck_assert_str_eq(key_of(g, s.fc, 1), "fc.bias");
   /* The params' own names are unchanged: the executor and the logs still use them. */
-  ck_assert_str_eq(cnnb_graph_param(g, cnnb_graph_node(g, s.conv)->params[0])->name,
-                   "c/kernel");
+  ck_assert_str_eq(cnnb_graph_param(g, cnnb_graph_node(g, s.conv)->params[0])->name, "c/kernel");
   ck_assert_ptr_null(cnnb_graph_node_checkpoint_name(g, s.relu));
   ck_assert_ptr_null(cnnb_graph_param_key(g, cnnb_graph_num_params(g)));
   ck_assert_ptr_null(cnnb_graph_param_key(g, -1));
@@ -100,9 +99,9 @@ END_TEST
 typedef struct refusal {
   const char *why;
   const char *prefix;
-  int target;             /* 0 conv, 1 bn, 2 relu, 3 fc, 4 a tensor that does not exist */
-  int first;              /* -1: nothing named first; else the node named "taken" before */
-  const char *expect[3];  /* substrings of the error */
+  int target;            /* 0 conv, 1 bn, 2 relu, 3 fc, 4 a tensor that does not exist */
+  int first;             /* -1: nothing named first; else the node named "taken" before */
+  const char *expect[3]; /* substrings of the error */
 } refusal;
 
 static const refusal refusals[] = {
@@ -121,8 +120,7 @@ START_TEST(test_refusals) {
   const cnnb_tensor targets[5] = {s.conv, s.bn, s.relu, s.fc, 42};
   if (r->first >= 0)
     ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, targets[r->first], "taken"), CNNB_OK);
-  ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, targets[r->target], r->prefix),
-                   CNNB_EINVAL);
+  ck_assert_int_eq(cnnb_graph_set_checkpoint_name(g, targets[r->target], r->prefix), CNNB_EINVAL);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_EINVAL);
   ck_assert_error_has(g, "set_checkpoint_name");
   for (int k = 0; k < 3 && r->expect[k]; k++) ck_assert_error_has(g, r->expect[k]);

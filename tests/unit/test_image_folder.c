@@ -56,7 +56,7 @@ START_TEST(lists_in_torchvision_order) {
   touch("dog/notes.txt");
   touch("dog/.hidden.jpg");
   touch("dog/photo.png");
-  touch("dog/jpg");       /* no dot: not an image */
+  touch("dog/jpg"); /* no dot: not an image */
   touch("Cat/x.jpg");
   touch("cat/Y.PNG");
   touch("cat/w.jpg");
@@ -67,8 +67,8 @@ START_TEST(lists_in_torchvision_order) {
   ck_assert_int_eq(f.num_classes, 4);
   for (int i = 0; i < 4; i++) ck_assert_str_eq(f.classes[i], classes[i]);
   /* dog: its own files first, then "dog/sub" before "dog/sub-a" (a prefix sorts first). */
-  const char *paths[] = {"Cat/x.jpg", "cat/w.jpg", "dog/C.Jpeg", "dog/a.jpeg", "dog/b.JPG",
-                         "dog/sub/z.jpg", "dog/sub-a/y.jpg"};
+  const char *paths[] = {"Cat/x.jpg", "cat/w.jpg",     "dog/C.Jpeg",     "dog/a.jpeg",
+                         "dog/b.JPG", "dog/sub/z.jpg", "dog/sub-a/y.jpg"};
   const int labels[] = {0, 1, 2, 2, 2, 2, 2};
   ck_assert_uint_eq(f.count, 7);
   for (int i = 0; i < 7; i++) {

@@ -36,13 +36,14 @@ static float *draw(int32_t ndims, const int32_t *dims, cnnb_init init, uint64_t 
   return x;
 }
 
-#define ck_assert_close(got, want, rel)                                                     \
-  ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "%s = %g, expected %g (+-%g%%)", \
-                #got, (double)(got), (double)(want), 100.0 * (rel))
+#define ck_assert_close(got, want, rel)                                                          \
+  ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "%s = %g, expected %g (+-%g%%)", #got, \
+                (double)(got), (double)(want), 100.0 * (rel))
 
 START_TEST(test_truncated_normal) {
   int64_t n;
-  float *x = draw(2, (int32_t[]){500, 400}, (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, 0.1f}, 1, 0, &n);
+  float *x = draw(2, (int32_t[]){500, 400}, (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, 0.1f}, 1, 0,
+                  &n);
   stats s = measure(x, n);
   /* A unit normal cut at +-2 keeps stddev 0.8796. */
   ck_assert_close(s.stddev, 0.1 * 0.87962566, 0.01);
@@ -112,8 +113,9 @@ END_TEST
 
 START_TEST(test_graph_arenas) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 8, 8, 10);
-  cnnb_tensor t = cnnb_conv2d(g, "c1", 0, CNNB_CONV2D(.filters = 64, .kernel_h = 5, .kernel_w = 5,
-                                                      .use_bias = 1, .bias_init = 0.25f));
+  cnnb_tensor t = cnnb_conv2d(g, "c1", 0,
+                              CNNB_CONV2D(.filters = 64, .kernel_h = 5, .kernel_w = 5,
+                                          .use_bias = 1, .bias_init = 0.25f));
   t = cnnb_batch_norm(g, "bn", t, CNNB_BATCH_NORM(.scale = 1));
   t = cnnb_conv2d(g, "c2", t, CNNB_CONV2D(.filters = 64, .kernel_h = 5, .kernel_w = 5));
   t = cnnb_dense(g, "fc", t, CNNB_DENSE(.units = 10));
@@ -148,7 +150,8 @@ START_TEST(test_graph_arenas) {
   ck_assert_close(measure(params + k2->offset, k2->count).stddev, sqrt(1.0 / 1600.0), 0.03);
   /* fc [10, 64*8*8]: truncated normal sqrt(1/K), as drawn 0.8796 of it. */
   const cnnb_param *w = cnnb_graph_param(g, cnnb_graph_find_param(g, "fc/kernel"));
-  ck_assert_close(measure(params + w->offset, w->count).stddev, sqrt(1.0 / 4096.0) * 0.87962566, 0.03);
+  ck_assert_close(measure(params + w->offset, w->count).stddev, sqrt(1.0 / 4096.0) * 0.87962566,
+                  0.03);
 
   ck_assert_int_eq(cnnb_params_initialize(g, 1, NULL, stats_), CNNB_EINVAL);
   ck_assert_int_eq(cnnb_params_initialize(g, 1, params, NULL), CNNB_EINVAL);

@@ -36,7 +36,8 @@ static diff compare(const uint8_t *a, const uint8_t *b, int w, int h, int comps)
 static int decode_full(const made_jpeg *j, rgb_image *out, char *err, size_t n) {
   jpeg_info info;
   if (jpeg_image_info(j->data, j->size, &info, err, n)) return -1;
-  return jpeg_image_decode_region(j->data, j->size, 0, 0, info.width, info.height, 0, 0, out, err, n);
+  return jpeg_image_decode_region(j->data, j->size, 0, 0, info.width, info.height, 0, 0, out, err,
+                                  n);
 }
 
 START_TEST(info_reports_size_and_components) {
@@ -61,7 +62,8 @@ END_TEST
  * (quality 90: mean error under 2 levels, none over 40 -- chroma subsampling at a 1-pixel
  * image edge is the worst case). */
 START_TEST(full_decode_of_varied_sizes) {
-  static const int sizes[][2] = {{1, 1}, {1, 57}, {61, 1}, {17, 13}, {8, 8}, {333, 211}, {3000, 2000}};
+  static const int sizes[][2] = {{1, 1}, {1, 57},    {61, 1},     {17, 13},
+                                 {8, 8}, {333, 211}, {3000, 2000}};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int prog = 0; prog < 2; prog++) {
       int w = sizes[s][0], h = sizes[s][1];
@@ -95,7 +97,8 @@ START_TEST(large_progressive_region) {
   rgb_image img = {0};
   char err[256] = "";
   ck_assert_msg(jpeg_image_decode_region(j.data, j.size, 1001, 777, 900, 600, 0, 0, &img, err,
-                                         sizeof err) == 0, "%s", err);
+                                         sizeof err) == 0,
+                "%s", err);
   ck_assert_int_eq(img.width, 900);
   ck_assert_int_eq(img.height, 600);
   double e = 0;
@@ -124,9 +127,13 @@ START_TEST(grayscale_comes_out_rgb) {
   ck_assert_msg(d.mean < 1.5, "mean %.2f", d.mean);
   /* A region of it: the full decode's pixels (gray has no upsampling to differ at edges). */
   rgb_image part = {0};
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 11, 9, 23, 13, 0, 0, &part, err, sizeof err), 0);
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 11, 9, 23, 13, 0, 0, &part, err,
+                                            sizeof err),
+                   0);
   for (int y = 0; y < 13; y++)
-    ck_assert_int_eq(memcmp(part.pixels + (size_t)y * 23 * 3, img.pixels + ((size_t)(y + 9) * 45 + 11) * 3, 23 * 3), 0);
+    ck_assert_int_eq(memcmp(part.pixels + (size_t)y * 23 * 3,
+                            img.pixels + ((size_t)(y + 9) * 45 + 11) * 3, 23 * 3),
+                     0);
   rgb_image_free(&part);
   rgb_image_free(&img);
   free(j.data);
@@ -153,9 +160,13 @@ START_TEST(adobe_cmyk_to_rgb) {
   ck_assert_msg(d.mean < 2.0 && d.max < 16, "mean %.2f max %.0f", d.mean, d.max);
   /* A region of it too: the in-place CMYK packing. */
   rgb_image part = {0};
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 9, 5, 20, 11, 0, 0, &part, err, sizeof err), 0);
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 9, 5, 20, 11, 0, 0, &part, err,
+                                            sizeof err),
+                   0);
   for (int y = 0; y < 11; y++)
-    ck_assert_int_eq(memcmp(part.pixels + (size_t)y * 60, img.pixels + ((size_t)(y + 5) * w + 9) * 3, 60), 0);
+    ck_assert_int_eq(memcmp(part.pixels + (size_t)y * 60,
+                            img.pixels + ((size_t)(y + 5) * w + 9) * 3, 60),
+                     0);
   rgb_image_free(&part);
   free(want);
   rgb_image_free(&img);
@@ -203,10 +214,10 @@ static double box_value(const rgb_image *full, int sx, int sy, int num, int c) {
   return sum / area;
 }
 
-/* A region at each DCT scale the decoder uses (1/8, 2/8, 4/8, 8/8): (1) the same region of the whole image decoded at that
- * scale, exactly but for the region's first and last columns and rows (libjpeg's fancy
- * upsampling sees no neighbours beyond the iMCUs it decodes: at most a few levels there);
- * (2) the full-resolution decode box-filtered to the scale, within the difference between
+/* A region at each DCT scale the decoder uses (1/8, 2/8, 4/8, 8/8): (1) the same region of the
+ * whole image decoded at that scale, exactly but for the region's first and last columns and rows
+ * (libjpeg's fancy upsampling sees no neighbours beyond the iMCUs it decodes: at most a few levels
+ * there); (2) the full-resolution decode box-filtered to the scale, within the difference between
  * DCT scaling and a box filter on a smooth picture (mean under 3 levels, max under 32). */
 START_TEST(region_at_every_scale) {
   int w = 517, h = 389;
@@ -224,16 +235,19 @@ START_TEST(region_at_every_scale) {
       int mw = num == 8 ? 0 : rw * num / 8, mh = num == 8 ? 0 : rh * num / 8;
       ck_assert_int_eq(jpeg_image_pick_scale(rw, rh, mw, mh), num);
       ck_assert_msg(jpeg_image_decode_region(j.data, j.size, rx, ry, rw, rh, mw, mh, &part, err,
-                                             sizeof err) == 0, "%s", err);
+                                             sizeof err) == 0,
+                    "%s", err);
       ck_assert_int_eq(part.scale_num, num);
       ck_assert_int_eq(part.x0, rx * num / 8);
       ck_assert_int_eq(part.y0, ry * num / 8);
-      ck_assert_int_eq(part.width, (( rx + rw) * num + 7) / 8 - part.x0);
+      ck_assert_int_eq(part.width, ((rx + rw) * num + 7) / 8 - part.x0);
       ck_assert_int_eq(part.height, ((ry + rh) * num + 7) / 8 - part.y0);
       ck_assert_int_ge(part.width, mw);
       ck_assert_int_ge(part.height, mh);
       int fw = num == 8 ? 0 : w * num / 8, fh = num == 8 ? 0 : h * num / 8;
-      ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, fw, fh, &whole, err, sizeof err), 0);
+      ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, fw, fh, &whole, err,
+                                                sizeof err),
+                       0);
       ck_assert_int_eq(whole.scale_num, num);
       ck_assert_int_eq(whole.width, (w * num + 7) / 8);
       double inner_max = 0, edge_max = 0, box_sum = 0, box_max = 0;
@@ -241,7 +255,8 @@ START_TEST(region_at_every_scale) {
         for (int x = 0; x < part.width; x++)
           for (int c = 0; c < 3; c++) {
             double v = part.pixels[((size_t)y * part.width + x) * 3 + c];
-            double e = fabs(v - whole.pixels[((size_t)(y + part.y0) * whole.width + x + part.x0) * 3 + c]);
+            double e =
+                fabs(v - whole.pixels[((size_t)(y + part.y0) * whole.width + x + part.x0) * 3 + c]);
             int edge = x == 0 || y == 0 || x == part.width - 1 || y == part.height - 1;
             if (edge) edge_max = fmax(edge_max, e);
             else inner_max = fmax(inner_max, e);
@@ -250,8 +265,8 @@ START_TEST(region_at_every_scale) {
             box_max = fmax(box_max, b);
           }
       double box_mean = box_sum / ((double)part.width * part.height * 3);
-      ck_assert_msg(inner_max <= 0 && edge_max <= 8, "prog %d num %d: inner %.0f edge %.0f", prog, num,
-                    inner_max, edge_max);
+      ck_assert_msg(inner_max <= 0 && edge_max <= 8, "prog %d num %d: inner %.0f edge %.0f", prog,
+                    num, inner_max, edge_max);
       ck_assert_msg(box_mean < 3.0 && box_max < 32, "prog %d num %d: box mean %.2f max %.0f", prog,
                     num, box_mean, box_max);
     }
@@ -269,9 +284,13 @@ START_TEST(region_outside_is_an_error) {
   made_jpeg j = jpeg_make(px, 20, 10, RGB90);
   rgb_image img = {0};
   char err[256] = "";
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 5, 0, 16, 10, 0, 0, &img, err, sizeof err), -1);
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 5, 0, 16, 10, 0, 0, &img, err,
+                                            sizeof err),
+                   -1);
   ck_assert_ptr_nonnull(strstr(err, "not inside"));
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, 0, 10, 0, 0, &img, err, sizeof err), -1);
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, 0, 10, 0, 0, &img, err,
+                                            sizeof err),
+                   -1);
   rgb_image_free(&img);
   free(j.data);
   free(px);
@@ -286,7 +305,9 @@ START_TEST(png_and_garbage_are_named) {
   ck_assert_int_eq(jpeg_image_info(png, sizeof png, &info, err, sizeof err), -1);
   ck_assert_msg(strstr(err, "PNG") && strstr(err, "89 50 4e 47"), "%s", err);
   err[0] = 0;
-  ck_assert_int_eq(jpeg_image_decode_region(png, sizeof png, 0, 0, 1, 1, 0, 0, &img, err, sizeof err), -1);
+  ck_assert_int_eq(jpeg_image_decode_region(png, sizeof png, 0, 0, 1, 1, 0, 0, &img, err,
+                                            sizeof err),
+                   -1);
   ck_assert_ptr_nonnull(strstr(err, "PNG"));
   static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a'};
   ck_assert_int_eq(jpeg_image_info(gif, sizeof gif, &info, err, sizeof err), -1);
@@ -314,7 +335,8 @@ START_TEST(truncated_streams_fail) {
       uint8_t *copy = malloc(cut + 1); /* exactly `cut` bytes: ASan sees any over-read */
       memcpy(copy, j.data, cut);
       made_jpeg t = {copy, cut};
-      ck_assert_msg(decode_full(&t, &img, err, sizeof err) == -1, "prog %d cut %lu decoded", prog, cut);
+      ck_assert_msg(decode_full(&t, &img, err, sizeof err) == -1, "prog %d cut %lu decoded", prog,
+                    cut);
       ck_assert_msg(err[0] != 0, "cut %lu: no message", cut);
       free(copy);
     }
@@ -339,7 +361,10 @@ START_TEST(corrupt_bytes_fail_or_decode_safely) {
   /* Find SOS (FF DA): the entropy-coded data follows its header. */
   unsigned long sos = 0;
   for (unsigned long i = 0; i + 1 < j.size; i++)
-    if (j.data[i] == 0xFF && j.data[i + 1] == 0xDA) { sos = i; break; }
+    if (j.data[i] == 0xFF && j.data[i + 1] == 0xDA) {
+      sos = i;
+      break;
+    }
   ck_assert_uint_gt(sos, 0);
   unsigned long data0 = sos + 2 + (unsigned long)(j.data[sos + 2] << 8 | j.data[sos + 3]);
   uint8_t *copy = malloc(j.size);
@@ -354,7 +379,10 @@ START_TEST(corrupt_bytes_fail_or_decode_safely) {
 
   memcpy(copy, j.data, j.size);
   for (unsigned long i = 0; i + 1 < sos; i++)
-    if (copy[i] == 0xFF && copy[i + 1] == 0xC0) { copy[i + 4] = 7; break; } /* 7-bit precision */
+    if (copy[i] == 0xFF && copy[i + 1] == 0xC0) {
+      copy[i + 4] = 7;
+      break;
+    } /* 7-bit precision */
   ck_assert_int_eq(decode_full(&t, &img, err, sizeof err), -1);
   ck_assert_ptr_nonnull(strstr(err, "precision"));
 

@@ -111,8 +111,7 @@ START_TEST(good_plugin_loads_and_resolves) {
   ck_assert_uint_eq(cnnb_loader_num_rejected(l), 0);
   const cnnb_plugin *p = NULL;
   const char *path = NULL;
-  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_good", &p, &path, err,
-                                    sizeof err),
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_good", &p, &path, err, sizeof err),
                    CNNB_OK);
   ck_assert_ptr_nonnull(p);
   ck_assert_str_eq(path, fixture("libfixture_good.so"));
@@ -142,8 +141,7 @@ START_TEST(good_plugin_builds_a_graph) {
   ck_assert_int_eq(cnnb_loader_discover(l, fixture("libfixture_good.so"), err, sizeof err),
                    CNNB_OK);
   const cnnb_plugin *p = NULL;
-  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_good", &p, NULL, err,
-                                    sizeof err),
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_good", &p, NULL, err, sizeof err),
                    CNNB_OK);
   cnnb_graph *g = cnnb_graph_create(2, 3, 8, 8, 10);
   ck_assert_ptr_nonnull(g);
@@ -159,8 +157,8 @@ END_TEST
 
 typedef struct bad_case {
   const char *file;
-  const char *name;         /* what a user would ask for */
-  const char *expect[4];    /* substrings of the message */
+  const char *name;      /* what a user would ask for */
+  const char *expect[4]; /* substrings of the message */
 } bad_case;
 
 static char small_desc_msg[128], small_vtable_msg[128];
@@ -318,13 +316,14 @@ START_TEST(newer_minor_is_accepted) {
   char *log = capture_end();
   ck_assert_int_eq(st, CNNB_OK);
   char want[128];
-  snprintf(want, sizeof want, "libfixture_newer.so: built for cnnbench ABI 1.99, newer than this "
-                              "host's %d.%d: loaded", CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
+  snprintf(want, sizeof want,
+           "libfixture_newer.so: built for cnnbench ABI 1.99, newer than this "
+           "host's %d.%d: loaded",
+           CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
   ck_assert_contains(log, want);
   ck_assert_contains(log, "ignored");
   const cnnb_plugin *p = NULL;
-  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_newer", &p, NULL, err,
-                                    sizeof err),
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_newer", &p, NULL, err, sizeof err),
                    CNNB_OK);
   ck_assert_uint_eq(p->abi_minor, 99);
   /* The host's copy is the host's size, whatever the plugin appended. */
@@ -415,8 +414,7 @@ static void check_dup_order(const char *first, const char *second, const char *v
   ck_assert_int_eq(st, CNNB_OK);
   const cnnb_plugin *p = NULL;
   const char *path = NULL;
-  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_dup", &p, &path, err,
-                                    sizeof err),
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_dup", &p, &path, err, sizeof err),
                    CNNB_OK);
   ck_assert_str_eq(p->version, version);
   ck_assert_contains(path, first);
@@ -479,8 +477,7 @@ START_TEST(install_dir_comes_before_plugin_path_and_explicit) {
   free(capture_end());
   ck_assert_int_eq(st, CNNB_OK);
   const cnnb_plugin *p = NULL;
-  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_dup", &p, NULL, err,
-                                    sizeof err),
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_MODEL, "fixture_dup", &p, NULL, err, sizeof err),
                    CNNB_OK);
   ck_assert_str_eq(p->version, "1.0.0-b");
   cnnb_loader_destroy(l);
@@ -704,15 +701,17 @@ static size_t read_slot_tags(const char *file, const char *struct_name, const ch
     if (strncmp(q, "[required]", 10) == 0 || strncmp(q, "[optional]", 10) == 0) {
       tag = q;
       thread = false;
-    } else if (tag && (strncmp(q, "[main-thread]", 13) == 0 || strncmp(q, "[step-thread]", 13) == 0 ||
-                       strncmp(q, "[input-thread]", 14) == 0 || strncmp(q, "[any-thread]", 12) == 0)) {
+    } else if (tag &&
+               (strncmp(q, "[main-thread]", 13) == 0 || strncmp(q, "[step-thread]", 13) == 0 ||
+                strncmp(q, "[input-thread]", 14) == 0 || strncmp(q, "[any-thread]", 12) == 0)) {
       thread = true;
     } else if (strncmp(q, "(*", 2) == 0) {
       const char *name = q + 2;
       size_t n = strcspn(name, ")");
       ck_assert_msg(tag != NULL, "%s: slot %.*s of %s has no [required]/[optional] tag", file,
                     (int)n, name, struct_name);
-      ck_assert_msg(thread, "%s: slot %.*s of %s has no thread tag", file, (int)n, name, struct_name);
+      ck_assert_msg(thread, "%s: slot %.*s of %s has no thread tag", file, (int)n, name,
+                    struct_name);
       if (strncmp(tag, "[required]", 10) == 0) {
         ck_assert(used + n + 1 <= storage_size);
         memcpy(storage + used, name, n);
@@ -743,18 +742,23 @@ START_TEST(slot_tags_match_the_loader) {
                                   sizeof storage);
     ck_assert_msg(slots >= 3, "%s: only %zu slots found", kinds[k].vtable, slots);
     size_t num_loader = cnnb_loader_required_slots(kinds[k].kind, loader, 64);
-    ck_assert_msg(num_loader == num_tagged, "%s: the header tags %zu slots [required], the loader "
-                  "checks %zu", kinds[k].vtable, num_tagged, num_loader);
+    ck_assert_msg(num_loader == num_tagged,
+                  "%s: the header tags %zu slots [required], the loader "
+                  "checks %zu",
+                  kinds[k].vtable, num_tagged, num_loader);
     for (size_t i = 0; i < num_tagged; i++)
-      ck_assert_msg(strcmp(tagged[i], loader[i]) == 0, "%s: slot %zu is %s in the header, %s in "
-                    "the loader", kinds[k].vtable, i, tagged[i], loader[i]);
+      ck_assert_msg(strcmp(tagged[i], loader[i]) == 0,
+                    "%s: slot %zu is %s in the header, %s in "
+                    "the loader",
+                    kinds[k].vtable, i, tagged[i], loader[i]);
   }
   /* The descriptor's function pointers are tagged too (both optional). */
   const char *tagged[8];
   size_t num_tagged = 0;
   char storage[256];
   ck_assert_uint_eq(read_slot_tags("abi.h", "cnnb_plugin", tagged, &num_tagged, storage,
-                                   sizeof storage), 2);
+                                   sizeof storage),
+                    2);
   ck_assert_uint_eq(num_tagged, 0);
 }
 END_TEST

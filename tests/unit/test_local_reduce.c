@@ -23,7 +23,7 @@ static float next_value(void) {
   rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
   uint32_t bits = (uint32_t)(rng_state >> 32);
   double unit = (double)(bits & 0xffffff) / (double)0x1000000 * 2.0 - 1.0; /* [-1, 1) */
-  return (float)ldexp(unit, (int)((bits >> 24) % 16) - 4);                  /* 2^-4 .. 2^11 */
+  return (float)ldexp(unit, (int)((bits >> 24) % 16) - 4);                 /* 2^-4 .. 2^11 */
 }
 
 typedef struct buffers {
@@ -68,8 +68,8 @@ static void check_result(const buffers *b, const char *what, bool exact) {
   for (int64_t i = 0; i < b->count; i++) {
     double got = b->data[0][i], bound = exact ? 0.0 : (b->n - 1) * ldexp(b->abs_sum[i], -24);
     if (!(fabs(got - b->sum[i]) <= bound))
-      ck_abort_msg("%s: element %lld is %.9g, the sum is %.9g (bound %g)", what, (long long)i,
-                   got, b->sum[i], bound);
+      ck_abort_msg("%s: element %lld is %.9g, the sum is %.9g (bound %g)", what, (long long)i, got,
+                   b->sum[i], bound);
   }
   for (int32_t r = 0; r < b->n; r++)
     for (int64_t i = b->count; i < b->count + GUARD; i++)
@@ -156,8 +156,8 @@ START_TEST(summation_order) {
   const float ring_want[3] = {0.0f, 1.0f, 0.0f};
   for (int r = 0; r < 3; r++)
     for (int i = 0; i < 3; i++)
-      ck_assert_msg(data[r][i] == ring_want[i], "xring: replica %d element %d is %g, want %g", r,
-                    i, (double)data[r][i], (double)ring_want[i]);
+      ck_assert_msg(data[r][i] == ring_want[i], "xring: replica %d element %d is %g, want %g", r, i,
+                    (double)data[r][i], (double)ring_want[i]);
   for (int32_t shards = 1; shards <= 3; shards++) {
     for (int r = 0; r < 3; r++)
       for (int i = 0; i < 3; i++) data[r][i] = values[r];

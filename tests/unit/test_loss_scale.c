@@ -35,22 +35,22 @@ START_TEST(dynamic_sequence) {
     bool finite, skip;
     float scale;
   } seq[] = {
-      {true, false, 128},  /* clean 1 */
-      {false, true, 64},   /* inf: skip, halve, reset */
-      {true, false, 64},   /* clean 1 */
-      {true, false, 64},   /* clean 2 */
-      {true, false, 64},   /* clean 3 (counter reaches N) */
-      {true, false, 128},  /* the next clean step doubles */
-      {false, true, 64},   /* NaN */
-      {false, true, 32},   /* again: halves again */
-      {true, false, 32},   /* 1 */
-      {true, false, 32},   /* 2 */
-      {false, true, 16},   /* a bad step resets the count */
-      {true, false, 16},   /* 1 */
-      {true, false, 16},   /* 2 */
-      {true, false, 16},   /* 3 */
-      {true, false, 32},   /* doubles */
-      {true, false, 32},   /* 1 again */
+      {true, false, 128}, /* clean 1 */
+      {false, true, 64},  /* inf: skip, halve, reset */
+      {true, false, 64},  /* clean 1 */
+      {true, false, 64},  /* clean 2 */
+      {true, false, 64},  /* clean 3 (counter reaches N) */
+      {true, false, 128}, /* the next clean step doubles */
+      {false, true, 64},  /* NaN */
+      {false, true, 32},  /* again: halves again */
+      {true, false, 32},  /* 1 */
+      {true, false, 32},  /* 2 */
+      {false, true, 16},  /* a bad step resets the count */
+      {true, false, 16},  /* 1 */
+      {true, false, 16},  /* 2 */
+      {true, false, 16},  /* 3 */
+      {true, false, 32},  /* doubles */
+      {true, false, 32},  /* 1 again */
   };
   cnnb_loss_scale ls;
   cnnb_loss_scale_init(&ls, 128.0f, true, 3);

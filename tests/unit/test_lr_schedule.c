@@ -42,8 +42,8 @@ START_TEST(piecewise_boundaries) {
   c.piecewise = "0.1;2;0.01;4;0.001";
   cnnb_lr_schedule *s = make(&c);
   expect(s, 0, 0.1);
-  expect(s, 19, 0.1);   /* last step of epoch 1 */
-  expect(s, 20, 0.01);  /* first step of epoch 2 */
+  expect(s, 19, 0.1);  /* last step of epoch 1 */
+  expect(s, 20, 0.01); /* first step of epoch 2 */
   expect(s, 39, 0.01);
   expect(s, 40, 0.001);
   expect(s, 100000, 0.001);
@@ -214,8 +214,7 @@ static void refused(const cnnb_lr_config *cfg, const char *needle1, const char *
   ck_assert_ptr_null(s);
   const char *msg = cnnb_error_message(ctx);
   ck_assert_msg(strstr(msg, needle1), "message '%s' lacks '%s'", msg, needle1);
-  if (needle2)
-    ck_assert_msg(strstr(msg, needle2), "message '%s' lacks '%s'", msg, needle2);
+  if (needle2) ck_assert_msg(strstr(msg, needle2), "message '%s' lacks '%s'", msg, needle2);
 }
 
 START_TEST(bad_schedules) {

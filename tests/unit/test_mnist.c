@@ -83,7 +83,8 @@ static bytes images_file(int count, uint8_t (*value)(int, int, int)) {
   uint8_t *px = malloc((size_t)count * PIXELS);
   for (int i = 0; i < count; i++)
     for (int y = 0; y < SIDE; y++)
-      for (int x = 0; x < SIDE; x++) px[(size_t)i * PIXELS + (size_t)y * SIDE + (size_t)x] = value(i, y, x);
+      for (int x = 0; x < SIDE; x++)
+        px[(size_t)i * PIXELS + (size_t)y * SIDE + (size_t)x] = value(i, y, x);
   const uint32_t dims[3] = {(uint32_t)count, SIDE, SIDE};
   bytes b = idx_file(0x00000803, 3, dims, px, (size_t)count * PIXELS);
   free(px);
@@ -166,9 +167,7 @@ static char *make_dataset_of(uint8_t (*train)(int, int, int), uint8_t (*train_la
   return dir;
 }
 
-static char *make_dataset(void) {
-  return make_dataset_of(uniform_value, uniform_label);
-}
+static char *make_dataset(void) { return make_dataset_of(uniform_value, uniform_label); }
 
 static void remove_dir(char *dir) {
   char cmd[4200];
@@ -210,12 +209,20 @@ static void set_augment(const char *value) {
   ck_assert_int_eq(cnnb_flags_set(flags, "mnist_augment", value, err, sizeof err), CNNB_OK);
 }
 
-static cnnb_datasource_config config(const char *dir, int training, int batch, int rank,
-                                     int world, uint64_t seed) {
-  return (cnnb_datasource_config){
-      .struct_size = sizeof(cnnb_datasource_config), .batch_size = batch, .channels = 1,
-      .height = SIDE, .width = SIDE, .num_classes = 10, .rank = rank, .world_size = world,
-      .training = training, .seed = seed, .data_dir = dir, .dataset = CNNB_DATASET_MNIST};
+static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
+                                     uint64_t seed) {
+  return (cnnb_datasource_config){.struct_size = sizeof(cnnb_datasource_config),
+                                  .batch_size = batch,
+                                  .channels = 1,
+                                  .height = SIDE,
+                                  .width = SIDE,
+                                  .num_classes = 10,
+                                  .rank = rank,
+                                  .world_size = world,
+                                  .training = training,
+                                  .seed = seed,
+                                  .data_dir = dir,
+                                  .dataset = CNNB_DATASET_MNIST};
 }
 
 static void *create(const cnnb_datasource_config *cfg) {
@@ -256,9 +263,7 @@ static void read_batches(void *ds, int batches, int batch, size_t pixels, uint8_
 
 /* The id of a uniform 28x28 image from its centre pixel, which no crop (shift of at
  * most 4) or flip moves outside the picture. */
-static int uniform_id(const uint8_t *img) {
-  return img[14 * SIDE + 14] - 1;
-}
+static int uniform_id(const uint8_t *img) { return img[14 * SIDE + 14] - 1; }
 
 /* Reads `batches` batches, counting each uniform image's id in seen and checking its
  * label. */
@@ -343,8 +348,8 @@ START_TEST(two_shards_cover_each_epoch_once) {
       ck_assert_int_eq(k, 20);
     }
     for (int id = 0; id < TRAIN; id++)
-      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch,
-                    id, seen[id]);
+      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch, id,
+                    seen[id]);
   }
   /* A new epoch, a new permutation: shard 0 does not get the same set again. */
   ck_assert_msg(memcmp(order[0][0], order[1][0], sizeof order[0][0]) != 0,
@@ -365,7 +370,8 @@ START_TEST(three_uneven_shards_cover_the_epoch) {
     read_ids(s, share[rank], 1, seen);
     vt->destroy(s);
   }
-  for (int id = 0; id < TRAIN; id++) ck_assert_msg(seen[id] == 1, "image %d read %d times", id, seen[id]);
+  for (int id = 0; id < TRAIN; id++)
+    ck_assert_msg(seen[id] == 1, "image %d read %d times", id, seen[id]);
   remove_dir(dir);
 }
 END_TEST
@@ -518,7 +524,8 @@ START_TEST(eval_hands_over_the_test_files_unchanged_in_order) {
     s = create(&c);
     read_batches(s, 1, 6, PIXELS, images, labels);
     for (int i = 0; i < 6; i++)
-      ck_assert_int_eq(images[(size_t)i * PIXELS + 5 * SIDE + 9], pattern_value(2 * i + rank, 5, 9));
+      ck_assert_int_eq(images[(size_t)i * PIXELS + 5 * SIDE + 9],
+                       pattern_value(2 * i + rank, 5, 9));
     vt->destroy(s);
   }
   set_augment("none");
@@ -592,7 +599,8 @@ START_TEST(augmentation_is_a_flag_and_training_only) {
     ck_assert_int_eq(zeros, 0);
     for (int id = 0; id < TRAIN && stored < 0; id++) {
       int same = 1;
-      for (int p = 0; p < PIXELS && same; p++) same = none[p] == pattern_value(id, p / SIDE, p % SIDE);
+      for (int p = 0; p < PIXELS && same; p++)
+        same = none[p] == pattern_value(id, p / SIDE, p % SIDE);
       if (same) stored = id;
     }
     ck_assert_msg(stored >= 0, "--mnist_augment=none: image %d is no stored image", i);
@@ -639,12 +647,14 @@ START_TEST(render_matches_pad_crop_flip) {
             for (int x = 0; x < side; x++) {
               int cy = y - at, cx = x - at, want = 0;
               if (cy >= 0 && cy < SIDE && cx >= 0 && cx < SIDE) {
-                int fx = flip ? SIDE - 1 - cx : cx;        /* column in the crop */
-                int sy = cy + dy - 4, sx = fx + dx - 4;    /* in the stored image */
+                int fx = flip ? SIDE - 1 - cx : cx;     /* column in the crop */
+                int sy = cy + dy - 4, sx = fx + dx - 4; /* in the stored image */
                 want = sy >= 0 && sy < SIDE && sx >= 0 && sx < SIDE ? src[sy * SIDE + sx] : 0;
               }
-              ck_assert_msg(out[y * side + x] == want, "%d: dx %d dy %d flip %d: (%d, %d) is %d, "
-                            "want %d", side, dx, dy, flip, y, x, out[y * side + x], want);
+              ck_assert_msg(out[y * side + x] == want,
+                            "%d: dx %d dy %d flip %d: (%d, %d) is %d, "
+                            "want %d",
+                            side, dx, dy, flip, y, x, out[y * side + x], want);
             }
         }
 }
@@ -828,7 +838,8 @@ START_TEST(bad_magic_and_dimensions) {
   gzipped.data[0] = 0x1f;
   gzipped.data[1] = 0x8b;
   gzipped.data[2] = 8;
-  refused_with("train-labels-idx1-ubyte", gzipped, CNNB_EDATA, "gzip-compressed (an IDX labels "
+  refused_with("train-labels-idx1-ubyte", gzipped, CNNB_EDATA,
+               "gzip-compressed (an IDX labels "
                "file starts with 0x00000801): name it .gz");
 }
 END_TEST
@@ -840,7 +851,8 @@ START_TEST(sizes_that_disagree_with_the_dimensions) {
                "images), and it holds 30984");
   /* Cut inside the header, and inside the magic. */
   refused_with("train-images-idx3-ubyte", cut(images_file(TRAIN, uniform_value), 31376 - 10),
-               CNNB_EDATA, "truncated: 10 bytes, shorter than the 16-byte header of an IDX images file");
+               CNNB_EDATA,
+               "truncated: 10 bytes, shorter than the 16-byte header of an IDX images file");
   refused_with("train-labels-idx1-ubyte", cut(labels_file(TRAIN, uniform_label), 48 - 3),
                CNNB_EDATA, "truncated: 3 bytes, shorter than the 4-byte IDX magic number");
   /* Trailing bytes after the labels. */
@@ -863,7 +875,8 @@ START_TEST(labels_out_of_range_and_counts_that_differ) {
   cnnb_datasource_config c = config(dir, 0, 4, 0, 1, 1);
   const char *why = create_fails(&c, CNNB_EDATA);
   ASSERT_HAS(why, "t10k-labels-idx1-ubyte holds 12 labels and");
-  ASSERT_HAS(why, "t10k-images-idx3-ubyte 13 images: the two files of a split have one label per image");
+  ASSERT_HAS(why,
+             "t10k-images-idx3-ubyte 13 images: the two files of a split have one label per image");
   /* More classes than 10 let larger labels through (EMNIST's 47 or 62). */
   b = labels_file(TEST, pattern_label);
   b.data[8 + 2] = 30;
@@ -875,7 +888,6 @@ START_TEST(labels_out_of_range_and_counts_that_differ) {
   remove_dir(dir);
 }
 END_TEST
-
 
 START_TEST(bad_gz_files) {
 #ifndef MNIST_HAVE_ZLIB
@@ -896,10 +908,12 @@ START_TEST(bad_gz_files) {
   /* Cut inside the compressed data, and just before the trailer (all of the payload is
    * there, its CRC and length are not). */
   bytes b = gzip_bytes(images_file(TRAIN, uniform_value));
-  refused_with(images, cut(b, b.size / 2), CNNB_EDATA, "truncated gzip stream: the compressed "
+  refused_with(images, cut(b, b.size / 2), CNNB_EDATA,
+               "truncated gzip stream: the compressed "
                "data ends after");
   b = gzip_bytes(images_file(TRAIN, uniform_value));
-  refused_with(images, cut(b, 8), CNNB_EDATA, "inside a member (before its CRC and length trailer)");
+  refused_with(images, cut(b, 8), CNNB_EDATA,
+               "inside a member (before its CRC and length trailer)");
   /* Corrupt: the CRC of the content, and bytes in the middle of the compressed data. */
   b = gzip_bytes(labels_file(TRAIN, uniform_label));
   b.data[b.size - 8] ^= 0xff;
@@ -930,8 +944,8 @@ START_TEST(bad_gz_files) {
   /* Two members, as `cat a.gz b.gz` makes: one file, as gzip -d reads it. */
   char *dir = make_dataset();
   bytes whole = images_file(TRAIN, uniform_value);
-  bytes first = {.data = malloc(1000), .size = 1000}, rest = {.data = malloc(whole.size - 1000),
-                                                              .size = whole.size - 1000};
+  bytes first = {.data = malloc(1000), .size = 1000},
+        rest = {.data = malloc(whole.size - 1000), .size = whole.size - 1000};
   memcpy(first.data, whole.data, 1000);
   memcpy(rest.data, whole.data + 1000, rest.size);
   free(whole.data);

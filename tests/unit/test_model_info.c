@@ -14,8 +14,9 @@
  * -> dense 10 + bias, then the loss. */
 static cnnb_graph *small_graph(void) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 8, 8, 10);
-  cnnb_tensor t = cnnb_conv2d(g, "conv", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
-                                                        .use_bias = 1));
+  cnnb_tensor t = cnnb_conv2d(g, "conv", 0,
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
+                                          .use_bias = 1));
   t = cnnb_batch_norm(g, "bn", t, NULL);
   t = cnnb_relu(g, "relu", t);
   t = cnnb_max_pool(g, "pool", t, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
@@ -95,8 +96,9 @@ END_TEST
 START_TEST(test_conv_variants) {
   /* Groups and stride: 2*3*3*(16/4)*32*16*16 = 589824; no bias. Fused ReLU adds 1 per element. */
   cnnb_graph *g = cnnb_graph_create(1, 16, 32, 32, 10);
-  cnnb_tensor t = cnnb_conv2d(g, "c", 0, CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3,
-                                                     .stride_h = 2, .stride_w = 2, .groups = 4));
+  cnnb_tensor t = cnnb_conv2d(g, "c", 0,
+                              CNNB_CONV2D(.filters = 32, .kernel_h = 3, .kernel_w = 3,
+                                          .stride_h = 2, .stride_w = 2, .groups = 4));
   cnnb_tensor a = cnnb_avg_pool(g, "a", t, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
   cnnb_tensor p = cnnb_global_avg_pool(g, "gap", a);
   ck_assert_int_eq(cnnb_graph_set_fused_relu(g, t, 1), CNNB_OK);
@@ -106,7 +108,7 @@ START_TEST(test_conv_variants) {
   ck_assert_int_eq(r.layers[1].flops_matmul, 589824);
   ck_assert_int_eq(r.layers[1].flops, 589824 + 32 * 16 * 16);
   ck_assert_int_eq(r.layers[1].params, 32 * 4 * 9);
-  ck_assert_int_eq(r.layers[2].flops, 32 * 8 * 8 * 5);  /* 4 adds + 1 divide */
+  ck_assert_int_eq(r.layers[2].flops, 32 * 8 * 8 * 5); /* 4 adds + 1 divide */
   ck_assert_int_eq(r.layers[3].flops, 32 * (8 * 8 + 1));
   cnnb_model_report_free(&r);
   cnnb_graph_destroy(g);
@@ -178,12 +180,15 @@ END_TEST
 static cnnb_graph *alexnet(int32_t batch) {
   cnnb_graph *g = cnnb_graph_create(batch, 3, 227, 227, 1001);
   cnnb_tensor t = cnnb_graph_input(g);
-#define CONV(f, k, s, pad)                                                                   \
-  t = cnnb_relu(g, NULL, cnnb_conv2d(g, NULL, t, CNNB_CONV2D(.filters = (f), .kernel_h = (k), \
-                                                             .kernel_w = (k), .stride_h = (s), \
-                                                             .stride_w = (s), .padding = (pad), \
-                                                             .use_bias = 1)))
-#define MPOOL() t = cnnb_max_pool(g, NULL, t, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2))
+#define CONV(f, k, s, pad)                                                                  \
+  t = cnnb_relu(g, NULL,                                                                    \
+                cnnb_conv2d(g, NULL, t,                                                     \
+                            CNNB_CONV2D(.filters = (f), .kernel_h = (k), .kernel_w = (k),   \
+                                        .stride_h = (s), .stride_w = (s), .padding = (pad), \
+                                        .use_bias = 1)))
+#define MPOOL()                 \
+  t = cnnb_max_pool(g, NULL, t, \
+                    CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2))
   CONV(64, 11, 4, CNNB_PAD_VALID);
   MPOOL();
   CONV(192, 5, 1, CNNB_PAD_SAME);

@@ -28,9 +28,9 @@
  *    norm's offset (and scale when batch_norm_config says scale=True) when on;
  *  - affine(): in*out + out; the classifier is affine(num_classes) on the last layer;
  *  - batch_norm() bare: offset only (scale=False), C parameters.
- * Anchors (docs/architecture.md, "Numbers that define right"): alexnet 61,842,345; vgg16 138,361,641 (the published
- * 138,357,544 with 1000 classes + 4,097); resnet50 25,559,081 (torchvision's
- * 25,557,032 with 1000 classes + 2,049); inception3 23,819,401 (Keras InceptionV3's
+ * Anchors (docs/architecture.md, "Numbers that define right"): alexnet 61,842,345; vgg16
+ * 138,361,641 (the published 138,357,544 with 1000 classes + 4,097); resnet50 25,559,081
+ * (torchvision's 25,557,032 with 1000 classes + 2,049); inception3 23,819,401 (Keras InceptionV3's
  * trainable 23,817,352 with 1000 classes + 2,049).
  * Published counts that cross-check the derivation:
  *  - vgg19: 143,667,240 with 1000 classes (Simonyan & Zisserman; torchvision) + 4,097;
@@ -107,9 +107,8 @@ static const model_case cases[] = {
 };
 enum { NUM_CASES = sizeof cases / sizeof cases[0] };
 
-static const char *const families[] = {"trivial", "lenet",     "alexnet",  "overfeat",
-                                       "googlenet", "vgg",     "inception", "resnet",
-                                       "mobilenet", "densenet"};
+static const char *const families[] = {"trivial", "lenet",     "alexnet", "overfeat",  "googlenet",
+                                       "vgg",     "inception", "resnet",  "mobilenet", "densenet"};
 enum { NUM_FAMILIES = sizeof families / sizeof families[0] };
 
 /* ---- loading ------------------------------------------------------------------------- */
@@ -130,8 +129,10 @@ static loaded load_family(const char *family) {
   ck_assert_msg(l.handle != NULL, "dlopen %s: %s", path, dlerror());
   cnnb_plugin_entry_fn entry = (cnnb_plugin_entry_fn)dlsym(l.handle, CNNB_PLUGIN_ENTRY_SYMBOL);
   ck_assert_msg(entry != NULL, "%s: no %s", path, CNNB_PLUGIN_ENTRY_SYMBOL);
-  const cnnb_host host = {.struct_size = sizeof host, .abi_major = CNNB_ABI_MAJOR,
-                          .abi_minor = CNNB_ABI_MINOR, .host_version = "test"};
+  const cnnb_host host = {.struct_size = sizeof host,
+                          .abi_major = CNNB_ABI_MAJOR,
+                          .abi_minor = CNNB_ABI_MINOR,
+                          .host_version = "test"};
   l.plugin = entry(&host);
   ck_assert_ptr_nonnull(l.plugin);
   ck_assert_uint_eq(l.plugin->abi_major, CNNB_ABI_MAJOR);
@@ -145,9 +146,7 @@ static loaded load_family(const char *family) {
   return l;
 }
 
-static int32_t classes_for(uint32_t dataset) {
-  return dataset == CIFAR ? 10 : 1001;
-}
+static int32_t classes_for(uint32_t dataset) { return dataset == CIFAR ? 10 : 1001; }
 
 /* Builds `name` into a fresh graph [2, 3, image, image] with `classes` outputs; returns
  * the graph (caller destroys) and the build's status in *st, its message in ctx. */
@@ -190,8 +189,9 @@ START_TEST(test_model_structure) {
   ck_assert_msg(st == CNNB_OK, "%s (%s): %s", c->name, c->dataset == CIFAR ? "cifar10" : "imagenet",
                 cnnb_error_message(ctx));
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
-  ck_assert_msg(cnnb_graph_param_arena_count(g) == c->params, "%s: %lld trainable parameters, want %lld",
-                c->name, (long long)cnnb_graph_param_arena_count(g), (long long)c->params);
+  ck_assert_msg(cnnb_graph_param_arena_count(g) == c->params,
+                "%s: %lld trainable parameters, want %lld", c->name,
+                (long long)cnnb_graph_param_arena_count(g), (long long)c->params);
 
   cnnb_tensor logits = cnnb_graph_logits(g);
   ck_assert_int_ge(logits, 0);
@@ -204,8 +204,8 @@ START_TEST(test_model_structure) {
 
   ck_assert_msg(count_op(g, CNNB_OP_CONV2D) == c->convs, "%s: %d convs, want %d", c->name,
                 count_op(g, CNNB_OP_CONV2D), c->convs);
-  ck_assert_msg(count_op(g, CNNB_OP_BATCH_NORM) == c->bns, "%s: %d batch norms, want %d",
-                c->name, count_op(g, CNNB_OP_BATCH_NORM), c->bns);
+  ck_assert_msg(count_op(g, CNNB_OP_BATCH_NORM) == c->bns, "%s: %d batch norms, want %d", c->name,
+                count_op(g, CNNB_OP_BATCH_NORM), c->bns);
   ck_assert_int_eq(count_op(g, CNNB_OP_DROPOUT), c->dropouts);
   ck_assert_int_eq(count_op(g, CNNB_OP_LRN), c->lrns);
   ck_assert_msg(count_op(g, CNNB_OP_CONCAT) == c->concats, "%s: %d concats, want %d", c->name,
@@ -218,8 +218,8 @@ START_TEST(test_model_structure) {
                 count_op(g, CNNB_OP_RELU6), relu6s);
   /* Only the CIFAR ResNets pad channels: one shortcut per channel-growing block. */
   int pads = strcmp(c->family, "resnet") == 0 && c->dataset == CIFAR ? 2 : 0;
-  ck_assert_msg(count_op(g, CNNB_OP_PAD_CHANNELS) == pads, "%s: %d pad_channels, want %d",
-                c->name, count_op(g, CNNB_OP_PAD_CHANNELS), pads);
+  ck_assert_msg(count_op(g, CNNB_OP_PAD_CHANNELS) == pads, "%s: %d pad_channels, want %d", c->name,
+                count_op(g, CNNB_OP_PAD_CHANNELS), pads);
   /* The loss goes on after the model, as the host does it. */
   ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
 
@@ -333,7 +333,8 @@ START_TEST(test_resnet_stride_placement) {
   ck_assert_int_eq(count_convs(g, 3, 2), 3);
   for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) {
     const cnnb_node *nd = cnnb_graph_node(g, i);
-    if (nd->op == CNNB_OP_CONV2D && nd->attr.window.kernel_h == 3 && nd->attr.window.stride_h == 2) {
+    if (nd->op == CNNB_OP_CONV2D && nd->attr.window.kernel_h == 3 &&
+        nd->attr.window.stride_h == 2) {
       ck_assert_int_eq(nd->attr.window.pad_top, 1);
       ck_assert_int_eq(nd->attr.window.pad_bottom, 1);
     }
@@ -452,9 +453,9 @@ START_TEST(test_mobilenet_relu6) {
       int activated = readers == 1 && cnnb_graph_node(g, r[0])->op == CNNB_OP_RELU6;
       /* A projection: a 1x1 conv whose input is an activated depthwise conv. */
       const cnnb_node *src = cnnb_graph_node(g, conv->inputs[0]);
-      int projection = conv->attr.window.kernel_h == 1 && src->op == CNNB_OP_RELU6 &&
-                       cnnb_graph_node(g, cnnb_graph_node(g, src->inputs[0])->inputs[0])
-                               ->attr.window.groups > 1;
+      int projection =
+          conv->attr.window.kernel_h == 1 && src->op == CNNB_OP_RELU6 &&
+          cnnb_graph_node(g, cnnb_graph_node(g, src->inputs[0])->inputs[0])->attr.window.groups > 1;
       ck_assert_msg(activated == !projection, "batch norm '%s': relu6 %s", nd->name,
                     projection ? "after a projection" : "missing");
     }
@@ -601,10 +602,8 @@ START_TEST(test_mnist_models_build_for_one_channel) {
     int32_t batch;
     int64_t params;
   } mnist_cases[] = {
-      {"lenet", "lenet", 32, 1663370},
-      {"trivial", "trivial", 32, 49947},
-      {"resnet", "resnet20", 128, 269722 - 288},
-      {"resnet", "resnet20_v2", 128, 269402 - 288},
+      {"lenet", "lenet", 32, 1663370},           {"trivial", "trivial", 32, 49947},
+      {"resnet", "resnet20", 128, 269722 - 288}, {"resnet", "resnet20_v2", 128, 269402 - 288},
       {"resnet", "resnet56", 128, 853018 - 288},
   };
   for (size_t i = 0; i < sizeof mnist_cases / sizeof mnist_cases[0]; i++) {
@@ -641,7 +640,8 @@ START_TEST(test_mnist_models_build_for_one_channel) {
   cnnb_ctx *ctx = cnnb_ctx_create("vgg", NULL);
   cnnb_model_info info = {.struct_size = sizeof info};
   ck_assert_int_eq(l.vt->describe(ctx, "vgg16", CNNB_DATASET_MNIST, &info), CNNB_EUNSUPPORTED);
-  ck_assert_msg(strstr(cnnb_error_message(ctx), "no mnist variant (it is defined for imagenet only)"),
+  ck_assert_msg(strstr(cnnb_error_message(ctx),
+                       "no mnist variant (it is defined for imagenet only)"),
                 "%s", cnnb_error_message(ctx));
   cnnb_ctx_destroy(ctx);
   dlclose(l.handle);
@@ -649,7 +649,8 @@ START_TEST(test_mnist_models_build_for_one_channel) {
   ctx = cnnb_ctx_create("lenet", NULL);
   ck_assert_int_eq(l.vt->describe(ctx, "lenet", CIFAR, &info), CNNB_EUNSUPPORTED);
   ck_assert_msg(strstr(cnnb_error_message(ctx), "defined for imagenet, mnist only): use "
-                       "--data_name=imagenet"), "%s", cnnb_error_message(ctx));
+                                                "--data_name=imagenet"),
+                "%s", cnnb_error_message(ctx));
   cnnb_ctx_destroy(ctx);
   dlclose(l.handle);
 }
@@ -704,17 +705,20 @@ START_TEST(test_learning_rates) {
   /* ImageNet, batch 256: 0.128; 1281167 / 256 = 5004.56 batches per epoch, so the
    * warm-up is int(5 * 5004.56) = 25022 steps and epoch 30 ends at step 150136. */
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 0, 256, 1281167), 0.0f, 1e-9);
-  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 12511, 256, 1281167), 0.128f * 12511 / 25022, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 12511, 256, 1281167), 0.128f * 12511 / 25022,
+                         1e-6);
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 25022, 256, 1281167), 0.128f, 1e-6);
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150136, 256, 1281167), 0.128f, 1e-6);
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150137, 256, 1281167), 0.0128f, 1e-7);
-  ck_assert_float_eq_tol(lr(ctx, "resnet152_v2", IMAGENET, 500000, 256, 1281167), 0.0000128f, 1e-10);
+  ck_assert_float_eq_tol(lr(ctx, "resnet152_v2", IMAGENET, 500000, 256, 1281167), 0.0000128f,
+                         1e-10);
   /* An unknown epoch (0) is the dataset's own: the same numbers. */
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 150137, 256, 0), 0.0128f, 1e-7);
   /* The datasource's epoch counts: half the examples, the drop comes twice as early. */
   ck_assert_float_eq_tol(lr(ctx, "resnet50", IMAGENET, 75100, 256, 1281167 / 2), 0.0128f, 1e-7);
   /* Scaled by batch: 1024 -> 0.512 after its 6255 warm-up steps. */
-  ck_assert_float_eq_tol(lr(ctx, "resnet50_v1.5", IMAGENET, 6254, 1024, 1281167), 0.512f * 6254 / 6255, 1e-6);
+  ck_assert_float_eq_tol(lr(ctx, "resnet50_v1.5", IMAGENET, 6254, 1024, 1281167),
+                         0.512f * 6254 / 6255, 1e-6);
   ck_assert_float_eq_tol(lr(ctx, "resnet50_v1.5", IMAGENET, 10000, 1024, 1281167), 0.512f, 1e-6);
   /* CIFAR, batch 128: 390 batches per epoch; 0.1 until step 31980 (epoch 82). */
   ck_assert_float_eq_tol(lr(ctx, "resnet20", CIFAR, 0, 128, 50000), 0.1f, 1e-9);
@@ -746,8 +750,8 @@ START_TEST(test_learning_rates) {
   cnnb_ctx_destroy(ctx);
 
   /* Models without a schedule of their own leave it to the host. */
-  const char *constant[] = {"trivial", "lenet", "overfeat", "googlenet", "vgg", "inception",
-                            "mobilenet"};
+  const char *constant[] = {"trivial", "lenet",     "overfeat", "googlenet",
+                            "vgg",     "inception", "mobilenet"};
   for (size_t i = 0; i < sizeof constant / sizeof constant[0]; i++) {
     l = load_family(constant[i]);
     ck_assert_ptr_null(l.vt->learning_rate);
@@ -788,7 +792,8 @@ START_TEST(test_resnet_base_lr_flag) {
   ck_assert_int_eq(cnnb_flags_set(flags, "resnet_base_lr", "-1", err, sizeof err), CNNB_OK);
   g = build(&l, ctx, "resnet50", IMAGENET, 224, 1001, &st);
   ck_assert_int_eq(st, CNNB_EINVAL);
-  ck_assert_msg(strstr(cnnb_error_message(ctx), "--resnet_base_lr=-1"), "%s", cnnb_error_message(ctx));
+  ck_assert_msg(strstr(cnnb_error_message(ctx), "--resnet_base_lr=-1"), "%s",
+                cnnb_error_message(ctx));
   cnnb_graph_destroy(g);
   cnnb_clear_error(ctx);
 

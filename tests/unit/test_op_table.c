@@ -19,7 +19,7 @@ static cnnb_ctx *ctx;
 static void setup(void) { ctx = cnnb_ctx_create("test", NULL); }
 static void teardown(void) { cnnb_ctx_destroy(ctx); }
 
-#define ck_assert_message_has(needle)                                                     \
+#define ck_assert_message_has(needle)                                                         \
   ck_assert_msg(strstr(cnnb_error_message(ctx), (needle)) != NULL, "message '%s' lacks '%s'", \
                 cnnb_error_message(ctx), (needle))
 
@@ -30,8 +30,8 @@ START_TEST(rows_complete) {
     ck_assert_uint_eq(row->op, op);
     ck_assert_msg(row->name && row->name[0], "op %u has no name", op);
     ck_assert_str_eq(cnnb_op_name(op), row->name);
-    ck_assert_msg(row->min_inputs >= 0 && row->max_inputs >= row->min_inputs,
-                  "%s: arity %d..%d", row->name, row->min_inputs, row->max_inputs);
+    ck_assert_msg(row->min_inputs >= 0 && row->max_inputs >= row->min_inputs, "%s: arity %d..%d",
+                  row->name, row->min_inputs, row->max_inputs);
     ck_assert_msg(row->infer != NULL, "%s has no shape rule", row->name);
     ck_assert_msg(row->flops != NULL, "%s has no FLOPs rule", row->name);
     ck_assert_msg(row->backward_output >= CNNB_OP_OUTPUT_UNREAD &&
@@ -139,7 +139,7 @@ END_TEST
 /* ---- cnnb_ops_check_device with fake devices -------------------------------------------- */
 
 typedef struct fake_device {
-  uint32_t refuse;   /* op it says no to; 0: none */
+  uint32_t refuse; /* op it says no to; 0: none */
   int asked[CNNB_OP_COUNT_ + 1];
 } fake_device;
 
@@ -172,7 +172,8 @@ static cnnb_device_vtable fake_vtable(bool with_supports_op) {
  * and the loss. */
 static cnnb_graph *mobile_graph(void) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 6, 6, 5);
-  cnnb_tensor t = cnnb_conv2d(g, "conv", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor t = cnnb_conv2d(g, "conv", 0,
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
   t = cnnb_relu6(g, "act1", t);
   t = cnnb_pad_channels(g, "pad", t, 1, 1);
   t = cnnb_relu6(g, "act2", t);
@@ -189,7 +190,8 @@ START_TEST(check_refused_op_named) {
   fake_device dev = {.refuse = CNNB_OP_RELU6};
   ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR, "fake"),
                    CNNB_EUNSUPPORTED);
-  ck_assert_message_has("device 'fake' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
+  ck_assert_message_has(
+      "device 'fake' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
   ck_assert_message_has("the device says it does not support relu6");
   ck_assert_int_eq(dev.asked[CNNB_OP_RELU6], 1);
   ck_assert_int_eq(dev.asked[CNNB_OP_PAD_CHANNELS], 0); /* stops at the first refusal */
@@ -218,7 +220,8 @@ START_TEST(check_old_minor_refuses_newer_op) {
   fake_device dev = {0};
   /* Built for 1.0, no supports_op: relu6 (1.1) comes first in node order. */
   ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, 0, "old"), CNNB_EUNSUPPORTED);
-  ck_assert_message_has("device 'old' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
+  ck_assert_message_has(
+      "device 'old' cannot run op relu6, which node 'act1' (and 2 more nodes) uses");
   ck_assert_message_has("built for cnnbench ABI 1.0, before relu6 was added in ABI 1.1; "
                         "rebuild it against the 1.1 SDK or newer");
   cnnb_clear_error(ctx);

@@ -22,10 +22,20 @@ static const float G[N] = {0.5f, -0.25f, 2.0f, -1.5f};
 static const float W0[N] = {1.0f, -2.0f, 0.5f, 3.0f};
 
 static cnnb_update base(uint32_t rule, float *w, float *grads, float *s1, float *s2) {
-  return (cnnb_update){.struct_size = sizeof(cnnb_update), .rule = rule, .count = N,
-                       .params = w, .grads = grads, .slot1 = s1, .slot2 = s2,
-                       .learning_rate = 0.1f, .grad_scale = 1.0f, .momentum = 0.9f,
-                       .rho = 0.9f, .epsilon = 1e-8f, .beta1 = 0.9f, .beta2 = 0.999f};
+  return (cnnb_update){.struct_size = sizeof(cnnb_update),
+                       .rule = rule,
+                       .count = N,
+                       .params = w,
+                       .grads = grads,
+                       .slot1 = s1,
+                       .slot2 = s2,
+                       .learning_rate = 0.1f,
+                       .grad_scale = 1.0f,
+                       .momentum = 0.9f,
+                       .rho = 0.9f,
+                       .epsilon = 1e-8f,
+                       .beta1 = 0.9f,
+                       .beta2 = 0.999f};
 }
 
 static void near(double got, double want, double rel, const char *what, int i) {
@@ -38,10 +48,8 @@ START_TEST(sgd_three_steps) {
   memcpy(w, W0, sizeof w);
   memcpy(g, G, sizeof g);
   cnnb_update u = base(CNNB_OPT_SGD, w, g, NULL, NULL);
-  for (int s = 0; s < 3; ++s)
-    cnnb_update_reference(&u);
-  for (int i = 0; i < N; ++i)
-    near(w[i], W0[i] - 3 * 0.1 * G[i], 1e-6, "sgd", i);
+  for (int s = 0; s < 3; ++s) cnnb_update_reference(&u);
+  for (int i = 0; i < N; ++i) near(w[i], W0[i] - 3 * 0.1 * G[i], 1e-6, "sgd", i);
 }
 END_TEST
 
@@ -52,8 +60,7 @@ START_TEST(sgd_weight_decay_closed_form) {
   memcpy(g, G, sizeof g);
   cnnb_update u = base(CNNB_OPT_SGD, w, g, NULL, NULL);
   u.weight_decay = 0.5f;
-  for (int s = 0; s < 3; ++s)
-    cnnb_update_reference(&u);
+  for (int s = 0; s < 3; ++s) cnnb_update_reference(&u);
   double a = 1.0 - 0.1 * 0.5;
   for (int i = 0; i < N; ++i)
     near(w[i], a * a * a * W0[i] - 0.1 * G[i] * (1 + a + a * a), 1e-6, "sgd+wd", i);
@@ -65,8 +72,7 @@ START_TEST(momentum_three_steps) {
   memcpy(w, W0, sizeof w);
   memcpy(g, G, sizeof g);
   cnnb_update u = base(CNNB_OPT_MOMENTUM, w, g, acc, NULL);
-  for (int s = 0; s < 3; ++s)
-    cnnb_update_reference(&u);
+  for (int s = 0; s < 3; ++s) cnnb_update_reference(&u);
   double m = 0.9;
   for (int i = 0; i < N; ++i) {
     /* a_k = g (1 + m + ... + m^(k-1)); w_3 = w0 - lr (a_1 + a_2 + a_3). */
@@ -82,8 +88,7 @@ START_TEST(momentum_nesterov_three_steps) {
   memcpy(g, G, sizeof g);
   cnnb_update u = base(CNNB_OPT_MOMENTUM, w, g, acc, NULL);
   u.nesterov = 1;
-  for (int s = 0; s < 3; ++s)
-    cnnb_update_reference(&u);
+  for (int s = 0; s < 3; ++s) cnnb_update_reference(&u);
   double m = 0.9;
   for (int i = 0; i < N; ++i) {
     /* each step: w -= lr (g + m a_k), so w_3 = w0 - lr (3 g + m (a_1 + a_2 + a_3)). */
@@ -97,13 +102,11 @@ START_TEST(rmsprop_three_steps) {
   float w[N], g[N], ms[N], mom[N] = {0};
   memcpy(w, W0, sizeof w);
   memcpy(g, G, sizeof g);
-  for (int i = 0; i < N; ++i)
-    ms[i] = 1.0f; /* TF starts ms at ones */
+  for (int i = 0; i < N; ++i) ms[i] = 1.0f; /* TF starts ms at ones */
   cnnb_update u = base(CNNB_OPT_RMSPROP, w, g, ms, mom);
   u.epsilon = 1.0f;
   u.momentum = 0.5f;
-  for (int s = 0; s < 3; ++s)
-    cnnb_update_reference(&u);
+  for (int s = 0; s < 3; ++s) cnnb_update_reference(&u);
   double rho = 0.9, m = 0.5, lr = 0.1, eps = 1.0;
   for (int i = 0; i < N; ++i) {
     double g2 = (double)G[i] * G[i], total = 0.0, mk = 0.0;
@@ -244,8 +247,7 @@ static cnnb_status h_acc(void *d, const cnnb_graph *g, cnnb_tensor t, void *dst,
   return CNNB_OK;
 }
 static cnnb_status h_update(void *d, const cnnb_update *u) {
-  if (update_calls < 16)
-    last_updates[update_calls] = *u;
+  if (update_calls < 16) last_updates[update_calls] = *u;
   update_calls++;
   cnnb_update_reference(u);
   return CNNB_OK;
@@ -253,26 +255,45 @@ static cnnb_status h_update(void *d, const cnnb_update *u) {
 static cnnb_status h_finite(void *d, const float *g, int64_t count, int32_t *finite) {
   *finite = 1;
   for (int64_t i = 0; i < count; ++i)
-    if (!isfinite(g[i]))
-      *finite = 0;
+    if (!isfinite(g[i])) *finite = 0;
   return CNNB_OK;
 }
 
-static const cnnb_device_vtable host_dev = {
-    .struct_size = sizeof(cnnb_device_vtable), .alloc = h_alloc, .free = h_free,
-    .copy_to_device = h_copy, .copy_to_host = h_copy, .fill_zero = h_zero,
-    .synchronize = h_sync, .tensor_bytes = h_bytes, .tensor_from_host = h_from,
-    .tensor_to_host = h_to, .prepare = h_prepare, .release = h_release, .forward = h_run,
-    .backward = h_run, .accumulate = h_acc, .update = h_update, .all_finite = h_finite};
+static const cnnb_device_vtable host_dev = {.struct_size = sizeof(cnnb_device_vtable),
+                                            .alloc = h_alloc,
+                                            .free = h_free,
+                                            .copy_to_device = h_copy,
+                                            .copy_to_host = h_copy,
+                                            .fill_zero = h_zero,
+                                            .synchronize = h_sync,
+                                            .tensor_bytes = h_bytes,
+                                            .tensor_from_host = h_from,
+                                            .tensor_to_host = h_to,
+                                            .prepare = h_prepare,
+                                            .release = h_release,
+                                            .forward = h_run,
+                                            .backward = h_run,
+                                            .accumulate = h_acc,
+                                            .update = h_update,
+                                            .all_finite = h_finite};
 
 /* The same device without its optional slots (accumulate, all_finite): the trainer must
  * check for inf/NaN itself, on a host copy. */
-static const cnnb_device_vtable host_dev_minimal = {
-    .struct_size = sizeof(cnnb_device_vtable), .alloc = h_alloc, .free = h_free,
-    .copy_to_device = h_copy, .copy_to_host = h_copy, .fill_zero = h_zero,
-    .synchronize = h_sync, .tensor_bytes = h_bytes, .tensor_from_host = h_from,
-    .tensor_to_host = h_to, .prepare = h_prepare, .release = h_release, .forward = h_run,
-    .backward = h_run, .update = h_update};
+static const cnnb_device_vtable host_dev_minimal = {.struct_size = sizeof(cnnb_device_vtable),
+                                                    .alloc = h_alloc,
+                                                    .free = h_free,
+                                                    .copy_to_device = h_copy,
+                                                    .copy_to_host = h_copy,
+                                                    .fill_zero = h_zero,
+                                                    .synchronize = h_sync,
+                                                    .tensor_bytes = h_bytes,
+                                                    .tensor_from_host = h_from,
+                                                    .tensor_to_host = h_to,
+                                                    .prepare = h_prepare,
+                                                    .release = h_release,
+                                                    .forward = h_run,
+                                                    .backward = h_run,
+                                                    .update = h_update};
 
 typedef struct fixture {
   cnnb_ctx *ctx;
@@ -309,10 +330,16 @@ static void free_fixture(fixture *f) {
 }
 
 static cnnb_trainer_config sgd_config(void) {
-  cnnb_trainer_config c = {.rule = CNNB_OPT_SGD, .nesterov = true, .momentum = 0.9f,
-                           .rmsprop_decay = 0.9f, .rmsprop_momentum = 0.9f,
-                           .rmsprop_epsilon = 1.0f, .adam_beta1 = 0.9f, .adam_beta2 = 0.999f,
-                           .adam_epsilon = 1e-8f, .weight_decay = 0.5f};
+  cnnb_trainer_config c = {.rule = CNNB_OPT_SGD,
+                           .nesterov = true,
+                           .momentum = 0.9f,
+                           .rmsprop_decay = 0.9f,
+                           .rmsprop_momentum = 0.9f,
+                           .rmsprop_epsilon = 1.0f,
+                           .adam_beta1 = 0.9f,
+                           .adam_beta2 = 0.999f,
+                           .adam_epsilon = 1e-8f,
+                           .weight_decay = 0.5f};
   c.lr.has_init_learning_rate = true;
   c.lr.init_learning_rate = 0.1;
   c.lr.global_batch_size = 2;
@@ -356,8 +383,7 @@ START_TEST(trainer_decay_runs) {
   const float *got = cnnb_executor_params(f.ex);
   for (int32_t p = 0; p < cnnb_graph_num_params(f.g); ++p) {
     const cnnb_param *pp = cnnb_graph_param(f.g, p);
-    if (pp->is_stat)
-      continue;
+    if (pp->is_stat) continue;
     double wd = (pp->flags & CNNB_PARAM_NO_DECAY) ? 0.0 : 0.5;
     for (int64_t k = pp->offset; k < pp->offset + pp->count; ++k)
       near(got[k], w[k] - 0.1 * (g[k] + wd * w[k]), 1e-6, pp->name, (int)k);

@@ -30,8 +30,7 @@ static void teardown(void) { cnnb_ctx_destroy(ctx); }
 /* fp32 elements plus an odd tail, so sizes are rarely multiples of the alignment. */
 static cnnb_status fake_bytes(void *user, const cnnb_graph *g, cnnb_tensor t, size_t *bytes) {
   int *fail_at = user;
-  if (fail_at && *fail_at == t)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, "fake device: no layout");
+  if (fail_at && *fail_at == t) return cnnb_error(ctx, CNNB_EUNSUPPORTED, "fake device: no layout");
   *bytes = (size_t)cnnb_shape_count(cnnb_graph_node(g, t)->shape) * 4 + (size_t)(t * 7 % 13);
   return CNNB_OK;
 }
@@ -56,33 +55,36 @@ static cnnb_graph *random_graph(unsigned seed, int ops) {
     cnnb_shape sa = cnnb_graph_tensor_shape(g, a), sb = cnnb_graph_tensor_shape(g, b);
     cnnb_tensor out = CNNB_NO_TENSOR;
     switch (rnd(9)) {
-    case 0: out = cnnb_relu(g, NULL, a); break;
-    case 1:
-      out = cnnb_conv2d(g, NULL, a, CNNB_CONV2D(.filters = 3 + (int)rnd(2), .kernel_h = 1 + 2 * (int)rnd(2),
-                                                .kernel_w = 1 + 2 * (int)rnd(2)));
-      break;
-    case 2: out = cnnb_batch_norm(g, NULL, a, CNNB_BATCH_NORM(.scale = (int)rnd(2))); break;
-    case 3:
-      out = cnnb_max_pool(g, NULL, a, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1,
-                                                .stride_w = 1, .padding = CNNB_PAD_SAME));
-      break;
-    case 4:
-      out = cnnb_avg_pool(g, NULL, a, CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1,
-                                                .stride_w = 1, .padding = CNNB_PAD_SAME));
-      break;
-    case 5:
-      out = sa.c == sb.c ? cnnb_add(g, NULL, a, b) : cnnb_relu(g, NULL, b);
-      break;
-    case 6: {
-      cnnb_tensor xs[3] = {a, b, t[rnd((unsigned)nt)]};
-      out = cnnb_concat(g, NULL, 2 + (int)rnd(2), xs);
-      break;
+      case 0: out = cnnb_relu(g, NULL, a); break;
+      case 1:
+        out = cnnb_conv2d(g, NULL, a,
+                          CNNB_CONV2D(.filters = 3 + (int)rnd(2), .kernel_h = 1 + 2 * (int)rnd(2),
+                                      .kernel_w = 1 + 2 * (int)rnd(2)));
+        break;
+      case 2: out = cnnb_batch_norm(g, NULL, a, CNNB_BATCH_NORM(.scale = (int)rnd(2))); break;
+      case 3:
+        out = cnnb_max_pool(g, NULL, a,
+                            CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1,
+                                      .padding = CNNB_PAD_SAME));
+        break;
+      case 4:
+        out = cnnb_avg_pool(g, NULL, a,
+                            CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1,
+                                      .padding = CNNB_PAD_SAME));
+        break;
+      case 5: out = sa.c == sb.c ? cnnb_add(g, NULL, a, b) : cnnb_relu(g, NULL, b); break;
+      case 6: {
+        cnnb_tensor xs[3] = {a, b, t[rnd((unsigned)nt)]};
+        out = cnnb_concat(g, NULL, 2 + (int)rnd(2), xs);
+        break;
+      }
+      case 7:
+        out = cnnb_lrn(g, NULL, a,
+                       CNNB_LRN(.depth_radius = 1, .bias = 1, .alpha = 1e-3f, .beta = 0.75f));
+        break;
+      default: out = cnnb_dropout(g, NULL, a, 0.5f); break;
     }
-    case 7: out = cnnb_lrn(g, NULL, a, CNNB_LRN(.depth_radius = 1, .bias = 1, .alpha = 1e-3f, .beta = 0.75f)); break;
-    default: out = cnnb_dropout(g, NULL, a, 0.5f); break;
-    }
-    if (out == CNNB_NO_TENSOR)
-      break;
+    if (out == CNNB_NO_TENSOR) break;
     t[nt++] = out;
   }
   /* The head reads the last tensor; others may be dead ends (no gradient, no backward). */
@@ -107,35 +109,28 @@ static void check_accesses(const cnnb_graph *g, const cnnb_plan *p) {
   int32_t n = p->num_nodes;
   for (int32_t i = 0; i < n; ++i) {
     const cnnb_node *node = cnnb_graph_node(g, i);
-    if (p->alias[i] >= 0)
-      continue; /* never runs */
+    if (p->alias[i] >= 0) continue; /* never runs */
     alive(p, p->activation[i], i, "forward write", i);
     for (int32_t k = 0; k < node->num_inputs; ++k)
       alive(p, p->activation[node->inputs[k]], i, "forward read", i);
   }
-  if (!p->training)
-    return;
+  if (!p->training) return;
   for (int32_t i = n - 1; i >= 0; --i) {
-    if (!p->has_backward[i])
-      continue;
+    if (!p->has_backward[i]) continue;
     const cnnb_node *node = cnnb_graph_node(g, i);
     int32_t when = cnnb_plan_backward_time(p, i);
-    if (i != cnnb_graph_loss(g))
-      alive(p, p->gradient[i], when, "backward dy", i);
+    if (i != cnnb_graph_loss(g)) alive(p, p->gradient[i], when, "backward dy", i);
     uint32_t mask;
     bool out;
     cnnb_op_backward_reads(node, &mask, &out);
-    if (out)
-      alive(p, p->activation[i], when, "backward reads y", i);
+    if (out) alive(p, p->activation[i], when, "backward reads y", i);
     for (int32_t k = 0; k < node->num_inputs; ++k) {
       int32_t slot = p->slot_base[i] + k;
       cnnb_tensor t = node->inputs[k];
-      if ((mask >> (k < 31 ? k : 31)) & 1u)
-        alive(p, p->activation[t], when, "backward reads x", i);
+      if ((mask >> (k < 31 ? k : 31)) & 1u) alive(p, p->activation[t], when, "backward reads x", i);
       if (p->input_grad[slot] >= 0) {
         alive(p, p->input_grad[slot], when, "backward dx", i);
-        if (p->accumulate[slot])
-          alive(p, p->gradient[t], when, "accumulate into", i);
+        if (p->accumulate[slot]) alive(p, p->gradient[t], when, "accumulate into", i);
       }
     }
   }
@@ -171,11 +166,9 @@ static void check_accumulation(const cnnb_graph *g, const cnnb_plan *p) {
     for (int32_t c = t + 1; c < p->num_nodes; ++c) {
       const cnnb_node *cn = cnnb_graph_node(g, c);
       for (int32_t k = 0; k < cn->num_inputs; ++k) {
-        if (cnnb_plan_resolve(p, cn->inputs[k]) != t || !p->has_backward[c])
-          continue;
+        if (cnnb_plan_resolve(p, cn->inputs[k]) != t || !p->has_backward[c]) continue;
         int32_t slot = p->slot_base[c] + k;
-        if (p->input_grad[slot] < 0)
-          continue;
+        if (p->input_grad[slot] < 0) continue;
         last_consumer = c;
         if (p->accumulate[slot]) {
           scratch++;
@@ -201,8 +194,7 @@ START_TEST(random_dags) {
   double worst = 1.0;
   for (unsigned seed = 1; seed <= 80; ++seed) {
     cnnb_graph *g = random_graph(seed, 5 + (int)(seed % 40));
-    if (seed % 2)
-      fused += cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL);
+    if (seed % 2) fused += cnnb_plan_fuse_relus(g, CNNB_FUSE_ALL);
     cnnb_plan *train = NULL, *fwd = NULL;
     ck_assert_msg(cnnb_plan_create(ctx, g, true, fake_bytes, NULL, &train) == CNNB_OK, "%s",
                   cnnb_error_message(ctx));
@@ -214,10 +206,10 @@ START_TEST(random_dags) {
     check_accumulation(g, train);
     for (int32_t b = 0; b < fwd->num_buffers; ++b)
       ck_assert_int_eq(fwd->buffers[b].kind, CNNB_BUFFER_ACTIVATION);
-    for (int32_t i = 0; i < fwd->num_nodes; ++i)
-      ck_assert(!fwd->has_backward[i]);
-    ck_assert_msg(fwd->arena_bytes <= train->arena_bytes, "seed %u: forward-only %zu > training %zu",
-                  seed, fwd->arena_bytes, train->arena_bytes);
+    for (int32_t i = 0; i < fwd->num_nodes; ++i) ck_assert(!fwd->has_backward[i]);
+    ck_assert_msg(fwd->arena_bytes <= train->arena_bytes,
+                  "seed %u: forward-only %zu > training %zu", seed, fwd->arena_bytes,
+                  train->arena_bytes);
     ck_assert(train->arena_bytes <= train->naive_bytes);
     ck_assert(train->live_bytes <= train->arena_bytes && fwd->live_bytes <= fwd->arena_bytes);
     worst = fmax(worst, (double)train->arena_bytes / (double)train->live_bytes);
@@ -258,7 +250,8 @@ END_TEST
 START_TEST(two_consumers_accumulate) {
   /* x = conv(input); a = relu(x); b = conv(x); y = add(a, b): x has two consumers. */
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_tensor x = cnnb_conv2d(g, "x", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor x = cnnb_conv2d(g, "x", cnnb_graph_input(g),
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3));
   cnnb_tensor a = cnnb_relu(g, "a", x);
   cnnb_tensor b = cnnb_conv2d(g, "b", x, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor y = cnnb_add(g, "y", a, b);
@@ -297,8 +290,10 @@ END_TEST
 
 START_TEST(dead_branch_has_no_backward) {
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_tensor x = cnnb_conv2d(g, "x", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
-  cnnb_tensor dead = cnnb_conv2d(g, "dead", x, CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor x = cnnb_conv2d(g, "x", cnnb_graph_input(g),
+                              CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor dead = cnnb_conv2d(g, "dead", x,
+                                 CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor l = cnnb_dense(g, "logits", x, CNNB_DENSE(.units = 5));
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
@@ -318,9 +313,11 @@ START_TEST(relu_fusion) {
   /* c1 -> relu (fusable); c2 -> {relu, add} (two readers: not); bn -> relu -> relu (the
    * second relu aliases through the first); dense -> relu (not a fusable op). */
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g),
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor r1 = cnnb_relu(g, "r1", c1);
-  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1,
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor r2 = cnnb_relu(g, "r2", c2);
   cnnb_tensor sum = cnnb_add(g, "sum", r2, c2);
   cnnb_tensor bn = cnnb_batch_norm(g, "bn", sum, NULL);
@@ -368,7 +365,8 @@ START_TEST(add_relu_fusion) {
   cnnb_tensor c1 = cnnb_conv2d(g, "c1", x, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor sum1 = cnnb_add(g, "sum1", c1, x);
   cnnb_tensor r1 = cnnb_relu(g, "r1", sum1);
-  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", r1,
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor sum2 = cnnb_add(g, "sum2", r1, c2);
   cnnb_tensor r2 = cnnb_relu(g, "r2", sum2);
   cnnb_tensor both = cnnb_add(g, "both", r2, sum2);
@@ -410,11 +408,13 @@ START_TEST(relu6_not_fused) {
   /* conv -> relu6 and bn -> relu6 stay as written (fused_relu means max(x, 0) only);
    * relu6 after a fused relu is not an alias; relu6 keeps its output for backward. */
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g),
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor a1 = cnnb_relu6(g, "a1", c1);
   cnnb_tensor bn = cnnb_batch_norm(g, "bn", a1, NULL);
   cnnb_tensor a2 = cnnb_relu6(g, "a2", bn);
-  cnnb_tensor c2 = cnnb_conv2d(g, "c2", a2, CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", a2,
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_tensor r = cnnb_relu(g, "r", c2);
   cnnb_tensor a3 = cnnb_relu6(g, "a3", r);
   cnnb_tensor l = cnnb_dense(g, "logits", a3, CNNB_DENSE(.units = 5));
@@ -450,11 +450,15 @@ START_TEST(pad_channels_reads_nothing) {
    * pad's backward (dy's middle channels) needs shapes only, so neither its input nor
    * its output lives until its backward; c1's gradient gets both paths. */
   cnnb_graph *g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g), CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
-  cnnb_tensor ap = cnnb_avg_pool(g, "ap", c1, CNNB_POOL(.kernel_h = 1, .kernel_w = 1, .stride_h = 2, .stride_w = 2));
+  cnnb_tensor c1 = cnnb_conv2d(g, "c1", cnnb_graph_input(g),
+                               CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
+  cnnb_tensor ap = cnnb_avg_pool(g, "ap", c1,
+                                 CNNB_POOL(.kernel_h = 1, .kernel_w = 1, .stride_h = 2,
+                                           .stride_w = 2));
   cnnb_tensor sc = cnnb_pad_channels(g, "sc", ap, 2, 2);
-  cnnb_tensor c2 = cnnb_conv2d(g, "c2", c1, CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
-                                                        .stride_h = 2, .stride_w = 2));
+  cnnb_tensor c2 = cnnb_conv2d(g, "c2", c1,
+                               CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
+                                           .stride_h = 2, .stride_w = 2));
   cnnb_tensor sum = cnnb_add(g, "sum", sc, c2);
   cnnb_tensor r = cnnb_relu(g, "r", sum);
   cnnb_graph_set_logits(g, cnnb_dense(g, "logits", r, CNNB_DENSE(.units = 5)));
@@ -527,8 +531,8 @@ START_TEST(errors) {
   cnnb_graph_destroy(g);
 
   g = cnnb_graph_create(2, 3, 4, 4, 5);
-  cnnb_conv2d(g, "big", cnnb_graph_input(g), CNNB_CONV2D(.filters = 1, .kernel_h = 9, .kernel_w = 9,
-                                                       .padding = CNNB_PAD_VALID));
+  cnnb_conv2d(g, "big", cnnb_graph_input(g),
+              CNNB_CONV2D(.filters = 1, .kernel_h = 9, .kernel_w = 9, .padding = CNNB_PAD_VALID));
   ck_assert_int_ne(cnnb_plan_create(ctx, g, false, fake_bytes, NULL, &p), CNNB_OK);
   ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), "graph has an error"));
   cnnb_graph_destroy(g);

@@ -10,8 +10,8 @@
 #include "exec/prefetch.h"
 
 typedef struct counting_source {
-  int32_t next;     /* value of the next batch */
-  int32_t fail_at;  /* batch index that fails; -1 never */
+  int32_t next;    /* value of the next batch */
+  int32_t fail_at; /* batch index that fails; -1 never */
 } counting_source;
 
 static cnnb_status counting_next(void *ds, float *images, int32_t *labels) {
@@ -32,7 +32,8 @@ START_TEST(batches_arrive_in_order) {
   counting_source source = {.next = 0, .fail_at = -1};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 4, 1, 2, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 4, 1, 2, &p),
+                   CNNB_OK);
   for (int32_t i = 0; i < 100; i++) {
     const float *images;
     const int32_t *labels;
@@ -51,7 +52,8 @@ START_TEST(failure_after_good_batches) {
   counting_source source = {.next = 0, .fail_at = 3};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 4, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 4, &p),
+                   CNNB_OK);
   const float *images;
   const int32_t *labels;
   for (int32_t i = 0; i < 3; i++) {
@@ -69,7 +71,8 @@ START_TEST(destroy_while_full) {
   counting_source source = {.next = 0, .fail_at = -1};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 1, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 1, &p),
+                   CNNB_OK);
   const float *images;
   const int32_t *labels;
   ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
@@ -128,7 +131,8 @@ START_TEST(drain_discards_what_was_queued) {
   counting_source source = {.next = 0, .fail_at = -1};
   cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
   cnnb_prefetch *p;
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p),
+                   CNNB_OK);
   const float *images;
   const int32_t *labels;
   ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
@@ -141,7 +145,8 @@ START_TEST(drain_discards_what_was_queued) {
   cnnb_prefetch_destroy(p);
   /* A datasource that fails while the queue fills: drain reports it. */
   source = (counting_source){.next = 0, .fail_at = 2};
-  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p), CNNB_OK);
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 2, &p),
+                   CNNB_OK);
   ck_assert_int_eq(cnnb_prefetch_drain(p), CNNB_EDATA);
   ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
   cnnb_prefetch_destroy(p);

@@ -51,14 +51,14 @@ static double ref_pixel(resize_kernel k, const uint8_t *in, int w, int h, int j,
                         double sx, double ox, double sy, double oy) {
   double cx = (j + 0.5) * sx + ox, cy = (i + 0.5) * sy + oy;
   switch (k) {
-    case KERNEL_NEAREST:
-      return px_at(in, w, h, (int)floor(cx), (int)floor(cy), c);
+    case KERNEL_NEAREST: return px_at(in, w, h, (int)floor(cx), (int)floor(cy), c);
     case KERNEL_BILINEAR: {
       double x = cx - 0.5, y = cy - 0.5;
       int x0 = (int)floor(x), y0 = (int)floor(y);
       double fx = x - x0, fy = y - y0;
       double top = px_at(in, w, h, x0, y0, c) * (1 - fx) + px_at(in, w, h, x0 + 1, y0, c) * fx;
-      double bot = px_at(in, w, h, x0, y0 + 1, c) * (1 - fx) + px_at(in, w, h, x0 + 1, y0 + 1, c) * fx;
+      double bot = px_at(in, w, h, x0, y0 + 1, c) * (1 - fx) +
+                   px_at(in, w, h, x0 + 1, y0 + 1, c) * fx;
       return top * (1 - fy) + bot * fy;
     }
     case KERNEL_BICUBIC: {
@@ -94,13 +94,16 @@ static uint8_t *noise_image(int w, int h, unsigned seed) {
 }
 
 START_TEST(kernels_match_reference) {
-  static const struct { int iw, ih, ow, oh; double ox, oy; } cases[] = {
-      {37, 29, 16, 12, 0, 0},     /* down */
-      {13, 9, 40, 31, 0, 0},      /* up */
-      {50, 40, 50, 40, 0, 0},     /* same */
-      {64, 48, 20, 30, 3.25, 1.5},/* a window with offsets, aspect changed */
-      {1, 17, 5, 4, 0, 0},        /* one column */
-      {200, 3, 7, 9, -0.5, 0.75}, /* offsets past the edges */
+  static const struct {
+    int iw, ih, ow, oh;
+    double ox, oy;
+  } cases[] = {
+      {37, 29, 16, 12, 0, 0},      /* down */
+      {13, 9, 40, 31, 0, 0},       /* up */
+      {50, 40, 50, 40, 0, 0},      /* same */
+      {64, 48, 20, 30, 3.25, 1.5}, /* a window with offsets, aspect changed */
+      {1, 17, 5, 4, 0, 0},         /* one column */
+      {200, 3, 7, 9, -0.5, 0.75},  /* offsets past the edges */
   };
   resize_taps tx = {0}, ty = {0};
   float *tmp = NULL;
@@ -119,7 +122,8 @@ START_TEST(kernels_match_reference) {
       for (int i = 0; i < oh; i++)
         for (int j = 0; j < ow; j++)
           for (int c = 0; c < 3; c++) {
-            double want = ref_pixel((resize_kernel)k, in, iw, ih, j, i, c, sx, cases[n].ox, sy, cases[n].oy);
+            double want = ref_pixel((resize_kernel)k, in, iw, ih, j, i, c, sx, cases[n].ox, sy,
+                                    cases[n].oy);
             worst = fmax(worst, fabs(want - out[((size_t)i * ow + j) * 3 + c]));
           }
       ck_assert_msg(worst < 2e-3, "case %zu kernel %d: off by %g", n, k, worst);
@@ -186,8 +190,8 @@ START_TEST(eval_window_geometry) {
 END_TEST
 
 static preprocess_config config(int w, int h, int training, resize_method m, int distortions) {
-  preprocess_config c = {.height = h, .width = w, .training = training, .resize = m,
-                         .distortions = distortions};
+  preprocess_config c = {
+      .height = h, .width = w, .training = training, .resize = m, .distortions = distortions};
   for (int i = 0; i < 3; i++) c.mean[i] = c.std[i] = 0.5f;
   return c;
 }
@@ -195,33 +199,42 @@ static preprocess_config config(int w, int h, int training, resize_method m, int
 /* The eval path end to end: against the full decode resized (bilinear, reference) to the
  * eval size and cropped. 500x375 -> 341x256 at (58, 16), where the implementation decodes
  * only the window plus margin at 8/8 (4/8 would leave it under 224): the same but for the
- * rounding to bytes (mean 0.25, max 1 level). 1000x750 -> 341x256 again, decoded at 4/8: DCT scaling moves
- * values on this smooth picture by a few levels (mean under 1.5, max under 12 of 255). */
+ * rounding to bytes (mean 0.25, max 1 level). 1000x750 -> 341x256 again, decoded at 4/8: DCT
+ * scaling moves values on this smooth picture by a few levels (mean under 1.5, max under 12 of
+ * 255). */
 START_TEST(eval_path_matches_resize_then_crop) {
-  static const struct { int w, h; double mean, max; } cases[] = {{500, 375, 0.3, 1}, {1000, 750, 1.5, 12}};
+  static const struct {
+    int w, h;
+    double mean, max;
+  } cases[] = {{500, 375, 0.3, 1}, {1000, 750, 1.5, 12}};
   for (int k = 0; k < 2; k++) {
     int w = cases[k].w, h = cases[k].h;
     uint8_t *px = jpeg_make_pattern(w, h, 3, 11);
     made_jpeg j = jpeg_make(px, w, h, (jpeg_make_opts){3, 95, 0, 0});
     rgb_image full = {0};
     char err[256] = "";
-    ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 0, 0, &full, err, sizeof err), 0);
+    ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 0, 0, &full, err,
+                                              sizeof err),
+                     0);
     preprocess_config cfg = config(224, 224, 0, RESIZE_BILINEAR, 0);
     preprocess_scratch *s = preprocess_scratch_create();
     uint8_t *got = malloc(224 * 224 * 3);
-    ck_assert_msg(preprocess_image_uint8(&cfg, s, j.data, j.size, NULL, 0, 1, got, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(preprocess_image_uint8(&cfg, s, j.data, j.size, NULL, 0, 1, got, err,
+                                         sizeof err) == 0,
+                  "%s", err);
     double sum = 0, worst = 0;
     for (int i = 0; i < 224; i++)
       for (int x = 0; x < 224; x++)
         for (int c = 0; c < 3; c++) {
-          double want = ref_pixel(KERNEL_BILINEAR, full.pixels, w, h, x + 58, i + 16, c,
-                                  w / 341.0, 0, h / 256.0, 0);
+          double want = ref_pixel(KERNEL_BILINEAR, full.pixels, w, h, x + 58, i + 16, c, w / 341.0,
+                                  0, h / 256.0, 0);
           double e = fabs(want - got[((size_t)i * 224 + x) * 3 + c]);
           sum += e;
           worst = fmax(worst, e);
         }
     sum /= 224.0 * 224 * 3;
-    ck_assert_msg(sum < cases[k].mean && worst <= cases[k].max, "%dx%d: mean %.2f max %.0f", w, h, sum, worst);
+    ck_assert_msg(sum < cases[k].mean && worst <= cases[k].max, "%dx%d: mean %.2f max %.0f", w, h,
+                  sum, worst);
     free(got);
     preprocess_scratch_destroy(s);
     rgb_image_free(&full);
@@ -339,7 +352,8 @@ START_TEST(distortions) {
     distort_draw(&r, &d);
     ck_assert(d.order == 0 || d.order == 1);
     ck_assert(fabsf(d.brightness) <= 32.0f / 255.0f && fabsf(d.hue) <= 0.2f);
-    ck_assert(d.saturation >= 0.5f && d.saturation < 1.5f && d.contrast >= 0.5f && d.contrast < 1.5f);
+    ck_assert(d.saturation >= 0.5f && d.saturation < 1.5f && d.contrast >= 0.5f &&
+              d.contrast < 1.5f);
   }
 }
 END_TEST
@@ -363,18 +377,28 @@ START_TEST(pipeline_is_deterministic) {
         preprocess_config cfg = config(T, T, train, (resize_method)m, dist);
         int differ = 0;
         for (uint64_t seed = 1; seed <= 10; seed++) {
-          ck_assert_msg(preprocess_image(&cfg, s1, j.data, j.size, &box, 1, seed, a, err, sizeof err) == 0, "%s", err);
-          ck_assert_int_eq(preprocess_image(&cfg, s2, j.data, j.size, &box, 1, seed, b, err, sizeof err), 0);
+          ck_assert_msg(preprocess_image(&cfg, s1, j.data, j.size, &box, 1, seed, a, err,
+                                         sizeof err) == 0,
+                        "%s", err);
+          ck_assert_int_eq(preprocess_image(&cfg, s2, j.data, j.size, &box, 1, seed, b, err,
+                                            sizeof err),
+                           0);
           ck_assert_int_eq(memcmp(a, b, n * sizeof(float)), 0);
-          ck_assert_int_eq(preprocess_image(&cfg, s2, j.data, j.size, &box, 1, seed + 1000, b, err, sizeof err), 0);
+          ck_assert_int_eq(preprocess_image(&cfg, s2, j.data, j.size, &box, 1, seed + 1000, b, err,
+                                            sizeof err),
+                           0);
           differ += memcmp(a, b, n * sizeof(float)) != 0;
-          ck_assert_int_eq(preprocess_image_uint8(&cfg, s2, j.data, j.size, &box, 1, seed, u, err, sizeof err), 0);
+          ck_assert_int_eq(preprocess_image_uint8(&cfg, s2, j.data, j.size, &box, 1, seed, u, err,
+                                                  sizeof err),
+                           0);
           for (int c = 0; c < 3; c++)
             for (size_t i = 0; i < (size_t)T * T; i++) {
               float v = (a[(size_t)c * T * T + i] * 0.5f + 0.5f) * 255.0f;
               float q = v < 0 ? 0 : v > 255 ? 255 : v;
               ck_assert_msg(fabsf(q - u[3 * i + c]) <= 0.51f, "u8 %d vs %f", u[3 * i + c], v);
-              if (dist) ck_assert(a[(size_t)c * T * T + i] >= -1.0001f && a[(size_t)c * T * T + i] <= 1.0001f);
+              if (dist)
+                ck_assert(a[(size_t)c * T * T + i] >= -1.0001f &&
+                          a[(size_t)c * T * T + i] <= 1.0001f);
             }
         }
         if (train) ck_assert_msg(differ >= 9, "method %d: %d of 10 seeds differ", m, differ);
@@ -407,7 +431,8 @@ START_TEST(normalization) {
   ck_assert_int_eq(preprocess_image(&cfg, s, j.data, j.size, NULL, 0, 5, out, err, sizeof err), 0);
   for (int c = 0; c < 3; c++)
     for (int i = 0; i < 32 * 24; i++)
-      ck_assert_float_eq_tol(out[c * 32 * 24 + i], (128.0f / 255 - mean[c]) / std[c], 1.5f / 255 / std[c]);
+      ck_assert_float_eq_tol(out[c * 32 * 24 + i], (128.0f / 255 - mean[c]) / std[c],
+                             1.5f / 255 / std[c]);
   preprocess_scratch_destroy(s);
   free(j.data);
   free(px);
@@ -420,7 +445,8 @@ START_TEST(bad_and_tiny_inputs) {
   char err[256] = "";
   static const uint8_t png[] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
   preprocess_config cfg = config(16, 16, 1, RESIZE_BILINEAR, 1);
-  ck_assert_int_eq(preprocess_image(&cfg, s, png, sizeof png, NULL, 0, 1, out, err, sizeof err), -1);
+  ck_assert_int_eq(preprocess_image(&cfg, s, png, sizeof png, NULL, 0, 1, out, err, sizeof err),
+                   -1);
   ck_assert_ptr_nonnull(strstr(err, "PNG"));
   static const int sizes[][2] = {{1, 1}, {1, 40}, {40, 1}, {3, 500}, {9, 7}};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -429,7 +455,8 @@ START_TEST(bad_and_tiny_inputs) {
     for (int train = 0; train < 2; train++)
       for (int m = 0; m < 4; m++) {
         cfg = config(16, 16, train, (resize_method)m, train);
-        ck_assert_msg(preprocess_image(&cfg, s, j.data, j.size, NULL, 0, k, out, err, sizeof err) == 0,
+        ck_assert_msg(preprocess_image(&cfg, s, j.data, j.size, NULL, 0, k, out, err, sizeof err) ==
+                          0,
                       "%dx%d: %s", sizes[k][0], sizes[k][1], err);
         for (int i = 0; i < 3 * 16 * 16; i++) ck_assert(isfinite(out[i]));
       }
@@ -437,7 +464,8 @@ START_TEST(bad_and_tiny_inputs) {
     free(px);
   }
   cfg = config(0, 16, 1, RESIZE_BILINEAR, 0);
-  ck_assert_int_eq(preprocess_image(&cfg, s, png, sizeof png, NULL, 0, 1, out, err, sizeof err), -1);
+  ck_assert_int_eq(preprocess_image(&cfg, s, png, sizeof png, NULL, 0, 1, out, err, sizeof err),
+                   -1);
   preprocess_scratch_destroy(s);
   ck_assert_int_eq(resize_method_parse("bilinear"), RESIZE_BILINEAR);
   ck_assert_int_eq(resize_method_parse("round_robin"), RESIZE_ROUND_ROBIN);

@@ -11,13 +11,13 @@
 #include "report/report.h"
 
 /* Runs `print` into a memory stream and returns what it wrote (caller frees). */
-#define CAPTURE(text, stmt)                                 \
-  do {                                                      \
-    size_t size_ = 0;                                       \
-    FILE *out = open_memstream(&(text), &size_);            \
-    ck_assert_ptr_nonnull(out);                             \
-    stmt;                                                   \
-    fclose(out);                                            \
+#define CAPTURE(text, stmt)                      \
+  do {                                           \
+    size_t size_ = 0;                            \
+    FILE *out = open_memstream(&(text), &size_); \
+    ck_assert_ptr_nonnull(out);                  \
+    stmt;                                        \
+    fclose(out);                                 \
   } while (0)
 
 static void fill(cnnb_step_stats *s, const double *v, size_t n) {
@@ -35,8 +35,7 @@ START_TEST(stats_odd_count) {
   cnnb_step_stats s;
   fill(&s, v, 3);
   ck_assert_double_eq_tol(cnnb_step_stats_mean(&s), 3.0 / 0.0175, 1e-9);
-  ck_assert_double_eq_tol(cnnb_step_stats_stderr(&s), sqrt(140000.0 / 9) / sqrt(3.0),
-                          1e-9);
+  ck_assert_double_eq_tol(cnnb_step_stats_stderr(&s), sqrt(140000.0 / 9) / sqrt(3.0), 1e-9);
   ck_assert_double_eq_tol(cnnb_step_stats_stderr(&s), 72.0082, 1e-4);
   ck_assert_double_eq_tol(cnnb_step_stats_jitter(&s), 148.26, 1e-9);
   /* The order they came in is kept (jitter sorts a copy). */
@@ -120,10 +119,9 @@ END_TEST
 START_TEST(total_exact) {
   char *text = NULL;
   CAPTURE(text, cnnb_report_print_total(out, 171.428571));
-  ck_assert_str_eq(text,
-                   "----------------------------------------------------------------\n"
-                   "total images/sec: 171.43\n"
-                   "----------------------------------------------------------------\n");
+  ck_assert_str_eq(text, "----------------------------------------------------------------\n"
+                         "total images/sec: 171.43\n"
+                         "----------------------------------------------------------------\n");
   free(text);
 }
 END_TEST
@@ -143,27 +141,35 @@ END_TEST
 
 START_TEST(header_exact) {
   static const char *const devs[] = {"/cpu:0"};
-  cnnb_report_header h = {
-      .version = "0.1.0", .model = "trivial", .dataset = "imagenet (synthetic)",
-      .mode = "training", .global_batch = 32, .per_device_batch = 32, .num_batches = 100,
-      .num_epochs = 0.0025, .devices = devs, .num_devices = 1, .data_format = "NCHW",
-      .optimizer = "sgd", .variable_update = "independent", .all_reduce = NULL};
+  cnnb_report_header h = {.version = "0.1.0",
+                          .model = "trivial",
+                          .dataset = "imagenet (synthetic)",
+                          .mode = "training",
+                          .global_batch = 32,
+                          .per_device_batch = 32,
+                          .num_batches = 100,
+                          .num_epochs = 0.0025,
+                          .devices = devs,
+                          .num_devices = 1,
+                          .data_format = "NCHW",
+                          .optimizer = "sgd",
+                          .variable_update = "independent",
+                          .all_reduce = NULL};
   char *text = NULL;
   CAPTURE(text, cnnb_report_print_header(out, &h));
-  ck_assert_str_eq(text,
-                   "cnnbench:    0.1.0\n"
-                   "Model:       trivial\n"
-                   "Dataset:     imagenet (synthetic)\n"
-                   "Mode:        training\n"
-                   "Batch size:  32 global\n"
-                   "             32 per device\n"
-                   "Num batches: 100\n"
-                   "Num epochs:  0.00\n"
-                   "Devices:     ['/cpu:0']\n"
-                   "Data format: NCHW\n"
-                   "Optimizer:   sgd\n"
-                   "Variables:   independent\n"
-                   "==========\n");
+  ck_assert_str_eq(text, "cnnbench:    0.1.0\n"
+                         "Model:       trivial\n"
+                         "Dataset:     imagenet (synthetic)\n"
+                         "Mode:        training\n"
+                         "Batch size:  32 global\n"
+                         "             32 per device\n"
+                         "Num batches: 100\n"
+                         "Num epochs:  0.00\n"
+                         "Devices:     ['/cpu:0']\n"
+                         "Data format: NCHW\n"
+                         "Optimizer:   sgd\n"
+                         "Variables:   independent\n"
+                         "==========\n");
   free(text);
 
   static const char *const two[] = {"/cuda:0", "/cuda:1"};

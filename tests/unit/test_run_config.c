@@ -53,12 +53,12 @@ END_TEST
 
 START_TEST(flags_land_in_their_fields) {
   cnnb_run_config c;
-  ck_assert_msg(config(&c, (const char *[]){"--model=resnet20", "--data_name=cifar10",
-                                            "--batch_size=8", "--num_epochs=2.5",
-                                            "--forward_only", "--use_fp16", "--num_gpus=3",
-                                            "--optimizer=momentum", "--momentum=0.5",
-                                            "--init_learning_rate=0.2", "--gradient_bucket_mb=0.5",
-                                            "--datasource=synthetic", NULL}) == CNNB_OK,
+  ck_assert_msg(config(&c,
+                       (const char *[]){"--model=resnet20", "--data_name=cifar10", "--batch_size=8",
+                                        "--num_epochs=2.5", "--forward_only", "--use_fp16",
+                                        "--num_gpus=3", "--optimizer=momentum", "--momentum=0.5",
+                                        "--init_learning_rate=0.2", "--gradient_bucket_mb=0.5",
+                                        "--datasource=synthetic", NULL}) == CNNB_OK,
                 "%s", err);
   ck_assert_str_eq(c.model, "resnet20");
   ck_assert_str_eq(c.dataset->name, "cifar10");
@@ -126,8 +126,9 @@ START_TEST(evaluation_flags) {
   ck_assert_int_eq(c.num_batches, 30);
   ck_assert(c.print_accuracy);
   teardown(), setup();
-  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30",
-                                               "--num_eval_batches=7", NULL}), CNNB_OK);
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30", "--num_eval_batches=7",
+                                               NULL}),
+                   CNNB_OK);
   ck_assert_int_eq(c.num_batches, 7);
   ck_assert(c.num_epochs == 0.0);
   teardown(), setup();
@@ -136,8 +137,8 @@ START_TEST(evaluation_flags) {
   teardown(), setup();
   /* While training they size each evaluation and leave the training's steps alone. */
   ck_assert_int_eq(config(&c, (const char *[]){"--eval_during_training_every_n_steps=25",
-                                               "--num_eval_batches=4", "--num_batches=50",
-                                               NULL}), CNNB_OK);
+                                               "--num_eval_batches=4", "--num_batches=50", NULL}),
+                   CNNB_OK);
   ck_assert_int_eq(c.mode, CNNB_MODE_TRAIN);
   ck_assert(c.eval_during_training);
   ck_assert_int_eq(c.eval_every_n_steps, 25);
@@ -145,8 +146,8 @@ START_TEST(evaluation_flags) {
   ck_assert_int_eq(c.num_batches, 50);
   ck_assert(!c.print_accuracy);
   teardown(), setup();
-  ck_assert_int_eq(config(&c, (const char *[]){"--eval_during_training_every_n_epochs=0.5",
-                                               NULL}), CNNB_OK);
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval_during_training_every_n_epochs=0.5", NULL}),
+                   CNNB_OK);
   ck_assert(c.eval_every_n_epochs == 0.5 && c.eval_every_n_steps == 0 && c.eval_during_training);
   teardown(), setup();
   ck_assert_int_eq(config(&c, (const char *[]){"--input_only", NULL}), CNNB_OK);
@@ -164,11 +165,13 @@ START_TEST(evaluation_refusals_name_the_flags) {
       {{"--eval", "--num_eval_batches=-2"}, "--num_eval_batches=-2: must be at least 1"},
       {{"--eval", "--num_eval_epochs=0"}, "--num_eval_epochs=0: must be > 0"},
       {{"--eval", "--num_eval_epochs=-1"}, "--num_eval_epochs=-1: must be > 0"},
-      {{"--num_eval_batches=3"}, "--num_eval_batches sizes an evaluation, and this run "
-                                  "evaluates nothing"},
+      {{"--num_eval_batches=3"},
+       "--num_eval_batches sizes an evaluation, and this run "
+       "evaluates nothing"},
       {{"--forward_only", "--num_eval_epochs=1"}, "--num_eval_epochs sizes an evaluation"},
-      {{"--num_eval_batches=3", "--num_eval_epochs=1"}, "--num_eval_batches and "
-                                                        "--num_eval_epochs both given"},
+      {{"--num_eval_batches=3", "--num_eval_epochs=1"},
+       "--num_eval_batches and "
+       "--num_eval_epochs both given"},
       {{"--eval_during_training_every_n_steps=5", "--eval_during_training_every_n_epochs=1"},
        "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both "
        "given"},

@@ -145,10 +145,9 @@ START_TEST(bytes_on_disk) {
   ck_assert_int_eq(cnnb_safetensors_write(ctx, path, in, 2, meta, 1), CNNB_OK);
   size_t size;
   unsigned char *bytes = read_all(path, &size);
-  const char *json =
-      "{\"__metadata__\":{\"format\":\"pt\"},"
-      "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-      "\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}";
+  const char *json = "{\"__metadata__\":{\"format\":\"pt\"},"
+                     "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                     "\"b\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}";
   size_t len = strlen(json), padded = (len + 7) / 8 * 8;
   ck_assert_uint_ne(len, padded); /* so the padding is exercised */
   ck_assert_uint_eq(size, 8 + padded + 16);
@@ -168,10 +167,9 @@ END_TEST
 START_TEST(file_order_is_data_order) {
   char path[300];
   path_of(path, sizeof path, "order.safetensors");
-  const char *h =
-      "{\"late\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
-      "\"early\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
-      "\"none\":{\"dtype\":\"BF16\",\"shape\":[0],\"data_offsets\":[8,8]}}";
+  const char *h = "{\"late\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+                  "\"early\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+                  "\"none\":{\"dtype\":\"BF16\",\"shape\":[0],\"data_offsets\":[8,8]}}";
   craft(path, h, strlen(h), 12);
   cnnb_safetensors *f;
   ck_assert_msg(cnnb_safetensors_open(ctx, path, &f) == CNNB_OK, "%s", cnnb_error_message(ctx));

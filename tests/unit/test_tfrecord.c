@@ -17,10 +17,10 @@
 #include "tfrecord.h"
 
 /* TensorFlow 2.21's tf.io.TFRecordWriter writing b"" then b"hello". */
-static const uint8_t tf_records[] = {
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x29, 0x03, 0x98, 0x07, 0xd8, 0xea,
-    0x82, 0xa2, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xea, 0xb2, 0x04, 0x3e,
-    0x68, 0x65, 0x6c, 0x6c, 0x6f, 0xbb, 0x1f, 0x1c, 0x19};
+static const uint8_t tf_records[] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x29, 0x03,
+                                     0x98, 0x07, 0xd8, 0xea, 0x82, 0xa2, 0x05, 0x00, 0x00, 0x00,
+                                     0x00, 0x00, 0x00, 0x00, 0xea, 0xb2, 0x04, 0x3e, 0x68, 0x65,
+                                     0x6c, 0x6c, 0x6f, 0xbb, 0x1f, 0x1c, 0x19};
 
 static char dir[256];
 static void setup(void) {
@@ -99,14 +99,17 @@ START_TEST(reads_tensorflow_bytes) {
   size_t pos = 0, size;
   const uint8_t *data;
   char err[256];
-  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err, sizeof err),
+  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err,
+                                  sizeof err),
                    TFRECORD_OK);
   ck_assert_uint_eq(size, 0);
-  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err, sizeof err),
+  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err,
+                                  sizeof err),
                    TFRECORD_OK);
   ck_assert_uint_eq(size, 5);
   ck_assert_int_eq(memcmp(data, "hello", 5), 0);
-  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err, sizeof err),
+  ck_assert_int_eq(tfrecord_parse(tf_records, sizeof tf_records, &pos, &data, &size, err,
+                                  sizeof err),
                    TFRECORD_END);
   /* The writer produces the same bytes. */
   char path[300];
@@ -153,8 +156,8 @@ START_TEST(reader_across_chunks) {
   /* The reader reads 1 MiB at a time: records end just before, at and after a chunk's end,
    * and some are several chunks long (the buffer grows). */
   const size_t M = 1 << 20;
-  size_t sizes[] = {0, 1, 100, M - 16 - 117, 5, M - 1, M, M + 1, 3 * M + 17, 0, 12, 4,
-                    2 * M, 1000, 64 * 1024, 1};
+  size_t sizes[] = {0, 1,  100, M - 16 - 117, 5,    M - 1,     M, M + 1, 3 * M + 17,
+                    0, 12, 4,   2 * M,        1000, 64 * 1024, 1};
   size_t count = sizeof sizes / sizeof sizes[0];
   char path[300], err[512];
   snprintf(path, sizeof path, "%s/big", dir);
@@ -187,8 +190,8 @@ START_TEST(skip_across_chunks) {
   /* Skipping reads headers only: records inside the buffer, past its end, several chunks
    * long; reads after skips start at the right byte (tfrecord_offset) and read right. */
   const size_t M = 1 << 20;
-  size_t sizes[] = {0, 1, 100, M - 16 - 117, 5, M - 1, M, M + 1, 3 * M + 17, 0, 12, 4,
-                    2 * M, 1000, 64 * 1024, 1};
+  size_t sizes[] = {0, 1,  100, M - 16 - 117, 5,    M - 1,     M, M + 1, 3 * M + 17,
+                    0, 12, 4,   2 * M,        1000, 64 * 1024, 1};
   size_t count = sizeof sizes / sizeof sizes[0];
   char path[300], err[512];
   snprintf(path, sizeof path, "%s/big", dir);
@@ -200,7 +203,8 @@ START_TEST(skip_across_chunks) {
     for (size_t i = 0; i < count; i++) {
       ck_assert_uint_eq(tfrecord_offset(r), offset);
       /* 0: skip all; 1: read all; 2: skip odd ones; 3: skip even ones. */
-      int skip = pattern_bits == 0 || (pattern_bits == 2 && i % 2) || (pattern_bits == 3 && !(i % 2));
+      int skip = pattern_bits == 0 || (pattern_bits == 2 && i % 2) ||
+                 (pattern_bits == 3 && !(i % 2));
       if (skip) {
         ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
       } else {

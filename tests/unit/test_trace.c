@@ -30,15 +30,16 @@ static size_t count_named(json_t *doc, const char *name) {
   size_t i, n = 0;
   json_t *e;
   json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
-    n += strcmp(json_string_value(json_object_get(e, "name")), name) == 0;
+      n += strcmp(json_string_value(json_object_get(e, "name")), name) == 0;
   return n;
 }
 
 static json_t *find_named(json_t *doc, const char *name) {
   size_t i;
   json_t *e;
-  json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
-    if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0) return e;
+  json_array_foreach(json_object_get(doc, "traceEvents"), i,
+                     e) if (strcmp(json_string_value(json_object_get(e, "name")), name) ==
+                            0) return e;
   return NULL;
 }
 
@@ -120,9 +121,11 @@ START_TEST(window_family_and_drops) {
   ck_assert_int_gt(tid1, 0);
   ck_assert_int_gt(tid2, 0);
   ck_assert_int_ne(tid1, tid2);
-  ck_assert_int_eq((int)json_integer_value(json_object_get(find_named(doc, "allreduce"), "tid")), tid1);
-  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(find_named(doc, "process_name"),
-                                                                     "args"), "name")), "rank 0");
+  ck_assert_int_eq((int)json_integer_value(json_object_get(find_named(doc, "allreduce"), "tid")),
+                   tid1);
+  ck_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(find_named(doc, "process_name"), "args"), "name")),
+                   "rank 0");
   json_decref(doc);
   cnnb_ctx_destroy(plugin);
   cnnb_ctx_destroy(root);

@@ -35,12 +35,9 @@ static int write_all(int fd, const unsigned char *p, size_t size) {
 /* fsync of the directory holding `path`, so the rename into it survives a power loss. */
 static int sync_dir_of(const char *path, char *dir, size_t dir_size) {
   const char *slash = strrchr(path, '/');
-  if (!slash)
-    snprintf(dir, dir_size, ".");
-  else if (slash == path)
-    snprintf(dir, dir_size, "/");
-  else
-    snprintf(dir, dir_size, "%.*s", (int)(slash - path), path);
+  if (!slash) snprintf(dir, dir_size, ".");
+  else if (slash == path) snprintf(dir, dir_size, "/");
+  else snprintf(dir, dir_size, "%.*s", (int)(slash - path), path);
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;
   int rc = fsync(fd);

@@ -61,8 +61,9 @@ int cnnb_crash_format(char *buf, int size, int signo, const cnnb_crash_mark *m) 
     put(buf, size, &len, m->detail);
     put(buf, size, &len, "'");
   }
-  put(buf, size, &len, ": the plugin has a bug; take its file off the plugin path "
-                       "(CNNB_PLUGIN_PATH, --plugin) or report it to its authors\n");
+  put(buf, size, &len,
+      ": the plugin has a bug; take its file off the plugin path "
+      "(CNNB_PLUGIN_PATH, --plugin) or report it to its authors\n");
   return len;
 }
 

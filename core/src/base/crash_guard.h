@@ -33,11 +33,11 @@ void cnnb_crash_leave(cnnb_crash_mark previous);
  * statement must not return, break or goto out of the guard, or the mark would outlive
  * the call. Plugin calls that also name the plugin in a failure use CNNB_PLUGIN_CALL
  * (loader/bound_plugin.h). */
-#define CNNB_GUARDED(where, what, detail, ...)                                         \
-  do {                                                                                 \
-    cnnb_crash_mark cnnb_guard_outer_ = cnnb_crash_enter((where), (what), (detail));  \
-    __VA_ARGS__;                                                                       \
-    cnnb_crash_leave(cnnb_guard_outer_);                                               \
+#define CNNB_GUARDED(where, what, detail, ...)                                       \
+  do {                                                                               \
+    cnnb_crash_mark cnnb_guard_outer_ = cnnb_crash_enter((where), (what), (detail)); \
+    __VA_ARGS__;                                                                     \
+    cnnb_crash_leave(cnnb_guard_outer_);                                             \
   } while (0)
 
 /* Formats the line the handler writes for `signo` and mark `m` into buf (for tests);

@@ -22,8 +22,7 @@
 /* What a NULL ctx logs with. */
 static const cnnb_log_settings default_log = {CNNB_LOG_INFO, "", NULL};
 
-static cnnb_ctx *create(const char *component, const cnnb_flags *flags,
-                        cnnb_log_settings *shared) {
+static cnnb_ctx *create(const char *component, const cnnb_flags *flags, cnnb_log_settings *shared) {
   cnnb_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->component = strdup(component ? component : "cnnbench");
@@ -66,8 +65,6 @@ void cnnb_ctx_set_log_tag(cnnb_ctx *ctx, const char *tag) {
 }
 
 const cnnb_flags *cnnb_ctx_flags(const cnnb_ctx *ctx) { return ctx ? ctx->flags : NULL; }
-
-
 
 const char *cnnb_ctx_component(const cnnb_ctx *ctx) {
   return ctx && ctx->component ? ctx->component : "cnnbench";
@@ -118,9 +115,7 @@ cnnb_status cnnb_error(cnnb_ctx *ctx, cnnb_status status, const char *fmt, ...) 
   return status;
 }
 
-const char *cnnb_error_message(const cnnb_ctx *ctx) {
-  return ctx && ctx->error ? ctx->error : "";
-}
+const char *cnnb_error_message(const cnnb_ctx *ctx) { return ctx && ctx->error ? ctx->error : ""; }
 
 void cnnb_clear_error(cnnb_ctx *ctx) {
   if (!ctx) return;
@@ -134,8 +129,11 @@ bool cnnb_log_level_parse(const char *name, cnnb_log_level *level) {
   static const struct {
     const char *name;
     cnnb_log_level level;
-  } names[] = {{"error", CNNB_LOG_ERROR}, {"warn", CNNB_LOG_WARN}, {"warning", CNNB_LOG_WARN},
-               {"info", CNNB_LOG_INFO},   {"debug", CNNB_LOG_DEBUG}};
+  } names[] = {{"error", CNNB_LOG_ERROR},
+               {"warn", CNNB_LOG_WARN},
+               {"warning", CNNB_LOG_WARN},
+               {"info", CNNB_LOG_INFO},
+               {"debug", CNNB_LOG_DEBUG}};
   if (!name) return false;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     if (strcasecmp(name, names[i].name) == 0) {
@@ -166,15 +164,13 @@ static void vlog(const cnnb_log_settings *settings, const char *component, cnnb_
   char stack[2048], *line = stack;
   va_list copy;
   va_copy(copy, ap);
-  int head = snprintf(stack, sizeof stack, "%s%s%s: %s", settings->tag,
-                      settings->tag[0] ? " " : "", component ? component : "cnnbench",
-                      level_tag(level));
+  int head = snprintf(stack, sizeof stack, "%s%s%s: %s", settings->tag, settings->tag[0] ? " " : "",
+                      component ? component : "cnnbench", level_tag(level));
   int body = head < 0 ? -1 : vsnprintf(NULL, 0, fmt, copy);
   va_end(copy);
   if (head < 0 || body < 0) return;
   size_t need = (size_t)head + (size_t)body + 2; /* + '\n' + NUL */
-  if (need > sizeof stack && (line = malloc(need)) != NULL)
-    memcpy(line, stack, (size_t)head);
+  if (need > sizeof stack && (line = malloc(need)) != NULL) memcpy(line, stack, (size_t)head);
   if (!line) line = stack; /* out of memory: the line is cut, not lost */
   size_t size = line == stack ? sizeof stack : need;
   if ((size_t)head < size) vsnprintf(line + head, size - (size_t)head, fmt, ap);

@@ -20,10 +20,10 @@ typedef struct cnnb_log_settings {
 } cnnb_log_settings;
 
 struct cnnb_ctx {
-  char *component;          /* log prefix: the plugin's or core part's name */
-  const cnnb_flags *flags;  /* what flag getters read; NULL in some tests */
-  char *error;              /* first error since the last clear, plus context; NULL = none */
-  cnnb_log_settings *log;   /* the root's; owned when owns_log */
+  char *component;         /* log prefix: the plugin's or core part's name */
+  const cnnb_flags *flags; /* what flag getters read; NULL in some tests */
+  char *error;             /* first error since the last clear, plus context; NULL = none */
+  cnnb_log_settings *log;  /* the root's; owned when owns_log */
   bool owns_log;
 };
 

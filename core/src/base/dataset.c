@@ -4,15 +4,27 @@
 #include <cnnb/dataset.h>
 
 static const cnnb_dataset_info datasets[] = {
-    {.struct_size = sizeof(cnnb_dataset_info), .kind = CNNB_DATASET_IMAGENET,
-     .name = "imagenet", .num_classes = 1001, .channels = 3,
-     .train_examples = 1281167, .eval_examples = 50000},
-    {.struct_size = sizeof(cnnb_dataset_info), .kind = CNNB_DATASET_CIFAR10,
-     .name = "cifar10", .num_classes = 10, .channels = 3,
-     .train_examples = 50000, .eval_examples = 10000},
-    {.struct_size = sizeof(cnnb_dataset_info), .kind = CNNB_DATASET_MNIST,
-     .name = "mnist", .num_classes = 10, .channels = 1,
-     .train_examples = 60000, .eval_examples = 10000},
+    {.struct_size = sizeof(cnnb_dataset_info),
+     .kind = CNNB_DATASET_IMAGENET,
+     .name = "imagenet",
+     .num_classes = 1001,
+     .channels = 3,
+     .train_examples = 1281167,
+     .eval_examples = 50000},
+    {.struct_size = sizeof(cnnb_dataset_info),
+     .kind = CNNB_DATASET_CIFAR10,
+     .name = "cifar10",
+     .num_classes = 10,
+     .channels = 3,
+     .train_examples = 50000,
+     .eval_examples = 10000},
+    {.struct_size = sizeof(cnnb_dataset_info),
+     .kind = CNNB_DATASET_MNIST,
+     .name = "mnist",
+     .num_classes = 10,
+     .channels = 1,
+     .train_examples = 60000,
+     .eval_examples = 10000},
 };
 enum { NUM_DATASETS = sizeof datasets / sizeof datasets[0] };
 

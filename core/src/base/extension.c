@@ -7,9 +7,10 @@ const void *cnnb_extension_lookup(const char *where, const cnnb_plugin *plugin,
                                   const void *(*instance_get)(void *instance, const char *id),
                                   void *instance, const char *id, size_t needed) {
   const void *answer = NULL;
-  bool descriptor_has_slot = plugin && plugin->struct_size >= CNNB_EXT_NEEDS(cnnb_plugin,
-                                                                             get_extension);
-  cnnb_crash_mark outer = where ? cnnb_crash_enter(where, "get_extension", id) : (cnnb_crash_mark){0};
+  bool descriptor_has_slot = plugin &&
+                             plugin->struct_size >= CNNB_EXT_NEEDS(cnnb_plugin, get_extension);
+  cnnb_crash_mark outer = where ? cnnb_crash_enter(where, "get_extension", id)
+                                : (cnnb_crash_mark){0};
   if (instance_get) answer = instance_get(instance, id);
   if (!answer && descriptor_has_slot && plugin->get_extension) answer = plugin->get_extension(id);
   if (where) cnnb_crash_leave(outer);

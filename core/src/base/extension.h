@@ -12,8 +12,7 @@
 #include <cnnb/abi.h>
 
 /* The bytes an answer of `type` must hold for the host to read `last_slot`. */
-#define CNNB_EXT_NEEDS(type, last_slot) \
-  (offsetof(type, last_slot) + sizeof(((type *)0)->last_slot))
+#define CNNB_EXT_NEEDS(type, last_slot) (offsetof(type, last_slot) + sizeof(((type *)0)->last_slot))
 
 /* Extension `id` of `instance` (through `instance_get`, its vtable's get_extension; NULL
  * to skip it) or else of `plugin`'s descriptor (checked against its struct_size). NULL

@@ -24,11 +24,11 @@ struct cnnb_trace {
   char *path;
   cnnb_log_settings *family; /* whose `tracing` begin and end switch; NULL: not attached */
   int32_t rank;
-  bool in_window;            /* between begin and end: appends are kept */
-  bool warned_args;          /* a plugin's bad args_json was reported once */
-  json_t *events;            /* the traceEvents array */
-  json_t *other;             /* otherData */
-  char **tracks;             /* track names; track i is tid i + 1 */
+  bool in_window;   /* between begin and end: appends are kept */
+  bool warned_args; /* a plugin's bad args_json was reported once */
+  json_t *events;   /* the traceEvents array */
+  json_t *other;    /* otherData */
+  char **tracks;    /* track names; track i is tid i + 1 */
   int32_t num_tracks, max_tracks;
 };
 
@@ -45,8 +45,8 @@ void cnnb_trace_path(const char *path, int32_t rank, int32_t world_size, char *o
 /* A metadata event ("M") naming this rank's process or one of its threads. */
 static json_t *metadata(const char *what, int32_t pid, int32_t tid, const char *name) {
   /* ts 0: metadata has no time, but every event then carries the same fields. */
-  json_t *e = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M", "ts", 0,
-                        "pid", (int)pid, "args", "name", name);
+  json_t *e = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", what, "ph", "M", "ts", 0, "pid",
+                        (int)pid, "args", "name", name);
   if (e && tid > 0) json_object_set_new(e, "tid", json_integer(tid));
   else if (e) json_object_set_new(e, "tid", json_integer(0));
   return e;
@@ -124,8 +124,8 @@ static int32_t track_tid(cnnb_trace *t, const char *track) {
   char *copy = strdup(track);
   json_t *name = copy ? metadata("thread_name", t->rank, t->num_tracks + 1, track) : NULL;
   /* Rows sort by this index, so tracks appear in the order they were first used. */
-  json_t *order = json_pack("{s:s, s:s, s:i, s:i, s:i, s:{s:i}}", "name", "thread_sort_index",
-                            "ph", "M", "ts", 0, "pid", (int)t->rank, "tid", (int)t->num_tracks + 1,
+  json_t *order = json_pack("{s:s, s:s, s:i, s:i, s:i, s:{s:i}}", "name", "thread_sort_index", "ph",
+                            "M", "ts", 0, "pid", (int)t->rank, "tid", (int)t->num_tracks + 1,
                             "args", "sort_index", (int)t->num_tracks + 1);
   if (!name || !order || json_array_append_new(t->events, name) != 0 ||
       json_array_append_new(t->events, order) != 0) {
@@ -217,9 +217,10 @@ void cnnb_trace_event(const cnnb_ctx *ctx, const char *track, const char *name, 
       t->warned_args = true;
       pthread_mutex_unlock(&t->lock);
       if (warn)
-        cnnb_log(ctx, CNNB_LOG_WARN, "trace event '%s' on '%s': args dropped, not a JSON object "
-                 "(%s)", name ? name : "", track ? track : "",
-                 args ? "another JSON value" : error.text);
+        cnnb_log(ctx, CNNB_LOG_WARN,
+                 "trace event '%s' on '%s': args dropped, not a JSON object "
+                 "(%s)",
+                 name ? name : "", track ? track : "", args ? "another JSON value" : error.text);
       json_decref(args);
       args = NULL;
     }

@@ -24,7 +24,7 @@ typedef struct cnnb_trace cnnb_trace;
 /* What otherData says about the run; strings are copied. */
 typedef struct cnnb_trace_info {
   const char *model, *device, *strategy;
-  int64_t steps;     /* traced steps asked for */
+  int64_t steps; /* traced steps asked for */
   int32_t rank, world_size;
 } cnnb_trace_info;
 
@@ -53,8 +53,7 @@ void cnnb_trace_add(cnnb_trace *t, const char *track, const char *name, const ch
  * code holding a ctx, not the recorder: the executor, the step loop); args is freed
  * when nothing records. */
 void cnnb_trace_host_event(const cnnb_ctx *ctx, const char *track, const char *name,
-                           const char *cat, double start_us, double end_us,
-                           struct json_t *args);
+                           const char *cat, double start_us, double end_us, struct json_t *args);
 
 /* Writes the file and closes it; later appends are dropped. CNNB_EIO with a message in
  * ctx when writing fails. */

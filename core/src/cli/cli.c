@@ -48,7 +48,7 @@ static const char exit_status_help[] =
 /* What the first pass learns: the core flags that decide what to load. */
 typedef struct command {
   bool version, help, list_plugins;
-  char *plugin_files;     /* --plugin values joined by ':' (owned) */
+  char *plugin_files; /* --plugin values joined by ':' (owned) */
   cnnb_log_level log_level;
 } command;
 
@@ -106,15 +106,16 @@ static void print_help(const cnnb_flags *flags) {
 }
 
 /* The command after discovery: help, the plugin list, or a run. */
-static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags,
-                       cnnb_loader *loader, cnnb_status discovered, const char *discover_err,
-                       int argc, char **argv, const cnnb_run_hooks *hooks) {
+static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cnnb_loader *loader,
+                       cnnb_status discovered, const char *discover_err, int argc, char **argv,
+                       const cnnb_run_hooks *hooks) {
   char *err = malloc(ERR_SIZE);
   if (!err) return EXIT_RUNTIME;
   int code = EXIT_OK;
   cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, ERR_SIZE);
   if (st != CNNB_OK) {
-    fprintf(stderr, "cnnbench: error: %s\n", err); /* names the flag; unknown ones point at --help */
+    fprintf(stderr, "cnnbench: error: %s\n",
+            err); /* names the flag; unknown ones point at --help */
     code = EXIT_INPUT;
   } else if (cmd->help) {
     print_help(flags);

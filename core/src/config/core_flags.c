@@ -25,15 +25,16 @@ static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
 
 static const core_flag general[] = {
-    {"help", CNNB_FLAG_BOOL, "false", NULL, "Print this help, including every plugin's flags, and exit."},
-    {"version", CNNB_FLAG_BOOL, "false", NULL, "Print the cnnbench version and plugin ABI, and exit."},
+    {"help", CNNB_FLAG_BOOL, "false", NULL,
+     "Print this help, including every plugin's flags, and exit."},
+    {"version", CNNB_FLAG_BOOL, "false", NULL,
+     "Print the cnnbench version and plugin ABI, and exit."},
     {"list_plugins", CNNB_FLAG_BOOL, "false", NULL,
      "List every plugin found (kind, names offered, version, ABI, file) and, for rejected "
      "ones, why; then exit."},
     {"model_info", CNNB_FLAG_BOOL, "false", NULL,
      "Print the model's layers, output shapes and parameter counts, and exit."},
-    {"log_level", CNNB_FLAG_STRING, "info", log_levels,
-     "Least severe log lines shown on stderr."},
+    {"log_level", CNNB_FLAG_STRING, "info", log_levels, "Least severe log lines shown on stderr."},
 };
 
 static const core_flag model_and_data[] = {
@@ -125,7 +126,8 @@ static const core_flag devices[] = {
      "uint8 or float32 forces one (uint8 is refused when either side lacks it)."},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
      "Compute precision of activations and gradients; master weights stay fp32."},
-    {"use_fp16", CNNB_FLAG_BOOL, "false", NULL, "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
+    {"use_fp16", CNNB_FLAG_BOOL, "false", NULL,
+     "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
     {"fp16_loss_scale", CNNB_FLAG_FLOAT, "0", NULL,
      "With fp16, multiply the loss by this before backward and divide gradients by it; "
      "0 uses the model's default (128)."},
@@ -222,9 +224,9 @@ static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const cor
   if (!r) return CNNB_ENOMEM;
   for (size_t i = 0; i < count; i++) {
     const core_flag *f = &list[i];
-    cnnb_status st = f->choices
-        ? cnnb_flags_declare_choice(r, f->name, f->default_value, f->choices, f->help)
-        : cnnb_flag_declare(r, f->name, f->type, f->default_value, f->help);
+    cnnb_status st = f->choices ? cnnb_flags_declare_choice(r, f->name, f->default_value,
+                                                            f->choices, f->help)
+                                : cnnb_flag_declare(r, f->name, f->type, f->default_value, f->help);
     if (st != CNNB_OK) return st;
   }
   return CNNB_OK;

@@ -76,14 +76,13 @@ static cnnb_status float_in(const cnnb_flags *flags, const char *name, double lo
                             bool hi_open, double *out, char *err, size_t size) {
   double v = cnnb_flags_float(flags, name);
   if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
-    return refuse(err, size, "--%s=%g: must be in [%g, %g%c", name, v, lo, hi,
-                  hi_open ? ')' : ']');
+    return refuse(err, size, "--%s=%g: must be in [%g, %g%c", name, v, lo, hi, hi_open ? ')' : ']');
   *out = v;
   return CNNB_OK;
 }
 
-static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_config *cfg,
-                                         char *err, size_t size) {
+static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
+                                         size_t size) {
   static const struct {
     const char *flag;
     size_t offset;
@@ -92,7 +91,8 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
                {"variable_update", offsetof(cnnb_run_config, strategy)}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     const char *v = cnnb_flags_string(flags, names[i].flag);
-    if (!*v) return refuse(err, size, "--%s is empty: name a plugin (see --list_plugins)", names[i].flag);
+    if (!*v)
+      return refuse(err, size, "--%s is empty: name a plugin (see --list_plugins)", names[i].flag);
     memcpy((char *)cfg + names[i].offset, &v, sizeof v);
   }
   cfg->datasource = cnnb_flags_string(flags, "datasource");
@@ -102,10 +102,14 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
   if (eval && forward)
     return refuse(err, size, "--eval and --forward_only both given: give one of them");
   if (input && (eval || forward))
-    return refuse(err, size, "--input_only and %s both given: --input_only runs no model, so "
-                  "give one of them", eval ? "--eval" : "--forward_only");
-  cfg->mode = eval ? CNNB_MODE_EVAL : forward ? CNNB_MODE_FORWARD_ONLY
-            : input ? CNNB_MODE_INPUT_ONLY : CNNB_MODE_TRAIN;
+    return refuse(err, size,
+                  "--input_only and %s both given: --input_only runs no model, so "
+                  "give one of them",
+                  eval ? "--eval" : "--forward_only");
+  cfg->mode = eval      ? CNNB_MODE_EVAL
+              : forward ? CNNB_MODE_FORWARD_ONLY
+              : input   ? CNNB_MODE_INPUT_ONLY
+                        : CNNB_MODE_TRAIN;
   return CNNB_OK;
 }
 
@@ -116,24 +120,30 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   bool by_steps = cnnb_flags_is_set(flags, "eval_during_training_every_n_steps");
   bool by_epochs = cnnb_flags_is_set(flags, "eval_during_training_every_n_epochs");
   if (by_steps && by_epochs)
-    return refuse(err, size, "--eval_during_training_every_n_steps and "
+    return refuse(err, size,
+                  "--eval_during_training_every_n_steps and "
                   "--eval_during_training_every_n_epochs both given: give one of them");
   const char *during = by_steps ? "--eval_during_training_every_n_steps"
                                 : "--eval_during_training_every_n_epochs";
   if ((by_steps || by_epochs) && cfg->mode != CNNB_MODE_TRAIN)
-    return refuse(err, size, "%s and %s both given: evaluating during training needs "
-                  "training; give one of them", during,
-                  cfg->mode == CNNB_MODE_EVAL ? "--eval"
-                  : cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+    return refuse(err, size,
+                  "%s and %s both given: evaluating during training needs "
+                  "training; give one of them",
+                  during,
+                  cfg->mode == CNNB_MODE_EVAL           ? "--eval"
+                  : cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only"
+                                                        : "--input_only");
   cnnb_status st;
-  if (by_steps && (st = int_in(flags, "eval_during_training_every_n_steps", 1, INT64_MAX / 2,
-                               "", &cfg->eval_every_n_steps, err, size)))
+  if (by_steps && (st = int_in(flags, "eval_during_training_every_n_steps", 1, INT64_MAX / 2, "",
+                               &cfg->eval_every_n_steps, err, size)))
     return st;
   if (by_epochs) {
     double e = cnnb_flags_float(flags, "eval_during_training_every_n_epochs");
     if (!(e > 0.0) || e > 1e9)
-      return refuse(err, size, "--eval_during_training_every_n_epochs=%g: must be > 0 and at "
-                    "most 1e9", e);
+      return refuse(err, size,
+                    "--eval_during_training_every_n_epochs=%g: must be > 0 and at "
+                    "most 1e9",
+                    e);
     cfg->eval_every_n_epochs = e;
   }
   cfg->eval_during_training = by_steps || by_epochs;
@@ -141,10 +151,12 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   bool batches = cnnb_flags_is_set(flags, "num_eval_batches");
   bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");
   if (batches && epochs)
-    return refuse(err, size, "--num_eval_batches and --num_eval_epochs both given: give one "
+    return refuse(err, size,
+                  "--num_eval_batches and --num_eval_epochs both given: give one "
                   "of them");
   if ((batches || epochs) && cfg->mode != CNNB_MODE_EVAL && !cfg->eval_during_training)
-    return refuse(err, size, "%s sizes an evaluation, and this run evaluates nothing: give it "
+    return refuse(err, size,
+                  "%s sizes an evaluation, and this run evaluates nothing: give it "
                   "with --eval or --eval_during_training_every_n_steps / _epochs",
                   batches ? "--num_eval_batches" : "--num_eval_epochs");
   if (batches && (st = int_in(flags, "num_eval_batches", 1, INT64_MAX / 2, "",
@@ -186,8 +198,8 @@ static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char
   if ((st = int_in(flags, "image_size", 0, MAX_IMAGE_SIZE, " (0: the model's)", &v, err, size)))
     return st;
   cfg->image_size = (int32_t)v;
-  if ((st = int_in(flags, "batch_size", 0, MAX_BATCH_SIZE, " (0: the model's default)", &v,
-                   err, size)))
+  if ((st = int_in(flags, "batch_size", 0, MAX_BATCH_SIZE, " (0: the model's default)", &v, err,
+                   size)))
     return st;
   cfg->batch_size = (int32_t)v;
   if ((st = int_in(flags, "seed", 0, UINT32_MAX, "", &v, err, size))) return st;
@@ -212,8 +224,8 @@ static cnnb_status read_steps(const cnnb_flags *flags, cnnb_run_config *cfg, cha
                           size))) {
     return st;
   }
-  if ((st = int_in(flags, "num_warmup_batches", 0, INT64_MAX / 2, "", &cfg->num_warmup_batches,
-                   err, size)) ||
+  if ((st = int_in(flags, "num_warmup_batches", 0, INT64_MAX / 2, "", &cfg->num_warmup_batches, err,
+                   size)) ||
       (st = int_in(flags, "display_every", 1, INT64_MAX, " (1 prints every step)",
                    &cfg->display_every, err, size)))
     return st;
@@ -233,7 +245,8 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   int64_t max_threads = (int64_t)cores * CNNB_MAX_THREADS_PER_CORE;
   v = cnnb_flags_int(flags, "num_intra_threads");
   if (v < 0 || v > max_threads)
-    return refuse(err, size, "--num_intra_threads=%lld: must be in [0, %lld] (0: the device "
+    return refuse(err, size,
+                  "--num_intra_threads=%lld: must be in [0, %lld] (0: the device "
                   "chooses; at most %d threads per core, and this machine has %ld cores online)",
                   (long long)v, (long long)max_threads, CNNB_MAX_THREADS_PER_CORE, cores);
   cfg->num_threads = (int32_t)v;
@@ -243,7 +256,8 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   const char *precision = cnnb_flags_string(flags, "precision");
   if (cnnb_flags_bool(flags, "use_fp16")) {
     if (cnnb_flags_is_set(flags, "precision") && strcmp(precision, "fp16") != 0)
-      return refuse(err, size, "--use_fp16 contradicts --precision=%s: give one of them", precision);
+      return refuse(err, size, "--use_fp16 contradicts --precision=%s: give one of them",
+                    precision);
     precision = "fp16";
     cfg->precision_flag = "--use_fp16";
   }
@@ -252,7 +266,8 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
     cfg->precision = precisions[i].precision;
     if (!cfg->precision_flag) cfg->precision_flag = precisions[i].flag;
   }
-  if (!cfg->precision) return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
+  if (!cfg->precision)
+    return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
   cfg->data_format = cnnb_flags_string(flags, "data_format");
   const char *dtype = cnnb_flags_string(flags, "input_dtype");
   if (strcmp(dtype, "auto") == 0) cfg->input_dtype = CNNB_INPUT_AUTO;
@@ -287,7 +302,8 @@ static cnnb_status read_optimizer(const cnnb_flags *flags, cnnb_run_config *cfg,
   const char *opt = cnnb_flags_string(flags, "optimizer");
   t->rule = cnnb_optimizer_rule_parse(opt);
   if (!t->rule)
-    return refuse(err, size, "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)", opt);
+    return refuse(err, size, "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)",
+                  opt);
   t->nesterov = true; /* tf_cnn_benchmarks' momentum optimizer is always Nesterov */
   double v = 0;
   cnnb_status st;
@@ -346,12 +362,15 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   for (size_t i = 0; i < sizeof saving / sizeof saving[0]; i++) {
     if (!cnnb_flags_is_set(flags, saving[i])) continue;
     if (!*cfg->train_dir)
-      return refuse(err, size, "--%s given without --train_dir: name the directory to save "
-                    "checkpoints in", saving[i]);
+      return refuse(err, size,
+                    "--%s given without --train_dir: name the directory to save "
+                    "checkpoints in",
+                    saving[i]);
     if (!training)
       return refuse(err, size, "--%s given with %s: only training saves checkpoints", saving[i],
-                    cfg->mode == CNNB_MODE_EVAL ? "--eval" : cfg->mode == CNNB_MODE_FORWARD_ONLY
-                                                                 ? "--forward_only" : "--input_only");
+                    cfg->mode == CNNB_MODE_EVAL           ? "--eval"
+                    : cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only"
+                                                          : "--input_only");
   }
   if (*cfg->train_dir && (cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_INPUT_ONLY))
     return refuse(err, size, "--train_dir given with %s: checkpoints are for training and --eval",
@@ -371,15 +390,18 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
   if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
   if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
-    return refuse(err, size, "--trace_file given with --input_only: the trace shows a model's steps");
+    return refuse(err, size,
+                  "--trace_file given with --input_only: the trace shows a model's steps");
 
   if (cnnb_flags_is_set(flags, "target_accuracy")) {
     double t = cnnb_flags_float(flags, "target_accuracy");
     if (!(t > 0.0 && t <= 1.0))
       return refuse(err, size, "--target_accuracy=%g: must be a top-1 fraction in (0, 1]", t);
     if (!cfg->eval_during_training)
-      return refuse(err, size, "--target_accuracy=%g needs an evaluation to measure it: add "
-                    "--eval_during_training_every_n_epochs (or _every_n_steps)", t);
+      return refuse(err, size,
+                    "--target_accuracy=%g needs an evaluation to measure it: add "
+                    "--eval_during_training_every_n_epochs (or _every_n_steps)",
+                    t);
     cfg->target_accuracy = t;
   }
   return CNNB_OK;
@@ -393,8 +415,7 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
   if (!err || !err_size) err = scratch, err_size = sizeof scratch;
   cnnb_status st;
   if ((st = read_plugins_and_mode(flags, cfg, err, err_size)) ||
-      (st = read_data(flags, cfg, err, err_size)) ||
-      (st = read_steps(flags, cfg, err, err_size)) ||
+      (st = read_data(flags, cfg, err, err_size)) || (st = read_steps(flags, cfg, err, err_size)) ||
       (st = read_eval(flags, cfg, err, err_size)) ||
       (st = read_devices(flags, cfg, err, err_size)) ||
       (st = read_optimizer(flags, cfg, err, err_size)) ||

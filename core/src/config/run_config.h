@@ -15,17 +15,17 @@
 #include "exec/trainer.h"
 
 typedef enum cnnb_run_mode {
-  CNNB_MODE_TRAIN = 1,       /* forward, backward, update */
-  CNNB_MODE_FORWARD_ONLY = 2,/* --forward_only: inference speed */
-  CNNB_MODE_EVAL = 3,        /* --eval: forward with accuracy */
-  CNNB_MODE_INPUT_ONLY = 4   /* --input_only: the input pipeline alone */
+  CNNB_MODE_TRAIN = 1,        /* forward, backward, update */
+  CNNB_MODE_FORWARD_ONLY = 2, /* --forward_only: inference speed */
+  CNNB_MODE_EVAL = 3,         /* --eval: forward with accuracy */
+  CNNB_MODE_INPUT_ONLY = 4    /* --input_only: the input pipeline alone */
 } cnnb_run_mode;
 
 /* --input_dtype: how batches travel from the datasource to the device. */
 typedef enum cnnb_input_dtype {
-  CNNB_INPUT_AUTO = 0,    /* uint8 when datasource and device both offer it, else float32 */
-  CNNB_INPUT_UINT8 = 1,   /* uint8 NHWC, normalized by the device; refused without both */
-  CNNB_INPUT_FLOAT32 = 2  /* fp32 NCHW normalized by the datasource (every plugin can) */
+  CNNB_INPUT_AUTO = 0,   /* uint8 when datasource and device both offer it, else float32 */
+  CNNB_INPUT_UINT8 = 1,  /* uint8 NHWC, normalized by the device; refused without both */
+  CNNB_INPUT_FLOAT32 = 2 /* fp32 NCHW normalized by the datasource (every plugin can) */
 } cnnb_input_dtype;
 
 typedef struct cnnb_run_config {
@@ -33,57 +33,57 @@ typedef struct cnnb_run_config {
    * probes choose. */
   const char *model, *device, *strategy, *datasource;
   cnnb_run_mode mode;
-  bool model_info;                /* --model_info: describe the model, run nothing */
+  bool model_info; /* --model_info: describe the model, run nothing */
 
   /* Data. */
   const cnnb_dataset_info *dataset; /* --data_name (imagenet when empty) */
-  const char *data_dir;           /* "" for none */
-  int32_t num_classes;            /* the dataset's unless --num_classes */
-  int32_t image_size;             /* 0: the model's */
-  int32_t batch_size;             /* per replica; 0: the model's default */
+  const char *data_dir;             /* "" for none */
+  int32_t num_classes;              /* the dataset's unless --num_classes */
+  int32_t image_size;               /* 0: the model's */
+  int32_t batch_size;               /* per replica; 0: the model's default */
   uint64_t seed;
 
   /* Steps. Exactly one of num_batches and num_epochs counts the timed steps. */
   int64_t num_batches;
-  double num_epochs;              /* > 0 when --num_epochs was given */
+  double num_epochs; /* > 0 when --num_epochs was given */
   int64_t num_warmup_batches;
   int64_t display_every;
-  bool print_accuracy;            /* --print_training_accuracy, or any run without updates */
+  bool print_accuracy; /* --print_training_accuracy, or any run without updates */
 
   /* Evaluation. Under --eval, --num_eval_batches / --num_eval_epochs already replaced
    * num_batches / num_epochs above (tf_cnn_benchmarks' rule); while training they size
    * each evaluation (0: not given, resolved at setup). */
-  int64_t num_eval_batches;       /* > 0 when --num_eval_batches was given */
-  double num_eval_epochs;         /* > 0 when --num_eval_epochs was given */
-  int64_t eval_every_n_steps;     /* --eval_during_training_every_n_steps; 0: off */
-  double eval_every_n_epochs;     /* --eval_during_training_every_n_epochs; 0: off */
-  bool eval_during_training;      /* either of the two */
+  int64_t num_eval_batches;   /* > 0 when --num_eval_batches was given */
+  double num_eval_epochs;     /* > 0 when --num_eval_epochs was given */
+  int64_t eval_every_n_steps; /* --eval_during_training_every_n_steps; 0: off */
+  double eval_every_n_epochs; /* --eval_during_training_every_n_epochs; 0: off */
+  bool eval_during_training;  /* either of the two */
 
   /* Devices. */
-  int32_t num_replicas;           /* --num_gpus */
-  int32_t num_threads;            /* --num_intra_threads; 0: the device's choice */
-  uint32_t precision;             /* cnnb_precision */
-  const char *precision_flag;     /* "--precision=bf16" / "--use_fp16": what asked for it */
-  const char *data_format;        /* shown in the report only */
-  cnnb_input_dtype input_dtype;   /* --input_dtype */
-  bool step_graphs;               /* --cuda_graphs: record a step, replay it */
+  int32_t num_replicas;         /* --num_gpus */
+  int32_t num_threads;          /* --num_intra_threads; 0: the device's choice */
+  uint32_t precision;           /* cnnb_precision */
+  const char *precision_flag;   /* "--precision=bf16" / "--use_fp16": what asked for it */
+  const char *data_format;      /* shown in the report only */
+  cnnb_input_dtype input_dtype; /* --input_dtype */
+  bool step_graphs;             /* --cuda_graphs: record a step, replay it */
 
   /* Distribution. */
-  const char *all_reduce_spec;    /* "" when not given */
+  const char *all_reduce_spec; /* "" when not given */
   int64_t gradient_bucket_bytes;
   double collective_timeout_s;    /* how long a rank waits for another before it is lost */
   int32_t gradient_repacking;     /* 0: none; K: gradients travel as K chunks */
   bool compact_gradient_transfer; /* 16-bit gradients between processes */
 
   /* Checkpoints, logs and traces. Paths are "" when not given. */
-  const char *train_dir;          /* --train_dir */
-  int64_t save_model_steps;       /* 0: at the end only */
-  double save_model_secs;         /* 0: off */
-  int32_t max_ckpts_to_keep;      /* >= 1 */
-  const char *benchmark_log_dir;  /* --benchmark_log_dir */
-  const char *trace_file;         /* --trace_file */
-  int64_t trace_steps;            /* timed steps traced, from the first one */
-  double target_accuracy;         /* (0, 1]: stop at this top-1; 0: off */
+  const char *train_dir;         /* --train_dir */
+  int64_t save_model_steps;      /* 0: at the end only */
+  double save_model_secs;        /* 0: off */
+  int32_t max_ckpts_to_keep;     /* >= 1 */
+  const char *benchmark_log_dir; /* --benchmark_log_dir */
+  const char *trace_file;        /* --trace_file */
+  int64_t trace_steps;           /* timed steps traced, from the first one */
+  double target_accuracy;        /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the
    * caller (cli.c), not by the flags (argc 0: none). */
   int argc;

@@ -23,17 +23,17 @@ typedef struct cnnb_world {
 typedef struct cnnb_run_facts {
   /* The four plugins, as the run bound them (names as picked, files, descriptors). */
   const cnnb_bound_plugin *model, *device, *strategy, *datasource;
-  int32_t batch_size;         /* per replica: --batch_size, or the model's default */
-  int32_t image_size;         /* --image_size, or the model's */
-  int32_t num_classes;        /* --num_classes, or the dataset's */
-  int32_t replicas;           /* in this process (--num_gpus) */
-  cnnb_world world;           /* the processes taking part */
-  int64_t global_batch;       /* images per step over every replica and process */
-  int64_t examples_per_epoch; /* the datasource's epoch (the split the run reads); 0:
-                                 unknown */
-  int64_t num_batches;        /* timed steps: --num_batches, or --num_epochs in steps */
-  int64_t start_step;         /* global steps before the first: a resumed checkpoint's */
-  bool input_uint8;           /* batches travel as uint8 NHWC, normalized by the device */
+  int32_t batch_size;             /* per replica: --batch_size, or the model's default */
+  int32_t image_size;             /* --image_size, or the model's */
+  int32_t num_classes;            /* --num_classes, or the dataset's */
+  int32_t replicas;               /* in this process (--num_gpus) */
+  cnnb_world world;               /* the processes taking part */
+  int64_t global_batch;           /* images per step over every replica and process */
+  int64_t examples_per_epoch;     /* the datasource's epoch (the split the run reads); 0:
+                                     unknown */
+  int64_t num_batches;            /* timed steps: --num_batches, or --num_epochs in steps */
+  int64_t start_step;             /* global steps before the first: a resumed checkpoint's */
+  bool input_uint8;               /* batches travel as uint8 NHWC, normalized by the device */
   const char *device_description; /* replica 0's describe(), or the plugin's description */
 } cnnb_run_facts;
 

@@ -12,8 +12,9 @@
  * in decreasing offset order while the rest of backward goes on.
  *
  * INPUT and LABELS nodes are prepared like every node but never run: their activations
- * are filled by tensor_from_host (or, for uint8 images, the device's uint8 input). Errors name the node: "forward of node 'conv3'
- * (conv2d): <the device's message>". One thread at a time per executor. */
+ * are filled by tensor_from_host (or, for uint8 images, the device's uint8 input). Errors name the
+ * node: "forward of node 'conv3' (conv2d): <the device's message>". One thread at a time per
+ * executor. */
 #ifndef CNNB_EXECUTOR_H
 #define CNNB_EXECUTOR_H
 
@@ -34,7 +35,7 @@ typedef struct cnnb_executor_config {
   /* The ctx the device was created with, so its error messages end up in ours after
    * "forward of node ...". NULL: the device shares `ctx`. */
   cnnb_ctx *device_ctx;
-  bool profile;             /* synchronize after every node and time it */
+  bool profile; /* synchronize after every node and time it */
   /* Names the device plugin if a kernel crashes the process (crash_guard.h): kept, not
    * copied, so it must outlive the executor. NULL: no mark. */
   const char *crash_label;
@@ -67,14 +68,12 @@ cnnb_status cnnb_executor_create(cnnb_ctx *ctx, const cnnb_device_vtable *dv, vo
                                  cnnb_executor **out);
 void cnnb_executor_destroy(cnnb_executor *ex);
 /* How many steps were recorded (CNNB_EXT_STEP_GRAPH) and replayed so far. */
-void cnnb_executor_step_graph_counts(const cnnb_executor *ex, int64_t *recorded,
-                                     int64_t *replayed);
+void cnnb_executor_step_graph_counts(const cnnb_executor *ex, int64_t *recorded, int64_t *replayed);
 
 /* The graph's initializers on the host (init.h), seeded, uploaded to the device. */
 cnnb_status cnnb_executor_init_params(cnnb_executor *ex, uint64_t seed);
 /* Uploads host copies (logical fp32); either may be NULL to leave that arena alone. */
-cnnb_status cnnb_executor_upload_params(cnnb_executor *ex, const float *params,
-                                        const float *stats);
+cnnb_status cnnb_executor_upload_params(cnnb_executor *ex, const float *params, const float *stats);
 /* Downloads the arenas; either may be NULL. */
 cnnb_status cnnb_executor_download_params(cnnb_executor *ex, float *params, float *stats);
 
@@ -99,12 +98,11 @@ cnnb_status cnnb_executor_step_uint8(cnnb_executor *ex, const uint8_t *images,
  * top-1 / top-5 hits over the batch (TF in_top_k: ties at the boundary count as in). */
 cnnb_status cnnb_executor_loss(cnnb_executor *ex, float *loss);
 cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host);
-cnnb_status cnnb_executor_accuracy(cnnb_executor *ex, const int32_t *labels, int *top1,
-                                   int *top5);
+cnnb_status cnnb_executor_accuracy(cnnb_executor *ex, const int32_t *labels, int *top1, int *top5);
 
 /* Device pointers of the arenas (NULL when empty) and their element counts. */
 float *cnnb_executor_params(const cnnb_executor *ex);
-float *cnnb_executor_grads(const cnnb_executor *ex);    /* NULL when forward-only */
+float *cnnb_executor_grads(const cnnb_executor *ex); /* NULL when forward-only */
 float *cnnb_executor_stats(const cnnb_executor *ex);
 int64_t cnnb_executor_param_count(const cnnb_executor *ex);
 int64_t cnnb_executor_stat_count(const cnnb_executor *ex);
@@ -125,8 +123,8 @@ bool cnnb_executor_training(const cnnb_executor *ex);
 
 /* Records "<what>: <the device's message>" in the executor's ctx and returns status:
  * for code that calls the device on the executor's behalf (the trainer's updates). */
-cnnb_status cnnb_executor_device_error(cnnb_executor *ex, cnnb_status status,
-                                       const char *fmt, ...) CNNB_PRINTF(3, 4);
+cnnb_status cnnb_executor_device_error(cnnb_executor *ex, cnnb_status status, const char *fmt, ...)
+    CNNB_PRINTF(3, 4);
 
 /* With cfg.profile: seconds spent in node i's forward and backward, summed over steps. */
 void cnnb_executor_node_time(const cnnb_executor *ex, int32_t node, double *forward_s,

@@ -14,8 +14,7 @@ void cnnb_loss_scale_init(cnnb_loss_scale *ls, float initial, bool dynamic, int6
 bool cnnb_loss_scale_needs_check(const cnnb_loss_scale *ls) { return ls->dynamic; }
 
 bool cnnb_loss_scale_after_step(cnnb_loss_scale *ls, bool grads_finite) {
-  if (!ls->dynamic)
-    return false;
+  if (!ls->dynamic) return false;
   if (!grads_finite) {
     ls->scale *= 0.5f;
     ls->normal_steps = 0;
@@ -27,8 +26,7 @@ bool cnnb_loss_scale_after_step(cnnb_loss_scale *ls, bool grads_finite) {
     /* Newer tf_cnn_benchmarks keep the old scale when doubling overflows to inf: an
      * infinite scale would make every later step non-finite and skipped. */
     float doubled = ls->scale * 2.0f;
-    if (isfinite(doubled))
-      ls->scale = doubled;
+    if (isfinite(doubled)) ls->scale = doubled;
     ls->normal_steps = 0;
   }
   return false;

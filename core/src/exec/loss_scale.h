@@ -23,9 +23,9 @@
 #define CNNB_DEFAULT_INC_LOSS_SCALE_EVERY_N 1000
 
 typedef struct cnnb_loss_scale {
-  float scale;            /* multiplies the loss; 1: no scaling */
-  bool dynamic;           /* check gradients, halve / double */
-  int64_t normal_steps;   /* clean steps since the scale last changed */
+  float scale;          /* multiplies the loss; 1: no scaling */
+  bool dynamic;         /* check gradients, halve / double */
+  int64_t normal_steps; /* clean steps since the scale last changed */
   int64_t inc_every_n;
 } cnnb_loss_scale;
 

@@ -48,13 +48,10 @@ static cnnb_status fail(char *err, size_t size, const char *fmt, ...) {
 
 /* Copies piece [begin, end) of the schedule into buf, trimmed of spaces. */
 static void piece_text(const char *begin, const char *end, char *buf, size_t size) {
-  while (begin < end && (*begin == ' ' || *begin == '\t'))
-    ++begin;
-  while (end > begin && (end[-1] == ' ' || end[-1] == '\t'))
-    --end;
+  while (begin < end && (*begin == ' ' || *begin == '\t')) ++begin;
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\t')) --end;
   size_t n = (size_t)(end - begin);
-  if (n >= size)
-    n = size - 1;
+  if (n >= size) n = size - 1;
   memcpy(buf, begin, n);
   buf[n] = '\0';
 }
@@ -63,8 +60,7 @@ static bool parse_rate(const char *text, double *out) {
   char *end;
   errno = 0;
   double v = strtod(text, &end);
-  if (!*text || *end || errno || !isfinite(v) || v < 0.0)
-    return false;
+  if (!*text || *end || errno || !isfinite(v) || v < 0.0) return false;
   *out = v;
   return true;
 }
@@ -74,21 +70,19 @@ static bool parse_epoch(const char *text, long long *out) {
   char *end;
   errno = 0;
   long long v = strtoll(text, &end, 10);
-  if (!*text || *end || errno)
-    return false;
+  if (!*text || *end || errno) return false;
   *out = v;
   return true;
 }
 
 static cnnb_status parse_piecewise(cnnb_lr_schedule *s, const char *spec, char *err, size_t size) {
   int32_t pieces = 1;
-  for (const char *p = spec; *p; ++p)
-    pieces += *p == ';';
+  for (const char *p = spec; *p; ++p) pieces += *p == ';';
   if (pieces % 2 == 0)
     return fail(err, size,
-                      "--piecewise_learning_rate_schedule=\"%s\": needs an odd number of "
-                      "';'-separated parts (rate;epoch;rate;...;rate), got %d",
-                      spec, (int)pieces);
+                "--piecewise_learning_rate_schedule=\"%s\": needs an odd number of "
+                "';'-separated parts (rate;epoch;rate;...;rate), got %d",
+                spec, (int)pieces);
   s->num_boundaries = pieces / 2;
   s->values = calloc((size_t)s->num_boundaries + 1, sizeof *s->values);
   s->boundaries = calloc((size_t)s->num_boundaries + 1, sizeof *s->boundaries);
@@ -100,28 +94,27 @@ static cnnb_status parse_piecewise(cnnb_lr_schedule *s, const char *spec, char *
   long long prev_epoch = 0;
   for (int32_t i = 0; i < pieces; ++i) {
     const char *end = strchr(begin, ';');
-    if (!end)
-      end = begin + strlen(begin);
+    if (!end) end = begin + strlen(begin);
     char text[128];
     piece_text(begin, end, text, sizeof text);
     if (i % 2 == 0) {
       if (!parse_rate(text, &s->values[i / 2]))
         return fail(err, size,
-                          "--piecewise_learning_rate_schedule=\"%s\": invalid learning rate "
-                          "'%s' (part %d): expected a non-negative number",
-                          spec, text, (int)i + 1);
+                    "--piecewise_learning_rate_schedule=\"%s\": invalid learning rate "
+                    "'%s' (part %d): expected a non-negative number",
+                    spec, text, (int)i + 1);
     } else {
       long long epoch;
       if (!parse_epoch(text, &epoch))
         return fail(err, size,
-                          "--piecewise_learning_rate_schedule=\"%s\": invalid epoch '%s' "
-                          "(part %d): expected a whole number of epochs",
-                          spec, text, (int)i + 1);
+                    "--piecewise_learning_rate_schedule=\"%s\": invalid epoch '%s' "
+                    "(part %d): expected a whole number of epochs",
+                    spec, text, (int)i + 1);
       if (epoch <= prev_epoch)
         return fail(err, size,
-                          "--piecewise_learning_rate_schedule=\"%s\": epoch %lld (part %d) "
-                          "must be greater than %lld: epochs increase left to right",
-                          spec, epoch, (int)i + 1, prev_epoch);
+                    "--piecewise_learning_rate_schedule=\"%s\": epoch %lld (part %d) "
+                    "must be greater than %lld: epochs increase left to right",
+                    spec, epoch, (int)i + 1, prev_epoch);
       prev_epoch = epoch;
       s->boundaries[i / 2] = (int64_t)((double)epoch * s->batches_per_epoch) - 1;
     }
@@ -150,8 +143,8 @@ static cnnb_status check_flags(const cnnb_lr_config *cfg, char *err, size_t size
     return fail(err, size,
                 "--minimum_learning_rate needs --init_learning_rate, "
                 "--num_epochs_per_decay and --learning_rate_decay_factor");
-  if (cfg->has_init_learning_rate && (!isfinite(cfg->init_learning_rate) ||
-                                      cfg->init_learning_rate < 0.0))
+  if (cfg->has_init_learning_rate &&
+      (!isfinite(cfg->init_learning_rate) || cfg->init_learning_rate < 0.0))
     return fail(err, size, "--init_learning_rate=%g: must be a non-negative number",
                 cfg->init_learning_rate);
   if (cfg->num_epochs_per_decay < 0.0 || cfg->learning_rate_decay_factor < 0.0 ||
@@ -167,8 +160,7 @@ static cnnb_status check_flags(const cnnb_lr_config *cfg, char *err, size_t size
 
 cnnb_status cnnb_lr_config_check(const cnnb_lr_config *cfg, char *err, size_t err_size) {
   cnnb_status st = check_flags(cfg, err, err_size);
-  if (st != CNNB_OK || !cfg->piecewise || !*cfg->piecewise)
-    return st;
+  if (st != CNNB_OK || !cfg->piecewise || !*cfg->piecewise) return st;
   /* The schedule's syntax does not depend on the epoch's size: parse it against one. */
   cnnb_lr_schedule probe = {.batches_per_epoch = 1.0};
   st = parse_piecewise(&probe, cfg->piecewise, err, err_size);
@@ -192,8 +184,7 @@ cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
   *out = NULL;
   char err[512];
   bool piecewise = cfg->piecewise && *cfg->piecewise;
-  if (check_flags(cfg, err, sizeof err) != CNNB_OK)
-    return cnnb_error(ctx, CNNB_EINVAL, "%s", err);
+  if (check_flags(cfg, err, sizeof err) != CNNB_OK) return cnnb_error(ctx, CNNB_EINVAL, "%s", err);
   if (cfg->global_batch_size <= 0)
     return cnnb_error(ctx, CNNB_EINVAL, "learning-rate schedule: global batch size %d",
                       (int)cfg->global_batch_size);
@@ -206,10 +197,10 @@ cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
     return cnnb_error(ctx, CNNB_EINVAL,
                       "%s counts epochs, but the datasource does not say how many examples "
                       "an epoch holds: give the schedule in steps (--init_learning_rate alone) "
-                      "or use a datasource that knows its size", in_epochs);
+                      "or use a datasource that knows its size",
+                      in_epochs);
   cnnb_lr_schedule *s = calloc(1, sizeof *s);
-  if (!s)
-    return cnnb_error(ctx, CNNB_ENOMEM, "learning-rate schedule: out of memory");
+  if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "learning-rate schedule: out of memory");
   s->examples_per_epoch = cfg->examples_per_epoch > 0 ? cfg->examples_per_epoch : 0;
   s->global_batch_size = cfg->global_batch_size;
   s->batches_per_epoch = (double)s->examples_per_epoch / (double)cfg->global_batch_size;
@@ -259,17 +250,15 @@ cnnb_status cnnb_lr_schedule_create(cnnb_ctx *ctx, const cnnb_lr_config *cfg,
   if (cfg->warmup_epochs > 0.0 && s->kind != KIND_MODEL) {
     s->warmup_steps = (int64_t)(s->batches_per_epoch * cfg->warmup_epochs);
     size_t len = strlen(s->description);
-    snprintf(s->description + len, sizeof s->description - len,
-             ", warm-up %g epochs (%lld steps)", cfg->warmup_epochs,
-             (long long)s->warmup_steps);
+    snprintf(s->description + len, sizeof s->description - len, ", warm-up %g epochs (%lld steps)",
+             cfg->warmup_epochs, (long long)s->warmup_steps);
   }
   *out = s;
   return CNNB_OK;
 }
 
 void cnnb_lr_schedule_destroy(cnnb_lr_schedule *s) {
-  if (!s)
-    return;
+  if (!s) return;
   free(s->values);
   free(s->boundaries);
   free(s);
@@ -279,43 +268,38 @@ void cnnb_lr_schedule_destroy(cnnb_lr_schedule *s) {
  * b[i-1] < step <= b[i], the last value after the last boundary. */
 static double piecewise_at(const cnnb_lr_schedule *s, int64_t step) {
   int32_t i = 0;
-  while (i < s->num_boundaries && step > s->boundaries[i])
-    ++i;
+  while (i < s->num_boundaries && step > s->boundaries[i]) ++i;
   return s->values[i];
 }
 
 float cnnb_lr_schedule_at(const cnnb_lr_schedule *s, int64_t step) {
   double lr;
   switch (s->kind) {
-  case KIND_PIECEWISE:
-    lr = piecewise_at(s, step);
-    break;
-  case KIND_DECAY:
-    lr = s->init_lr;
-    if (s->decay_steps > 0) {
-      /* tf.train.exponential_decay(staircase=True). */
-      lr = s->init_lr * pow(s->decay_factor, (double)(step / s->decay_steps));
-      if (s->minimum_lr != 0.0 && lr < s->minimum_lr)
-        lr = s->minimum_lr;
-    }
-    break;
-  case KIND_MODEL:
-  default:
-    if (s->model.learning_rate_at || s->model.learning_rate) {
-      float rate;
-      CNNB_GUARDED(s->model.crash_label, "learning_rate", s->model.name,
-                   rate = s->model.learning_rate_at
-                              ? s->model.learning_rate_at(s->model.ctx, s->model.name,
-                                                          s->model.dataset, step,
-                                                          s->global_batch_size,
-                                                          s->examples_per_epoch)
-                              : s->model.learning_rate(s->model.name, step,
-                                                       s->global_batch_size,
-                                                       s->examples_per_epoch));
-      return rate;
-    }
-    lr = s->init_lr;
-    break;
+    case KIND_PIECEWISE: lr = piecewise_at(s, step); break;
+    case KIND_DECAY:
+      lr = s->init_lr;
+      if (s->decay_steps > 0) {
+        /* tf.train.exponential_decay(staircase=True). */
+        lr = s->init_lr * pow(s->decay_factor, (double)(step / s->decay_steps));
+        if (s->minimum_lr != 0.0 && lr < s->minimum_lr) lr = s->minimum_lr;
+      }
+      break;
+    case KIND_MODEL:
+    default:
+      if (s->model.learning_rate_at || s->model.learning_rate) {
+        float rate;
+        CNNB_GUARDED(s->model.crash_label, "learning_rate", s->model.name,
+                     rate = s->model.learning_rate_at
+                                ? s->model.learning_rate_at(s->model.ctx, s->model.name,
+                                                            s->model.dataset, step,
+                                                            s->global_batch_size,
+                                                            s->examples_per_epoch)
+                                : s->model.learning_rate(s->model.name, step, s->global_batch_size,
+                                                         s->examples_per_epoch));
+        return rate;
+      }
+      lr = s->init_lr;
+      break;
   }
   if (s->warmup_steps > 0 && step < s->warmup_steps)
     lr = s->warmup_target * (double)step / (double)s->warmup_steps;

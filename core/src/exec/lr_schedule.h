@@ -20,29 +20,28 @@
 
 /* The model's part (cnnb_model_vtable's learning-rate hooks and cnnb_model_info). */
 typedef struct cnnb_lr_model {
-  const char *name;                /* as the user picked it ("resnet50") */
-  cnnb_ctx *ctx;                   /* the model's, for learning_rate_at */
-  uint32_t dataset;                /* cnnb_dataset_kind, for learning_rate_at */
-  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                            int64_t global_step, int32_t global_batch_size,
-                            int64_t examples_per_epoch);
+  const char *name; /* as the user picked it ("resnet50") */
+  cnnb_ctx *ctx;    /* the model's, for learning_rate_at */
+  uint32_t dataset; /* cnnb_dataset_kind, for learning_rate_at */
+  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset, int64_t global_step,
+                            int32_t global_batch_size, int64_t examples_per_epoch);
   float (*learning_rate)(const char *name, int64_t global_step, int32_t global_batch_size,
                          int64_t examples_per_epoch); /* ABI 1.0's hook, when _at is NULL */
-  float default_learning_rate;     /* when neither hook is set */
-  const char *crash_label;         /* names the model plugin if a hook crashes (kept) */
+  float default_learning_rate;                        /* when neither hook is set */
+  const char *crash_label; /* names the model plugin if a hook crashes (kept) */
 } cnnb_lr_model;
 
 typedef struct cnnb_lr_config {
-  bool has_init_learning_rate;     /* --init_learning_rate was given */
+  bool has_init_learning_rate; /* --init_learning_rate was given */
   double init_learning_rate;
-  const char *piecewise;           /* NULL or "": none */
-  double num_epochs_per_decay;     /* 0: none */
+  const char *piecewise;             /* NULL or "": none */
+  double num_epochs_per_decay;       /* 0: none */
   double learning_rate_decay_factor; /* 0: none */
-  double minimum_learning_rate;    /* 0: no floor */
-  double warmup_epochs;            /* 0: none */
-  int64_t examples_per_epoch;      /* the datasource's; 0: unknown */
-  int32_t global_batch_size;       /* every replica on every rank */
-  const cnnb_lr_model *model;      /* may be NULL when one of the flags sets a rate */
+  double minimum_learning_rate;      /* 0: no floor */
+  double warmup_epochs;              /* 0: none */
+  int64_t examples_per_epoch;        /* the datasource's; 0: unknown */
+  int32_t global_batch_size;         /* every replica on every rank */
+  const cnnb_lr_model *model;        /* may be NULL when one of the flags sets a rate */
 } cnnb_lr_config;
 
 typedef struct cnnb_lr_schedule cnnb_lr_schedule;

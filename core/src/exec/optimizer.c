@@ -11,17 +11,14 @@
 static float gradient_at(const cnnb_update *u, int64_t i) {
   float g = u->grads[i] * u->grad_scale;
   if (u->clip > 0.0f) {
-    if (g > u->clip)
-      g = u->clip;
-    else if (g < -u->clip)
-      g = -u->clip;
+    if (g > u->clip) g = u->clip;
+    else if (g < -u->clip) g = -u->clip;
   }
   return g + u->weight_decay * u->params[i];
 }
 
 static void apply_sgd(const cnnb_update *u) {
-  for (int64_t i = 0; i < u->count; ++i)
-    u->params[i] -= u->learning_rate * gradient_at(u, i);
+  for (int64_t i = 0; i < u->count; ++i) u->params[i] -= u->learning_rate * gradient_at(u, i);
 }
 
 /* TF ApplyMomentum: accum = accum * m + g; nesterov: var -= lr * (g + m * accum). */
@@ -30,8 +27,7 @@ static void apply_momentum(const cnnb_update *u) {
     float g = gradient_at(u, i);
     float a = u->slot1[i] * u->momentum + g;
     u->slot1[i] = a;
-    u->params[i] -= u->nesterov ? u->learning_rate * (g + u->momentum * a)
-                                : u->learning_rate * a;
+    u->params[i] -= u->nesterov ? u->learning_rate * (g + u->momentum * a) : u->learning_rate * a;
   }
 }
 
@@ -65,13 +61,12 @@ static void apply_adam(const cnnb_update *u) {
 }
 
 void cnnb_update_reference(const cnnb_update *update) {
-  if (!update || update->count <= 0)
-    return;
+  if (!update || update->count <= 0) return;
   switch (update->rule) {
-  case CNNB_OPT_SGD: apply_sgd(update); break;
-  case CNNB_OPT_MOMENTUM: apply_momentum(update); break;
-  case CNNB_OPT_RMSPROP: apply_rmsprop(update); break;
-  case CNNB_OPT_ADAM: apply_adam(update); break;
-  default: break; /* unknown rule: nothing is a safer answer than a guess */
+    case CNNB_OPT_SGD: apply_sgd(update); break;
+    case CNNB_OPT_MOMENTUM: apply_momentum(update); break;
+    case CNNB_OPT_RMSPROP: apply_rmsprop(update); break;
+    case CNNB_OPT_ADAM: apply_adam(update); break;
+    default: break; /* unknown rule: nothing is a safer answer than a guess */
   }
 }

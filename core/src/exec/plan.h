@@ -40,30 +40,30 @@ typedef enum cnnb_buffer_kind {
 } cnnb_buffer_kind;
 
 typedef struct cnnb_plan_buffer {
-  uint32_t kind;          /* cnnb_buffer_kind */
-  cnnb_tensor tensor;     /* whose activation or gradient */
-  int32_t first, last;    /* lifetime, inclusive, in timeline steps */
-  size_t bytes;           /* as the device asked */
-  size_t offset;          /* in the activation arena; a multiple of CNNB_PLAN_ALIGN */
+  uint32_t kind;       /* cnnb_buffer_kind */
+  cnnb_tensor tensor;  /* whose activation or gradient */
+  int32_t first, last; /* lifetime, inclusive, in timeline steps */
+  size_t bytes;        /* as the device asked */
+  size_t offset;       /* in the activation arena; a multiple of CNNB_PLAN_ALIGN */
 } cnnb_plan_buffer;
 
 typedef struct cnnb_plan {
   int32_t num_nodes;
   bool training;
-  int32_t timeline;       /* steps: 2n training, n forward-only */
+  int32_t timeline; /* steps: 2n training, n forward-only */
   int32_t num_buffers;
   cnnb_plan_buffer *buffers;
-  int32_t *activation;    /* [num_nodes] buffer of each node's output */
-  int32_t *gradient;      /* [num_nodes] buffer of d loss / d output; -1: not needed */
-  bool *has_backward;     /* [num_nodes] backward of this node runs */
-  int32_t *slot_base;     /* [num_nodes + 1] first input slot of each node */
-  int32_t *input_grad;    /* [slots] buffer the backward writes for that input; -1: NULL */
-  bool *accumulate;       /* [slots] input_grad is scratch: add it into gradient[input] */
-  int32_t *alias;         /* [num_nodes] a ReLU after a fused node: that node, whose
-                             activation and gradient it shares; it never runs. -1: none */
-  size_t arena_bytes;     /* planned peak: the arena's size */
-  size_t naive_bytes;     /* every buffer in its own allocation (aligned) */
-  size_t live_bytes;      /* the most bytes alive at one moment: no placement beats it */
+  int32_t *activation; /* [num_nodes] buffer of each node's output */
+  int32_t *gradient;   /* [num_nodes] buffer of d loss / d output; -1: not needed */
+  bool *has_backward;  /* [num_nodes] backward of this node runs */
+  int32_t *slot_base;  /* [num_nodes + 1] first input slot of each node */
+  int32_t *input_grad; /* [slots] buffer the backward writes for that input; -1: NULL */
+  bool *accumulate;    /* [slots] input_grad is scratch: add it into gradient[input] */
+  int32_t *alias;      /* [num_nodes] a ReLU after a fused node: that node, whose
+                          activation and gradient it shares; it never runs. -1: none */
+  size_t arena_bytes;  /* planned peak: the arena's size */
+  size_t naive_bytes;  /* every buffer in its own allocation (aligned) */
+  size_t live_bytes;   /* the most bytes alive at one moment: no placement beats it */
 } cnnb_plan;
 
 /* Plans `g` (which must have passed the builder's checks). Training plans need the loss

@@ -20,8 +20,8 @@ typedef struct slot {
 } slot;
 
 struct cnnb_prefetch {
-  const cnnb_datasource_vtable *vt;      /* fp32 batches: next_batch */
-  const cnnb_datasource_uint8 *uint8;    /* uint8 batches: next_batch_uint8 (vt NULL) */
+  const cnnb_datasource_vtable *vt;   /* fp32 batches: next_batch */
+  const cnnb_datasource_uint8 *uint8; /* uint8 batches: next_batch_uint8 (vt NULL) */
   void *datasource;
   cnnb_ctx *ctx;
   const char *crash_label;
@@ -32,11 +32,11 @@ struct cnnb_prefetch {
 
   pthread_mutex_t lock;
   pthread_cond_t changed;
-  int32_t head;          /* next slot the consumer takes */
-  int32_t filled;        /* slots ready for the consumer */
-  bool holding;          /* the consumer holds slots[head - 1] */
+  int32_t head;   /* next slot the consumer takes */
+  int32_t filled; /* slots ready for the consumer */
+  bool holding;   /* the consumer holds slots[head - 1] */
   bool stop;
-  cnnb_status failure;   /* the producer's error, after the batches before it */
+  cnnb_status failure; /* the producer's error, after the batches before it */
 };
 
 static void *produce(void *arg) {
@@ -100,24 +100,24 @@ static cnnb_status create(const cnnb_datasource_vtable *vt, const cnnb_datasourc
     cnnb_prefetch_destroy(p);
     return cnnb_error(ctx, CNNB_ENOMEM,
                       "input pipeline: cannot start its thread: %s (out of memory for its "
-                      "stack, or at the limit of threads)", strerror(rc));
+                      "stack, or at the limit of threads)",
+                      strerror(rc));
   }
   p->thread_started = true;
   *out = p;
   return CNNB_OK;
 }
 
-cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource,
-                                 cnnb_ctx *ctx, const char *crash_label, size_t image_floats,
-                                 int32_t batch, int32_t depth, cnnb_prefetch **out) {
-  return create(vt, NULL, datasource, ctx, crash_label, image_floats * sizeof(float), batch,
-                depth, out);
+cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource, cnnb_ctx *ctx,
+                                 const char *crash_label, size_t image_floats, int32_t batch,
+                                 int32_t depth, cnnb_prefetch **out) {
+  return create(vt, NULL, datasource, ctx, crash_label, image_floats * sizeof(float), batch, depth,
+                out);
 }
 
 cnnb_status cnnb_prefetch_create_uint8(const cnnb_datasource_uint8 *ext, void *datasource,
-                                       cnnb_ctx *ctx, const char *crash_label,
-                                       size_t image_bytes, int32_t batch, int32_t depth,
-                                       cnnb_prefetch **out) {
+                                       cnnb_ctx *ctx, const char *crash_label, size_t image_bytes,
+                                       int32_t batch, int32_t depth, cnnb_prefetch **out) {
   return create(NULL, ext, datasource, ctx, crash_label, image_bytes, batch, depth, out);
 }
 

@@ -34,8 +34,7 @@ struct cnnb_trainer {
 
 uint32_t cnnb_optimizer_rule_parse(const char *name) {
   for (uint32_t rule = CNNB_OPT_SGD; name && rule <= CNNB_OPT_ADAM; ++rule)
-    if (strcmp(name, cnnb_optimizer_rule_name(rule)) == 0)
-      return rule;
+    if (strcmp(name, cnnb_optimizer_rule_name(rule)) == 0) return rule;
   return 0;
 }
 
@@ -55,9 +54,8 @@ static cnnb_status validate(cnnb_ctx *ctx, const cnnb_trainer_config *c) {
                       (long long)c->inc_loss_scale_every_n);
   if (c->rule == CNNB_OPT_RMSPROP && c->rmsprop_epsilon <= 0.0f)
     return cnnb_error(ctx, CNNB_EINVAL, "--rmsprop_epsilon=%g: must be > 0", c->rmsprop_epsilon);
-  if (c->rule == CNNB_OPT_ADAM &&
-      (c->adam_beta1 < 0.0f || c->adam_beta1 >= 1.0f || c->adam_beta2 < 0.0f ||
-       c->adam_beta2 >= 1.0f))
+  if (c->rule == CNNB_OPT_ADAM && (c->adam_beta1 < 0.0f || c->adam_beta1 >= 1.0f ||
+                                   c->adam_beta2 < 0.0f || c->adam_beta2 >= 1.0f))
     return cnnb_error(ctx, CNNB_EINVAL, "--adam_beta1=%g --adam_beta2=%g: each must be in [0, 1)",
                       c->adam_beta1, c->adam_beta2);
   return CNNB_OK;
@@ -76,8 +74,7 @@ static cnnb_status make_runs(cnnb_trainer *tr) {
                       (int)np + 1);
   for (int32_t i = 0; i < np; ++i) {
     const cnnb_param *p = cnnb_graph_param(g, i);
-    if (p->is_stat || p->count == 0)
-      continue;
+    if (p->is_stat || p->count == 0) continue;
     float wd = (p->flags & CNNB_PARAM_NO_DECAY) ? 0.0f : tr->cfg.weight_decay;
     run *last = tr->num_runs ? &tr->runs[tr->num_runs - 1] : NULL;
     if (!last) {
@@ -100,8 +97,7 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
   int64_t count = cnnb_executor_param_count(tr->ex);
   size_t bytes = (size_t)count * sizeof(float);
   *slot = NULL;
-  if (count == 0)
-    return CNNB_OK;
+  if (count == 0) return CNNB_OK;
   cnnb_status st = tr->dv->alloc(tr->device, bytes, (void **)slot);
   if (st != CNNB_OK)
     return cnnb_executor_device_error(tr->ex, st, "trainer: allocating optimizer slots (%zu bytes)",
@@ -117,10 +113,11 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
   int64_t chunk_count = count < CHUNK ? count : CHUNK;
   float *host = malloc((size_t)chunk_count * sizeof(float));
   if (!host)
-    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for %lld floats to "
-                      "initialise the optimizer slots", (long long)chunk_count);
-  for (int64_t i = 0; i < chunk_count; ++i)
-    host[i] = value;
+    return cnnb_error(tr->ctx, CNNB_ENOMEM,
+                      "trainer: out of memory for %lld floats to "
+                      "initialise the optimizer slots",
+                      (long long)chunk_count);
+  for (int64_t i = 0; i < chunk_count; ++i) host[i] = value;
   for (int64_t off = 0; off < count && st == CNNB_OK; off += chunk_count) {
     int64_t n = count - off < chunk_count ? count - off : chunk_count;
     st = tr->dv->copy_to_device(tr->device, *slot + off, host, (size_t)n * sizeof(float));
@@ -133,11 +130,11 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
 
 const char *cnnb_optimizer_rule_name(uint32_t rule) {
   switch (rule) {
-  case CNNB_OPT_SGD: return "sgd";
-  case CNNB_OPT_MOMENTUM: return "momentum";
-  case CNNB_OPT_RMSPROP: return "rmsprop";
-  case CNNB_OPT_ADAM: return "adam";
-  default: return "unknown";
+    case CNNB_OPT_SGD: return "sgd";
+    case CNNB_OPT_MOMENTUM: return "momentum";
+    case CNNB_OPT_RMSPROP: return "rmsprop";
+    case CNNB_OPT_ADAM: return "adam";
+    default: return "unknown";
   }
 }
 
@@ -145,20 +142,19 @@ static void describe(cnnb_trainer *tr) {
   const cnnb_trainer_config *c = &tr->cfg;
   char rule[128];
   switch (c->rule) {
-  case CNNB_OPT_MOMENTUM:
-    snprintf(rule, sizeof rule, "momentum (%sm=%g)", c->nesterov ? "nesterov, " : "", c->momentum);
-    break;
-  case CNNB_OPT_RMSPROP:
-    snprintf(rule, sizeof rule, "rmsprop (decay=%g, m=%g, eps=%g)", c->rmsprop_decay,
-             c->rmsprop_momentum, c->rmsprop_epsilon);
-    break;
-  case CNNB_OPT_ADAM:
-    snprintf(rule, sizeof rule, "adam (b1=%g, b2=%g, eps=%g)", c->adam_beta1, c->adam_beta2,
-             c->adam_epsilon);
-    break;
-  default:
-    snprintf(rule, sizeof rule, "%s", cnnb_optimizer_rule_name(c->rule));
-    break;
+    case CNNB_OPT_MOMENTUM:
+      snprintf(rule, sizeof rule, "momentum (%sm=%g)", c->nesterov ? "nesterov, " : "",
+               c->momentum);
+      break;
+    case CNNB_OPT_RMSPROP:
+      snprintf(rule, sizeof rule, "rmsprop (decay=%g, m=%g, eps=%g)", c->rmsprop_decay,
+               c->rmsprop_momentum, c->rmsprop_epsilon);
+      break;
+    case CNNB_OPT_ADAM:
+      snprintf(rule, sizeof rule, "adam (b1=%g, b2=%g, eps=%g)", c->adam_beta1, c->adam_beta2,
+               c->adam_epsilon);
+      break;
+    default: snprintf(rule, sizeof rule, "%s", cnnb_optimizer_rule_name(c->rule)); break;
   }
   int n = snprintf(tr->description, sizeof tr->description, "%s, lr %s, weight decay %g", rule,
                    cnnb_lr_schedule_describe(tr->schedule), c->weight_decay);
@@ -170,8 +166,8 @@ static void describe(cnnb_trainer *tr) {
              tr->loss_scale.scale, c->auto_loss_scale ? " (auto)" : "");
 }
 
-cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
-                                cnnb_executor *ex, cnnb_trainer **out) {
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg, cnnb_executor *ex,
+                                cnnb_trainer **out) {
   return cnnb_trainer_create_with_sink(ctx, cfg, ex, NULL, out);
 }
 
@@ -182,11 +178,9 @@ cnnb_status cnnb_trainer_create_with_sink(cnnb_ctx *ctx, const cnnb_trainer_conf
   if (!ex || !cnnb_executor_training(ex))
     return cnnb_error(ctx, CNNB_EINVAL, "trainer: needs an executor created for training");
   cnnb_status st = validate(ctx, cfg);
-  if (st != CNNB_OK)
-    return st;
+  if (st != CNNB_OK) return st;
   cnnb_trainer *tr = calloc(1, sizeof *tr);
-  if (!tr)
-    return cnnb_error(ctx, CNNB_ENOMEM, "trainer: out of memory");
+  if (!tr) return cnnb_error(ctx, CNNB_ENOMEM, "trainer: out of memory");
   tr->ctx = ctx;
   tr->ex = ex;
   tr->dv = cnnb_executor_device_vtable(ex);
@@ -200,11 +194,9 @@ cnnb_status cnnb_trainer_create_with_sink(cnnb_ctx *ctx, const cnnb_trainer_conf
   if (cfg->fp16)
     cnnb_loss_scale_init(&tr->loss_scale, cfg->fp16_loss_scale, cfg->auto_loss_scale,
                          cfg->inc_loss_scale_every_n);
-  else
-    cnnb_loss_scale_init(&tr->loss_scale, 1.0f, false, 0);
+  else cnnb_loss_scale_init(&tr->loss_scale, 1.0f, false, 0);
   st = cnnb_lr_schedule_create(ctx, &cfg->lr, &tr->schedule);
-  if (st == CNNB_OK)
-    st = make_runs(tr);
+  if (st == CNNB_OK) st = make_runs(tr);
   if (st == CNNB_OK && cfg->rule != CNNB_OPT_SGD && !tr->has_sink)
     st = alloc_slot(tr, &tr->slot1, cfg->rule == CNNB_OPT_RMSPROP ? 1.0f : 0.0f);
   if (st == CNNB_OK && (cfg->rule == CNNB_OPT_RMSPROP || cfg->rule == CNNB_OPT_ADAM) &&
@@ -220,12 +212,9 @@ cnnb_status cnnb_trainer_create_with_sink(cnnb_ctx *ctx, const cnnb_trainer_conf
 }
 
 void cnnb_trainer_destroy(cnnb_trainer *tr) {
-  if (!tr)
-    return;
-  if (tr->slot1)
-    tr->dv->free(tr->device, tr->slot1);
-  if (tr->slot2)
-    tr->dv->free(tr->device, tr->slot2);
+  if (!tr) return;
+  if (tr->slot1) tr->dv->free(tr->device, tr->slot1);
+  if (tr->slot2) tr->dv->free(tr->device, tr->slot2);
   cnnb_lr_schedule_destroy(tr->schedule);
   free(tr->runs);
   free(tr->host_params);
@@ -241,8 +230,7 @@ float cnnb_trainer_learning_rate(const cnnb_trainer *tr, int64_t step) {
 
 /* The device's all_finite, or, for a device without one (it is optional), the same
  * check on a host copy of the gradients. */
-static cnnb_status grads_finite(cnnb_trainer *tr, const float *grads, int64_t count,
-                                bool *finite) {
+static cnnb_status grads_finite(cnnb_trainer *tr, const float *grads, int64_t count, bool *finite) {
   cnnb_status st;
   if (tr->dv->all_finite) {
     int32_t all = 0;
@@ -253,23 +241,21 @@ static cnnb_status grads_finite(cnnb_trainer *tr, const float *grads, int64_t co
     return CNNB_OK;
   }
   if (!tr->host_grads && !(tr->host_grads = malloc((size_t)count * sizeof(float))))
-    return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for a host copy of the "
+    return cnnb_error(tr->ctx, CNNB_ENOMEM,
+                      "trainer: out of memory for a host copy of the "
                       "gradients (the device has no all_finite)");
   st = tr->dv->copy_to_host(tr->device, tr->host_grads, grads, (size_t)count * sizeof(float));
   if (st != CNNB_OK)
     return cnnb_executor_device_error(tr->ex, st, "trainer: copying gradients to check them");
   *finite = true;
-  for (int64_t i = 0; i < count && *finite; ++i)
-    *finite = isfinite(tr->host_grads[i]);
+  for (int64_t i = 0; i < count && *finite; ++i) *finite = isfinite(tr->host_grads[i]);
   return CNNB_OK;
 }
 
 cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, float *lr_used) {
   float lr = cnnb_lr_schedule_at(tr->schedule, step);
-  if (lr_used)
-    *lr_used = lr;
-  if (skipped)
-    *skipped = 0;
+  if (lr_used) *lr_used = lr;
+  if (skipped) *skipped = 0;
   float *params = cnnb_executor_params(tr->ex);
   const float *grads = cnnb_executor_grads(tr->ex);
   int64_t count = cnnb_executor_param_count(tr->ex);
@@ -278,15 +264,13 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
   bool finite = true;
   if (cnnb_loss_scale_needs_check(&tr->loss_scale) && count > 0) {
     cnnb_status st = grads_finite(tr, grads, count, &finite);
-    if (st != CNNB_OK)
-      return st;
+    if (st != CNNB_OK) return st;
   }
   if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {
-    if (skipped)
-      *skipped = 1;
+    if (skipped) *skipped = 1;
     cnnb_log(tr->ctx, CNNB_LOG_DEBUG,
-             "step %lld: inf/NaN gradients, update skipped, loss scale %g -> %g",
-             (long long)step, scale, tr->loss_scale.scale);
+             "step %lld: inf/NaN gradients, update skipped, loss scale %g -> %g", (long long)step,
+             scale, tr->loss_scale.scale);
     return CNNB_OK;
   }
   const cnnb_trainer_config *c = &tr->cfg;
@@ -317,8 +301,7 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
                                   : tr->dv->update(tr->device, &u);
     if (st != CNNB_OK && tr->has_sink) return st; /* the sink recorded its own message */
     if (st != CNNB_OK)
-      return cnnb_executor_device_error(tr->ex, st,
-                                        "trainer: %s update of parameters [%lld, %lld)",
+      return cnnb_executor_device_error(tr->ex, st, "trainer: %s update of parameters [%lld, %lld)",
                                         cnnb_optimizer_rule_name(c->rule), (long long)rn->offset,
                                         (long long)(rn->offset + rn->count));
   }
@@ -331,23 +314,22 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
 cnnb_status cnnb_trainer_weight_decay_loss(cnnb_trainer *tr, double *out) {
   *out = 0.0;
   int64_t count = cnnb_executor_param_count(tr->ex);
-  if (tr->cfg.weight_decay == 0.0f || count == 0)
-    return CNNB_OK;
+  if (tr->cfg.weight_decay == 0.0f || count == 0) return CNNB_OK;
   if (!tr->host_params) {
     tr->host_params = malloc((size_t)count * sizeof(float));
     if (!tr->host_params)
-      return cnnb_error(tr->ctx, CNNB_ENOMEM, "trainer: out of memory for a host copy of the "
-                        "%lld parameters (the weight-decay term of total_loss)", (long long)count);
+      return cnnb_error(tr->ctx, CNNB_ENOMEM,
+                        "trainer: out of memory for a host copy of the "
+                        "%lld parameters (the weight-decay term of total_loss)",
+                        (long long)count);
   }
   cnnb_status st = cnnb_executor_download_params(tr->ex, tr->host_params, NULL);
-  if (st != CNNB_OK)
-    return st;
+  if (st != CNNB_OK) return st;
   const cnnb_graph *g = cnnb_executor_graph(tr->ex);
   double sum = 0.0;
   for (int32_t i = 0; i < cnnb_graph_num_params(g); ++i) {
     const cnnb_param *p = cnnb_graph_param(g, i);
-    if (p->is_stat || (p->flags & CNNB_PARAM_NO_DECAY))
-      continue;
+    if (p->is_stat || (p->flags & CNNB_PARAM_NO_DECAY)) continue;
     for (int64_t k = 0; k < p->count; ++k) {
       double w = tr->host_params[p->offset + k];
       sum += w * w;
@@ -374,7 +356,8 @@ cnnb_status cnnb_trainer_set_state(cnnb_trainer *tr, const cnnb_trainer_state *s
                       (long long)state->updates);
   if (!(state->loss_scale > 0.0f && isfinite(state->loss_scale)) ||
       state->loss_scale_normal_steps < 0)
-    return cnnb_error(tr->ctx, CNNB_EINVAL, "trainer: loss scale %g after %lld clean steps: "
+    return cnnb_error(tr->ctx, CNNB_EINVAL,
+                      "trainer: loss scale %g after %lld clean steps: "
                       "the scale must be finite and > 0, the count >= 0",
                       (double)state->loss_scale, (long long)state->loss_scale_normal_steps);
   tr->updates = state->updates;

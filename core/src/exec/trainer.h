@@ -19,15 +19,15 @@
 #include "exec/lr_schedule.h"
 
 typedef struct cnnb_trainer_config {
-  uint32_t rule;               /* cnnb_optimizer_rule */
-  bool nesterov;               /* tf_cnn_benchmarks' momentum is always Nesterov */
+  uint32_t rule; /* cnnb_optimizer_rule */
+  bool nesterov; /* tf_cnn_benchmarks' momentum is always Nesterov */
   float momentum;
   float rmsprop_decay, rmsprop_momentum, rmsprop_epsilon;
   float adam_beta1, adam_beta2, adam_epsilon;
   float weight_decay;
-  float gradient_clip;         /* 0: none */
-  bool fp16;                   /* loss scaling applies only to fp16, as tf_cnn_benchmarks */
-  float fp16_loss_scale;       /* <= 0: 128 */
+  float gradient_clip;   /* 0: none */
+  bool fp16;             /* loss scaling applies only to fp16, as tf_cnn_benchmarks */
+  float fp16_loss_scale; /* <= 0: 128 */
   bool auto_loss_scale;
   int64_t inc_loss_scale_every_n;
   cnnb_lr_config lr;
@@ -38,8 +38,8 @@ typedef struct cnnb_trainer cnnb_trainer;
 /* Allocates the slots on ex's device (zeros; RMSProp's mean square starts at ones, as
  * TF's) and builds the schedule. `ex` must be a training executor and outlive `tr`; cfg
  * comes from the run configuration (run_config.h), its lr part completed at setup. */
-cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg,
-                                cnnb_executor *ex, cnnb_trainer **out);
+cnnb_status cnnb_trainer_create(cnnb_ctx *ctx, const cnnb_trainer_config *cfg, cnnb_executor *ex,
+                                cnnb_trainer **out);
 
 /* Where a trainer's updates go when not to its executor's device: a strategy that keeps
  * the variables itself (a parameter server's apply_update). `apply` gets each run's

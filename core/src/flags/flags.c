@@ -117,15 +117,17 @@ static bool valid_name(const char *name) {
 }
 
 static cnnb_status declare(cnnb_flag_registry *registry, const char *name, cnnb_flag_type type,
-                           const char *default_value, const char *const *choices,
-                           char separator, const char *help) {
+                           const char *default_value, const char *const *choices, char separator,
+                           const char *help) {
   if (!registry || !registry->flags) return CNNB_EINVAL;
   cnnb_flags *flags = registry->flags;
   const char *group = flags->groups[registry->group].name;
   flags->error[0] = '\0';
   if (!valid_name(name))
-    return refuse(flags, group, "cannot declare flag '%s': a flag name is a letter followed "
-                  "by letters, digits or '_'", name ? name : "(null)");
+    return refuse(flags, group,
+                  "cannot declare flag '%s': a flag name is a letter followed "
+                  "by letters, digits or '_'",
+                  name ? name : "(null)");
   if (type < CNNB_FLAG_BOOL || type > CNNB_FLAG_STRING)
     return refuse(flags, group, "cannot declare flag --%s: unknown type %d", name, (int)type);
   cnnb_flag_entry *old = cnnb_flags_find(flags, name);
@@ -141,8 +143,8 @@ static cnnb_status declare(cnnb_flag_registry *registry, const char *name, cnnb_
     flags->v = v;
     flags->cap = cap;
   }
-  if (!default_value) default_value = type == CNNB_FLAG_BOOL ? "false"
-                                      : type == CNNB_FLAG_STRING ? "" : "0";
+  if (!default_value)
+    default_value = type == CNNB_FLAG_BOOL ? "false" : type == CNNB_FLAG_STRING ? "" : "0";
   cnnb_flag_entry f = {0};
   f.type = type;
   f.group = registry->group;
@@ -165,8 +167,8 @@ static cnnb_status declare(cnnb_flag_registry *registry, const char *name, cnnb_
   char err[256];
   if (cnnb_flags_assign(&f, default_value, err, sizeof err) != CNNB_OK) {
     free_entry(&f);
-    return refuse(flags, group, "cannot declare flag --%s: its default does not parse: %s",
-                  name, err);
+    return refuse(flags, group, "cannot declare flag --%s: its default does not parse: %s", name,
+                  err);
   }
   f.is_set = false;
   flags->v[flags->n++] = f;
@@ -252,15 +254,14 @@ static bool parse_bool(const char *s, bool *out) {
   return false;
 }
 
-cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err,
-                              size_t err_size) {
+cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, size_t err_size) {
   if (!value) value = "";
   switch (f->type) {
     case CNNB_FLAG_BOOL: {
       bool b;
       if (!parse_bool(value, &b)) {
-        snprintf(err, err_size, "flag --%s: '%s' is not a boolean (use true or false)",
-                 f->name, value);
+        snprintf(err, err_size, "flag --%s: '%s' is not a boolean (use true or false)", f->name,
+                 value);
         return CNNB_EINVAL;
       }
       f->b = b;
@@ -275,8 +276,8 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err,
         return CNNB_EINVAL;
       }
       if (errno == ERANGE) {
-        snprintf(err, err_size, "flag --%s: '%s' is out of range for a 64-bit integer",
-                 f->name, value);
+        snprintf(err, err_size, "flag --%s: '%s' is out of range for a 64-bit integer", f->name,
+                 value);
         return CNNB_EINVAL;
       }
       f->i = (int64_t)v;
@@ -303,8 +304,8 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err,
         bool found = false;
         for (char **c = f->choices; *c && !found; c++) found = strcmp(*c, value) == 0;
         if (!found) {
-          size_t len = (size_t)snprintf(err, err_size, "flag --%s: '%s' is not one of ",
-                                        f->name, value);
+          size_t len = (size_t)snprintf(err, err_size, "flag --%s: '%s' is not one of ", f->name,
+                                        value);
           const char *best = NULL;
           int best_d = 0;
           for (char **c = f->choices; *c; c++) {
@@ -347,8 +348,8 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err,
 /* ---- reading ------------------------------------------------------------------ */
 
 /* The entry for a getter, or NULL after logging why it cannot be read as `type`. */
-static const cnnb_flag_entry *lookup(const cnnb_flags *flags, const char *name,
-                                     cnnb_flag_type type, const char *component) {
+static const cnnb_flag_entry *lookup(const cnnb_flags *flags, const char *name, cnnb_flag_type type,
+                                     const char *component) {
   const cnnb_flag_entry *f = cnnb_flags_find(flags, name);
   if (!f) {
     cnnb_log_component(component, CNNB_LOG_ERROR,
@@ -357,8 +358,8 @@ static const cnnb_flag_entry *lookup(const cnnb_flags *flags, const char *name,
     return NULL;
   }
   if (f->type != type) {
-    cnnb_log_component(component, CNNB_LOG_ERROR, "flag --%s is of type %s, read as %s",
-                       f->name, cnnb_flag_type_name(f->type), cnnb_flag_type_name(type));
+    cnnb_log_component(component, CNNB_LOG_ERROR, "flag --%s is of type %s, read as %s", f->name,
+                       cnnb_flag_type_name(f->type), cnnb_flag_type_name(type));
     return NULL;
   }
   return f;
@@ -387,8 +388,8 @@ const char *cnnb_flags_string(const cnnb_flags *flags, const char *name) {
 bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name) {
   const cnnb_flag_entry *f = cnnb_flags_find(flags, name);
   if (!f) {
-    cnnb_log_component("cnnbench", CNNB_LOG_ERROR,
-                       "flag --%s is read but nobody declared it", name ? name : "(null)");
+    cnnb_log_component("cnnbench", CNNB_LOG_ERROR, "flag --%s is read but nobody declared it",
+                       name ? name : "(null)");
     return false;
   }
   return f->is_set;

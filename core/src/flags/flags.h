@@ -46,14 +46,14 @@ bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
  * group), for records that show the whole configuration (the benchmark log). */
 typedef struct cnnb_flag_view {
   const char *name;
-  const char *group;      /* the core's theme ("Model and data") or the plugin's name */
-  bool plugin;            /* declared by a plugin */
-  cnnb_flag_type type;    /* which of i, f, b, s holds the value */
-  bool is_set;            /* given on the command line */
+  const char *group;   /* the core's theme ("Model and data") or the plugin's name */
+  bool plugin;         /* declared by a plugin */
+  cnnb_flag_type type; /* which of i, f, b, s holds the value */
+  bool is_set;         /* given on the command line */
   int64_t i;
   double f;
   bool b;
-  const char *s;          /* never NULL for a string flag; borrowed from the table */
+  const char *s; /* never NULL for a string flag; borrowed from the table */
 } cnnb_flag_view;
 size_t cnnb_flags_count(const cnnb_flags *flags);
 /* Flag number `index` (< cnnb_flags_count) into *view; false past the end. */

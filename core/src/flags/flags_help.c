@@ -40,12 +40,9 @@ static void print_flag(FILE *out, const cnnb_flags *flags, size_t index) {
   } else {
     fputs(cnnb_flag_type_name(f->type), out);
   }
-  if (f->separator)
-    fprintf(out, ", repeatable: values joined by '%c'", f->separator);
-  else if (f->type == CNNB_FLAG_STRING)
-    fprintf(out, ", default \"%s\"", f->default_text);
-  else
-    fprintf(out, ", default %s", f->default_text);
+  if (f->separator) fprintf(out, ", repeatable: values joined by '%c'", f->separator);
+  else if (f->type == CNNB_FLAG_STRING) fprintf(out, ", default \"%s\"", f->default_text);
+  else fprintf(out, ", default %s", f->default_text);
   fputs(")\n", out);
   if (f->help[0]) print_wrapped(out, f->help);
 }

@@ -11,13 +11,13 @@
 typedef struct cnnb_flag_entry {
   char *name;
   cnnb_flag_type type;
-  size_t group;           /* index into cnnb_flags.groups */
+  size_t group; /* index into cnnb_flags.groups */
   char *help;
-  char *default_text;     /* as declared, command-line spelling */
-  char **choices;         /* NULL-terminated allowed values, or NULL for any */
-  char separator;         /* repeated flags: values joined by it; '\0' = last one wins */
-  bool is_set;            /* given on the command line */
-  int64_t i;              /* the value, in the member of its type */
+  char *default_text; /* as declared, command-line spelling */
+  char **choices;     /* NULL-terminated allowed values, or NULL for any */
+  char separator;     /* repeated flags: values joined by it; '\0' = last one wins */
+  bool is_set;        /* given on the command line */
+  int64_t i;          /* the value, in the member of its type */
   double f;
   bool b;
   char *s;
@@ -25,13 +25,13 @@ typedef struct cnnb_flag_entry {
 
 typedef struct cnnb_flag_group {
   char *name;
-  bool theme;             /* a core theme ("Devices"), printed before plugin groups */
+  bool theme; /* a core theme ("Devices"), printed before plugin groups */
   cnnb_flag_registry *registry;
 } cnnb_flag_group;
 
 typedef struct cnnb_flag_alias {
   char *alias;
-  size_t target;          /* index into cnnb_flags.v */
+  size_t target; /* index into cnnb_flags.v */
 } cnnb_flag_alias;
 
 struct cnnb_flag_registry {
@@ -46,15 +46,14 @@ struct cnnb_flags {
   size_t ngroups, gcap;
   cnnb_flag_alias *aliases;
   size_t naliases, acap;
-  char error[512];        /* why the last declaration was refused */
+  char error[512]; /* why the last declaration was refused */
 };
 
 /* The entry called `name` (or aliased so), or NULL. */
 cnnb_flag_entry *cnnb_flags_find(const cnnb_flags *flags, const char *name);
 /* Parses `value` for entry `f` and stores it (appends, for repeated flags); on a bad
  * value writes a message naming the flag into err and returns CNNB_EINVAL. */
-cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err,
-                              size_t err_size);
+cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, size_t err_size);
 /* The declared name closest to `name` within the "did you mean" distance, or NULL.
  * Bools are also matched in their --noname spelling; *negated says that one won. */
 const char *cnnb_flags_suggest(const cnnb_flags *flags, const char *name, bool *negated);

@@ -73,8 +73,7 @@ static cnnb_status positional(int argc, char **argv, int first, char *err, size_
   size_t len = (size_t)snprintf(err, err_size, "unexpected argument%s",
                                 first + 1 < argc ? "s" : "");
   for (int i = first; i < argc && len < err_size; i++)
-    len += (size_t)snprintf(err + len, err_size - len, "%s'%s'", i == first ? " " : ", ",
-                            argv[i]);
+    len += (size_t)snprintf(err + len, err_size - len, "%s'%s'", i == first ? " " : ", ", argv[i]);
   if (len < err_size)
     snprintf(err + len, err_size - len, ": cnnbench takes only flags, written --name=value");
   return CNNB_EINVAL;
@@ -144,8 +143,7 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
   return CNNB_OK;
 }
 
-cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err,
-                             size_t err_size) {
+cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size) {
   return parse(flags, argc, argv, false, err, err_size);
 }
 

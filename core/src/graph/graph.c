@@ -13,9 +13,7 @@
 
 #include "graph/graph_impl.h"
 
-int64_t cnnb_shape_count(cnnb_shape s) {
-  return (int64_t)s.n * s.c * s.h * s.w;
-}
+int64_t cnnb_shape_count(cnnb_shape s) { return (int64_t)s.n * s.c * s.h * s.w; }
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -50,13 +48,9 @@ static cnnb_tensor oom(cnnb_graph *g, const char *what) {
   return CNNB_NO_TENSOR;
 }
 
-cnnb_status cnnb_graph_status(const cnnb_graph *g) {
-  return g ? g->status : CNNB_EINVAL;
-}
+cnnb_status cnnb_graph_status(const cnnb_graph *g) { return g ? g->status : CNNB_EINVAL; }
 
-const char *cnnb_graph_error(const cnnb_graph *g) {
-  return g ? g->error : "graph: NULL graph";
-}
+const char *cnnb_graph_error(const cnnb_graph *g) { return g ? g->error : "graph: NULL graph"; }
 
 /* ---- growth helpers ------------------------------------------------------------------ */
 
@@ -93,7 +87,9 @@ cnnb_graph *cnnb_graph_create(int32_t batch, int32_t channels, int32_t height, i
 
   /* The input node goes in even for bad dimensions, so index 0 is always the images;
    * the error then stops any further building. */
-  cnnb_op_request r = {.op = CNNB_OP_INPUT, .name = "input", .by_host = 1,
+  cnnb_op_request r = {.op = CNNB_OP_INPUT,
+                       .name = "input",
+                       .by_host = 1,
                        .node.shape = {batch, channels, height, width}};
   if (cnnb_graph_add_op(g, &r) != 0) {
     cnnb_graph_destroy(g);
@@ -206,10 +202,8 @@ bool cnnb_graph_start(cnnb_node_start *s, cnnb_graph *g, uint32_t op, const char
     /* TF layers' habit: "conv2d", then "conv2d_1", "conv2d_2", ... within the scope. */
     char leaf[96];
     for (int32_t k = 0;; k++) {
-      if (k == 0)
-        snprintf(leaf, sizeof leaf, "%s", auto_base);
-      else
-        snprintf(leaf, sizeof leaf, "%s_%d", auto_base, (int)k);
+      if (k == 0) snprintf(leaf, sizeof leaf, "%s", auto_base);
+      else snprintf(leaf, sizeof leaf, "%s_%d", auto_base, (int)k);
       if (!scoped_name(g, leaf, s->name, sizeof s->name)) {
         snprintf(s->name, sizeof s->name, "%s", leaf);
         cnnb_graph_reject(s, CNNB_EINVAL, "scope prefix longer than %d characters",
@@ -232,8 +226,9 @@ bool cnnb_graph_start(cnnb_node_start *s, cnnb_graph *g, uint32_t op, const char
       return false;
     }
     if (t < 0 || t >= g->num_nodes) {
-      cnnb_graph_reject(s, CNNB_EINVAL, "input %d is tensor %d, which does not exist (graph has %d nodes)",
-                        (int)i, (int)t, (int)g->num_nodes);
+      cnnb_graph_reject(s, CNNB_EINVAL,
+                        "input %d is tensor %d, which does not exist (graph has %d nodes)", (int)i,
+                        (int)t, (int)g->num_nodes);
       return false;
     }
     const cnnb_op_row *src = cnnb_op_row_of(g->nodes[t]->node.op);
@@ -342,9 +337,7 @@ bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p) 
 /* ---- checkpoint names ---------------------------------------------------------------- */
 
 /* The key a param is saved under: its torch key once its node has a checkpoint name. */
-static const char *param_key(const cnnb_param_rec *p) {
-  return p->key ? p->key : p->name;
-}
+static const char *param_key(const cnnb_param_rec *p) { return p->key ? p->key : p->name; }
 
 /* Frees the keys of node n's params (a failed naming leaves none half-set). */
 static void drop_keys(cnnb_graph *g, const cnnb_node *n) {
@@ -359,16 +352,16 @@ cnnb_status cnnb_graph_set_checkpoint_name(cnnb_graph *g, cnnb_tensor x, const c
   if (!g) return CNNB_EINVAL;
   if (g->status != CNNB_OK) return g->status;
   if (x < 0 || x >= g->num_nodes)
-    return cnnb_graph_fail(g, CNNB_EINVAL,
-                           "set_checkpoint_name: tensor %d does not exist (graph has %d nodes)%s%s%s",
-                           (int)x, (int)g->num_nodes, prefix ? ", prefix '" : "",
-                           prefix ? prefix : "", prefix ? "'" : "");
+    return cnnb_graph_fail(
+        g, CNNB_EINVAL, "set_checkpoint_name: tensor %d does not exist (graph has %d nodes)%s%s%s",
+        (int)x, (int)g->num_nodes, prefix ? ", prefix '" : "", prefix ? prefix : "",
+        prefix ? "'" : "");
   cnnb_node_rec *rec = g->nodes[x];
   const cnnb_node *n = &rec->node;
   const char *what = cnnb_op_name(n->op);
   if (!prefix || !prefix[0])
-    return cnnb_graph_fail(g, CNNB_EINVAL, "set_checkpoint_name: %s '%s': the prefix is %s",
-                           what, rec->name, prefix ? "empty" : "NULL");
+    return cnnb_graph_fail(g, CNNB_EINVAL, "set_checkpoint_name: %s '%s': the prefix is %s", what,
+                           rec->name, prefix ? "empty" : "NULL");
   if (n->num_params + n->num_stats == 0)
     return cnnb_graph_fail(g, CNNB_EINVAL,
                            "set_checkpoint_name: %s '%s' owns no parameters, so prefix '%s' "
@@ -428,13 +421,9 @@ const char *cnnb_graph_node_checkpoint_name(const cnnb_graph *g, int32_t node) {
 
 /* ---- the whole graph ------------------------------------------------------------------ */
 
-cnnb_tensor cnnb_graph_input(cnnb_graph *g) {
-  return g && g->num_nodes > 0 ? 0 : CNNB_NO_TENSOR;
-}
+cnnb_tensor cnnb_graph_input(cnnb_graph *g) { return g && g->num_nodes > 0 ? 0 : CNNB_NO_TENSOR; }
 
-int32_t cnnb_graph_num_classes(const cnnb_graph *g) {
-  return g ? g->num_classes : 0;
-}
+int32_t cnnb_graph_num_classes(const cnnb_graph *g) { return g ? g->num_classes : 0; }
 
 cnnb_status cnnb_graph_set_logits(cnnb_graph *g, cnnb_tensor logits) {
   if (!g) return CNNB_EINVAL;
@@ -459,7 +448,8 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
   if (!g) return CNNB_EINVAL;
   if (g->status != CNNB_OK) return g->status;
   if (g->logits == CNNB_NO_TENSOR)
-    return cnnb_graph_fail(g, CNNB_EINVAL, "add_loss: the model set no logits (cnnb_graph_set_logits)");
+    return cnnb_graph_fail(g, CNNB_EINVAL,
+                           "add_loss: the model set no logits (cnnb_graph_set_logits)");
   if (g->loss != CNNB_NO_TENSOR)
     return cnnb_graph_fail(g, CNNB_EINVAL, "add_loss: the loss was already added");
 
@@ -471,8 +461,11 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
   if (labels != CNNB_NO_TENSOR) {
     /* The labels are readable by the loss alone: by_host lets it. */
     const cnnb_tensor in[2] = {g->logits, labels};
-    r = (cnnb_op_request){.op = CNNB_OP_SOFTMAX_XENT, .auto_base = "loss", .num_inputs = 2,
-                          .inputs = in, .by_host = 1};
+    r = (cnnb_op_request){.op = CNNB_OP_SOFTMAX_XENT,
+                          .auto_base = "loss",
+                          .num_inputs = 2,
+                          .inputs = in,
+                          .by_host = 1};
     loss = cnnb_graph_add_op(g, &r);
   }
   g->num_scopes = saved_scopes;
@@ -493,43 +486,29 @@ cnnb_status cnnb_graph_set_fused_relu(cnnb_graph *g, int32_t index, int32_t fuse
 
 /* ---- reading --------------------------------------------------------------------------- */
 
-int32_t cnnb_graph_num_nodes(const cnnb_graph *g) {
-  return g ? g->num_nodes : 0;
-}
+int32_t cnnb_graph_num_nodes(const cnnb_graph *g) { return g ? g->num_nodes : 0; }
 
 const cnnb_node *cnnb_graph_node(const cnnb_graph *g, int32_t index) {
   if (!g || index < 0 || index >= g->num_nodes) return NULL;
   return &g->nodes[index]->node;
 }
 
-int32_t cnnb_graph_num_params(const cnnb_graph *g) {
-  return g ? g->num_params : 0;
-}
+int32_t cnnb_graph_num_params(const cnnb_graph *g) { return g ? g->num_params : 0; }
 
 const cnnb_param *cnnb_graph_param(const cnnb_graph *g, int32_t index) {
   if (!g || index < 0 || index >= g->num_params) return NULL;
   return &g->params[index]->param;
 }
 
-int64_t cnnb_graph_param_arena_count(const cnnb_graph *g) {
-  return g ? g->param_count : 0;
-}
+int64_t cnnb_graph_param_arena_count(const cnnb_graph *g) { return g ? g->param_count : 0; }
 
-int64_t cnnb_graph_stat_arena_count(const cnnb_graph *g) {
-  return g ? g->stat_count : 0;
-}
+int64_t cnnb_graph_stat_arena_count(const cnnb_graph *g) { return g ? g->stat_count : 0; }
 
-cnnb_tensor cnnb_graph_logits(const cnnb_graph *g) {
-  return g ? g->logits : CNNB_NO_TENSOR;
-}
+cnnb_tensor cnnb_graph_logits(const cnnb_graph *g) { return g ? g->logits : CNNB_NO_TENSOR; }
 
-cnnb_tensor cnnb_graph_labels(const cnnb_graph *g) {
-  return g ? g->labels : CNNB_NO_TENSOR;
-}
+cnnb_tensor cnnb_graph_labels(const cnnb_graph *g) { return g ? g->labels : CNNB_NO_TENSOR; }
 
-cnnb_tensor cnnb_graph_loss(const cnnb_graph *g) {
-  return g ? g->loss : CNNB_NO_TENSOR;
-}
+cnnb_tensor cnnb_graph_loss(const cnnb_graph *g) { return g ? g->loss : CNNB_NO_TENSOR; }
 
 cnnb_shape cnnb_graph_tensor_shape(const cnnb_graph *g, cnnb_tensor t) {
   if (!g || t < 0 || t >= g->num_nodes) return (cnnb_shape){0, 0, 0, 0};

@@ -20,9 +20,7 @@ static void read_desc(void *dst, size_t dst_size, const void *src) {
   memcpy(dst, &size, sizeof size);
 }
 
-static int32_t or_default(int32_t v, int32_t def) {
-  return v ? v : def;
-}
+static int32_t or_default(int32_t v, int32_t def) { return v ? v : def; }
 
 /* ---- the one path ---------------------------------------------------------------------- */
 
@@ -55,8 +53,7 @@ cnnb_tensor cnnb_graph_add_op(cnnb_graph *g, cnnb_op_request *r) {
   cnnb_op_param params[CNNB_OP_MAX_PARAMS];
   int32_t count = row->params(r, params);
   for (int32_t i = 0; i < count; i++)
-    if (!cnnb_graph_add_param(g, t, &params[i]))
-      return CNNB_NO_TENSOR;
+    if (!cnnb_graph_add_param(g, t, &params[i])) return CNNB_NO_TENSOR;
   return t;
 }
 
@@ -68,7 +65,8 @@ static cnnb_op_request request(uint32_t op, const char *name, int32_t num_inputs
 
 /* ---- conv2d and pooling ------------------------------------------------------------------ */
 
-cnnb_tensor cnnb_conv2d(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_conv2d_desc *desc) {
+cnnb_tensor cnnb_conv2d(cnnb_graph *g, const char *name, cnnb_tensor x,
+                        const cnnb_conv2d_desc *desc) {
   cnnb_op_request r = request(CNNB_OP_CONV2D, name, 1, &x);
   cnnb_conv2d_desc d = {0};
   if (desc) read_desc(&d, sizeof d, desc);
@@ -113,11 +111,13 @@ static cnnb_tensor pool(cnnb_graph *g, uint32_t op, const char *name, cnnb_tenso
   return cnnb_graph_add_op(g, &r);
 }
 
-cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_pool_desc *desc) {
+cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
+                          const cnnb_pool_desc *desc) {
   return pool(g, CNNB_OP_MAX_POOL, name, x, desc);
 }
 
-cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_pool_desc *desc) {
+cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
+                          const cnnb_pool_desc *desc) {
   return pool(g, CNNB_OP_AVG_POOL, name, x, desc);
 }
 
@@ -177,7 +177,8 @@ cnnb_tensor cnnb_add(cnnb_graph *g, const char *name, cnnb_tensor a, cnnb_tensor
 
 /* ---- dense ---------------------------------------------------------------------------------- */
 
-cnnb_tensor cnnb_dense(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_dense_desc *desc) {
+cnnb_tensor cnnb_dense(cnnb_graph *g, const char *name, cnnb_tensor x,
+                       const cnnb_dense_desc *desc) {
   cnnb_op_request r = request(CNNB_OP_DENSE, name, 1, &x);
   cnnb_dense_desc d = {0};
   if (desc) read_desc(&d, sizeof d, desc);

@@ -16,20 +16,20 @@
 #define CNNB_GRAPH_ERROR_MAX 1024
 
 typedef struct cnnb_node_rec {
-  cnnb_node node;        /* first: &rec->node is what readers get */
-  char *name;            /* owned; node.name points here */
-  cnnb_tensor *inputs;   /* owned; node.inputs points here */
-  int32_t *consumers;    /* nodes reading this tensor, increasing */
+  cnnb_node node;      /* first: &rec->node is what readers get */
+  char *name;          /* owned; node.name points here */
+  cnnb_tensor *inputs; /* owned; node.inputs points here */
+  int32_t *consumers;  /* nodes reading this tensor, increasing */
   int32_t num_consumers, cap_consumers;
   char *checkpoint_name; /* owned; NULL until cnnb_graph_set_checkpoint_name */
 } cnnb_node_rec;
 
 typedef struct cnnb_param_rec {
-  cnnb_param param;      /* first */
-  char *name;            /* owned; param.name points here */
+  cnnb_param param;         /* first */
+  char *name;               /* owned; param.name points here */
   const char *torch_suffix; /* the op row's ("weight"); static */
-  char *key;             /* owned; "<checkpoint name>.<torch_suffix>", NULL until the
-                            node has a checkpoint name */
+  char *key;                /* owned; "<checkpoint name>.<torch_suffix>", NULL until the
+                               node has a checkpoint name */
 } cnnb_param_rec;
 
 struct cnnb_graph {

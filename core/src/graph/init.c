@@ -32,9 +32,7 @@ static void rng_seed(rng *r, uint64_t seed, int32_t index) {
   r->has_spare = 0;
 }
 
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 static uint64_t next_u64(rng *r) {
   uint64_t *s = r->s;
@@ -100,9 +98,7 @@ cnnb_status cnnb_param_initialize(const cnnb_param *p, int32_t index, uint64_t s
   cnnb_param_fans(p, &fan_in, &fan_out);
   int64_t n = p->count;
   switch (p->init.kind) {
-    case CNNB_INIT_ZEROS:
-      memset(dst, 0, (size_t)n * sizeof(float));
-      return CNNB_OK;
+    case CNNB_INIT_ZEROS: memset(dst, 0, (size_t)n * sizeof(float)); return CNNB_OK;
     case CNNB_INIT_CONSTANT:
       for (int64_t i = 0; i < n; i++) dst[i] = (float)a;
       return CNNB_OK;
@@ -128,12 +124,12 @@ cnnb_status cnnb_param_initialize(const cnnb_param *p, int32_t index, uint64_t s
       for (int64_t i = 0; i < n; i++) dst[i] = (float)(stddev * next_truncated(&r));
       return CNNB_OK;
     }
-    default:
-      return CNNB_EINVAL; /* DEFAULT (unresolved) or a kind this host does not know */
+    default: return CNNB_EINVAL; /* DEFAULT (unresolved) or a kind this host does not know */
   }
 }
 
-cnnb_status cnnb_params_initialize(const cnnb_graph *g, uint64_t seed, float *params, float *stats) {
+cnnb_status cnnb_params_initialize(const cnnb_graph *g, uint64_t seed, float *params,
+                                   float *stats) {
   if (!g) return CNNB_EINVAL;
   if (cnnb_graph_status(g) != CNNB_OK) return cnnb_graph_status(g);
   if ((cnnb_graph_param_arena_count(g) > 0 && !params) ||

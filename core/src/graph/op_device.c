@@ -25,10 +25,12 @@ static void more_users(const cnnb_graph *g, int32_t first, uint32_t op, char *bu
 }
 
 cnnb_status cnnb_ops_check_device(cnnb_ctx *ctx, const cnnb_graph *g, const cnnb_device_vtable *dv,
-                                  void *device, uint32_t device_abi_minor, const char *device_name) {
+                                  void *device, uint32_t device_abi_minor,
+                                  const char *device_name) {
   if (!g || !dv) return cnnb_error(ctx, CNNB_EINVAL, "op check: no graph or no device");
   if (cnnb_graph_status(g) != CNNB_OK)
-    return cnnb_error(ctx, CNNB_EINVAL, "op check: the graph has an error: %s", cnnb_graph_error(g));
+    return cnnb_error(ctx, CNNB_EINVAL, "op check: the graph has an error: %s",
+                      cnnb_graph_error(g));
   const char *dev = device_name ? device_name : "(unnamed)";
   const bool asks = HAS_SLOT(dv, supports_op);
   bool checked[CNNB_OP_COUNT_] = {false};
@@ -40,7 +42,8 @@ cnnb_status cnnb_ops_check_device(cnnb_ctx *ctx, const cnnb_graph *g, const cnnb
       more_users(g, i, n->op, more, sizeof more);
       return cnnb_error(ctx, CNNB_EUNSUPPORTED,
                         "device '%s' cannot run op %u, which node '%s'%s uses: this host has no "
-                        "such op", dev, n->op, n->name, more);
+                        "such op",
+                        dev, n->op, n->name, more);
     }
     if (checked[n->op]) continue;
     checked[n->op] = true;

@@ -35,9 +35,7 @@ static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) {
 }
 
 /* Per image: the elements of one image's slice of a shape. */
-static int64_t per_image(cnnb_shape s) {
-  return (int64_t)s.c * s.h * s.w;
-}
+static int64_t per_image(cnnb_shape s) { return (int64_t)s.c * s.h * s.w; }
 
 /* Data movement only: input, labels, concat, pad_channels, reshape. */
 static void flops_none(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {}
@@ -61,7 +59,8 @@ static bool infer_conv(cnnb_op_request *r) {
   if (filters < 1) return cnnb_op_refuse(r, "filters %d must be >= 1", filters);
   if (groups < 1) return cnnb_op_refuse(r, "groups %d must be >= 1", groups);
   if (in.c % groups != 0 || filters % groups != 0)
-    return cnnb_op_refuse(r, "groups %d must divide both input channels %d and filters %d "
+    return cnnb_op_refuse(r,
+                          "groups %d must divide both input channels %d and filters %d "
                           "(input [%d, %d, %d, %d])",
                           groups, in.c, filters, in.n, in.c, in.h, in.w);
   if (!cnnb_window_resolve(&r->node, r->padding, in, "filter", r->error, sizeof r->error))
@@ -76,7 +75,11 @@ static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_M
   /* tf_cnn_benchmarks' conv(): variance scaling (TF default) unless told otherwise. */
   cnnb_init kinit = r->init[0];
   if (kinit.kind == CNNB_INIT_DEFAULT) kinit = (cnnb_init){CNNB_INIT_VARIANCE_SCALING, 1.0f};
-  out[0] = (cnnb_op_param){"kernel", "weight", 0, 0, 4,
+  out[0] = (cnnb_op_param){"kernel",
+                           "weight",
+                           0,
+                           0,
+                           4,
                            {filters, in.c / r->node.attr.window.groups,
                             r->node.attr.window.kernel_h, r->node.attr.window.kernel_w},
                            kinit};
@@ -114,7 +117,8 @@ static int32_t params_batch_norm(const cnnb_op_request *r, cnnb_op_param out[CNN
     out[k++] = (cnnb_op_param){"gamma", "weight", 0, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
   out[k++] = (cnnb_op_param){"beta", "bias", 0, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
   out[k++] = (cnnb_op_param){"moving_mean", "running_mean", 1, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
-  out[k++] = (cnnb_op_param){"moving_variance", "running_var", 1, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+  out[k++] = (cnnb_op_param){
+      "moving_variance", "running_var", 1, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
   return k;
 }
 
@@ -142,16 +146,18 @@ static bool infer_dropout(cnnb_op_request *r) {
   return true;
 }
 
-static void flops_dropout(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+static void flops_dropout(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+                          int64_t *matmul) {
   *flops = 2 * per_image(n->shape); /* mask compare, scale */
 }
 
 static bool infer_add(cnnb_op_request *r) {
   cnnb_shape sa = input_shape(r, 0), sb = input_shape(r, 1);
   if (sa.n != sb.n || sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
-    return cnnb_op_refuse(r, "'%s' is [%d, %d, %d, %d] but '%s' is [%d, %d, %d, %d]: add needs equal shapes",
-                          cnnb_graph_node(r->g, r->inputs[0])->name, sa.n, sa.c, sa.h, sa.w,
-                          cnnb_graph_node(r->g, r->inputs[1])->name, sb.n, sb.c, sb.h, sb.w);
+    return cnnb_op_refuse(
+        r, "'%s' is [%d, %d, %d, %d] but '%s' is [%d, %d, %d, %d]: add needs equal shapes",
+        cnnb_graph_node(r->g, r->inputs[0])->name, sa.n, sa.c, sa.h, sa.w,
+        cnnb_graph_node(r->g, r->inputs[1])->name, sb.n, sb.c, sb.h, sb.w);
   r->node.shape = sa;
   return true;
 }
@@ -221,9 +227,10 @@ static bool infer_dense(cnnb_op_request *r) {
   cnnb_shape in = input_shape(r, 0);
   int64_t k = per_image(in); /* the input, flattened per image */
   if (k > INT32_MAX)
-    return cnnb_op_refuse(r, "input [%d, %d, %d, %d] flattens to %lld features, "
-                          "more than a weight dimension holds", in.n, in.c, in.h, in.w,
-                          (long long)k);
+    return cnnb_op_refuse(r,
+                          "input [%d, %d, %d, %d] flattens to %lld features, "
+                          "more than a weight dimension holds",
+                          in.n, in.c, in.h, in.w, (long long)k);
   r->node.shape = (cnnb_shape){in.n, units, 1, 1};
   return true;
 }
@@ -256,12 +263,12 @@ static bool infer_concat(cnnb_op_request *r) {
   for (int32_t i = 0; i < r->num_inputs; i++) {
     cnnb_shape si = input_shape(r, i);
     if (si.n != first.n || si.h != first.h || si.w != first.w)
-      return cnnb_op_refuse(r,
-                            "input %d '%s' is [%d, %d, %d, %d] but input 0 '%s' is [%d, %d, %d, %d]: "
-                            "concat needs equal N, H, W",
-                            (int)i, cnnb_graph_node(r->g, r->inputs[i])->name, si.n, si.c, si.h,
-                            si.w, cnnb_graph_node(r->g, r->inputs[0])->name, first.n, first.c,
-                            first.h, first.w);
+      return cnnb_op_refuse(
+          r,
+          "input %d '%s' is [%d, %d, %d, %d] but input 0 '%s' is [%d, %d, %d, %d]: "
+          "concat needs equal N, H, W",
+          (int)i, cnnb_graph_node(r->g, r->inputs[i])->name, si.n, si.c, si.h, si.w,
+          cnnb_graph_node(r->g, r->inputs[0])->name, first.n, first.c, first.h, first.w);
     channels += si.c;
   }
   if (channels > INT32_MAX) return cnnb_op_refuse(r, "%lld channels in all", (long long)channels);
@@ -299,11 +306,11 @@ static bool infer_reshape(cnnb_op_request *r) {
   if (c < 1 || h < 1 || w < 1)
     return cnnb_op_refuse(r, "target [%d, %d, %d] (C, H, W) needs every dimension >= 1", c, h, w);
   if ((int64_t)c * h * w != per)
-    return cnnb_op_refuse(r,
-                          "input [%d, %d, %d, %d] has %lld elements per image, target [%d, %d, %d, %d] "
-                          "has %lld",
-                          in.n, in.c, in.h, in.w, (long long)per, in.n, c, h, w,
-                          (long long)c * h * w);
+    return cnnb_op_refuse(
+        r,
+        "input [%d, %d, %d, %d] has %lld elements per image, target [%d, %d, %d, %d] "
+        "has %lld",
+        in.n, in.c, in.h, in.w, (long long)per, in.n, c, h, w, (long long)c * h * w);
   r->node.shape = (cnnb_shape){in.n, c, h, w};
   return true;
 }
@@ -327,124 +334,232 @@ static void flops_softmax_xent(const cnnb_graph *g, const cnnb_node *n, int64_t 
 /* One row per op, in op code order. Inputs are {min, max}; what backward reads is the
  * input bits and then the output. */
 static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
-    [CNNB_OP_INPUT] = {
-        .op = CNNB_OP_INPUT, .name = "input", .since_minor = 0,
-        .min_inputs = 0, .max_inputs = 0, .infer = infer_given, .flops = flops_none,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* filled by the executor: no backward */
-    },
-    [CNNB_OP_LABELS] = {
-        .op = CNNB_OP_LABELS, .name = "labels", .since_minor = 0,
-        .min_inputs = 0, .max_inputs = 0, .infer = infer_given, .flops = flops_none,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD,
-        .hidden = true, /* the loss reads it, no layer does */
-    },
-    [CNNB_OP_CONV2D] = {
-        .op = CNNB_OP_CONV2D, .name = "conv2d", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_conv, .params = params_conv,
-        .flops = flops_conv,
-        /* Weight gradients need the input; backward-data needs only weights and dy. A
-         * fused ReLU masks dy by the output's sign inside the node. */
-        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
-        .fuse_relu = true,
-    },
-    [CNNB_OP_BATCH_NORM] = {
-        .op = CNNB_OP_BATCH_NORM, .name = "batch_norm", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_batch_norm,
-        .params = params_batch_norm, .flops = flops_batch_norm,
-        /* Batch statistics are saved inside the device's node state, but dx and the
-         * scale/offset gradients still need x itself. */
-        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
-        .fuse_relu = true,
-    },
-    [CNNB_OP_RELU] = {
-        .op = CNNB_OP_RELU, .name = "relu", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_same, .flops = flops_relu,
-        /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd). */
-        .backward_output = CNNB_OP_OUTPUT_READ,
-    },
-    [CNNB_OP_MAX_POOL] = {
-        .op = CNNB_OP_MAX_POOL, .name = "max_pool", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_pool, .flops = flops_max_pool,
-        /* Re-derives where the maximum came from; keeping both sides stays correct
-         * whether a device keeps a workspace or recomputes. */
-        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ,
-    },
-    [CNNB_OP_AVG_POOL] = {
-        .op = CNNB_OP_AVG_POOL, .name = "avg_pool", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_pool, .flops = flops_avg_pool,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* shapes alone are enough */
-    },
-    [CNNB_OP_GLOBAL_AVG_POOL] = {
-        .op = CNNB_OP_GLOBAL_AVG_POOL, .name = "global_avg_pool", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_global_avg_pool,
-        .flops = flops_global_avg_pool,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD,
-    },
-    [CNNB_OP_LRN] = {
-        .op = CNNB_OP_LRN, .name = "lrn", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_lrn, .flops = flops_lrn,
-        /* Re-derives its normaliser, as max pool its maximum: keep both sides. */
-        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ,
-    },
-    [CNNB_OP_DENSE] = {
-        .op = CNNB_OP_DENSE, .name = "dense", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_dense, .params = params_dense,
-        .flops = flops_dense,
-        /* As conv2d: weight gradients need the input. */
-        .backward_inputs = 1u, .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
-    },
-    [CNNB_OP_DROPOUT] = {
-        .op = CNNB_OP_DROPOUT, .name = "dropout", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_dropout, .flops = flops_dropout,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* the mask lives in the device's node state */
-    },
-    [CNNB_OP_CONCAT] = {
-        .op = CNNB_OP_CONCAT, .name = "concat", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = INT32_MAX, .infer = infer_concat, .flops = flops_none,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD,
-    },
-    [CNNB_OP_ADD] = {
-        .op = CNNB_OP_ADD, .name = "add", .since_minor = 0,
-        .min_inputs = 2, .max_inputs = 2, .infer = infer_add, .flops = flops_add,
-        /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
-        .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
-        /* The residual add + ReLU of ResNets; 1.0 devices apply fused_relu to conv2d and
-         * batch norm only, so a device must say it does this one. */
-        .fuse_relu = true, .fuse_relu_ext = CNNB_EXT_FUSED_RELU_ADD,
-    },
-    [CNNB_OP_RESHAPE] = {
-        .op = CNNB_OP_RESHAPE, .name = "reshape", .since_minor = 0,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_reshape, .flops = flops_none,
-        .backward_output = CNNB_OP_OUTPUT_UNREAD,
-    },
-    [CNNB_OP_SOFTMAX_XENT] = {
-        .op = CNNB_OP_SOFTMAX_XENT, .name = "softmax_xent", .since_minor = 0,
-        .min_inputs = 2, .max_inputs = 2, .infer = infer_softmax_xent,
-        .flops = flops_softmax_xent,
-        /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
-         * and they are a few bytes: keep them rather than trust a device to copy them. */
-        .backward_inputs = 2u, .backward_output = CNNB_OP_OUTPUT_UNREAD,
-        .hidden = true, .scalar_output = true,
-    },
+    [CNNB_OP_INPUT] =
+        {
+            .op = CNNB_OP_INPUT,
+            .name = "input",
+            .since_minor = 0,
+            .min_inputs = 0,
+            .max_inputs = 0,
+            .infer = infer_given,
+            .flops = flops_none,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* filled by the executor: no backward */
+        },
+    [CNNB_OP_LABELS] =
+        {
+            .op = CNNB_OP_LABELS,
+            .name = "labels",
+            .since_minor = 0,
+            .min_inputs = 0,
+            .max_inputs = 0,
+            .infer = infer_given,
+            .flops = flops_none,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+            .hidden = true, /* the loss reads it, no layer does */
+        },
+    [CNNB_OP_CONV2D] =
+        {
+            .op = CNNB_OP_CONV2D,
+            .name = "conv2d",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_conv,
+            .params = params_conv,
+            .flops = flops_conv,
+            /* Weight gradients need the input; backward-data needs only weights and dy. A
+             * fused ReLU masks dy by the output's sign inside the node. */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+            .fuse_relu = true,
+        },
+    [CNNB_OP_BATCH_NORM] =
+        {
+            .op = CNNB_OP_BATCH_NORM,
+            .name = "batch_norm",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_batch_norm,
+            .params = params_batch_norm,
+            .flops = flops_batch_norm,
+            /* Batch statistics are saved inside the device's node state, but dx and the
+             * scale/offset gradients still need x itself. */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+            .fuse_relu = true,
+        },
+    [CNNB_OP_RELU] =
+        {
+            .op = CNNB_OP_RELU,
+            .name = "relu",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_relu,
+            /* dy * (y > 0): devices use the output form (oneDNN use_dst_for_bwd). */
+            .backward_output = CNNB_OP_OUTPUT_READ,
+        },
+    [CNNB_OP_MAX_POOL] =
+        {
+            .op = CNNB_OP_MAX_POOL,
+            .name = "max_pool",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_pool,
+            .flops = flops_max_pool,
+            /* Re-derives where the maximum came from; keeping both sides stays correct
+             * whether a device keeps a workspace or recomputes. */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_READ,
+        },
+    [CNNB_OP_AVG_POOL] =
+        {
+            .op = CNNB_OP_AVG_POOL,
+            .name = "avg_pool",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_pool,
+            .flops = flops_avg_pool,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* shapes alone are enough */
+        },
+    [CNNB_OP_GLOBAL_AVG_POOL] =
+        {
+            .op = CNNB_OP_GLOBAL_AVG_POOL,
+            .name = "global_avg_pool",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_global_avg_pool,
+            .flops = flops_global_avg_pool,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_LRN] =
+        {
+            .op = CNNB_OP_LRN,
+            .name = "lrn",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_lrn,
+            .flops = flops_lrn,
+            /* Re-derives its normaliser, as max pool its maximum: keep both sides. */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_READ,
+        },
+    [CNNB_OP_DENSE] =
+        {
+            .op = CNNB_OP_DENSE,
+            .name = "dense",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_dense,
+            .params = params_dense,
+            .flops = flops_dense,
+            /* As conv2d: weight gradients need the input. */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+        },
+    [CNNB_OP_DROPOUT] =
+        {
+            .op = CNNB_OP_DROPOUT,
+            .name = "dropout",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_dropout,
+            .flops = flops_dropout,
+            .backward_output =
+                CNNB_OP_OUTPUT_UNREAD, /* the mask lives in the device's node state */
+        },
+    [CNNB_OP_CONCAT] =
+        {
+            .op = CNNB_OP_CONCAT,
+            .name = "concat",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = INT32_MAX,
+            .infer = infer_concat,
+            .flops = flops_none,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_ADD] =
+        {
+            .op = CNNB_OP_ADD,
+            .name = "add",
+            .since_minor = 0,
+            .min_inputs = 2,
+            .max_inputs = 2,
+            .infer = infer_add,
+            .flops = flops_add,
+            /* Shapes alone, unless a fused ReLU masks dy by the output's sign. */
+            .backward_output = CNNB_OP_OUTPUT_READ_IF_FUSED,
+            /* The residual add + ReLU of ResNets; 1.0 devices apply fused_relu to conv2d and
+             * batch norm only, so a device must say it does this one. */
+            .fuse_relu = true,
+            .fuse_relu_ext = CNNB_EXT_FUSED_RELU_ADD,
+        },
+    [CNNB_OP_RESHAPE] =
+        {
+            .op = CNNB_OP_RESHAPE,
+            .name = "reshape",
+            .since_minor = 0,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_reshape,
+            .flops = flops_none,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_SOFTMAX_XENT] =
+        {
+            .op = CNNB_OP_SOFTMAX_XENT,
+            .name = "softmax_xent",
+            .since_minor = 0,
+            .min_inputs = 2,
+            .max_inputs = 2,
+            .infer = infer_softmax_xent,
+            .flops = flops_softmax_xent,
+            /* The device keeps the softmax; softmax - onehot(labels) still needs the labels,
+             * and they are a few bytes: keep them rather than trust a device to copy them. */
+            .backward_inputs = 2u,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+            .hidden = true,
+            .scalar_output = true,
+        },
     /* Its own op, not a relu with an attribute: the ReLU fusion pass and the alias rule
      * (relu of a fused relu is the identity) match CNNB_OP_RELU only, and must stay blind
      * to the bound: fused_relu means max(x, 0), and oneDNN's fused batch-norm ReLU has no
      * bound either. */
-    [CNNB_OP_RELU6] = {
-        .op = CNNB_OP_RELU6, .name = "relu6", .since_minor = 1,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_same, .flops = flops_relu6,
-        /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
-         * input does, so keep the output, as for relu. The input (usually a batch norm's
-         * output) is then free once forward has read it, and a device may run it in place
-         * (oneDNN clip_v2_use_dst_for_bwd). */
-        .backward_output = CNNB_OP_OUTPUT_READ,
-    },
-    [CNNB_OP_PAD_CHANNELS] = {
-        .op = CNNB_OP_PAD_CHANNELS, .name = "pad_channels", .since_minor = 2,
-        .min_inputs = 1, .max_inputs = 1, .infer = infer_pad_channels,
-        .flops = flops_none, /* its zeros are written, not computed */
-        .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx is dy's middle channels */
-    },
+    [CNNB_OP_RELU6] =
+        {
+            .op = CNNB_OP_RELU6,
+            .name = "relu6",
+            .since_minor = 1,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_relu6,
+            /* dy * (0 < y < 6), which is dy * (0 < x < 6): the output decides as well as the
+             * input does, so keep the output, as for relu. The input (usually a batch norm's
+             * output) is then free once forward has read it, and a device may run it in place
+             * (oneDNN clip_v2_use_dst_for_bwd). */
+            .backward_output = CNNB_OP_OUTPUT_READ,
+        },
+    [CNNB_OP_PAD_CHANNELS] =
+        {
+            .op = CNNB_OP_PAD_CHANNELS,
+            .name = "pad_channels",
+            .since_minor = 2,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_pad_channels,
+            .flops = flops_none,                      /* its zeros are written, not computed */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx is dy's middle channels */
+        },
 };
 
 const cnnb_op_row *cnnb_op_row_of(uint32_t op) {
@@ -488,6 +603,4 @@ uint32_t cnnb_ops_relu_fusion(int (*has_ext)(void *user, const char *id), void *
   return ops;
 }
 
-int cnnb_ops_every_ext(void *user, const char *id) {
-  return 1;
-}
+int cnnb_ops_every_ext(void *user, const char *id) { return 1; }

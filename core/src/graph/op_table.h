@@ -25,20 +25,20 @@
  * the request to the op's rules. */
 typedef struct cnnb_op_request {
   uint32_t op;
-  const char *name;         /* NULL or "": automatic, from auto_base */
-  const char *auto_base;    /* NULL: the op's name ("flatten" names a flattening reshape) */
+  const char *name;      /* NULL or "": automatic, from auto_base */
+  const char *auto_base; /* NULL: the op's name ("flatten" names a flattening reshape) */
   int32_t num_inputs;
   const cnnb_tensor *inputs;
-  cnnb_node node;           /* attr as asked, defaults filled; the rule sets shape (a
-                               reshape's target C, H, W come in node.shape, a source's
-                               whole shape is the host's) */
-  uint32_t padding;         /* window ops: CNNB_PAD_SAME / VALID / EXPLICIT, the explicit
-                               pads in node.attr.window; the rule resolves them */
-  int32_t flatten;          /* reshape: the target is the input flattened */
-  cnnb_init init[2];        /* conv2d, dense: weights (CNNB_INIT_DEFAULT: the op's), bias */
-  int32_t no_desc;          /* the caller passed a NULL desc the op needs */
-  int32_t by_host;          /* input, labels, loss: the host's own nodes, which may read
-                               outputs no layer may (the labels) */
+  cnnb_node node;    /* attr as asked, defaults filled; the rule sets shape (a
+                        reshape's target C, H, W come in node.shape, a source's
+                        whole shape is the host's) */
+  uint32_t padding;  /* window ops: CNNB_PAD_SAME / VALID / EXPLICIT, the explicit
+                        pads in node.attr.window; the rule resolves them */
+  int32_t flatten;   /* reshape: the target is the input flattened */
+  cnnb_init init[2]; /* conv2d, dense: weights (CNNB_INIT_DEFAULT: the op's), bias */
+  int32_t no_desc;   /* the caller passed a NULL desc the op needs */
+  int32_t by_host;   /* input, labels, loss: the host's own nodes, which may read
+                        outputs no layer may (the labels) */
   /* Filled by the generic path for the rules. */
   const cnnb_graph *g;
   char error[CNNB_OP_ERROR_MAX]; /* a rule's refusal; the path prefixes "<op> '<name>': " */
@@ -67,9 +67,9 @@ typedef enum cnnb_op_reads_output {
 } cnnb_op_reads_output;
 
 typedef struct cnnb_op_row {
-  uint32_t op;              /* the row's own index */
-  const char *name;         /* "conv2d": messages, the model report, automatic names */
-  uint32_t since_minor;     /* the ABI 1.x minor that added it (graph.h) */
+  uint32_t op;          /* the row's own index */
+  const char *name;     /* "conv2d": messages, the model report, automatic names */
+  uint32_t since_minor; /* the ABI 1.x minor that added it (graph.h) */
   int32_t min_inputs, max_inputs;
   /* The shape rule: checks r->node's attributes against the inputs (r->g, r->inputs),
    * sets r->node.shape and resolves attributes (window pads). On a refusal it says why
@@ -90,10 +90,10 @@ typedef struct cnnb_op_row {
    * offer fuse_relu_ext for that, or apply fused_relu to this op since ABI 1.0 (NULL). */
   bool fuse_relu;
   const char *fuse_relu_ext;
-  bool hidden;              /* its output is the host's alone (labels, loss): no layer
-                               reads it */
-  bool scalar_output;       /* one value for the whole batch (the loss): no activation
-                               per image */
+  bool hidden;        /* its output is the host's alone (labels, loss): no layer
+                         reads it */
+  bool scalar_output; /* one value for the whole batch (the loss): no activation
+                         per image */
 } cnnb_op_row;
 
 /* Lowercase op name ("conv2d", "batch_norm", "softmax_xent"); "unknown" for a code the

@@ -28,8 +28,8 @@ static const char *padding_name(uint32_t padding) {
  *   VALID:    out = floor((in - eff_k) / s) + 1, no padding;
  *   EXPLICIT: out = floor((in + before + after - eff_k) / s) + 1.
  * Returns false when the (dilated) window does not fit the padded input. */
-static bool window_dim(int32_t in, int32_t eff_k, int32_t stride, uint32_t padding,
-                       int32_t *before, int32_t *after, int32_t *out) {
+static bool window_dim(int32_t in, int32_t eff_k, int32_t stride, uint32_t padding, int32_t *before,
+                       int32_t *after, int32_t *out) {
   if (padding == CNNB_PAD_SAME) {
     *out = (int32_t)(((int64_t)in + stride - 1) / stride);
     int64_t total = (int64_t)(*out - 1) * stride + eff_k - in;
@@ -63,7 +63,7 @@ bool cnnb_window_resolve(cnnb_node *n, uint32_t padding, cnnb_shape in, const ch
     left = n->attr.window.pad_left, right = n->attr.window.pad_right;
     if (top < 0 || bottom < 0 || left < 0 || right < 0)
       return refuse(error, size, "explicit pads %d,%d,%d,%d (top,bottom,left,right) must be >= 0",
-                            top, bottom, left, right);
+                    top, bottom, left, right);
   }
   int64_t ekh64 = (int64_t)(kh - 1) * dh + 1, ekw64 = (int64_t)(kw - 1) * dw + 1;
   if (ekh64 > INT32_MAX || ekw64 > INT32_MAX)
@@ -76,10 +76,10 @@ bool cnnb_window_resolve(cnnb_node *n, uint32_t padding, cnnb_shape in, const ch
     char pad_desc[64];
     if (padding == CNNB_PAD_EXPLICIT)
       snprintf(pad_desc, sizeof pad_desc, "padding EXPLICIT %d,%d,%d,%d", top, bottom, left, right);
-    else
-      snprintf(pad_desc, sizeof pad_desc, "padding %s", padding_name(padding));
+    else snprintf(pad_desc, sizeof pad_desc, "padding %s", padding_name(padding));
     return refuse(
-        error, size, "%s %dx%d (dilated %dx%d) larger than padded input %dx%d (%s); input is [%d, %d, %d, %d]",
+        error, size,
+        "%s %dx%d (dilated %dx%d) larger than padded input %dx%d (%s); input is [%d, %d, %d, %d]",
         kind, kh, kw, ekh, ekw, in.h + top + bottom, in.w + left + right, pad_desc, in.n, in.c,
         in.h, in.w);
   }

@@ -16,8 +16,8 @@ cnnb_status cnnb_bound_plugin_open(cnnb_bound_plugin *p, cnnb_loader *loader, ui
   p->kind = kind;
   p->name = name;
   p->vt.model = p->plugin->vtable; /* every member is a pointer to the kind's vtable */
-  if (asprintf(&p->label, "%s plugin '%s' (%s)", cnnb_kind_name(kind), p->plugin->name,
-               p->path) < 0) {
+  if (asprintf(&p->label, "%s plugin '%s' (%s)", cnnb_kind_name(kind), p->plugin->name, p->path) <
+      0) {
     p->label = NULL;
     return cnnb_error(parent, CNNB_ENOMEM, "out of memory");
   }

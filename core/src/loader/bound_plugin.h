@@ -13,21 +13,21 @@
 #include "loader/loader.h"
 
 typedef struct cnnb_bound_plugin {
-  uint32_t kind;              /* cnnb_plugin_kind */
-  const char *name;           /* what the user picked it by: "resnet50", "cpu" */
-  const cnnb_plugin *plugin;  /* the loader's host-sized copy: missing slots read NULL */
-  const char *path;           /* its file */
-  char *label;                /* "model plugin 'resnet' (FILE)": crash reports, messages */
-  union {                     /* plugin->vtable, typed by kind */
+  uint32_t kind;             /* cnnb_plugin_kind */
+  const char *name;          /* what the user picked it by: "resnet50", "cpu" */
+  const cnnb_plugin *plugin; /* the loader's host-sized copy: missing slots read NULL */
+  const char *path;          /* its file */
+  char *label;               /* "model plugin 'resnet' (FILE)": crash reports, messages */
+  union {                    /* plugin->vtable, typed by kind */
     const cnnb_model_vtable *model;
     const cnnb_device_vtable *device;
     const cnnb_strategy_vtable *strategy;
     const cnnb_datasource_vtable *datasource;
   } vt;
-  cnnb_ctx *ctx;              /* its ctx, a child of the run's; instances that belong to
-                                 one replica (devices, datasources) get ctxs of their own */
-  void *state;                /* the one instance a run has of it (the strategy's); NULL
-                                 for kinds with an instance per replica */
+  cnnb_ctx *ctx; /* its ctx, a child of the run's; instances that belong to
+                    one replica (devices, datasources) get ctxs of their own */
+  void *state;   /* the one instance a run has of it (the strategy's); NULL
+                    for kinds with an instance per replica */
 } cnnb_bound_plugin;
 
 /* Resolves `name` for `kind` through the loader (cnnb_loader_find: its message names the
@@ -55,9 +55,9 @@ cnnb_status cnnb_plugin_failed(cnnb_ctx *ctx, const cnnb_bound_plugin *p, cnnb_s
  * p's `slot` under the crash guard; a failure is recorded in
  * `ctx` as "<what>: <the message of `from`>" (cnnb_plugin_failed), st keeping its status.
  * `from` is the ctx the plugin was given for the call (p->ctx, or an instance's). */
-#define CNNB_PLUGIN_CALL(st, ctx, p, slot, from, what, ...)                          \
-  do {                                                                               \
-    CNNB_GUARDED((p)->label, (slot), NULL, (st) = (__VA_ARGS__));                    \
+#define CNNB_PLUGIN_CALL(st, ctx, p, slot, from, what, ...)                           \
+  do {                                                                                \
+    CNNB_GUARDED((p)->label, (slot), NULL, (st) = (__VA_ARGS__));                     \
     if ((st) != CNNB_OK) (st) = cnnb_plugin_failed((ctx), (p), (st), (from), (what)); \
   } while (0)
 

@@ -41,8 +41,7 @@ bool loader_add_name(loader_plugin *p, const char *name) {
 
 static void remove_name(loader_plugin *p, size_t index) {
   free(p->names[index]);
-  memmove(&p->names[index], &p->names[index + 1],
-          (p->num_names - index - 1) * sizeof p->names[0]);
+  memmove(&p->names[index], &p->names[index + 1], (p->num_names - index - 1) * sizeof p->names[0]);
   p->num_names--;
 }
 
@@ -203,7 +202,8 @@ static cnnb_status resolve_shadowing(cnnb_loader *l, loader_plugin *p) {
     for (size_t i = 0; i < p->num_names; i++)
       fprintf(out, "%s'%s' already offered by %s", i ? ", " : "", p->names[i], winners[i]->path);
     fputs(": ignored (the first plugin found wins; rename it, or take the other off the plugin "
-          "path)", out);
+          "path)",
+          out);
     if (fclose(out) != 0 || !why) st = CNNB_ENOMEM;
     free(p->why);
     p->why = why;
@@ -224,8 +224,8 @@ static cnnb_status resolve_shadowing(cnnb_loader *l, loader_plugin *p) {
 }
 
 /* Reports a rejection: a warning for a discovered plugin, an error line for an explicit one. */
-static void report_rejection(cnnb_loader *l, const loader_plugin *p, cnnb_status *result,
-                             char *err, size_t err_size) {
+static void report_rejection(cnnb_loader *l, const loader_plugin *p, cnnb_status *result, char *err,
+                             size_t err_size) {
   if (!p->why) return;
   if (!p->is_explicit) {
     cnnb_log(l->ctx, CNNB_LOG_WARN, "%s: %s", p->path, p->why);
@@ -248,8 +248,8 @@ static const char *file_type(mode_t mode) {
   return "not a plain file";
 }
 
-static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit,
-                            cnnb_status *result, char *err, size_t err_size) {
+static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit, cnnb_status *result,
+                            char *err, size_t err_size) {
   struct stat st;
   bool have_stat = stat(path, &st) == 0;
   int stat_errno = errno;
@@ -281,8 +281,10 @@ static cnnb_status add_file(cnnb_loader *l, const char *path, bool is_explicit,
                     "CNNB_PLUGIN_PATH");
   } else if (!S_ISREG(st.st_mode)) {
     /* Opening a FIFO waits for a writer forever; a device file is no plugin either. */
-    if (asprintf(&p->why, "is not a regular file (%s): a plugin is a .so file; remove it "
-                 "from the plugin path", file_type(st.st_mode)) < 0)
+    if (asprintf(&p->why,
+                 "is not a regular file (%s): a plugin is a .so file; remove it "
+                 "from the plugin path",
+                 file_type(st.st_mode)) < 0)
       p->why = NULL;
   } else {
     p->dev = st.st_dev;
@@ -315,8 +317,8 @@ static bool ends_with_so(const char *name) {
 }
 
 /* Every *.so in `dir`, in name order so "first found" does not depend on the file system. */
-static cnnb_status scan_dir(cnnb_loader *l, const char *dir, bool warn_missing,
-                            cnnb_status *result, char *err, size_t err_size) {
+static cnnb_status scan_dir(cnnb_loader *l, const char *dir, bool warn_missing, cnnb_status *result,
+                            char *err, size_t err_size) {
   DIR *d = opendir(dir);
   if (!d) {
     if (errno == ENOENT || errno == ENOTDIR) {
@@ -491,9 +493,11 @@ void cnnb_loader_register_flags(cnnb_loader *l, cnnb_flags *flags) {
     if (registry)
       CNNB_GUARDED(p->path, "register_flags", p->desc.name, st = p->desc.register_flags(registry));
     if (st != CNNB_OK)
-      cnnb_log(l->ctx, CNNB_LOG_WARN, "%s (%s): declaring its flags failed (%s)%s%s; they are "
-               "missing from this run", p->desc.name, p->path, cnnb_status_name(st),
-               cnnb_flags_error(flags)[0] ? ": " : "", cnnb_flags_error(flags));
+      cnnb_log(l->ctx, CNNB_LOG_WARN,
+               "%s (%s): declaring its flags failed (%s)%s%s; they are "
+               "missing from this run",
+               p->desc.name, p->path, cnnb_status_name(st), cnnb_flags_error(flags)[0] ? ": " : "",
+               cnnb_flags_error(flags));
   }
 }
 

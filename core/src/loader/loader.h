@@ -1,8 +1,8 @@
 /* loader.h — finding, loading and checking plugins, and resolving the names users pick
  * them by (--model=resnet50). Host-internal: the CLI and tests use it; plugins never see it.
  *
- * Discovery order (docs/architecture.md, "The plugin ABI"): the install's plugin directory, then each
- * directory of $CNNB_PLUGIN_PATH (colon list), then each --plugin=FILE. In a directory only
+ * Discovery order (docs/architecture.md, "The plugin ABI"): the install's plugin directory, then
+ * each directory of $CNNB_PLUGIN_PATH (colon list), then each --plugin=FILE. In a directory only
  * files named *.so are tried, in name order; --plugin takes any path. When two plugins of
  * one kind offer one name, the first found wins and the other is named in a warning.
  *
@@ -78,8 +78,7 @@ size_t cnnb_loader_num_accepted(const cnnb_loader *l);
 size_t cnnb_loader_num_rejected(const cnnb_loader *l);
 /* The index-th rejection (in discovery order): its file and why (without the file name).
  * False when there is no such rejection. */
-bool cnnb_loader_rejection(const cnnb_loader *l, size_t index, const char **path,
-                           const char **why);
+bool cnnb_loader_rejection(const cnnb_loader *l, size_t index, const char **path, const char **why);
 
 /* The vtable slots of `kind` the loader refuses to see NULL (the SDK tags them
  * [required]), in vtable order. Fills up to `max` names and returns how many there are. */

@@ -46,9 +46,8 @@ static const char *type_name(unsigned type) {
 }
 
 static const char *truncated(char *buf, size_t size, long long have, unsigned long long need) {
-  snprintf(buf, size,
-           "truncated or corrupt ELF file (%lld bytes, its headers need at least %llu)", have,
-           need);
+  snprintf(buf, size, "truncated or corrupt ELF file (%lld bytes, its headers need at least %llu)",
+           have, need);
   return buf;
 }
 

@@ -11,15 +11,15 @@
 /* One plugin file. Every string here is owned by the record; desc's strings and offers
  * point into the plugin's memory and stay valid while `handle` is open. */
 typedef struct loader_plugin {
-  char *path;               /* as the user sees it: dir/file.so, or --plugin's argument */
-  bool is_explicit;         /* given with --plugin=FILE */
-  dev_t dev;                /* file identity, so one file reached twice loads once */
+  char *path;       /* as the user sees it: dir/file.so, or --plugin's argument */
+  bool is_explicit; /* given with --plugin=FILE */
+  dev_t dev;        /* file identity, so one file reached twice loads once */
   ino_t ino;
   bool have_identity;
 
   /* Accepted: why == NULL, handle open, desc/vtable filled. */
   void *handle;
-  cnnb_plugin desc;         /* host-sized copy; desc.vtable points at `vtable` */
+  cnnb_plugin desc; /* host-sized copy; desc.vtable points at `vtable` */
   union {
     cnnb_model_vtable model;
     cnnb_device_vtable device;
@@ -27,8 +27,8 @@ typedef struct loader_plugin {
     cnnb_datasource_vtable datasource;
   } vtable;
   uint32_t abi_major, abi_minor; /* as the plugin declared them (0.0 when unreadable) */
-  uint32_t kind;            /* 0 when unknown (rejected before the descriptor was read) */
-  char *version;            /* copy, "" when unknown */
+  uint32_t kind;                 /* 0 when unknown (rejected before the descriptor was read) */
+  char *version;                 /* copy, "" when unknown */
 
   /* Names: what it offers users (accepted: only those not shadowed by an earlier plugin);
    * for a rejected plugin, the names it would have offered, so find() can say why. */
@@ -40,9 +40,9 @@ typedef struct loader_plugin {
 } loader_plugin;
 
 struct cnnb_loader {
-  cnnb_ctx *ctx;            /* "loader": warnings and info lines */
-  char *install_dir;        /* NULL: none */
-  loader_plugin **plugins;  /* discovery order; pointers stay put (find hands out &desc) */
+  cnnb_ctx *ctx;           /* "loader": warnings and info lines */
+  char *install_dir;       /* NULL: none */
+  loader_plugin **plugins; /* discovery order; pointers stay put (find hands out &desc) */
   size_t num_plugins, cap_plugins;
 };
 

@@ -89,10 +89,9 @@ static void print_accepted(const cnnb_loader *l, FILE *out) {
       snprintf(abi, sizeof abi, "%u.%u", p->abi_major, p->abi_minor);
       /* The other columns go on the first line; names that wrap continue below it. */
       fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %s\n", (int)kind_w, cnnb_kind_name(p->kind),
-              (int)names_w, w.n ? w.lines[0] : "", (int)version_w,
-              p->version[0] ? p->version : "-", (int)abi_w, abi, p->path);
-      for (size_t j = 1; j < w.n; j++)
-        fprintf(out, "  %-*s  %s\n", (int)kind_w, "", w.lines[j]);
+              (int)names_w, w.n ? w.lines[0] : "", (int)version_w, p->version[0] ? p->version : "-",
+              (int)abi_w, abi, p->path);
+      for (size_t j = 1; j < w.n; j++) fprintf(out, "  %-*s  %s\n", (int)kind_w, "", w.lines[j]);
       wrapped_free(&w);
     }
   }
@@ -133,8 +132,9 @@ static void print_rejected(const cnnb_loader *l, FILE *out) {
 
 void cnnb_loader_print(const cnnb_loader *l, FILE *out) {
   const char *env = getenv("CNNB_PLUGIN_PATH");
-  fprintf(out, "Plugin search order: %s (this installation), then CNNB_PLUGIN_PATH%s%s%s, then "
-               "--plugin=FILE\n\n",
+  fprintf(out,
+          "Plugin search order: %s (this installation), then CNNB_PLUGIN_PATH%s%s%s, then "
+          "--plugin=FILE\n\n",
           l->install_dir ? l->install_dir : "(none)", env && env[0] ? " (" : " (unset)",
           env && env[0] ? env : "", env && env[0] ? ")" : "");
   print_accepted(l, out);

@@ -42,28 +42,38 @@ typedef struct fn_field {
   size_t offset;
 } fn_field;
 
-#define FN(type, field) {#field, offsetof(type, field)}
+#define FN(type, field) \
+  { #field, offsetof(type, field) }
 /* The slots each kind's header tags [required]; the host checks every [optional] one
- * before calling it. test_loader (slot_tags_match_the_loader) keeps this table and the tags in step. */
+ * before calling it. test_loader (slot_tags_match_the_loader) keeps this table and the tags in
+ * step. */
 static const fn_field model_required[] = {
     FN(cnnb_model_vtable, describe), FN(cnnb_model_vtable, build), {NULL, 0}};
-static const fn_field device_required[] = {
-    FN(cnnb_device_vtable, create),           FN(cnnb_device_vtable, destroy),
-    FN(cnnb_device_vtable, alloc),            FN(cnnb_device_vtable, free),
-    FN(cnnb_device_vtable, copy_to_device),   FN(cnnb_device_vtable, copy_to_host),
-    FN(cnnb_device_vtable, fill_zero),        FN(cnnb_device_vtable, synchronize),
-    FN(cnnb_device_vtable, tensor_bytes),     FN(cnnb_device_vtable, tensor_from_host),
-    FN(cnnb_device_vtable, tensor_to_host),   FN(cnnb_device_vtable, prepare),
-    FN(cnnb_device_vtable, release),          FN(cnnb_device_vtable, forward),
-    FN(cnnb_device_vtable, backward),         FN(cnnb_device_vtable, update),
-    {NULL, 0}};
+static const fn_field device_required[] = {FN(cnnb_device_vtable, create),
+                                           FN(cnnb_device_vtable, destroy),
+                                           FN(cnnb_device_vtable, alloc),
+                                           FN(cnnb_device_vtable, free),
+                                           FN(cnnb_device_vtable, copy_to_device),
+                                           FN(cnnb_device_vtable, copy_to_host),
+                                           FN(cnnb_device_vtable, fill_zero),
+                                           FN(cnnb_device_vtable, synchronize),
+                                           FN(cnnb_device_vtable, tensor_bytes),
+                                           FN(cnnb_device_vtable, tensor_from_host),
+                                           FN(cnnb_device_vtable, tensor_to_host),
+                                           FN(cnnb_device_vtable, prepare),
+                                           FN(cnnb_device_vtable, release),
+                                           FN(cnnb_device_vtable, forward),
+                                           FN(cnnb_device_vtable, backward),
+                                           FN(cnnb_device_vtable, update),
+                                           {NULL, 0}};
 static const fn_field strategy_required[] = {
-    FN(cnnb_strategy_vtable, create),      FN(cnnb_strategy_vtable, destroy),
+    FN(cnnb_strategy_vtable, create),           FN(cnnb_strategy_vtable, destroy),
     FN(cnnb_strategy_vtable, broadcast_params), FN(cnnb_strategy_vtable, bucket_ready),
-    FN(cnnb_strategy_vtable, finish_step), {NULL, 0}};
-static const fn_field datasource_required[] = {
-    FN(cnnb_datasource_vtable, create), FN(cnnb_datasource_vtable, destroy),
-    FN(cnnb_datasource_vtable, next_batch), {NULL, 0}};
+    FN(cnnb_strategy_vtable, finish_step),      {NULL, 0}};
+static const fn_field datasource_required[] = {FN(cnnb_datasource_vtable, create),
+                                               FN(cnnb_datasource_vtable, destroy),
+                                               FN(cnnb_datasource_vtable, next_batch),
+                                               {NULL, 0}};
 #undef FN
 
 typedef struct kind_info {
@@ -135,8 +145,9 @@ static cnnb_status reject_dlopen(loader_plugin *p, const char *dlerr) {
   if (!dlerr) dlerr = "(no message)";
   if (loader_elf_problem(p->path, elf, sizeof elf)) {
     if (strstr(elf, "truncated"))
-      return reject(p, "%s: the copy is incomplete or damaged: rebuild or reinstall it "
-                       "(dlopen: %s)",
+      return reject(p,
+                    "%s: the copy is incomplete or damaged: rebuild or reinstall it "
+                    "(dlopen: %s)",
                     elf, dlerr);
     return reject(p,
                   "%s: it is not a cnnbench plugin for this machine; a plugin is a .so built "
@@ -218,8 +229,7 @@ static cnnb_status check_names(loader_plugin *p) {
   if (!d->offers) return loader_add_name(p, d->name) ? CNNB_OK : CNNB_ENOMEM;
   size_t i = 0;
   for (; d->offers[i] && i < MAX_OFFERS; i++) {
-    if (!d->offers[i][0])
-      return reject(p, "offers an empty name (.offers[%zu]): remove it", i);
+    if (!d->offers[i][0]) return reject(p, "offers an empty name (.offers[%zu]): remove it", i);
     bool seen = false;
     for (size_t j = 0; j < p->num_names; j++) seen |= strcmp(p->names[j], d->offers[i]) == 0;
     if (!seen && !loader_add_name(p, d->offers[i])) return CNNB_ENOMEM;
@@ -237,8 +247,9 @@ static cnnb_status check_vtable(loader_plugin *p, const kind_info *ki) {
   const char *kind = cnnb_kind_name(p->kind);
   const void *vt = p->desc.vtable;
   if (!vt)
-    return reject(p, "%s plugin without a vtable (descriptor .vtable is NULL): point .vtable "
-                     "at its cnnb_%s_vtable",
+    return reject(p,
+                  "%s plugin without a vtable (descriptor .vtable is NULL): point .vtable "
+                  "at its cnnb_%s_vtable",
                   kind, kind);
   uint32_t size = *(const uint32_t *)vt; /* every vtable starts with its struct_size */
   if (size < ki->vtable_size_1_0)
@@ -255,8 +266,9 @@ static cnnb_status check_vtable(loader_plugin *p, const kind_info *ki) {
     void (*fn)(void);
     memcpy(&fn, (const char *)&p->vtable + f->offset, sizeof fn);
     if (!fn)
-      return reject(p, "cnnb_%s_vtable.%s is NULL, but the SDK marks it [required] "
-                       "(cnnb/%s.h): implement it, then rebuild the plugin",
+      return reject(p,
+                    "cnnb_%s_vtable.%s is NULL, but the SDK marks it [required] "
+                    "(cnnb/%s.h): implement it, then rebuild the plugin",
                     kind, f->name, kind);
   }
   return CNNB_OK;
@@ -266,20 +278,23 @@ static cnnb_status check_descriptor(cnnb_loader *l, loader_plugin *p, const cnnb
   cnnb_status st = read_head(p, d);
   if (st != CNNB_OK) return st;
   if (d->abi_major != CNNB_ABI_MAJOR)
-    return reject(p, "built for cnnbench ABI %u.%u, this host speaks %d.x: rebuild it against "
-                     "the %d.x SDK",
+    return reject(p,
+                  "built for cnnbench ABI %u.%u, this host speaks %d.x: rebuild it against "
+                  "the %d.x SDK",
                   d->abi_major, d->abi_minor, CNNB_ABI_MAJOR, CNNB_ABI_MAJOR);
   if (d->struct_size < DESC_SIZE_1_0)
-    return reject(p, "its descriptor is %u bytes, ABI %d.0 needs at least %zu: fill it with "
-                     "CNNB_PLUGIN_HEAD(), set its other fields, and rebuild it against the %d.x "
-                     "SDK",
+    return reject(p,
+                  "its descriptor is %u bytes, ABI %d.0 needs at least %zu: fill it with "
+                  "CNNB_PLUGIN_HEAD(), set its other fields, and rebuild it against the %d.x "
+                  "SDK",
                   d->struct_size, CNNB_ABI_MAJOR, DESC_SIZE_1_0, CNNB_ABI_MAJOR);
   memcpy(&p->desc, d, sizeof p->desc); /* d->struct_size >= sizeof: what the host knows */
   p->desc.struct_size = (uint32_t)sizeof p->desc;
   const kind_info *ki = kind_lookup(d->kind);
   if (!ki)
-    return reject(p, "declares kind %u, which this host does not know (1 model, 2 device, "
-                     "3 strategy, 4 datasource): it may need a newer cnnbench",
+    return reject(p,
+                  "declares kind %u, which this host does not know (1 model, 2 device, "
+                  "3 strategy, 4 datasource): it may need a newer cnnbench",
                   d->kind);
   st = check_names(p);
   if (st != CNNB_OK || p->why) return st;
@@ -289,8 +304,8 @@ static cnnb_status check_descriptor(cnnb_loader *l, loader_plugin *p, const cnnb
     cnnb_log(l->ctx, CNNB_LOG_INFO,
              "%s: built for cnnbench ABI %u.%u, newer than this host's %d.%d: loaded; what "
              "ABI %u.%u added to its descriptor and vtable is ignored",
-             p->path, d->abi_major, d->abi_minor, CNNB_ABI_MAJOR, CNNB_ABI_MINOR,
-             d->abi_major, d->abi_minor);
+             p->path, d->abi_major, d->abi_minor, CNNB_ABI_MAJOR, CNNB_ABI_MINOR, d->abi_major,
+             d->abi_minor);
   return CNNB_OK;
 }
 
@@ -321,12 +336,13 @@ static cnnb_status load(cnnb_loader *l, loader_plugin *p) {
   CNNB_GUARDED(p->path, CNNB_PLUGIN_ENTRY_SYMBOL, NULL, d = entry(&host_info));
   cnnb_status st;
   if (!d)
-    st = reject(p, CNNB_PLUGIN_ENTRY_SYMBOL " returned NULL: the plugin refused to load into "
-                   "this host (cnnbench %s, ABI %d.%d); rebuild it against this SDK, or see "
-                   "its documentation for what it needs",
+    st = reject(p,
+                CNNB_PLUGIN_ENTRY_SYMBOL
+                " returned NULL: the plugin refused to load into "
+                "this host (cnnbench %s, ABI %d.%d); rebuild it against this SDK, or see "
+                "its documentation for what it needs",
                 CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
-  else
-    st = check_descriptor(l, p, d);
+  else st = check_descriptor(l, p, d);
   if (st != CNNB_OK || p->why) {
     dlclose(handle);
     return st;

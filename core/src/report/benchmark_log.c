@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #define FILE_PREFIX "benchmark_run.rank"
 #define FILE_SUFFIX ".jsonl"
 /* Significant digits of a number: 0.9 rather than 0.90000000000000002, and still far more
@@ -22,14 +21,14 @@
 #define REAL_DIGITS 15
 
 struct cnnb_benchmark_log {
-  cnnb_ctx *ctx;     /* the run's: write failures are reported there */
+  cnnb_ctx *ctx; /* the run's: write failures are reported there */
   FILE *file;
   char *path;
   int32_t rank;
   bool has_total, summarized;
   double images_per_sec, images, seconds;
   int64_t steps;
-  json_t *extras;    /* the summary's added keys (an object) */
+  json_t *extras; /* the summary's added keys (an object) */
 };
 
 /* ---- JSON values ------------------------------------------------------------------- */
@@ -96,8 +95,7 @@ static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
   if (!line)
     return cnnb_error(log->ctx, CNNB_ENOMEM, "--benchmark_log_dir: out of memory for a record");
   errno = 0;
-  bool ok = fputs(line, log->file) >= 0 && fputc('\n', log->file) != EOF &&
-            fflush(log->file) == 0;
+  bool ok = fputs(line, log->file) >= 0 && fputc('\n', log->file) != EOF && fflush(log->file) == 0;
   free(line);
   if (!ok)
     return cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir: writing %s failed: %s", log->path,
@@ -169,9 +167,7 @@ void cnnb_benchmark_log_close(cnnb_benchmark_log *log) {
   free(log);
 }
 
-const char *cnnb_benchmark_log_path(const cnnb_benchmark_log *log) {
-  return log ? log->path : "";
-}
+const char *cnnb_benchmark_log_path(const cnnb_benchmark_log *log) { return log ? log->path : ""; }
 
 /* ---- the run record ---------------------------------------------------------------- */
 
@@ -230,9 +226,10 @@ static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   json_object_set_new(o, "num_classes", json_integer(f->num_classes));
   json_object_set_new(o, "precision", text(cnnb_precision_name(cfg->precision)));
   json_object_set_new(o, "input_dtype", text(f->input_uint8 ? "uint8" : "float32"));
-  json_object_set_new(o, "optimizer", cfg->mode == CNNB_MODE_TRAIN
-                                          ? text(cnnb_optimizer_rule_name(cfg->trainer.rule))
-                                          : json_null());
+  json_object_set_new(o, "optimizer",
+                      cfg->mode == CNNB_MODE_TRAIN
+                          ? text(cnnb_optimizer_rule_name(cfg->trainer.rule))
+                          : json_null());
   json_object_set_new(o, "num_batches", json_integer(f->num_batches));
   json_object_set_new(o, "num_warmup_batches", json_integer(cfg->num_warmup_batches));
   json_object_set_new(o, "display_every", json_integer(cfg->display_every));
@@ -288,8 +285,9 @@ static json_t *plugin(const cnnb_bound_plugin *p) {
   json_object_set_new(o, "name", text(p->name));
   json_object_set_new(o, "plugin", text(p->plugin ? p->plugin->name : NULL));
   json_object_set_new(o, "version", text(p->plugin ? p->plugin->version : NULL));
-  json_object_set_new(o, "abi", p->plugin ? abi_text(p->plugin->abi_major, p->plugin->abi_minor)
-                                          : json_null());
+  json_object_set_new(o, "abi",
+                      p->plugin ? abi_text(p->plugin->abi_major, p->plugin->abi_minor)
+                                : json_null());
   json_object_set_new(o, "path", text(p->path));
   json_object_set_new(o, "description", text(p->plugin ? p->plugin->description : NULL));
   return o;
@@ -352,8 +350,8 @@ cnnb_status cnnb_benchmark_log_step_record(cnnb_benchmark_log *log,
   return write_record(log, record);
 }
 
-cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1,
-                                    double top5, int64_t examples) {
+cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1, double top5,
+                                    int64_t examples) {
   if (!log) return CNNB_OK;
   json_t *record = new_record(log, "eval");
   if (!record) return write_record(log, NULL);
@@ -364,8 +362,8 @@ cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, doubl
   return write_record(log, record);
 }
 
-cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step,
-                                          const char *path, double seconds) {
+cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step, const char *path,
+                                          double seconds) {
   if (!log) return CNNB_OK;
   json_t *record = new_record(log, "checkpoint");
   if (!record) return write_record(log, NULL);

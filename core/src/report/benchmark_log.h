@@ -51,27 +51,27 @@ cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run_confi
 /* One displayed step, as this rank saw it. NaN in a double (no accuracy computed, no
  * trainer) is written as null. */
 typedef struct cnnb_benchmark_log_step {
-  int64_t step;            /* 1-based timed step, as the report's step line */
-  int64_t global_step;     /* optimizer steps taken so far, warm-up included */
-  double images_per_sec;   /* the step line's: mean over the timed steps so far */
+  int64_t step;                      /* 1-based timed step, as the report's step line */
+  int64_t global_step;               /* optimizer steps taken so far, warm-up included */
+  double images_per_sec;             /* the step line's: mean over the timed steps so far */
   double images_per_sec_uncertainty; /* its "+/-" */
-  double jitter;           /* its "(jitter = ...)" */
-  double loss;             /* total_loss, as printed */
-  double top1, top5;       /* fractions; NaN when not computed */
-  double learning_rate;    /* the rate this step's update used; NaN without updates */
-  double loss_scale;       /* the scale this step's backward used; NaN without updates */
-  double step_seconds;     /* this step's timed seconds */
+  double jitter;                     /* its "(jitter = ...)" */
+  double loss;                       /* total_loss, as printed */
+  double top1, top5;                 /* fractions; NaN when not computed */
+  double learning_rate;              /* the rate this step's update used; NaN without updates */
+  double loss_scale;                 /* the scale this step's backward used; NaN without updates */
+  double step_seconds;               /* this step's timed seconds */
 } cnnb_benchmark_log_step;
 cnnb_status cnnb_benchmark_log_step_record(cnnb_benchmark_log *log,
                                            const cnnb_benchmark_log_step *step);
 
 /* An evaluation's result: after timed step `step`, top-1 / top-5 as fractions over
  * `examples` examples (the world's, as the report's accuracy line). */
-cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1,
-                                    double top5, int64_t examples);
+cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1, double top5,
+                                    int64_t examples);
 /* A checkpoint written after timed step `step` to `path`, taking `seconds`. */
-cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step,
-                                          const char *path, double seconds);
+cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step, const char *path,
+                                          double seconds);
 
 /* The run's total, kept for the summary: the world's images/sec as the report prints it,
  * and this rank's images, timed seconds and timed steps. */

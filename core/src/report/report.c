@@ -18,10 +18,8 @@ void cnnb_report_print_header(FILE *out, const cnnb_report_header *h) {
   fprintf(out, "Batch size:  %lld global\n", (long long)h->global_batch);
   fprintf(out, "             %lld per device\n", (long long)h->per_device_batch);
   fprintf(out, "Num batches: %lld\n", (long long)h->num_batches);
-  if (isfinite(h->num_epochs))
-    fprintf(out, "Num epochs:  %.2f\n", h->num_epochs);
-  else
-    fputs("Num epochs:  None\n", out); /* the datasource does not know its epoch */
+  if (isfinite(h->num_epochs)) fprintf(out, "Num epochs:  %.2f\n", h->num_epochs);
+  else fputs("Num epochs:  None\n", out); /* the datasource does not know its epoch */
   /* A Python list's repr, as tf_cnn_benchmarks prints its device list. */
   fputs("Devices:     [", out);
   for (size_t i = 0; i < h->num_devices; i++)
@@ -121,8 +119,8 @@ void cnnb_report_print_step(FILE *out, int64_t step, const cnnb_step_stats *stat
                             double top1, double top5) {
   if (!out) return;
   fprintf(out, "%lld\timages/sec: %.1f +/- %.1f (jitter = %.1f)\t%.3f", (long long)step,
-          cnnb_step_stats_mean(stats), cnnb_step_stats_stderr(stats),
-          cnnb_step_stats_jitter(stats), loss);
+          cnnb_step_stats_mean(stats), cnnb_step_stats_stderr(stats), cnnb_step_stats_jitter(stats),
+          loss);
   if (!isnan(top1) && !isnan(top5)) fprintf(out, "\t%.3f\t%.3f", top1, top5);
   fputc('\n', out);
 }
@@ -138,8 +136,8 @@ void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats
           cnnb_step_stats_jitter(stats));
 }
 
-void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits,
-                                int64_t top5_hits, int64_t examples) {
+void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits, int64_t top5_hits,
+                                int64_t examples) {
   if (!out) return;
   /* tf_cnn_benchmarks averages per-batch fractions over equal batches: the same as the
    * hits over the examples, which is exact here. */
@@ -163,9 +161,8 @@ void cnnb_report_print_total(FILE *out, double images_per_sec) {
 
 void cnnb_report_print_total_note(FILE *out, double images_per_sec, const char *note) {
   if (!out) return;
-  static const char dashes[] =
-      "----------------------------------------------------------------";
+  static const char dashes[] = "----------------------------------------------------------------";
   _Static_assert(sizeof dashes - 1 == 64, "tf_cnn_benchmarks frames the total with 64 dashes");
-  fprintf(out, "%s\ntotal images/sec: %.2f%s%s%s\n%s\n", dashes, images_per_sec,
-          note ? " (" : "", note ? note : "", note ? ")" : "", dashes);
+  fprintf(out, "%s\ntotal images/sec: %.2f%s%s%s\n%s\n", dashes, images_per_sec, note ? " (" : "",
+          note ? note : "", note ? ")" : "", dashes);
 }

@@ -40,23 +40,23 @@
  * would), except all_reduce, whose NULL omits the line: tf_cnn_benchmarks prints
  * AllReduce only for strategies that all-reduce (replicated and friends). */
 typedef struct cnnb_report_header {
-  const char *version;          /* cnnbench's version, "0.1.0" */
-  const char *model;            /* "resnet50" */
-  const char *dataset;          /* "imagenet (synthetic)" */
-  const char *mode;             /* "training" | "forward-only" | "evaluation" */
-  int64_t global_batch;         /* images per step over all devices and processes */
+  const char *version;  /* cnnbench's version, "0.1.0" */
+  const char *model;    /* "resnet50" */
+  const char *dataset;  /* "imagenet (synthetic)" */
+  const char *mode;     /* "training" | "forward-only" | "evaluation" */
+  int64_t global_batch; /* images per step over all devices and processes */
   int64_t per_device_batch;
   int64_t num_batches;
-  double num_epochs;            /* num_batches * global_batch / examples per epoch;
-                                   NaN (printed "None") when the epoch's size is unknown */
-  const char *const *devices;   /* "/cpu:0", "/cuda:1", "horovod/cuda:0" ... */
+  double num_epochs;          /* num_batches * global_batch / examples per epoch;
+                                 NaN (printed "None") when the epoch's size is unknown */
+  const char *const *devices; /* "/cpu:0", "/cuda:1", "horovod/cuda:0" ... */
   size_t num_devices;
   const char *device_description; /* the device's own line (its describe()), below the
                                      list, indented like "per device"; NULL omits it */
-  const char *data_format;      /* "NCHW" */
-  const char *optimizer;        /* "sgd" */
-  const char *variable_update;  /* "independent" */
-  const char *all_reduce;       /* "nccl"; "" prints None; NULL omits the line */
+  const char *data_format;        /* "NCHW" */
+  const char *optimizer;          /* "sgd" */
+  const char *variable_update;    /* "independent" */
+  const char *all_reduce;         /* "nccl"; "" prints None; NULL omits the line */
 } cnnb_report_header;
 
 /* The block printed before warm-up, ending with "==========". */
@@ -99,8 +99,8 @@ void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats
  * while training):
  *   "Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]"
  * from hits summed over every example evaluated (0 examples print 0). */
-void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits,
-                                int64_t top5_hits, int64_t examples);
+void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits, int64_t top5_hits,
+                                int64_t examples);
 /* "skipped N unreadable examples" when N > 0 (the datasources' stats extension); nothing
  * otherwise. */
 void cnnb_report_print_skipped(FILE *out, int64_t skipped);

@@ -47,8 +47,7 @@ static cnnb_status run_prepared(cnnb_run *run, FILE *out, cnnb_trace **trace,
 }
 
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
-                               FILE *out, char *err, size_t err_size,
-                               const cnnb_run_hooks *hooks) {
+                               FILE *out, char *err, size_t err_size, const cnnb_run_hooks *hooks) {
   cnnb_run run = {0};
   cnnb_trace *trace = NULL;
   cnnb_status st = cnnb_run_open(&run, cfg, parent, loader);
@@ -58,7 +57,8 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     if (cfg->mode != CNNB_MODE_INPUT_ONLY)
       cnnb_log(run.ctx, CNNB_LOG_INFO, "Generating %s model",
                cfg->mode == CNNB_MODE_TRAIN ? "training" : "inference");
-    if ((st = cnnb_run_prepare(&run, loader)) == CNNB_OK) st = run_prepared(&run, out, &trace, hooks);
+    if ((st = cnnb_run_prepare(&run, loader)) == CNNB_OK)
+      st = run_prepared(&run, out, &trace, hooks);
     else (void)cnnb_benchmark_log_summary(run.log, cnnb_error_message(run.ctx));
   }
   if (trace) {

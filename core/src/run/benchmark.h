@@ -26,7 +26,6 @@ typedef struct cnnb_run_hooks {
  * Every ctx of the run is a child of `parent`: its flag table (the plugins read their
  * own flags there) and its log settings. */
 cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnnb_loader *loader,
-                               FILE *out, char *err, size_t err_size,
-                               const cnnb_run_hooks *hooks);
+                               FILE *out, char *err, size_t err_size, const cnnb_run_hooks *hooks);
 
 #endif

@@ -23,7 +23,7 @@
 struct cnnb_checkpoints {
   cnnb_safetensors *resume_file; /* found at setup, until its optimizer state is restored */
   char *resume_path;
-  double last_save_time;         /* when the last save ended (cnnb_now_seconds) */
+  double last_save_time; /* when the last save ended (cnnb_now_seconds) */
 };
 
 void cnnb_checkpoints_free(cnnb_checkpoints *c) {
@@ -51,9 +51,9 @@ static bool keeps_variables(const cnnb_run *run) {
 /* The strategy's CNNB_EXT_STRATEGY_OPTIMIZER_STATE when it keeps the slots itself. */
 static const cnnb_strategy_optimizer_state *strategy_slots(const cnnb_run *run) {
   if (!keeps_variables(run)) return NULL;
-  const cnnb_strategy_optimizer_state *ext = cnnb_bound_extension(
-      &run->strategy, run->strategy.state, CNNB_EXT_STRATEGY_OPTIMIZER_STATE,
-      CNNB_EXT_NEEDS(cnnb_strategy_optimizer_state, set_slot));
+  const cnnb_strategy_optimizer_state *ext =
+      cnnb_bound_extension(&run->strategy, run->strategy.state, CNNB_EXT_STRATEGY_OPTIMIZER_STATE,
+                           CNNB_EXT_NEEDS(cnnb_strategy_optimizer_state, set_slot));
   return ext && ext->get_slot && ext->set_slot ? ext : NULL;
 }
 
@@ -96,7 +96,7 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   CNNB_PLUGIN_CALL(st, run->ctx, &run->device, "copy_to_host", r->device_ctx,
                    "reading the optimizer's slots",
                    run->device.vt.device->copy_to_host(r->device, *out, device_slot,
-                                                      (size_t)count * sizeof(float)));
+                                                       (size_t)count * sizeof(float)));
   return st;
 }
 
@@ -156,14 +156,14 @@ static char *describe_config(const cnnb_run *run) {
   size_t size = 0;
   FILE *f = open_memstream(&text, &size);
   if (!f) return NULL;
-  fprintf(f, "model=%s\ndevice=%s\nvariable_update=%s\ndatasource=%s\ndata_name=%s\n"
+  fprintf(f,
+          "model=%s\ndevice=%s\nvariable_update=%s\ndatasource=%s\ndata_name=%s\n"
           "data_dir=%s\nbatch_size=%d\nnum_gpus=%d\nranks=%d\nimage_size=%d\nnum_classes=%d\n"
           "precision=%s\noptimizer=%s\nmomentum=%g\nweight_decay=%g\ngradient_clip=%g\n"
           "seed=%" PRIu64 "\nnum_warmup_batches=%" PRId64 "\n",
-          facts->model->name, facts->device->name, facts->strategy->name,
-          facts->datasource->name, c->dataset->name, c->data_dir, (int)facts->batch_size,
-          (int)facts->replicas, (int)facts->world.size, (int)facts->image_size,
-          (int)facts->num_classes,
+          facts->model->name, facts->device->name, facts->strategy->name, facts->datasource->name,
+          c->dataset->name, c->data_dir, (int)facts->batch_size, (int)facts->replicas,
+          (int)facts->world.size, (int)facts->image_size, (int)facts->num_classes,
           cnnb_precision_name(c->precision), cnnb_optimizer_rule_name(c->trainer.rule),
           (double)c->trainer.momentum, (double)c->trainer.weight_decay,
           (double)c->trainer.gradient_clip, c->seed, c->num_warmup_batches);
@@ -221,7 +221,8 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
   cnnb_ckpt_arenas h;
   cnnb_status st = read_state(run, global_step, &h);
   char *path = NULL;
-  if (st == CNNB_OK && run->facts.world.rank == 0) st = write_checkpoint(run, global_step, &h, &path);
+  if (st == CNNB_OK && run->facts.world.rank == 0)
+    st = write_checkpoint(run, global_step, &h, &path);
   arenas_free(&h);
   /* Every rank learns whether rank 0's write worked, so no rank trains on alone. */
   int64_t failed = st != CNNB_OK;
@@ -229,8 +230,10 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
                                      "agreeing that the checkpoint was saved");
   if (st == CNNB_OK && world != CNNB_OK) st = world;
   if (st == CNNB_OK && failed)
-    st = cnnb_error(run->ctx, CNNB_EIO, "rank 0 could not save the checkpoint of step %" PRId64
-                    " in %s (its message says why)", global_step, run->cfg->train_dir);
+    st = cnnb_error(run->ctx, CNNB_EIO,
+                    "rank 0 could not save the checkpoint of step %" PRId64
+                    " in %s (its message says why)",
+                    global_step, run->cfg->train_dir);
   c->last_save_time = cnnb_now_seconds();
   if (st == CNNB_OK && path) {
     cnnb_log(run->ctx, CNNB_LOG_INFO, "saved checkpoint %s (step %" PRId64 ", %.2f s)", path,
@@ -269,8 +272,8 @@ static cnnb_status meta_int(cnnb_ctx *ctx, const cnnb_safetensors *f, const char
   errno = 0;
   long long n = strtoll(v, &end, 10);
   if (errno || end == v || *end || n < 0)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: metadata %s=\"%s\" is not a count",
-                      path, key, v);
+    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: metadata %s=\"%s\" is not a count", path,
+                      key, v);
   *out = n;
   return CNNB_OK;
 }
@@ -282,14 +285,18 @@ static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safete
   const char *name = run->facts.model->name;
   const char *model = cnnb_safetensors_meta(f, META("model"));
   if (model && strcmp(model, name) != 0)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s is of model '%s', this run's is '%s': "
-                      "give another --train_dir or --model=%s", path, model, name, model);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "checkpoint %s is of model '%s', this run's is '%s': "
+                      "give another --train_dir or --model=%s",
+                      path, model, name, model);
   const char *classes = cnnb_safetensors_meta(f, META("num_classes"));
   char mine[16];
   snprintf(mine, sizeof mine, "%d", (int)run->facts.num_classes);
   if (classes && strcmp(classes, mine) != 0)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s has %s classes, this run %s (--num_classes, "
-                      "--data_name)", path, classes, mine);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "checkpoint %s has %s classes, this run %s (--num_classes, "
+                      "--data_name)",
+                      path, classes, mine);
   return CNNB_OK;
 }
 
@@ -315,22 +322,23 @@ cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
   if (training && run->facts.world.rank == 0)
     st = cnnb_checkpoint_dir_prepare(run->ctx, c->train_dir);
   if (st == CNNB_OK)
-    st = cnnb_checkpoint_dir_latest(run->ctx, c->train_dir, check_model_name, run,
-                                    &ck->resume_file, &ck->resume_path);
+    st = cnnb_checkpoint_dir_latest(run->ctx, c->train_dir, check_model_name, run, &ck->resume_file,
+                                    &ck->resume_path);
   int64_t found = st == CNNB_OK && ck->resume_file;
   if (st == CNNB_OK && !found && !training)
-    st = cnnb_error(run->ctx, CNNB_EINVAL, "--eval --train_dir=%s: no checkpoint there to "
-                    "evaluate (train with --train_dir first)", c->train_dir);
+    st = cnnb_error(run->ctx, CNNB_EINVAL,
+                    "--eval --train_dir=%s: no checkpoint there to "
+                    "evaluate (train with --train_dir first)",
+                    c->train_dir);
   if (st == CNNB_OK && found) {
     const cnnb_safetensors *f = ck->resume_file;
     float *params = alloc_floats(run, cnnb_graph_param_arena_count(run->graph));
     float *stats = alloc_floats(run, cnnb_graph_stat_arena_count(run->graph));
-    st = params && stats ? cnnb_ckpt_read_model(run->ctx, f, ck->resume_path, run->graph,
-                                                params, stats)
-                         : CNNB_ENOMEM;
+    st = params && stats
+             ? cnnb_ckpt_read_model(run->ctx, f, ck->resume_path, run->graph, params, stats)
+             : CNNB_ENOMEM;
     if (st == CNNB_OK)
-      st = meta_int(run->ctx, f, ck->resume_path, META("global_step"), 0,
-                    &run->facts.start_step);
+      st = meta_int(run->ctx, f, ck->resume_path, META("global_step"), 0, &run->facts.start_step);
     if (st == CNNB_OK) st = upload_all(run, params, stats);
     free(params);
     free(stats);
@@ -387,23 +395,26 @@ static cnnb_status restore_optimizer(cnnb_run *run) {
   uint32_t rule = run->cfg->trainer.rule;
   const char *saved = cnnb_safetensors_meta(f, META("optimizer"));
   if (saved && strcmp(saved, cnnb_optimizer_rule_name(rule)) != 0)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "checkpoint %s was trained with --optimizer=%s, this "
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "checkpoint %s was trained with --optimizer=%s, this "
                       "run asks for --optimizer=%s: resume with %s, or start a new --train_dir "
                       "(from these weights: copy the checkpoint without its \"optimizer.\" "
-                      "tensors)", path, saved, cnnb_optimizer_rule_name(rule), saved);
+                      "tensors)",
+                      path, saved, cnnb_optimizer_rule_name(rule), saved);
   cnnb_trainer_state state;
   cnnb_trainer_get_state(run->replicas[0].trainer, &state);
   int64_t updates = 0, normal = 0;
   cnnb_status st = meta_int(run->ctx, f, path, META("updates"), 0, &updates);
-  if (st == CNNB_OK)
-    st = meta_int(run->ctx, f, path, META("loss_scale_normal_steps"), 0, &normal);
+  if (st == CNNB_OK) st = meta_int(run->ctx, f, path, META("loss_scale_normal_steps"), 0, &normal);
   const char *scale = cnnb_safetensors_meta(f, META("loss_scale"));
   if (st == CNNB_OK && scale) {
     char *end;
     double v = strtod(scale, &end);
     if (end == scale || *end || !(v > 0) || !isfinite(v))
-      return cnnb_error(run->ctx, CNNB_EINVAL, "checkpoint %s: metadata %s=\"%s\" is not a loss "
-                        "scale", path, META("loss_scale"), scale);
+      return cnnb_error(run->ctx, CNNB_EINVAL,
+                        "checkpoint %s: metadata %s=\"%s\" is not a loss "
+                        "scale",
+                        path, META("loss_scale"), scale);
     state.loss_scale = (float)v;
   }
   state.updates = updates;
@@ -432,7 +443,8 @@ cnnb_status cnnb_checkpoint_restore_optimizer(cnnb_run *run) {
   /* Refused before the first step rather than at the first save. */
   if (training && keeps_variables(run) && cnnb_ckpt_slot_name(run->cfg->trainer.rule, 1) &&
       !strategy_slots(run))
-    st = cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "--train_dir with --optimizer=%s: %s keeps the "
+    st = cnnb_error(run->ctx, CNNB_EUNSUPPORTED,
+                    "--train_dir with --optimizer=%s: %s keeps the "
                     "optimizer's state itself and offers no %s to save and restore it",
                     cnnb_optimizer_rule_name(run->cfg->trainer.rule), run->strategy.label,
                     CNNB_EXT_STRATEGY_OPTIMIZER_STATE);

@@ -25,15 +25,14 @@ static int64_t step_of_epoch(double e, const cnnb_eval_schedule *s) {
 bool cnnb_eval_schedule_due(const cnnb_eval_schedule *s, int64_t step) {
   if (step < 1 || step >= s->num_batches) return false;
   if (s->every_n_steps > 0) return step % s->every_n_steps == 0;
-  if (!(s->every_n_epochs > 0) || s->examples_per_epoch <= 0 || s->global_batch <= 0)
-    return false;
+  if (!(s->every_n_epochs > 0) || s->examples_per_epoch <= 0 || s->global_batch <= 0) return false;
   /* numpy.arange(n, num_epochs, n): e_i = n + i * n while e_i < num_epochs. The steps grow
    * with i, so start a little before the i whose step is near `step` and walk up. */
   double n = s->every_n_epochs;
   double num_epochs = (double)s->num_batches * (double)s->global_batch /
                       (double)s->examples_per_epoch;
-  double guess = (double)(step - 1) * (double)s->global_batch /
-                     ((double)s->examples_per_epoch * n) - 2.0;
+  double guess =
+      (double)(step - 1) * (double)s->global_batch / ((double)s->examples_per_epoch * n) - 2.0;
   int64_t i = guess > 0 ? (int64_t)guess : 0;
   for (;; i++) {
     double e = n + (double)i * n;
@@ -72,9 +71,9 @@ typedef struct eval_replica {
 } eval_replica;
 
 struct cnnb_evaluation {
-  eval_replica *replicas;      /* [facts.replicas] */
-  int64_t examples_per_epoch;  /* the validation split's; 0: unknown */
-  int64_t num_batches;         /* per replica, per evaluation */
+  eval_replica *replicas;     /* [facts.replicas] */
+  int64_t examples_per_epoch; /* the validation split's; 0: unknown */
+  int64_t num_batches;        /* per replica, per evaluation */
 };
 
 static cnnb_status create_replica(cnnb_run *run, int32_t index, eval_replica *e) {
@@ -151,8 +150,10 @@ static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
   }
   double steps = ceil(epochs * (double)examples / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
-    return cnnb_error(run->ctx, CNNB_EINVAL, "--num_eval_epochs=%g: that is %g batches, more "
-                      "than a run can count", epochs, steps);
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "--num_eval_epochs=%g: that is %g batches, more "
+                      "than a run can count",
+                      epochs, steps);
   e->num_batches = (int64_t)steps;
   return CNNB_OK;
 }
@@ -176,12 +177,15 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
   int64_t examples = 0;
   if (datasource->vt.datasource->examples_per_epoch)
     CNNB_GUARDED(datasource->label, "examples_per_epoch", NULL,
-                 examples = datasource->vt.datasource->examples_per_epoch(e->replicas[0].datasource));
+                 examples =
+                     datasource->vt.datasource->examples_per_epoch(e->replicas[0].datasource));
   e->examples_per_epoch = examples > 0 ? examples : 0;
   if ((st = count_eval_batches(run, e)) != CNNB_OK) return st;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "evaluating during training: %lld batches of %d per "
-           "replica each time (%lld examples in all)", (long long)e->num_batches,
-           (int)f->batch_size, (long long)(e->num_batches * f->global_batch));
+  cnnb_log(run->ctx, CNNB_LOG_INFO,
+           "evaluating during training: %lld batches of %d per "
+           "replica each time (%lld examples in all)",
+           (long long)e->num_batches, (int)f->batch_size,
+           (long long)(e->num_batches * f->global_batch));
   return CNNB_OK;
 }
 
@@ -215,13 +219,11 @@ static cnnb_status load_model(cnnb_run *run, float *staging) {
   for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
     const cnnb_replica *r = &run->replicas[i];
     const eval_replica *e = &run->evaluation->replicas[i];
-    st = copy_arena(run, r, e, cnnb_executor_params(r->executor),
-                    cnnb_executor_params(e->executor), cnnb_executor_param_count(r->executor),
-                    staging, "parameters");
+    st = copy_arena(run, r, e, cnnb_executor_params(r->executor), cnnb_executor_params(e->executor),
+                    cnnb_executor_param_count(r->executor), staging, "parameters");
     if (st == CNNB_OK)
-      st = copy_arena(run, r, e, cnnb_executor_stats(r->executor),
-                      cnnb_executor_stats(e->executor), cnnb_executor_stat_count(r->executor),
-                      staging, "batch-norm statistics");
+      st = copy_arena(run, r, e, cnnb_executor_stats(r->executor), cnnb_executor_stats(e->executor),
+                      cnnb_executor_stat_count(r->executor), staging, "batch-norm statistics");
   }
   return st;
 }
@@ -263,14 +265,17 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   if (st == CNNB_OK)
     st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the evaluation's accuracy");
   if (st != CNNB_OK) return st;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "evaluation at step %lld took %.3f s (left out of the "
-           "training's images/sec)", (long long)step, cnnb_now_seconds() - start);
+  cnnb_log(run->ctx, CNNB_LOG_INFO,
+           "evaluation at step %lld took %.3f s (left out of the "
+           "training's images/sec)",
+           (long long)step, cnnb_now_seconds() - start);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
   cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);
   if (out) fflush(out);
-  if (tally[2] > 0 && (st = cnnb_benchmark_log_eval(run->log, step, (double)tally[0] / tally[2],
-                                                    (double)tally[1] / tally[2], tally[2])) != CNNB_OK)
+  if (tally[2] > 0 &&
+      (st = cnnb_benchmark_log_eval(run->log, step, (double)tally[0] / tally[2],
+                                    (double)tally[1] / tally[2], tally[2])) != CNNB_OK)
     return st;
   if (result) {
     double examples = tally[2] > 0 ? (double)tally[2] : 1.0;

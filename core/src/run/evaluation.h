@@ -55,9 +55,9 @@ typedef struct cnnb_eval_result {
   double top1, top5; /* fractions of examples */
 } cnnb_eval_result;
 
-/* One evaluation of the current parameters: every replica's batches per evaluation, hits summed over replicas and ranks (collective), and on `out` (rank 0's;
- * NULL elsewhere) "Step <step>: Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]".
- * result (may be NULL) receives the sums. */
+/* One evaluation of the current parameters: every replica's batches per evaluation, hits summed
+ * over replicas and ranks (collective), and on `out` (rank 0's; NULL elsewhere) "Step <step>:
+ * Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]". result (may be NULL) receives the sums. */
 cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result);
 
 #endif

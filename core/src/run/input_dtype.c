@@ -1,12 +1,11 @@
-/* input_dtype.c — choosing the batches' transport (input_dtype.h). An extension counts only when its answer is large enough to hold its
- * slots and they are set: a malformed one is treated as absent (and named when the user
- * forced uint8), never called. */
+/* input_dtype.c — choosing the batches' transport (input_dtype.h). An extension counts only when
+ * its answer is large enough to hold its slots and they are set: a malformed one is treated as
+ * absent (and named when the user forced uint8), never called. */
 #include "run/input_dtype.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
-
 
 static const cnnb_datasource_uint8 *datasource_uint8(const cnnb_run *run, void *datasource) {
   const cnnb_datasource_uint8 *ext =
@@ -40,10 +39,11 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
   }
   for (int32_t c = 0; c < channels; c++) {
     if (isfinite(scale[c]) && isfinite(offset[c])) continue;
-    st = cnnb_error(run->ctx, CNNB_EINVAL, "%s: its uint8 normalization of channel %d is "
+    st = cnnb_error(run->ctx, CNNB_EINVAL,
+                    "%s: its uint8 normalization of channel %d is "
                     "value * %g + %g, not finite numbers: fix the plugin, or run with "
-                    "--input_dtype=float32", run->datasource.label, (int)c, (double)scale[c],
-                    (double)offset[c]);
+                    "--input_dtype=float32",
+                    run->datasource.label, (int)c, (double)scale[c], (double)offset[c]);
     free(scale);
     return st;
   }

@@ -37,8 +37,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   for (int32_t i = 0; i < run->facts.replicas && st == CNNB_OK; i++) {
     cnnb_replica *r = &run->replicas[i];
     if ((st = cnnb_prefetch_drain(r->input)) != CNNB_OK)
-      st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
-                              "reading a batch");
+      st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
   }
   if (st != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");

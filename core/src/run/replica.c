@@ -8,8 +8,8 @@
  * memory small (each is a full batch of fp32 images, or of uint8 ones). */
 #define INPUT_PREFETCH_DEPTH 2
 
-cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training,
-                                       cnnb_ctx **ctx, void **device) {
+cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training, cnnb_ctx **ctx,
+                                       void **device) {
   const cnnb_run_config *cfg = run->cfg;
   const cnnb_bound_plugin *p = &run->device;
   if (!(*ctx = cnnb_ctx_create_child(run->ctx, p->name)))
@@ -77,20 +77,19 @@ cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool tr
   return cnnb_plugin_failed(run->ctx, p, st, *ctx, what);
 }
 
-cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx,
-                                     void *datasource,
+cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
                                      const cnnb_datasource_uint8 *uint8_batches,
                                      cnnb_prefetch **input) {
   const cnnb_bound_plugin *p = &run->datasource;
   const cnnb_run_facts *f = &run->facts;
   size_t pixels = (size_t)f->batch_size * (size_t)run->cfg->dataset->channels *
                   (size_t)f->image_size * (size_t)f->image_size;
-  cnnb_status st =
-      uint8_batches
-          ? cnnb_prefetch_create_uint8(uint8_batches, datasource, ctx, p->label, pixels,
-                                       f->batch_size, INPUT_PREFETCH_DEPTH, input)
-          : cnnb_prefetch_create(p->vt.datasource, datasource, ctx, p->label, pixels,
-                                 f->batch_size, INPUT_PREFETCH_DEPTH, input);
+  cnnb_status st = uint8_batches
+                       ? cnnb_prefetch_create_uint8(uint8_batches, datasource, ctx, p->label,
+                                                    pixels, f->batch_size, INPUT_PREFETCH_DEPTH,
+                                                    input)
+                       : cnnb_prefetch_create(p->vt.datasource, datasource, ctx, p->label, pixels,
+                                              f->batch_size, INPUT_PREFETCH_DEPTH, input);
   if (st != CNNB_OK) {
     char what[256];
     snprintf(what, sizeof what, "datasource %s (replica %d)", p->name, (int)index);
@@ -106,9 +105,9 @@ bool cnnb_replica_constant_batch(const cnnb_run *run) {
 int64_t cnnb_replica_skipped_examples(const cnnb_run *run, void *datasource) {
   if (!datasource) return 0;
   const cnnb_bound_plugin *p = &run->datasource;
-  const cnnb_datasource_stats *stats = cnnb_bound_extension(
-      p, datasource, CNNB_EXT_DATASOURCE_STATS,
-      CNNB_EXT_NEEDS(cnnb_datasource_stats, skipped_examples));
+  const cnnb_datasource_stats *stats =
+      cnnb_bound_extension(p, datasource, CNNB_EXT_DATASOURCE_STATS,
+                           CNNB_EXT_NEEDS(cnnb_datasource_stats, skipped_examples));
   int64_t n = 0;
   if (stats && stats->skipped_examples)
     CNNB_GUARDED(p->label, "skipped_examples", NULL, n = stats->skipped_examples(datasource));

@@ -10,14 +10,13 @@
 
 #include "run/run.h"
 
-cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training,
-                                       cnnb_ctx **ctx, void **device);
+cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training, cnnb_ctx **ctx,
+                                       void **device);
 cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool training,
                                            cnnb_ctx **ctx, void **datasource);
 /* The input thread of one datasource instance: uint8 batches through `uint8_batches`
  * when given, else fp32 ones. */
-cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx,
-                                     void *datasource,
+cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
                                      const cnnb_datasource_uint8 *uint8_batches,
                                      cnnb_prefetch **input);
 

@@ -26,33 +26,33 @@ typedef struct cnnb_evaluation cnnb_evaluation;       /* run/evaluation.h */
 /* One replica: a device instance, the executor running the graph on it, its optimizer
  * and its own datasource instance, read ahead by its input thread. */
 typedef struct cnnb_replica {
-  cnnb_run *run;          /* for the executor's bucket callback */
+  cnnb_run *run; /* for the executor's bucket callback */
   int32_t index;
   cnnb_ctx *device_ctx;
   void *device;
   cnnb_executor *executor;
-  cnnb_trainer *trainer;  /* training only */
+  cnnb_trainer *trainer; /* training only */
   cnnb_ctx *datasource_ctx;
   void *datasource;
-  cnnb_prefetch *input;   /* reads batches ahead on its own thread */
+  cnnb_prefetch *input;                       /* reads batches ahead on its own thread */
   const cnnb_datasource_uint8 *uint8_batches; /* the datasource's uint8 extension when the
                                                  run's batches are uint8 (input_dtype.h) */
-  char trace_track[32];   /* "replica 0": its track in --trace_file */
+  char trace_track[32];                       /* "replica 0": its track in --trace_file */
 } cnnb_replica;
 
 struct cnnb_run {
   const cnnb_run_config *cfg;
-  cnnb_ctx *ctx;          /* "cnnbench": the run's own errors; every plugin's ctx is its
-                             child (the flag table, the log level and rank tag) */
-  bool profile;           /* executors time every node (bench/cnnb_profile) */
+  cnnb_ctx *ctx; /* "cnnbench": the run's own errors; every plugin's ctx is its
+                    child (the flag table, the log level and rank tag) */
+  bool profile;  /* executors time every node (bench/cnnb_profile) */
   cnnb_bound_plugin model, device, strategy, datasource;
-  cnnb_model_info info;   /* the model's own facts (its describe()) */
-  cnnb_run_facts facts;   /* read-only once setup is over */
+  cnnb_model_info info; /* the model's own facts (its describe()) */
+  cnnb_run_facts facts; /* read-only once setup is over */
   cnnb_graph *graph;
-  cnnb_replica *replicas; /* [facts.replicas] */
-  float **params, **grads;/* [facts.replicas] device arenas, as the strategy takes them */
-  cnnb_status bucket_status; /* the first failure inside a bucket callback */
-  cnnb_benchmark_log *log;   /* --benchmark_log_dir; NULL without */
+  cnnb_replica *replicas;        /* [facts.replicas] */
+  float **params, **grads;       /* [facts.replicas] device arenas, as the strategy takes them */
+  cnnb_status bucket_status;     /* the first failure inside a bucket callback */
+  cnnb_benchmark_log *log;       /* --benchmark_log_dir; NULL without */
   cnnb_checkpoints *checkpoints; /* --train_dir; NULL without */
   cnnb_evaluation *evaluation;   /* --eval_during_training_*; NULL without */
 };

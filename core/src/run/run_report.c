@@ -13,7 +13,8 @@
 cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out) {
   cnnb_model_report report;
   cnnb_status st = cnnb_model_info_compute(run->graph, &report);
-  if (st != CNNB_OK) return cnnb_error(run->ctx, st, "--model_info: %s", cnnb_graph_error(run->graph));
+  if (st != CNNB_OK)
+    return cnnb_error(run->ctx, st, "--model_info: %s", cnnb_graph_error(run->graph));
   fprintf(out, "Model: %s (%s, %dx%d, %d classes)\n", run->model.name, run->cfg->dataset->name,
           run->facts.image_size, run->facts.image_size, run->facts.num_classes);
   cnnb_model_info_print(run->graph, &report, out);
@@ -51,7 +52,8 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
       .num_devices = shown,
       .device_description = f->device_description,
       .data_format = cfg->data_format,
-      .optimizer = cfg->mode == CNNB_MODE_TRAIN ? cnnb_optimizer_rule_name(cfg->trainer.rule) : NULL,
+      .optimizer = cfg->mode == CNNB_MODE_TRAIN ? cnnb_optimizer_rule_name(cfg->trainer.rule)
+                                                : NULL,
       .variable_update = f->strategy->name,
       .all_reduce = *cfg->all_reduce_spec ? cfg->all_reduce_spec : NULL,
   };
@@ -66,8 +68,10 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, F
   cnnb_benchmark_log_total(run->log, images_per_sec, images, seconds, run->facts.num_batches);
   if (world->size > 1) {
     char note[160];
-    snprintf(note, sizeof note, "%d ranks: every rank's images over the slowest rank's time, "
-             "gathered by the strategy", (int)world->size);
+    snprintf(note, sizeof note,
+             "%d ranks: every rank's images over the slowest rank's time, "
+             "gathered by the strategy",
+             (int)world->size);
     cnnb_report_print_total_note(out, images_per_sec, note);
   } else {
     cnnb_report_print_total(out, images_per_sec);
@@ -90,9 +94,10 @@ cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out) {
                                   "summing the examples skipped as unreadable");
   if (st != CNNB_OK) return st;
   if (run->facts.world.rank == 0 && skipped[0] + skipped[1] > 0)
-    cnnb_log(run->ctx, CNNB_LOG_WARN, "the datasource skipped %lld unreadable examples (%lld of "
-             "them evaluating during training)", (long long)(skipped[0] + skipped[1]),
-             (long long)skipped[1]);
+    cnnb_log(run->ctx, CNNB_LOG_WARN,
+             "the datasource skipped %lld unreadable examples (%lld of "
+             "them evaluating during training)",
+             (long long)(skipped[0] + skipped[1]), (long long)skipped[1]);
   cnnb_report_print_skipped(out, skipped[0] + skipped[1]);
   return CNNB_OK;
 }

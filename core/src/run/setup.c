@@ -51,7 +51,8 @@ static cnnb_status choose_datasource(cnnb_run *run, cnnb_loader *loader,
   for (size_t i = 0; i < count && st == CNNB_OK; i++) {
     const cnnb_plugin *plugin;
     const char *path;
-    if (cnnb_loader_find(loader, CNNB_KIND_DATASOURCE, names[i], &plugin, &path, NULL, 0) != CNNB_OK)
+    if (cnnb_loader_find(loader, CNNB_KIND_DATASOURCE, names[i], &plugin, &path, NULL, 0) !=
+        CNNB_OK)
       continue;
     const cnnb_datasource_vtable *vt = plugin->vtable;
     if (!vt->probe) {
@@ -97,8 +98,8 @@ static cnnb_status check_model_info(cnnb_run *run) {
                       "--model=%s: %s describes it with image size %d, default batch size %d "
                       "and default learning rate %g; they must be in [1, 4096], >= 1 and a "
                       "finite number > 0: fix the plugin",
-                      run->model.name, run->model.label, info->image_size,
-                      info->default_batch_size, (double)info->default_learning_rate);
+                      run->model.name, run->model.label, info->image_size, info->default_batch_size,
+                      (double)info->default_learning_rate);
   return CNNB_OK;
 }
 
@@ -142,8 +143,10 @@ static cnnb_status build_graph(cnnb_run *run) {
     return cnnb_error(run->ctx, cnnb_graph_status(run->graph), "%s: %s", what,
                       cnnb_graph_error(run->graph));
   if (cnnb_graph_logits(run->graph) == CNNB_NO_TENSOR)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "%s: it returned OK without setting its logits "
-                      "(cnnb_graph_set_logits)", what);
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "%s: it returned OK without setting its logits "
+                      "(cnnb_graph_set_logits)",
+                      what);
   /* The loss is added even for forward-only runs: it costs one small node and lets the
    * report print total_loss as tf_cnn_benchmarks does. */
   st = cnnb_graph_add_loss(run->graph);
@@ -207,8 +210,7 @@ static void on_bucket(void *user, int64_t offset, int64_t count) {
   if (replica->index != run->facts.replicas - 1 || run->bucket_status != CNNB_OK) return;
   CNNB_PLUGIN_CALL(run->bucket_status, run->ctx, strategy, "bucket_ready", strategy->ctx,
                    "gradient exchange",
-                   strategy->vt.strategy->bucket_ready(strategy->state, run->grads, offset,
-                                                       count));
+                   strategy->vt.strategy->bucket_ready(strategy->state, run->grads, offset, count));
 }
 
 static cnnb_status create_executor(cnnb_run *run, int32_t index) {
@@ -228,8 +230,8 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
       /* A recorded step holds one device's calls and none of the host's: the strategy's
        * exchange between replicas or processes would have to be in it. */
       .step_graph = run->cfg->step_graphs,
-      .step_graph_blocked = run->facts.replicas > 1 ? "several replicas (--num_gpus) exchange "
-                                                      "gradients inside a step"
+      .step_graph_blocked = run->facts.replicas > 1     ? "several replicas (--num_gpus) exchange "
+                                                          "gradients inside a step"
                             : run->facts.world.size > 1 ? "several processes exchange gradients "
                                                           "inside a step"
                                                         : NULL,
@@ -326,7 +328,8 @@ static cnnb_status create_strategy(cnnb_run *run) {
     return st;
   }
   if (strategy->vt.strategy->apply_update && !strategy->vt.strategy->finish_update)
-    return cnnb_error(run->ctx, CNNB_EINVAL, "%s offers apply_update without finish_update: the "
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "%s offers apply_update without finish_update: the "
                       "replicas would never see the new variables (strategy.h)",
                       strategy->label);
   return learn_world(run);
@@ -370,13 +373,17 @@ static cnnb_status continue_stream(cnnb_run *run, int32_t index) {
                            CNNB_EXT_NEEDS(cnnb_datasource_skip, skip_batches));
   if (!skip || !skip->skip_batches) {
     if (index == 0)
-      cnnb_log(run->ctx, CNNB_LOG_WARN, "datasource '%s' cannot continue its stream: a resumed "
-               "run reads from the start of its data order again", datasource->name);
+      cnnb_log(run->ctx, CNNB_LOG_WARN,
+               "datasource '%s' cannot continue its stream: a resumed "
+               "run reads from the start of its data order again",
+               datasource->name);
     return CNNB_OK;
   }
   char what[256];
-  snprintf(what, sizeof what, "datasource %s (replica %d) continuing its stream after %lld "
-           "batches", datasource->name, (int)index, (long long)start);
+  snprintf(what, sizeof what,
+           "datasource %s (replica %d) continuing its stream after %lld "
+           "batches",
+           datasource->name, (int)index, (long long)start);
   cnnb_status st;
   CNNB_PLUGIN_CALL(st, run->ctx, datasource, "skip_batches", r->datasource_ctx, what,
                    skip->skip_batches(r->datasource, start));
@@ -397,15 +404,16 @@ static cnnb_status count_batches(cnnb_run *run) {
   if (f->examples_per_epoch <= 0)
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "%s=%g: datasource %s does not say how many examples an epoch holds; "
-                      "give %s instead", flag, cfg->num_epochs, run->datasource.name,
+                      "give %s instead",
+                      flag, cfg->num_epochs, run->datasource.name,
                       eval_flag ? "--num_eval_batches" : "--num_batches");
   double global = (double)f->global_batch;
   double steps = ceil(cfg->num_epochs * (double)f->examples_per_epoch / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "%s=%g: that is %g steps of %g images over %lld examples per "
-                      "epoch, more than a run can count", flag, cfg->num_epochs, steps, global,
-                      (long long)f->examples_per_epoch);
+                      "epoch, more than a run can count",
+                      flag, cfg->num_epochs, steps, global, (long long)f->examples_per_epoch);
   f->num_batches = (int64_t)steps;
   return CNNB_OK;
 }
@@ -489,7 +497,7 @@ static cnnb_status create_devices(cnnb_run *run) {
     CNNB_GUARDED(device->label, "describe", NULL,
                  description = device->vt.device->describe(run->replicas[0].device));
   run->facts.device_description = description && *description ? description
-                                                               : device->plugin->description;
+                                                              : device->plugin->description;
   return CNNB_OK;
 }
 
@@ -499,8 +507,8 @@ static cnnb_status create_datasources(cnnb_run *run) {
   cnnb_status st;
   for (int32_t i = 0; i < run->facts.replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    if ((st = cnnb_replica_create_datasource(run, i, reads_training_split(run),
-                                             &r->datasource_ctx, &r->datasource)) != CNNB_OK ||
+    if ((st = cnnb_replica_create_datasource(run, i, reads_training_split(run), &r->datasource_ctx,
+                                             &r->datasource)) != CNNB_OK ||
         (st = continue_stream(run, i)) != CNNB_OK)
       return st;
   }
@@ -508,8 +516,8 @@ static cnnb_status create_datasources(cnnb_run *run) {
   int64_t examples = 0;
   if (datasource->vt.datasource->examples_per_epoch)
     CNNB_GUARDED(datasource->label, "examples_per_epoch", NULL,
-                 examples = datasource->vt.datasource->examples_per_epoch(
-                     run->replicas[0].datasource));
+                 examples =
+                     datasource->vt.datasource->examples_per_epoch(run->replicas[0].datasource));
   run->facts.examples_per_epoch = examples > 0 ? examples : 0;
   return CNNB_OK;
 }
@@ -548,8 +556,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = cnnb_input_dtype_choose(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++) {
     cnnb_replica *r = &run->replicas[i];
-    if ((st = cnnb_replica_start_input(run, i, r->datasource_ctx, r->datasource,
-                                       r->uint8_batches, &r->input)) != CNNB_OK)
+    if ((st = cnnb_replica_start_input(run, i, r->datasource_ctx, r->datasource, r->uint8_batches,
+                                       &r->input)) != CNNB_OK)
       return st;
   }
   if (cfg->eval_during_training && (st = cnnb_evaluation_prepare(run)) != CNNB_OK) return st;

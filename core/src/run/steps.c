@@ -38,8 +38,7 @@ static double trace_mark(const cnnb_run *run) {
 static void trace_since(const cnnb_run *run, const char *name, double start, json_t *args) {
   if (cnnb_trace_active(run->ctx))
     cnnb_trace_host_event(run->ctx, STEP_TRACK, name, "host", start, cnnb_trace_now_us(), args);
-  else
-    json_decref(args);
+  else json_decref(args);
 }
 
 /* {"replica": i} in a traced step, else NULL (nothing built). */
@@ -56,16 +55,16 @@ typedef enum batch_use { NEXT_BATCH, HOLD_FIRST_BATCH } batch_use;
 
 /* What the loop keeps of one replica's input. */
 typedef struct replica_input {
-  cnnb_batch held;        /* --eval's warm-up: the first batch, rerun until timing starts */
+  cnnb_batch held; /* --eval's warm-up: the first batch, rerun until timing starts */
   bool holding;
-  const int32_t *labels;  /* of the batch in use (for accuracy) */
+  const int32_t *labels; /* of the batch in use (for accuracy) */
 } replica_input;
 
 /* --target_accuracy (time to accuracy, as MLPerf): the clock starts at the first step,
  * warm-up included; evaluations count, since a real run cannot skip them. */
 typedef struct target_watch {
-  double target;          /* 0: off */
-  double start;           /* cnnb_now_seconds at the first step */
+  double target; /* 0: off */
+  double start;  /* cnnb_now_seconds at the first step */
   bool reached;
   double best_top1;
   int64_t best_step;
@@ -74,22 +73,22 @@ typedef struct target_watch {
 typedef struct step_loop {
   cnnb_run *run;
   const cnnb_run_config *cfg;
-  FILE *out;              /* rank 0's report; NULL on the other ranks */
-  cnnb_trace *trace;      /* --trace_file's recorder; NULL without */
-  bool training, eval;    /* the mode: training, --eval, or else --forward_only */
-  replica_input *inputs;  /* [replicas] */
-  int64_t tally[3];       /* --eval: hits at 1, at 5, examples */
-  cnnb_step_stats stats;  /* the timed steps' images/sec */
-  double total_seconds;   /* timed */
-  int64_t steps_run;      /* timed steps done */
-  int64_t saved_step;     /* the global step of the last checkpoint; -1: none */
+  FILE *out;             /* rank 0's report; NULL on the other ranks */
+  cnnb_trace *trace;     /* --trace_file's recorder; NULL without */
+  bool training, eval;   /* the mode: training, --eval, or else --forward_only */
+  replica_input *inputs; /* [replicas] */
+  int64_t tally[3];      /* --eval: hits at 1, at 5, examples */
+  cnnb_step_stats stats; /* the timed steps' images/sec */
+  double total_seconds;  /* timed */
+  int64_t steps_run;     /* timed steps done */
+  int64_t saved_step;    /* the global step of the last checkpoint; -1: none */
   target_watch target;
 } step_loop;
 
 /* One timed step as the report and the log show it. */
 typedef struct step_result {
-  bool display;           /* the report prints a line for it */
-  double seconds;         /* timed */
+  bool display;                    /* the report prints a line for it */
+  double seconds;                  /* timed */
   cnnb_benchmark_log_step metrics; /* read on displayed steps only */
 } step_result;
 
@@ -130,8 +129,8 @@ static cnnb_status tally_eval_accuracy(step_loop *loop, int32_t i) {
   int top1 = 0, top5 = 0;
   cnnb_status st;
   CNNB_GUARDED(run->device.label, "tensor_to_host", "logits",
-               st = cnnb_executor_accuracy(run->replicas[i].executor, loop->inputs[i].labels,
-                                           &top1, &top5));
+               st = cnnb_executor_accuracy(run->replicas[i].executor, loop->inputs[i].labels, &top1,
+                                           &top5));
   if (st != CNNB_OK) return st;
   loop->tally[0] += top1;
   loop->tally[1] += top5;
@@ -186,7 +185,8 @@ static cnnb_status apply_updates(step_loop *loop, int64_t step) {
   cnnb_status st = CNNB_OK;
   CNNB_GUARDED(device->label, "update", NULL, {
     for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
-      if (run->replicas[i].trainer) st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
+      if (run->replicas[i].trainer)
+        st = cnnb_trainer_apply(run->replicas[i].trainer, step, NULL, NULL);
   });
   /* Traced, the devices finish the update inside its event (an asynchronous device
    * returns before). */
@@ -196,8 +196,7 @@ static cnnb_status apply_updates(step_loop *loop, int64_t step) {
   if (st == CNNB_OK) trace_since(run, "optimizer update", t, NULL);
   if (st != CNNB_OK || !strategy->vt.strategy->apply_update || !run->replicas[0].trainer) return st;
   t = trace_mark(run);
-  CNNB_PLUGIN_CALL(st, run->ctx, strategy, "finish_update", strategy->ctx,
-                   "updating the variables",
+  CNNB_PLUGIN_CALL(st, run->ctx, strategy, "finish_update", strategy->ctx, "updating the variables",
                    strategy->vt.strategy->finish_update(strategy->state, run->params));
   if (st != CNNB_OK) return st;
   trace_since(run, "variables update", t, NULL);
@@ -278,8 +277,8 @@ static cnnb_status timed_step(step_loop *loop, int64_t i, step_result *res) {
     /* The step's own span: what the events above happened in (untimed metrics too). */
     char name[32];
     snprintf(name, sizeof name, "step %lld", (long long)(i + 1));
-    trace_since(run, name, traced_from, json_pack("{s:I, s:f}", "step", (json_int_t)(i + 1),
-                                                  "seconds", res->seconds));
+    trace_since(run, name, traced_from,
+                json_pack("{s:I, s:f}", "step", (json_int_t)(i + 1), "seconds", res->seconds));
     cnnb_trace_end(loop->trace);
   }
   return CNNB_OK;
@@ -307,7 +306,8 @@ static cnnb_status begin_steps(step_loop *loop, cnnb_run *run, FILE *out, cnnb_t
   if (run->replicas[0].trainer)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "optimizer: %s",
              cnnb_trainer_describe(run->replicas[0].trainer));
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "activation memory planned: %.1f MiB per replica (%.1f MiB without reuse)",
+  cnnb_log(run->ctx, CNNB_LOG_INFO,
+           "activation memory planned: %.1f MiB per replica (%.1f MiB without reuse)",
            (double)cnnb_executor_peak_bytes(run->replicas[0].executor) / (1 << 20),
            (double)cnnb_executor_naive_bytes(run->replicas[0].executor) / (1 << 20));
   if (out) fflush(out);
@@ -379,17 +379,18 @@ static void check_target(step_loop *loop, const cnnb_eval_result *result, int64_
   double seconds = cnnb_now_seconds() - w->start;
   double images = (double)global * (double)run->facts.global_batch;
   int64_t epoch = run->facts.examples_per_epoch;
-  json_t *extras = json_pack("{s:{s:f,s:f,s:I,s:I,s:f,s:f,s:f}}", "time_to_accuracy",
-                             "target", w->target, "top1", result->top1, "step", (json_int_t)step,
-                             "global_step", (json_int_t)global, "seconds", seconds,
-                             "images", images, "epochs", epoch > 0 ? images / (double)epoch : 0.0);
+  json_t *extras = json_pack("{s:{s:f,s:f,s:I,s:I,s:f,s:f,s:f}}", "time_to_accuracy", "target",
+                             w->target, "top1", result->top1, "step", (json_int_t)step,
+                             "global_step", (json_int_t)global, "seconds", seconds, "images",
+                             images, "epochs", epoch > 0 ? images / (double)epoch : 0.0);
   cnnb_benchmark_log_summary_extras(run->log, extras);
   json_decref(extras);
   FILE *out = loop->out;
   if (!out) return;
-  fprintf(out, "Reached --target_accuracy=%g: top-1 %.4f at step %lld (global step %lld) in "
-          "%.3f s wall time, %.0f images", w->target, result->top1, (long long)step,
-          (long long)global, seconds, images);
+  fprintf(out,
+          "Reached --target_accuracy=%g: top-1 %.4f at step %lld (global step %lld) in "
+          "%.3f s wall time, %.0f images",
+          w->target, result->top1, (long long)step, (long long)global, seconds, images);
   if (epoch > 0) fprintf(out, ", %.3f epochs", images / (double)epoch);
   fprintf(out, "\n");
   fflush(out);
@@ -436,8 +437,10 @@ static cnnb_status finish_steps(step_loop *loop) {
     /* Whether the figure above is one of recorded steps: a fallback only warned. */
     int64_t recorded = 0, replayed = 0;
     cnnb_executor_step_graph_counts(run->replicas[0].executor, &recorded, &replayed);
-    cnnb_log(run->ctx, CNNB_LOG_INFO, "--cuda_graphs: %lld recording(s), %lld of %lld steps "
-             "replayed", (long long)recorded, (long long)replayed,
+    cnnb_log(run->ctx, CNNB_LOG_INFO,
+             "--cuda_graphs: %lld recording(s), %lld of %lld steps "
+             "replayed",
+             (long long)recorded, (long long)replayed,
              (long long)(cfg->num_warmup_batches + loop->steps_run));
   }
   if (loop->training && *cfg->train_dir && loop->saved_step != end_step &&
@@ -464,10 +467,10 @@ static cnnb_status finish_steps(step_loop *loop) {
   if ((st = cnnb_run_print_skipped(run, loop->out)) != CNNB_OK) return st;
   const target_watch *w = &loop->target;
   if (w->target > 0 && !w->reached)
-    return cnnb_error(run->ctx, CNNB_ENUMERIC, "--target_accuracy=%g not reached in %lld steps: "
+    return cnnb_error(run->ctx, CNNB_ENUMERIC,
+                      "--target_accuracy=%g not reached in %lld steps: "
                       "the best top-1 was %.4f, at step %lld (train longer: --num_epochs)",
-                      w->target, (long long)loop->steps_run, w->best_top1,
-                      (long long)w->best_step);
+                      w->target, (long long)loop->steps_run, w->best_top1, (long long)w->best_step);
   return CNNB_OK;
 }
 
@@ -477,8 +480,8 @@ cnnb_status cnnb_run_model_steps(cnnb_run *run, FILE *out, cnnb_trace *trace) {
   if (st == CNNB_OK) st = warm_up(&loop);
   for (int64_t i = 0; st == CNNB_OK && i < run->facts.num_batches && !loop.target.reached; i++) {
     step_result res;
-    if ((st = timed_step(&loop, i, &res)) == CNNB_OK && (st = show_step(&loop, i, &res)) == CNNB_OK &&
-        (st = evaluate_if_due(&loop, i)) == CNNB_OK)
+    if ((st = timed_step(&loop, i, &res)) == CNNB_OK &&
+        (st = show_step(&loop, i, &res)) == CNNB_OK && (st = evaluate_if_due(&loop, i)) == CNNB_OK)
       st = save_if_due(&loop, i);
   }
   if (st == CNNB_OK) st = finish_steps(&loop);

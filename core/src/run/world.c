@@ -12,8 +12,8 @@
 /* One rank's view of the run: fixed size, so one allgather carries it. */
 typedef struct rank_view {
   char model[64], device[32], strategy[48], precision[8], mode[16];
-  int64_t batch_size, image_size, num_classes, replicas, param_count, num_batches,
-      warmup_batches, num_eval_batches, eval_every_n_steps;
+  int64_t batch_size, image_size, num_classes, replicas, param_count, num_batches, warmup_batches,
+      num_eval_batches, eval_every_n_steps;
   double num_epochs, num_eval_epochs, eval_every_n_epochs;
 } rank_view;
 
@@ -22,7 +22,7 @@ static void copy_name(char *dst, size_t size, const char *src) {
 }
 
 static rank_view view_of(const cnnb_run_config *cfg, const cnnb_run_facts *facts,
-                          int64_t param_count) {
+                         int64_t param_count) {
   rank_view f;
   memset(&f, 0, sizeof f); /* padding too: the bytes travel */
   copy_name(f.model, sizeof f.model, facts->model->name);
@@ -58,8 +58,7 @@ static cnnb_status allgather(const cnnb_world *w, const void *send, void *recv, 
 
 /* A world of several without an allgather: nothing could keep the ranks in step. */
 static cnnb_status no_allgather(const cnnb_world *w, const char *what) {
-  return cnnb_error(w->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what,
-                    w->strategy->label);
+  return cnnb_error(w->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what, w->strategy->label);
 }
 
 /* "--batch_size is 32 on rank 0, 16 on rank 1" into `why`, for one field, when the ranks
@@ -102,10 +101,8 @@ static void describe_field(FILE *why, const char *flag, const rank_view *all, in
   }
 }
 
-#define TEXT_FIELD(name, fmt, expr)                                        \
-  static void name(const rank_view *f, char *buf, size_t size) {          \
-    snprintf(buf, size, fmt, expr);                                        \
-  }
+#define TEXT_FIELD(name, fmt, expr) \
+  static void name(const rank_view *f, char *buf, size_t size) { snprintf(buf, size, fmt, expr); }
 TEXT_FIELD(model_text, "%s", f->model)
 TEXT_FIELD(device_text, "%s", f->device)
 TEXT_FIELD(strategy_text, "%s", f->strategy)
@@ -147,12 +144,18 @@ cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_confi
       const char *flag;
       field_text text;
     } fields[] = {
-        {"--model", model_text},          {"--device", device_text},
-        {"--variable_update", strategy_text}, {"--precision", precision_text},
-        {"--batch_size", batch_text},     {"--image_size", image_text},
-        {"--num_classes", classes_text},  {"--num_gpus", replicas_text},
-        {"the parameter count", params_text}, {"--num_batches", batches_text},
-        {"--num_warmup_batches", warmup_text}, {"--num_epochs", epochs_text},
+        {"--model", model_text},
+        {"--device", device_text},
+        {"--variable_update", strategy_text},
+        {"--precision", precision_text},
+        {"--batch_size", batch_text},
+        {"--image_size", image_text},
+        {"--num_classes", classes_text},
+        {"--num_gpus", replicas_text},
+        {"the parameter count", params_text},
+        {"--num_batches", batches_text},
+        {"--num_warmup_batches", warmup_text},
+        {"--num_epochs", epochs_text},
         {"the mode (--eval, --forward_only, --input_only)", mode_text},
         {"--num_eval_batches", eval_batches_text},
         {"--eval_during_training_every_n_steps", eval_steps_text},
@@ -165,7 +168,8 @@ cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_confi
     if (len > 0)
       st = cnnb_error(w->ctx, CNNB_EINVAL,
                       "ranks disagree on the run: %s. Every process of the job must be "
-                      "started with the same flags", why);
+                      "started with the same flags",
+                      why);
   }
   free(why);
   free(all);
@@ -209,8 +213,7 @@ cnnb_status cnnb_world_sum(const cnnb_world *w, int64_t *values, int32_t count, 
 }
 
 /* Every rank's value of one counter, allgathered; NULL on a world of one. */
-static cnnb_status gather_one(const cnnb_world *w, int64_t value, const char *what,
-                              int64_t **all) {
+static cnnb_status gather_one(const cnnb_world *w, int64_t value, const char *what, int64_t **all) {
   *all = NULL;
   if (w->size <= 1) return CNNB_OK;
   if (!w->strategy->vt.strategy->allgather) return no_allgather(w, what);

@@ -281,10 +281,8 @@ cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t ste
   }
   names_free(&kept);
   names_free(&list);
-  if (st == CNNB_OK && path_out)
-    *path_out = path;
-  else
-    free(path);
+  if (st == CNNB_OK && path_out) *path_out = path;
+  else free(path);
   return st;
 
 oom_kept:

@@ -33,10 +33,9 @@ cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir);
 /* Saves one checkpoint of global step `step` (safetensors_write), updates the index and
  * keeps the newest max_keep (>= 1). *path_out (may be NULL) receives the file's path,
  * malloc'ed. */
-cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t step,
-                                     int32_t max_keep, const cnnb_st_tensor *tensors,
-                                     size_t num_tensors, const cnnb_st_meta *meta,
-                                     size_t num_meta, char **path_out);
+cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t step, int32_t max_keep,
+                                     const cnnb_st_tensor *tensors, size_t num_tensors,
+                                     const cnnb_st_meta *meta, size_t num_meta, char **path_out);
 
 /* The newest valid checkpoint (above): *out opened, *path_out its path (malloc'ed), or
  * both NULL when dir holds none. `check` (may be NULL) is asked about each candidate after

@@ -25,7 +25,6 @@ const char *cnnb_ckpt_slot_name(uint32_t rule, int slot) {
 
 /* ---- the tensors of one checkpoint --------------------------------------------------- */
 
-
 void cnnb_ckpt_tensors_free(cnnb_ckpt_tensors *l) {
   for (size_t i = 0; i < l->count; i++) free(l->owned[i]);
   free(l->items);
@@ -34,8 +33,8 @@ void cnnb_ckpt_tensors_free(cnnb_ckpt_tensors *l) {
 }
 
 /* Appends a tensor named `name` (copied when `copy`) over `data`. */
-static bool list_add(cnnb_ckpt_tensors *l, const char *name, bool copy, uint32_t dtype, int32_t ndims,
-                     const int64_t *dims, const void *data) {
+static bool list_add(cnnb_ckpt_tensors *l, const char *name, bool copy, uint32_t dtype,
+                     int32_t ndims, const int64_t *dims, const void *data) {
   if (l->count == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 256;
     cnnb_st_tensor *items = realloc(l->items, cap * sizeof *items);
@@ -156,22 +155,25 @@ static cnnb_status check_no_stranger(cnnb_ctx *ctx, const cnnb_safetensors *f, c
     if (known) continue;
     int32_t scale_less;
     if (!torchvision_extra(g, t->name, &scale_less))
-      return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: tensor '%s' is no parameter of this "
-                        "model (a checkpoint of another model?)", path, t->name);
+      return cnnb_error(ctx, CNNB_EINVAL,
+                        "checkpoint %s: tensor '%s' is no parameter of this "
+                        "model (a checkpoint of another model?)",
+                        path, t->name);
     if (scale_less < 0) continue;
     const float *w = t->data;
     size_t n = t->dtype == CNNB_ST_F32 ? t->bytes / sizeof(float) : 0;
     if (t->dtype != CNNB_ST_F32 || (int64_t)n != cnnb_graph_node(g, scale_less)->shape.c)
-      return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: '%s' is not %d F32 values",
-                        path, t->name, (int)cnnb_graph_node(g, scale_less)->shape.c);
+      return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: '%s' is not %d F32 values", path, t->name,
+                        (int)cnnb_graph_node(g, scale_less)->shape.c);
     for (size_t k = 0; k < n; k++) {
       float v;
       memcpy(&v, w + k, sizeof v);
       if (v != 1.0f)
-        return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: '%s' holds a learned batch-norm "
+        return cnnb_error(ctx, CNNB_EINVAL,
+                          "checkpoint %s: '%s' holds a learned batch-norm "
                           "scale (element %zu is %g), but this model's batch norm '%s' learns "
-                          "none", path, t->name, k, (double)v,
-                          cnnb_graph_node(g, scale_less)->name);
+                          "none",
+                          path, t->name, k, (double)v, cnnb_graph_node(g, scale_less)->name);
     }
   }
   return CNNB_OK;
@@ -179,12 +181,14 @@ static cnnb_status check_no_stranger(cnnb_ctx *ctx, const cnnb_safetensors *f, c
 
 /* The F32 tensor `name` with the shape of p, or an error naming both. */
 cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
-                             const char *name, const cnnb_param *p, const cnnb_st_tensor **out) {
+                                const char *name, const cnnb_param *p, const cnnb_st_tensor **out) {
   const cnnb_st_tensor *t = cnnb_safetensors_find(f, name);
   *out = NULL;
   if (!t)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s has no tensor '%s' (parameter %s of "
-                      "this model: a checkpoint of another model?)", path, name, p->name);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "checkpoint %s has no tensor '%s' (parameter %s of "
+                      "this model: a checkpoint of another model?)",
+                      path, name, p->name);
   int64_t dims[4];
   param_dims(p, dims);
   bool same = t->ndims == p->ndims;
@@ -193,9 +197,10 @@ cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const 
     char have[96], want[96];
     shape_text(t->ndims, t->dims, have, sizeof have);
     shape_text(p->ndims, dims, want, sizeof want);
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s: tensor '%s' is %s %s; this model's "
-                      "parameter %s is F32 %s", path, name,
-                      t->dtype == CNNB_ST_F32 ? "F32" : "not F32", have, p->name, want);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "checkpoint %s: tensor '%s' is %s %s; this model's "
+                      "parameter %s is F32 %s",
+                      path, name, t->dtype == CNNB_ST_F32 ? "F32" : "not F32", have, p->name, want);
   }
   *out = t;
   return CNNB_OK;
@@ -203,12 +208,13 @@ cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const 
 
 /* Parameters and statistics of f into host arenas (graph offsets). */
 cnnb_status cnnb_ckpt_read_model(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
-                              const cnnb_graph *g, float *params, float *stats) {
+                                 const cnnb_graph *g, float *params, float *stats) {
   cnnb_status st = check_no_stranger(ctx, f, path, g);
   for (int32_t i = 0; st == CNNB_OK && i < cnnb_graph_num_params(g); i++) {
     const cnnb_param *p = cnnb_graph_param(g, i);
     const cnnb_st_tensor *t;
-    if ((st = cnnb_ckpt_find_like(ctx, f, path, cnnb_graph_param_key(g, i), p, &t)) != CNNB_OK) break;
+    if ((st = cnnb_ckpt_find_like(ctx, f, path, cnnb_graph_param_key(g, i), p, &t)) != CNNB_OK)
+      break;
     memcpy((p->is_stat ? stats : params) + p->offset, t->data, t->bytes);
   }
   return st;
@@ -234,10 +240,10 @@ cnnb_status cnnb_ckpt_read_slot(cnnb_ctx *ctx, const cnnb_safetensors *f, const 
     found++;
   }
   if (found > 0 && found < trainable)
-    return cnnb_error(ctx, CNNB_EINVAL, "checkpoint %s holds the optimizer's %s for %d of "
-                      "the %d parameters: a torn or edited file", path, name,
-                      (int)found, (int)trainable);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "checkpoint %s holds the optimizer's %s for %d of "
+                      "the %d parameters: a torn or edited file",
+                      path, name, (int)found, (int)trainable);
   *present = found > 0;
   return CNNB_OK;
 }
-

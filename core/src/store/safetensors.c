@@ -140,9 +140,9 @@ static cnnb_status build_header(cnnb_ctx *ctx, const char *path, const cnnb_st_t
       }
     if (json_object_set_new(entry, "dtype", json_string(dtype_name(t->dtype))) != 0 ||
         json_object_set_new(entry, "shape", shape) != 0 ||
-        json_object_set_new(
-            entry, "data_offsets",
-            json_pack("[II]", (json_int_t)offset, (json_int_t)(offset + t->bytes))) != 0) {
+        json_object_set_new(entry, "data_offsets",
+                            json_pack("[II]", (json_int_t)offset,
+                                      (json_int_t)(offset + t->bytes))) != 0) {
       json_decref(entry);
       goto oom;
     }
@@ -175,8 +175,8 @@ cnnb_status cnnb_safetensors_write(cnnb_ctx *ctx, const char *path, const cnnb_s
                                    size_t num_tensors, const cnnb_st_meta *meta, size_t num_meta) {
   char *header = NULL;
   size_t header_size = 0;
-  cnnb_status st =
-      build_header(ctx, path, tensors, num_tensors, meta, num_meta, &header, &header_size);
+  cnnb_status st = build_header(ctx, path, tensors, num_tensors, meta, num_meta, &header,
+                                &header_size);
   if (st != CNNB_OK) return st;
   cnnb_atomic_part *parts = malloc((num_tensors + 2) * sizeof *parts);
   if (!parts) {
@@ -346,14 +346,12 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
   for (int i = 7; i >= 0; i--) n = (n << 8) | f->bytes[i];
   if (n > MAX_HEADER_BYTES)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: header size %" PRIu64
-                      " bytes exceeds safetensors' limit of %u: "
+                      "%s: header size %" PRIu64 " bytes exceeds safetensors' limit of %u: "
                       "not a safetensors file",
                       path, n, MAX_HEADER_BYTES);
   if (n > size - 8)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "%s: header size %" PRIu64
-                      " bytes, but the file has only %zu after the "
+                      "%s: header size %" PRIu64 " bytes, but the file has only %zu after the "
                       "size field (a truncated file?)",
                       path, n, size - 8);
   const char *text = (const char *)f->bytes + 8;
@@ -420,8 +418,7 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
   }
   if (expect != data_size) {
     st = cnnb_error(ctx, CNNB_EINVAL,
-                    "%s: %" PRIu64
-                    " trailing bytes after the last tensor%s%s%s (the tensors "
+                    "%s: %" PRIu64 " trailing bytes after the last tensor%s%s%s (the tensors "
                     "cover %" PRIu64 " of %" PRIu64 " bytes of data)",
                     path, data_size - expect, count ? " '" : "",
                     count ? parsed[spans[count - 1].index].name : "", count ? "'" : "", expect,
@@ -496,10 +493,8 @@ const cnnb_st_tensor *cnnb_safetensors_find(const cnnb_safetensors *f, const cha
     size_t mid = lo + (hi - lo) / 2;
     int c = strcmp(name, f->by_name[mid]->name);
     if (c == 0) return f->by_name[mid];
-    if (c < 0)
-      hi = mid;
-    else
-      lo = mid + 1;
+    if (c < 0) hi = mid;
+    else lo = mid + 1;
   }
   return NULL;
 }

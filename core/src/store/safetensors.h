@@ -33,11 +33,11 @@ typedef enum cnnb_st_dtype {
  * promise it, so copy with memcpy rather than casting). */
 typedef struct cnnb_st_tensor {
   const char *name;
-  uint32_t dtype;          /* cnnb_st_dtype */
-  int32_t ndims;           /* 0: a scalar */
+  uint32_t dtype; /* cnnb_st_dtype */
+  int32_t ndims;  /* 0: a scalar */
   int64_t dims[CNNB_ST_MAX_DIMS];
-  const void *data;        /* little-endian, dtype-sized elements, row-major */
-  size_t bytes;            /* element size x product of dims */
+  const void *data; /* little-endian, dtype-sized elements, row-major */
+  size_t bytes;     /* element size x product of dims */
 } cnnb_st_tensor;
 
 /* "__metadata__" entries. */

@@ -106,18 +106,24 @@ static const char *dataset_name(uint32_t kind) {
 /* What the run asks of the data that CIFAR-10 cannot give, as an error in ctx. */
 static cnnb_status check_config(cnnb_ctx *ctx, const cnnb_datasource_config *cfg) {
   if (config_dataset(cfg) != CNNB_DATASET_CIFAR10)
-    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: reads CIFAR-10 only, and the run names "
-                      "--data_name=%s: give --data_name=cifar10", dataset_name(config_dataset(cfg)));
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "cifar10: reads CIFAR-10 only, and the run names "
+                      "--data_name=%s: give --data_name=cifar10",
+                      dataset_name(config_dataset(cfg)));
   if (cfg->channels != CIFAR_CHANNELS || cfg->height != CIFAR_SIDE || cfg->width != CIFAR_SIDE)
-    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: its images are 32x32 with 3 channels, and the "
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "cifar10: its images are 32x32 with 3 channels, and the "
                       "model asks for %dx%d with %d: pick a model built for 32x32 CIFAR-10 "
-                      "input, or --image_size=32", cfg->height, cfg->width, cfg->channels);
+                      "input, or --image_size=32",
+                      cfg->height, cfg->width, cfg->channels);
   if (cfg->num_classes < CIFAR_CLASSES)
-    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: its labels go up to 9, and the model has %d "
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "cifar10: its labels go up to 9, and the model has %d "
                       "classes: give --num_classes of at least 10 (or leave it unset)",
                       cfg->num_classes);
   if (cfg->batch_size < 1)
-    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: batch size %d; must be at least 1", cfg->batch_size);
+    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: batch size %d; must be at least 1",
+                      cfg->batch_size);
   if (cfg->world_size < 1 || cfg->rank < 0 || cfg->rank >= cfg->world_size)
     return cnnb_error(ctx, CNNB_EINVAL, "cifar10: shard %d of %d does not exist", cfg->rank,
                       cfg->world_size);
@@ -132,8 +138,8 @@ static void cifar10_destroy(void *datasource) {
   free(s);
 }
 
-static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg,
-                                  void **out) {
+static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name,
+                                  const cnnb_datasource_config *cfg, void **out) {
   (void)name;
   *out = NULL;
   cnnb_status st = check_config(ctx, cfg);
@@ -154,9 +160,10 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name, const cnnb_da
   int64_t count = s->data->set.count;
   if (count < cfg->world_size) {
     cifar10_destroy(s);
-    return cnnb_error(ctx, CNNB_EINVAL, "cifar10: %s holds %lld examples, fewer than the %d "
-                      "shards (replicas x processes) that would share them", dir,
-                      (long long)count, cfg->world_size);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "cifar10: %s holds %lld examples, fewer than the %d "
+                      "shards (replicas x processes) that would share them",
+                      dir, (long long)count, cfg->world_size);
   }
   if (cifar_order_init(&s->order, count, cfg->rank, cfg->world_size, cfg->seed, s->training) != 0) {
     cifar10_destroy(s);
@@ -168,9 +175,11 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name, const cnnb_da
   const cnnb_dataset_info *info = cnnb_dataset_lookup(CNNB_DATASET_CIFAR10);
   int64_t expected = info ? (s->training ? info->train_examples : info->eval_examples) : 0;
   if (cfg->rank == 0 && expected > 0 && count != expected)
-    cnnb_log(ctx, CNNB_LOG_WARN, "%s holds %lld %s examples where CIFAR-10 has %lld: an epoch "
-             "here is %lld examples", dir, (long long)count, s->training ? "training" : "test",
-             (long long)expected, (long long)count);
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "%s holds %lld %s examples where CIFAR-10 has %lld: an epoch "
+             "here is %lld examples",
+             dir, (long long)count, s->training ? "training" : "test", (long long)expected,
+             (long long)count);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shard %d of %d: %lld %s examples from %s", cfg->rank,
            cfg->world_size, (long long)count, s->training ? "training" : "test", dir);
   *out = s;

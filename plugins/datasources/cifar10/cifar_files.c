@@ -25,8 +25,7 @@ static const char *const *split_files(int training, size_t *count) {
   return training ? train_files : eval_files;
 }
 
-static int fail(char *err, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t size, const char *fmt, ...) {
   va_list ap;
@@ -54,7 +53,8 @@ static size_t list_missing(const char *dir, int training, char *out, size_t size
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     if (is_file(path)) continue;
-    if (len < size) len += (size_t)snprintf(out + len, size - len, "%s%s", missing ? ", " : "", files[i]);
+    if (len < size)
+      len += (size_t)snprintf(out + len, size - len, "%s%s", missing ? ", " : "", files[i]);
     missing++;
   }
   return missing;
@@ -69,15 +69,16 @@ int cifar_find_dir(const char *data_dir, int training, char *dir, size_t dir_siz
     snprintf(wanted + strlen(wanted), sizeof wanted - strlen(wanted), "%s%s", i ? ", " : "",
              files[i]);
   if (!data_dir || !*data_dir)
-    return fail(err, err_size, "needs --data_dir holding the CIFAR-10 binary batches (%s)",
-                wanted);
+    return fail(err, err_size, "needs --data_dir holding the CIFAR-10 binary batches (%s)", wanted);
   struct stat st;
   if (stat(data_dir, &st) != 0)
     return fail(err, err_size, "--data_dir=%s: %s (looked for the CIFAR-10 binary batches %s)",
                 data_dir, strerror(errno), wanted);
   if (!S_ISDIR(st.st_mode))
-    return fail(err, err_size, "--data_dir=%s is not a directory (looked for the CIFAR-10 "
-                "binary batches %s in it)", data_dir, wanted);
+    return fail(err, err_size,
+                "--data_dir=%s is not a directory (looked for the CIFAR-10 "
+                "binary batches %s in it)",
+                data_dir, wanted);
 
   char sub[4096];
   snprintf(sub, sizeof sub, "%s/%s", data_dir, SUBFOLDER);
@@ -118,16 +119,19 @@ static int read_file(const char *path, int64_t records, cifar_set *set, int64_t 
     if (fread(record, 1, sizeof record, f) != sizeof record) {
       int bad = ferror(f);
       fclose(f);
-      fail(err, err_size, "%s: %s at record %lld of %lld (did the file change while it was "
-           "read?)", path, bad ? "read error" : "ended early", (long long)r, (long long)records);
+      fail(err, err_size,
+           "%s: %s at record %lld of %lld (did the file change while it was "
+           "read?)",
+           path, bad ? "read error" : "ended early", (long long)r, (long long)records);
       return bad ? CIFAR_IO_ERROR : CIFAR_BAD_DATA;
     }
     if (record[0] >= CIFAR_CLASSES) {
       fclose(f);
-      return fail(err, err_size, "%s: record %lld (byte offset %lld) has label %u; CIFAR-10 "
+      return fail(err, err_size,
+                  "%s: record %lld (byte offset %lld) has label %u; CIFAR-10 "
                   "labels are 0..9: not a CIFAR-10 binary batch (the CIFAR-100 files hold two "
-                  "label bytes per record)", path, (long long)r,
-                  (long long)r * CIFAR_RECORD, (unsigned)record[0]);
+                  "label bytes per record)",
+                  path, (long long)r, (long long)r * CIFAR_RECORD, (unsigned)record[0]);
     }
     set->labels[*at] = record[0];
     memcpy(set->pixels + (size_t)*at * CIFAR_PIXELS, record + 1, CIFAR_PIXELS);
@@ -151,7 +155,8 @@ int cifar_load(const char *dir, int training, cifar_set *set, char *err, size_t 
       return CIFAR_IO_ERROR;
     }
     if (st.st_size == 0 || st.st_size % CIFAR_RECORD != 0)
-      return fail(err, err_size, "%s: %lld bytes is not a whole, non-zero number of %d-byte "
+      return fail(err, err_size,
+                  "%s: %lld bytes is not a whole, non-zero number of %d-byte "
                   "records (1 label byte + 3072 pixel bytes): a truncated or foreign file",
                   path, (long long)st.st_size, CIFAR_RECORD);
     records[i] = st.st_size / CIFAR_RECORD;

@@ -18,14 +18,14 @@ enum {
   CIFAR_SIDE = 32,
   CIFAR_CHANNELS = 3,
   CIFAR_PIXELS = CIFAR_SIDE * CIFAR_SIDE * CIFAR_CHANNELS, /* 3072 */
-  CIFAR_RECORD = 1 + CIFAR_PIXELS,                        /* 3073 */
+  CIFAR_RECORD = 1 + CIFAR_PIXELS,                         /* 3073 */
   CIFAR_CLASSES = 10
 };
 
 /* The examples of one split, in file order. */
 typedef struct cifar_set {
-  uint8_t *pixels;  /* [count][3][32][32]: each record's planes as stored */
-  uint8_t *labels;  /* [count], each < CIFAR_CLASSES */
+  uint8_t *pixels; /* [count][3][32][32]: each record's planes as stored */
+  uint8_t *labels; /* [count], each < CIFAR_CLASSES */
   int64_t count;
 } cifar_set;
 

@@ -27,5 +27,6 @@ void cifar_image_normalize(const uint8_t *hwc, float *chw) {
   const float scale = CIFAR_SCALE, offset = CIFAR_OFFSET;
   for (int32_t c = 0; c < CIFAR_CHANNELS; c++)
     for (int32_t i = 0; i < PLANE; i++)
-      chw[(size_t)c * PLANE + (size_t)i] = (float)hwc[(size_t)i * CIFAR_CHANNELS + (size_t)c] * scale + offset;
+      chw[(size_t)c * PLANE + (size_t)i] =
+          (float)hwc[(size_t)i * CIFAR_CHANNELS + (size_t)c] * scale + offset;
 }

@@ -16,7 +16,8 @@ static uint64_t next_random(uint64_t *state) { return mix(*state += 0x9E3779B97F
 
 /* The epoch's order: Fisher-Yates over the identity, from (seed, epoch). */
 static void draw_permutation(cifar_order *o) {
-  uint64_t state = mix(o->seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^ mix((uint64_t)o->epoch + 1);
+  uint64_t state = mix(o->seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) ^
+                   mix((uint64_t)o->epoch + 1);
   for (int64_t i = 0; i < o->count; i++) o->perm[i] = (uint32_t)i;
   for (int64_t i = o->count - 1; i > 0; i--) {
     int64_t j = (int64_t)(next_random(&state) % (uint64_t)(i + 1));
@@ -28,8 +29,12 @@ static void draw_permutation(cifar_order *o) {
 
 int cifar_order_init(cifar_order *o, int64_t count, int32_t rank, int32_t world, uint64_t seed,
                      int shuffle) {
-  *o = (cifar_order){.count = count, .rank = rank, .world = world, .seed = seed,
-                     .shuffle = shuffle, .position = rank};
+  *o = (cifar_order){.count = count,
+                     .rank = rank,
+                     .world = world,
+                     .seed = seed,
+                     .shuffle = shuffle,
+                     .position = rank};
   if (shuffle) {
     o->perm = malloc((size_t)count * sizeof *o->perm);
     if (!o->perm) return -1;
@@ -71,6 +76,6 @@ void cifar_order_skip(cifar_order *o, int64_t examples) {
 cifar_augment cifar_order_augment(uint64_t seed, int64_t epoch, int64_t example) {
   uint64_t state = mix(seed ^ 0xC1FA510ull) ^ mix(((uint64_t)epoch << 32) ^ (uint64_t)example);
   uint64_t r = next_random(&state);
-  return (cifar_augment){.dx = (int32_t)(r % 9), .dy = (int32_t)((r >> 16) % 9),
-                         .flip = (int32_t)((r >> 40) & 1)};
+  return (cifar_augment){
+      .dx = (int32_t)(r % 9), .dy = (int32_t)((r >> 16) % 9), .flip = (int32_t)((r >> 40) & 1)};
 }

@@ -13,13 +13,13 @@
 #include <stdint.h>
 
 typedef struct cifar_order {
-  int64_t count;      /* examples in the split */
+  int64_t count; /* examples in the split */
   int32_t rank, world;
   uint64_t seed;
   int shuffle;
-  uint32_t *perm;     /* [count] this epoch's order (shuffle only) */
+  uint32_t *perm; /* [count] this epoch's order (shuffle only) */
   int64_t epoch;
-  int64_t position;   /* the next position of the epoch's order this shard reads */
+  int64_t position; /* the next position of the epoch's order this shard reads */
 } cifar_order;
 
 /* 0, or -1 when out of memory. Needs 0 <= rank < world <= count. */
@@ -37,8 +37,8 @@ void cifar_order_skip(cifar_order *o, int64_t examples);
  * and a left-right flip with probability 1/2: tf_cnn_benchmarks'
  * Cifar10ImagePreprocessor._distort_image. */
 typedef struct cifar_augment {
-  int32_t dx, dy;     /* the crop's corner in the padded image, 0..8 */
-  int32_t flip;       /* 1: mirror left-right */
+  int32_t dx, dy; /* the crop's corner in the padded image, 0..8 */
+  int32_t flip;   /* 1: mirror left-right */
 } cifar_augment;
 cifar_augment cifar_order_augment(uint64_t seed, int64_t epoch, int64_t example);
 

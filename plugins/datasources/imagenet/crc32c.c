@@ -45,8 +45,8 @@ static uint32_t extend_table(uint32_t crc, const uint8_t *p, size_t n) {
   while (n >= 8) {
     uint64_t v = load64(p) ^ crc;
     crc = table[7][v & 0xff] ^ table[6][(v >> 8) & 0xff] ^ table[5][(v >> 16) & 0xff] ^
-          table[4][(v >> 24) & 0xff] ^ table[3][(v >> 32) & 0xff] ^
-          table[2][(v >> 40) & 0xff] ^ table[1][(v >> 48) & 0xff] ^ table[0][v >> 56];
+          table[4][(v >> 24) & 0xff] ^ table[3][(v >> 32) & 0xff] ^ table[2][(v >> 40) & 0xff] ^
+          table[1][(v >> 48) & 0xff] ^ table[0][v >> 56];
     p += 8;
     n -= 8;
   }

@@ -10,7 +10,9 @@
 uint32_t crc32c_extend(uint32_t crc, const void *data, size_t size);
 /* The same through the portable tables whatever the CPU has: the tests compare the two. */
 uint32_t crc32c_extend_portable(uint32_t crc, const void *data, size_t size);
-static inline uint32_t crc32c(const void *data, size_t size) { return crc32c_extend(0, data, size); }
+static inline uint32_t crc32c(const void *data, size_t size) {
+  return crc32c_extend(0, data, size);
+}
 static inline uint32_t crc32c_mask(uint32_t crc) {
   return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }

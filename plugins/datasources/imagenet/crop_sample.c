@@ -21,8 +21,8 @@ static float rect_area(rect r) {
 }
 
 static rect rect_intersect(rect a, rect b) {
-  rect r = {a.x0 > b.x0 ? a.x0 : b.x0, a.y0 > b.y0 ? a.y0 : b.y0,
-            a.x1 < b.x1 ? a.x1 : b.x1, a.y1 < b.y1 ? a.y1 : b.y1};
+  rect r = {a.x0 > b.x0 ? a.x0 : b.x0, a.y0 > b.y0 ? a.y0 : b.y0, a.x1 < b.x1 ? a.x1 : b.x1,
+            a.y1 < b.y1 ? a.y1 : b.y1};
   if (r.x1 < r.x0) r.x1 = r.x0;
   if (r.y1 < r.y0) r.y1 = r.y0;
   return r;
@@ -30,8 +30,7 @@ static rect rect_intersect(rect a, rect b) {
 
 static int random_crop(int width, int height, float min_rel, float max_rel, float aspect,
                        prep_rng *rng, rect *out) {
-  if (max_rel <= 0.0f || aspect <= 0.0f || width <= 0 || height <= 0 || min_rel > max_rel)
-    return 0;
+  if (max_rel <= 0.0f || aspect <= 0.0f || width <= 0 || height <= 0 || min_rel > max_rel) return 0;
   const float min_area = min_rel * (float)width * (float)height;
   const float max_area = max_rel * (float)width * (float)height;
   int h = (int)lrintf(sqrtf(min_area / aspect));
@@ -57,8 +56,7 @@ static int random_crop(int width, int height, float min_rel, float max_rel, floa
     w = (int)lrintf((float)h * aspect);
     area = (float)w * (float)h;
   }
-  if (area < min_area || area > max_area || w > width || h > height || w <= 0 || h <= 0)
-    return 0;
+  if (area < min_area || area > max_area || w > width || h > height || w <= 0 || h <= 0) return 0;
   int y = h < height ? (int)prep_rng_below(rng, (uint32_t)(height - h)) : 0;
   int x = w < width ? (int)prep_rng_below(rng, (uint32_t)(width - w)) : 0;
   *out = (rect){x, y, x + w, y + h};
@@ -77,8 +75,8 @@ static int covers_enough(rect crop, const rect *boxes, int n, float min_covered)
 
 static float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
 
-int crop_sample(const crop_params *p, int width, int height, const image_box *boxes,
-                int num_boxes, prep_rng *rng, crop_rect *out) {
+int crop_sample(const crop_params *p, int width, int height, const image_box *boxes, int num_boxes,
+                prep_rng *rng, crop_rect *out) {
   rect pix[IMAGE_MAX_BOXES];
   int n = 0;
   for (int i = 0; i < num_boxes && n < IMAGE_MAX_BOXES; i++) {
@@ -86,8 +84,8 @@ int crop_sample(const crop_params *p, int width, int height, const image_box *bo
     float y1 = clamp01(boxes[i].ymax), x1 = clamp01(boxes[i].xmax);
     if (y1 < y0 || x1 < x0) continue;
     /* TensorFlow truncates (static_cast<int32>) relative coordinates times the size. */
-    pix[n++] = (rect){(int)(x0 * (float)width), (int)(y0 * (float)height),
-                      (int)(x1 * (float)width), (int)(y1 * (float)height)};
+    pix[n++] = (rect){(int)(x0 * (float)width), (int)(y0 * (float)height), (int)(x1 * (float)width),
+                      (int)(y1 * (float)height)};
   }
   if (n == 0) pix[n++] = (rect){0, 0, width, height};
   for (int i = 0; i < p->max_attempts; i++) {

@@ -28,8 +28,8 @@ typedef struct crop_rect {
 /* The crop for a width x height image. boxes in relative coordinates (none: the whole
  * image is the object; a box outside [0, 1] or with min > max is clamped). Returns 1 when
  * an attempt succeeded, 0 when the crop is the fallback (the whole image). */
-int crop_sample(const crop_params *p, int width, int height, const image_box *boxes,
-                int num_boxes, prep_rng *rng, crop_rect *out);
+int crop_sample(const crop_params *p, int width, int height, const image_box *boxes, int num_boxes,
+                prep_rng *rng, crop_rect *out);
 
 /* tf_cnn_benchmarks' eval_image geometry, in its float32 arithmetic: an img_w x img_h
  * image resized, aspect kept, to *rw x *rh, the smallest with both sides >= 1.145x the

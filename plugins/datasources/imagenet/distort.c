@@ -63,12 +63,30 @@ static void saturation_hue(float *px, size_t n, float sat, float hue) {
     float x = c * (1.0f - fabsf(f - 1.0f));
     float rr = 0, gg = 0, bb = 0;
     switch (cat) {
-      case 0: rr = c; gg = x; break;
-      case 1: rr = x; gg = c; break;
-      case 2: gg = c; bb = x; break;
-      case 3: gg = x; bb = c; break;
-      case 4: rr = x; bb = c; break;
-      case 5: rr = c; bb = x; break;
+      case 0:
+        rr = c;
+        gg = x;
+        break;
+      case 1:
+        rr = x;
+        gg = c;
+        break;
+      case 2:
+        gg = c;
+        bb = x;
+        break;
+      case 3:
+        gg = x;
+        bb = c;
+        break;
+      case 4:
+        rr = x;
+        bb = c;
+        break;
+      case 5:
+        rr = c;
+        bb = x;
+        break;
       default: break;
     }
     px[3 * i] = (rr + m) * 255.0f;

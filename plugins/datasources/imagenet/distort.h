@@ -16,8 +16,8 @@
 #include "prep_rng.h"
 
 typedef struct color_distortion {
-  int order;              /* 0 or 1 */
-  float brightness;       /* delta on the [0, 1] scale */
+  int order;        /* 0 or 1 */
+  float brightness; /* delta on the [0, 1] scale */
   float saturation, hue, contrast;
 } color_distortion;
 

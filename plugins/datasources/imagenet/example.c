@@ -31,7 +31,7 @@ typedef struct field {
   int wire;
   uint64_t value; /* varint, fixed64, fixed32 */
   span bytes;     /* WIRE_BYTES */
-} field; /* declared zeroed: gcc 12 at -O3 cannot see that next_field fills it */
+} field;          /* declared zeroed: gcc 12 at -O3 cannot see that next_field fills it */
 
 typedef struct parser {
   const uint8_t *start; /* the record, for offsets in messages */
@@ -78,39 +78,42 @@ static int next_field(parser *ps, const uint8_t **p, const uint8_t *end, field *
   f->number = (uint32_t)(tag >> 3);
   f->wire = (int)(tag & 7);
   switch (f->wire) {
-  case WIRE_VARINT:
-    if (varint(p, end, &f->value) != 0) return fail(ps, "field %u at byte %zu: truncated varint", f->number, at);
-    return 1;
-  case WIRE_FIXED64:
-  case WIRE_FIXED32: {
-    size_t n = f->wire == WIRE_FIXED64 ? 8 : 4;
-    if ((size_t)(end - *p) < n) return fail(ps, "field %u at byte %zu: truncated fixed%zu", f->number, at, n * 8);
-    f->value = 0;
-    for (size_t i = 0; i < n; i++) f->value |= (uint64_t)(*p)[i] << (8 * i);
-    *p += n;
-    return 1;
-  }
-  case WIRE_BYTES: {
-    uint64_t n;
-    if (varint(p, end, &n) != 0) return fail(ps, "field %u at byte %zu: truncated length", f->number, at);
-    if (n > (uint64_t)(end - *p))
-      return fail(ps, "field %u at byte %zu: length %llu runs past its message (%zu bytes left)",
-                  f->number, at, (unsigned long long)n, (size_t)(end - *p));
-    f->bytes.p = *p;
-    f->bytes.n = (size_t)n;
-    *p += n;
-    return 1;
-  }
-  default: /* groups (3, 4) are deprecated and never in a tf.Example; 6, 7 do not exist */
-    return fail(ps, "field %u at byte %zu: unsupported wire type %d", f->number, at, f->wire);
+    case WIRE_VARINT:
+      if (varint(p, end, &f->value) != 0)
+        return fail(ps, "field %u at byte %zu: truncated varint", f->number, at);
+      return 1;
+    case WIRE_FIXED64:
+    case WIRE_FIXED32: {
+      size_t n = f->wire == WIRE_FIXED64 ? 8 : 4;
+      if ((size_t)(end - *p) < n)
+        return fail(ps, "field %u at byte %zu: truncated fixed%zu", f->number, at, n * 8);
+      f->value = 0;
+      for (size_t i = 0; i < n; i++) f->value |= (uint64_t)(*p)[i] << (8 * i);
+      *p += n;
+      return 1;
+    }
+    case WIRE_BYTES: {
+      uint64_t n;
+      if (varint(p, end, &n) != 0)
+        return fail(ps, "field %u at byte %zu: truncated length", f->number, at);
+      if (n > (uint64_t)(end - *p))
+        return fail(ps, "field %u at byte %zu: length %llu runs past its message (%zu bytes left)",
+                    f->number, at, (unsigned long long)n, (size_t)(end - *p));
+      f->bytes.p = *p;
+      f->bytes.n = (size_t)n;
+      *p += n;
+      return 1;
+    }
+    default: /* groups (3, 4) are deprecated and never in a tf.Example; 6, 7 do not exist */
+      return fail(ps, "field %u at byte %zu: unsupported wire type %d", f->number, at, f->wire);
   }
 }
 
 /* The wanted features, by key; the value spans are the Feature messages. */
 enum { F_IMAGE, F_LABEL, F_XMIN, F_YMIN, F_XMAX, F_YMAX, F_COUNT };
-static const char *const wanted[F_COUNT] = {
-    "image/encoded",          "image/class/label",      "image/object/bbox/xmin",
-    "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax"};
+static const char *const wanted[F_COUNT] = {"image/encoded",          "image/class/label",
+                                            "image/object/bbox/xmin", "image/object/bbox/ymin",
+                                            "image/object/bbox/xmax", "image/object/bbox/ymax"};
 
 typedef struct found {
   int present[F_COUNT];
@@ -127,10 +130,8 @@ static int parse_entry(parser *ps, span entry, found *fd) {
       if (f.wire != WIRE_BYTES)
         return fail(ps, "a feature map entry's %s at byte %zu has wire type %d, expected 2",
                     f.number == 1 ? "key" : "value", (size_t)(p - ps->start), f.wire);
-      if (f.number == 1)
-        key = f.bytes;
-      else
-        value = f.bytes;
+      if (f.number == 1) key = f.bytes;
+      else value = f.bytes;
     }
   }
   if (r < 0) return -1;
@@ -194,8 +195,8 @@ static long walk_list(parser *ps, int which, int kind, span list, item_fn fn, vo
              (kind == KIND_FLOAT && (f.wire == WIRE_FIXED32 || f.wire == WIRE_BYTES)) ||
              (kind == KIND_INT64 && (f.wire == WIRE_VARINT || f.wire == WIRE_BYTES));
     if (!ok)
-      return fail(ps, "feature %s: a value of %s has wire type %d", wanted[which],
-                  kind_names[kind], f.wire);
+      return fail(ps, "feature %s: a value of %s has wire type %d", wanted[which], kind_names[kind],
+                  f.wire);
     if (kind == KIND_BYTES || f.wire != WIRE_BYTES) {
       item.bytes = f.bytes;
       item.number = f.value;
@@ -261,8 +262,7 @@ static long feature_values(parser *ps, const found *fd, int which, int expected,
   return walk_list(ps, which, kind, list, fn, ctx);
 }
 
-int example_parse(const uint8_t *data, size_t size, example_view *out, char *err,
-                  size_t err_size) {
+int example_parse(const uint8_t *data, size_t size, example_view *out, char *err, size_t err_size) {
   if (!data) data = (const uint8_t *)""; /* (NULL, 0): no arithmetic on a null pointer */
   parser ps = {data, err, err_size};
   memset(out, 0, sizeof *out);
@@ -273,7 +273,8 @@ int example_parse(const uint8_t *data, size_t size, example_view *out, char *err
   int r;
   while ((r = next_field(&ps, &p, end, &f)) > 0) {
     if (f.number != 1) continue;
-    if (f.wire != WIRE_BYTES) return fail(&ps, "Example.features has wire type %d, expected 2", f.wire);
+    if (f.wire != WIRE_BYTES)
+      return fail(&ps, "Example.features has wire type %d, expected 2", f.wire);
     if (parse_features(&ps, f.bytes, &fd) != 0) return -1;
   }
   if (r < 0) return -1;
@@ -302,7 +303,8 @@ int example_parse(const uint8_t *data, size_t size, example_view *out, char *err
     if (counts[i] < 0) return -1;
   }
   if (counts[0] != counts[1] || counts[0] != counts[2] || counts[0] != counts[3])
-    return fail(&ps, "bounding box lists of unequal lengths (xmin %ld, ymin %ld, xmax %ld, ymax %ld)",
+    return fail(&ps,
+                "bounding box lists of unequal lengths (xmin %ld, ymin %ld, xmax %ld, ymax %ld)",
                 counts[0], counts[1], counts[2], counts[3]);
   out->num_boxes = counts[0] < IMAGE_MAX_BOXES ? (int)counts[0] : IMAGE_MAX_BOXES;
   return 0;
@@ -410,8 +412,10 @@ int example_encode(const example_fields *in, uint8_t **out, size_t *out_size) {
     box_labels[i] = in->label;
   }
   int64_t height = in->height, width = in->width, channels = in->channels, label = in->label;
-#define BYTES(k, s) {.key = k, .kind = KIND_BYTES, .bytes = (s) ? (s) : "", .nbytes = (s) ? strlen(s) : 0}
-#define INT(k, v) {.key = k, .kind = KIND_INT64, .ints = &(v), .count = 1}
+#define BYTES(k, s) \
+  { .key = k, .kind = KIND_BYTES, .bytes = (s) ? (s) : "", .nbytes = (s) ? strlen(s) : 0 }
+#define INT(k, v) \
+  { .key = k, .kind = KIND_INT64, .ints = &(v), .count = 1 }
   const feature_out features[] = {
       INT("image/height", height),
       INT("image/width", width),

@@ -10,12 +10,12 @@
 #include "image_box.h"
 
 typedef struct example_view {
-  const uint8_t *image;   /* image/encoded, inside the parsed record */
+  const uint8_t *image; /* image/encoded, inside the parsed record */
   size_t image_size;
-  int64_t label;          /* image/class/label (ImageNet: 1..1000, as stored) */
+  int64_t label; /* image/class/label (ImageNet: 1..1000, as stored) */
   int has_label;
   image_box boxes[IMAGE_MAX_BOXES]; /* image/object/bbox/{ymin,xmin,ymax,xmax} */
-  int num_boxes;          /* boxes kept (at most IMAGE_MAX_BOXES) */
+  int num_boxes;                    /* boxes kept (at most IMAGE_MAX_BOXES) */
 } example_view;
 
 /* 0 on success; -1 with err saying what is malformed (truncated varint, wrong wire

@@ -22,23 +22,23 @@ typedef struct file_items {
 struct example_stream {
   stream_config cfg;
   int64_t epoch;
-  size_t *order;            /* this epoch's permutation of files (TFRecord) or images */
-  size_t count;             /* entries in order */
-  size_t position;          /* next entry of order this shard visits */
+  size_t *order;   /* this epoch's permutation of files (TFRecord) or images */
+  size_t count;    /* entries in order */
+  size_t position; /* next entry of order this shard visits */
   int64_t yielded_this_epoch;
-  int64_t visited_this_epoch;/* entries visited this epoch, readable or not */
+  int64_t visited_this_epoch; /* entries visited this epoch, readable or not */
   /* TFRecord: the open shard and the record index over the epoch (record sharding). */
   tfrecord_reader *reader;
   const char *reader_path;
   int record_sharding;
   int64_t record_index;
-  file_items *file_items;   /* [number of files], counted by the first stream_skip */
+  file_items *file_items; /* [number of files], counted by the first stream_skip */
   /* Shuffle buffer (training, TFRecord). */
   stream_item *buffer;
   int64_t buffer_size, buffer_filled;
   prep_rng rng;
-  int draining;                /* the epoch ended: empty the buffer before the next one */
-  stream_item next_epoch_first;/* meanwhile, the next epoch's first example */
+  int draining;                 /* the epoch ended: empty the buffer before the next one */
+  stream_item next_epoch_first; /* meanwhile, the next epoch's first example */
 };
 
 void stream_item_free(stream_item *item) {
@@ -87,8 +87,10 @@ static void start_epoch(example_stream *s) {
 
 static int end_epoch(example_stream *s, char *err, size_t err_size) {
   if (s->yielded_this_epoch == 0) {
-    snprintf(err, err_size, "%s: a whole epoch of shard %d of %d gave no example "
-             "(%lld records or files visited)", s->cfg.layout->where, (int)s->cfg.shard, (int)s->cfg.num_shards,
+    snprintf(err, err_size,
+             "%s: a whole epoch of shard %d of %d gave no example "
+             "(%lld records or files visited)",
+             s->cfg.layout->where, (int)s->cfg.shard, (int)s->cfg.num_shards,
              (long long)s->visited_this_epoch);
     return -1;
   }
@@ -100,9 +102,10 @@ static int end_epoch(example_stream *s, char *err, size_t err_size) {
 static int check_label(example_stream *s, int64_t label, const char *origin, char *err,
                        size_t err_size) {
   if (label >= 0 && label < s->cfg.num_classes) return 0;
-  snprintf(err, err_size, "%s: label %lld is outside the model's %d classes (--num_classes; "
-           "ImageNet shards store 1..1000 for 1001 classes)", origin, (long long)label,
-           (int)s->cfg.num_classes);
+  snprintf(err, err_size,
+           "%s: label %lld is outside the model's %d classes (--num_classes; "
+           "ImageNet shards store 1..1000 for 1001 classes)",
+           origin, (long long)label, (int)s->cfg.num_classes);
   return -1;
 }
 
@@ -298,7 +301,8 @@ static int epochs_alike(const example_stream *s) {
  * would walk them. */
 static int64_t epoch_items(const example_stream *s) {
   int64_t shards = s->cfg.num_shards, shard = s->cfg.shard;
-  if (s->cfg.layout->kind == LAYOUT_FOLDER) return ((int64_t)s->count - shard + shards - 1) / shards;
+  if (s->cfg.layout->kind == LAYOUT_FOLDER)
+    return ((int64_t)s->count - shard + shards - 1) / shards;
   int64_t items = 0;
   if (s->record_sharding) {
     /* Records are dealt round-robin over the epoch; a damaged file is every shard's. */
@@ -315,8 +319,8 @@ static int64_t epoch_items(const example_stream *s) {
 }
 
 static int empty_epoch(const example_stream *s, char *err, size_t err_size) {
-  snprintf(err, err_size, "%s: epoch %lld of shard %d of %d holds no example",
-           s->cfg.layout->where, (long long)s->epoch, (int)s->cfg.shard, (int)s->cfg.num_shards);
+  snprintf(err, err_size, "%s: epoch %lld of shard %d of %d holds no example", s->cfg.layout->where,
+           (long long)s->epoch, (int)s->cfg.shard, (int)s->cfg.num_shards);
   return -1;
 }
 
@@ -412,8 +416,10 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
   s->record_sharding = layout->kind == LAYOUT_TFRECORD &&
                        layout->num_files < (size_t)cfg->num_shards;
   if (layout->kind == LAYOUT_FOLDER && s->count < (size_t)cfg->num_shards) {
-    snprintf(err, err_size, "%s: %zu images cannot give each of %d shards (ranks x replicas) "
-             "one", layout->where, s->count, (int)cfg->num_shards);
+    snprintf(err, err_size,
+             "%s: %zu images cannot give each of %d shards (ranks x replicas) "
+             "one",
+             layout->where, s->count, (int)cfg->num_shards);
     stream_destroy(s);
     return -1;
   }

@@ -21,12 +21,12 @@
 #include "layout.h"
 
 typedef struct stream_item {
-  uint8_t *data;          /* the encoded image (owned, reused) */
+  uint8_t *data; /* the encoded image (owned, reused) */
   size_t size, capacity;
   int32_t label;
   image_box boxes[IMAGE_MAX_BOXES];
   int num_boxes;
-  char origin[384];       /* "FILE" or "FILE, record at byte N": for messages */
+  char origin[384]; /* "FILE" or "FILE, record at byte N": for messages */
   /* A bad example travels through the pipeline like a good one, so that it is counted
    * when its turn comes (in stream order, however far the reader runs ahead): bad is 1
    * and why says what is wrong with it. */
@@ -39,10 +39,10 @@ void stream_item_free(stream_item *item);
 typedef struct stream_config {
   const dataset_layout *layout;
   int32_t shard, num_shards;
-  int shuffle;              /* training: shuffled file order and a shuffle buffer */
-  int64_t shuffle_buffer;   /* examples held for shuffling (TFRecord only; >= 1) */
+  int shuffle;            /* training: shuffled file order and a shuffle buffer */
+  int64_t shuffle_buffer; /* examples held for shuffling (TFRecord only; >= 1) */
   uint64_t seed;
-  int32_t num_classes;      /* labels must lie in [0, num_classes) */
+  int32_t num_classes; /* labels must lie in [0, num_classes) */
 } stream_config;
 
 typedef struct example_stream example_stream;

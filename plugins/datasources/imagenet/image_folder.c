@@ -114,8 +114,8 @@ typedef struct listing {
 /* Every folder under `root` (itself included), as full paths. */
 static int collect_folders(const char *root, int depth, names *out, char *err, size_t err_size) {
   if (depth > MAX_DEPTH)
-    return fail(err, err_size, "%s: folders nested more than %d deep (a symbolic link loop?)",
-                root, MAX_DEPTH);
+    return fail(err, err_size, "%s: folders nested more than %d deep (a symbolic link loop?)", root,
+                MAX_DEPTH);
   if (names_push(out, strdup(root)) != 0) return fail(err, err_size, "out of memory");
   names sub = {0};
   int rc = list_dir(root, &sub, NULL, err, err_size);
@@ -132,8 +132,8 @@ static int collect_folders(const char *root, int depth, names *out, char *err, s
   return rc;
 }
 
-static int add_class(image_folder *out, listing *l, const char *class_dir, int32_t label,
-                     char *err, size_t err_size) {
+static int add_class(image_folder *out, listing *l, const char *class_dir, int32_t label, char *err,
+                     size_t err_size) {
   names folders = {0};
   int rc = collect_folders(class_dir, 0, &folders, err, err_size);
   /* (path, name) order = folders in sorted path order, each folder's files sorted. */
@@ -209,7 +209,8 @@ static int scan(const char *dir, image_folder *out, char *err, size_t err_size) 
   int rc = 0;
   for (size_t c = 0; rc == 0 && c < classes.count; c++) {
     char *path = join(dir, classes.items[c]);
-    rc = path ? add_class(out, &l, path, (int32_t)c, err, err_size) : fail(err, err_size, "out of memory");
+    rc = path ? add_class(out, &l, path, (int32_t)c, err, err_size)
+              : fail(err, err_size, "out of memory");
     free(path);
   }
   if (rc != 0) {

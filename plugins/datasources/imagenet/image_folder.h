@@ -9,13 +9,13 @@
 #include <stdint.h>
 
 typedef struct image_folder {
-  char **classes;        /* [num_classes] folder names, sorted */
+  char **classes; /* [num_classes] folder names, sorted */
   int32_t num_classes;
-  char **paths;          /* [count] full paths */
-  int32_t *labels;       /* [count] class index, 0-based */
+  char **paths;    /* [count] full paths */
+  int32_t *labels; /* [count] class index, 0-based */
   size_t count;
-  size_t png_count;      /* .png files seen and not listed */
-  char first_png[512];   /* one of them, for the message */
+  size_t png_count;    /* .png files seen and not listed */
+  char first_png[512]; /* one of them, for the message */
 } image_folder;
 
 /* 0, or -1 with err (DIR unreadable, no class folders, out of memory). A folder with

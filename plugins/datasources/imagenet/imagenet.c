@@ -28,12 +28,12 @@
 enum { NAMED_BAD_EXAMPLES = 10 };
 
 typedef struct imagenet {
-  cnnb_ctx *ctx;            /* the instance's (input thread) */
+  cnnb_ctx *ctx; /* the instance's (input thread) */
   dataset_layout layout;
   pipeline *pipeline;
   int32_t batch;
   int64_t examples_per_epoch;
-  float mean[3], std[3];    /* --input_mean, --input_std */
+  float mean[3], std[3]; /* --input_mean, --input_std */
 } imagenet;
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
@@ -84,8 +84,10 @@ static cnnb_status parse_triple(cnnb_ctx *ctx, const char *flag, float out[3], i
     out[c] = strtof(p, &end);
     if (end == p || (c < 2 && *end != ',') || (c == 2 && *end != '\0') ||
         (positive && !(out[c] > 0)))
-      return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: expected three %snumbers separated by "
-                        "commas (R,G,B)", flag, text, positive ? "positive " : "");
+      return cnnb_error(ctx, CNNB_EINVAL,
+                        "--%s=%s: expected three %snumbers separated by "
+                        "commas (R,G,B)",
+                        flag, text, positive ? "positive " : "");
     p = end + 1;
   }
   return CNNB_OK;
@@ -95,8 +97,8 @@ static cnnb_status parse_triple(cnnb_ctx *ctx, const char *flag, float out[3], i
  * threads. A host before 1.8 said nothing: one replica, a device that leaves the cores
  * free. */
 static int32_t local_replicas(const cnnb_datasource_config *cfg) {
-  bool told = cfg->struct_size >= offsetof(cnnb_datasource_config, local_replicas) +
-                                      sizeof cfg->local_replicas;
+  bool told = cfg->struct_size >=
+              offsetof(cnnb_datasource_config, local_replicas) + sizeof cfg->local_replicas;
   return told && cfg->local_replicas > 1 ? cfg->local_replicas : 1;
 }
 
@@ -106,8 +108,8 @@ static int32_t default_threads(const cnnb_datasource_config *cfg) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
   long used = 0;
-  bool told = cfg->struct_size >= offsetof(cnnb_datasource_config, device_name) +
-                                      sizeof cfg->device_name;
+  bool told = cfg->struct_size >=
+              offsetof(cnnb_datasource_config, device_name) + sizeof cfg->device_name;
   if (told && cfg->device_name && strcmp(cfg->device_name, "cpu") == 0) {
     long intra = cfg->device_threads;
     used = intra > 0 && intra < cores ? intra : cores;
@@ -133,11 +135,13 @@ static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_dataso
     return 0;
   }
   if (cfg->dataset == CNNB_DATASET_CIFAR10) {
-    cnnb_error(ctx, CNNB_EINVAL, "reads JPEG images; --data_name=cifar10 is read by the cifar10 datasource");
+    cnnb_error(ctx, CNNB_EINVAL,
+               "reads JPEG images; --data_name=cifar10 is read by the cifar10 datasource");
     return 0;
   }
   if (cfg->dataset == CNNB_DATASET_MNIST) {
-    cnnb_error(ctx, CNNB_EINVAL, "reads JPEG images; --data_name=mnist is read by the mnist datasource");
+    cnnb_error(ctx, CNNB_EINVAL,
+               "reads JPEG images; --data_name=mnist is read by the mnist datasource");
     return 0;
   }
   dataset_layout layout;
@@ -164,25 +168,31 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   (void)name;
   *out = NULL;
   if (cfg->channels != 3)
-    return cnnb_error(ctx, CNNB_EINVAL, "imagenet: the model wants %d input channels; JPEG "
-                      "images give 3 (RGB)", cfg->channels);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "imagenet: the model wants %d input channels; JPEG "
+                      "images give 3 (RGB)",
+                      cfg->channels);
   if (cfg->batch_size <= 0 || cfg->height <= 0 || cfg->width <= 0)
     return cnnb_error(ctx, CNNB_EINVAL, "imagenet: batch %d of %dx%d images is empty",
                       cfg->batch_size, cfg->height, cfg->width);
   int resize = resize_method_parse(cnnb_flag_string(ctx, RESIZE_FLAG));
   if (resize < 0)
-    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: expected bilinear, nearest, bicubic, area or "
-                      "round_robin", RESIZE_FLAG, cnnb_flag_string(ctx, RESIZE_FLAG));
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "--%s=%s: expected bilinear, nearest, bicubic, area or "
+                      "round_robin",
+                      RESIZE_FLAG, cnnb_flag_string(ctx, RESIZE_FLAG));
   int64_t threads = cnnb_flag_int(ctx, THREADS_FLAG);
   if (threads < 0 || threads > 1024)
-    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected 0 (automatic) to 1024",
-                      THREADS_FLAG, (long long)threads);
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected 0 (automatic) to 1024", THREADS_FLAG,
+                      (long long)threads);
   int64_t shuffle = cnnb_flag_int(ctx, SHUFFLE_FLAG);
   if (shuffle < 1)
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected at least 1", SHUFFLE_FLAG,
                       (long long)shuffle);
-  preprocess_config pre = {.height = cfg->height, .width = cfg->width,
-                           .training = cfg->training, .resize = (resize_method)resize,
+  preprocess_config pre = {.height = cfg->height,
+                           .width = cfg->width,
+                           .training = cfg->training,
+                           .resize = (resize_method)resize,
                            .distortions = cfg->training && cnnb_flag_bool(ctx, DISTORTIONS_FLAG)};
   cnnb_status st = parse_triple(ctx, MEAN_FLAG, pre.mean, 0);
   if (st == CNNB_OK) st = parse_triple(ctx, STD_FLAG, pre.std, 1);
@@ -205,10 +215,13 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   int64_t buffer = shuffle / local_replicas(cfg);
   int32_t decoders = threads > 0 ? (int32_t)threads : default_threads(cfg);
   pipeline_config pc = {
-      .stream = {.layout = &d->layout, .shard = cfg->rank, .num_shards = cfg->world_size,
+      .stream = {.layout = &d->layout,
+                 .shard = cfg->rank,
+                 .num_shards = cfg->world_size,
                  .shuffle = cfg->training,
                  .shuffle_buffer = buffer > 1 ? buffer : 1,
-                 .seed = cfg->seed, .num_classes = cfg->num_classes},
+                 .seed = cfg->seed,
+                 .num_classes = cfg->num_classes},
       .preprocess = pre,
       .num_threads = decoders,
       /* Enough examples in flight to keep every decoder busy while the batch is filled
@@ -284,9 +297,10 @@ static cnnb_status imagenet_skip_batches(void *datasource, int64_t batches) {
   int64_t epoch = 0, examples = batches * d->batch;
   cnnb_status st = pipeline_skip(d->pipeline, examples, &epoch);
   if (st == CNNB_OK && examples > 0)
-    cnnb_log(d->ctx, CNNB_LOG_INFO, "imagenet: the stream continues after %lld batches "
-             "(%lld examples), in epoch %lld (counted from 0)", (long long)batches, (long long)examples,
-             (long long)epoch);
+    cnnb_log(d->ctx, CNNB_LOG_INFO,
+             "imagenet: the stream continues after %lld batches "
+             "(%lld examples), in epoch %lld (counted from 0)",
+             (long long)batches, (long long)examples, (long long)epoch);
   return st;
 }
 

@@ -41,10 +41,8 @@ static int is_corrupt_data(int code) {
     case JWRN_NOT_SEQUENTIAL:
     case JWRN_HUFF_BAD_CODE:
     case JWRN_ARITH_BAD_CODE:
-    case JWRN_BOGUS_PROGRESSION:
-      return 1;
-    default:
-      return 0;
+    case JWRN_BOGUS_PROGRESSION: return 1;
+    default: return 0;
   }
 }
 
@@ -91,8 +89,8 @@ static int check_magic(const uint8_t *data, size_t size, char *err, size_t err_s
   size_t n = size < 4 ? size : 4, at = 0;
   for (size_t i = 0; i < n; i++)
     at += (size_t)snprintf(hex + at, sizeof(hex) - at, "%s%02x", i ? " " : "", data[i]);
-  snprintf(err, err_size, "not a JPEG (%s%s%s, not ff d8 ff)", size ? "starts with " : "empty",
-           hex, size < 3 && size ? ": too short" : "");
+  snprintf(err, err_size, "not a JPEG (%s%s%s, not ff d8 ff)", size ? "starts with " : "empty", hex,
+           size < 3 && size ? ": too short" : "");
   return -1;
 }
 
@@ -143,7 +141,10 @@ static void cmyk_to_rgb(uint8_t *row, int n, int inverted) {
   for (int i = 0; i < n; i++) {
     int c = row[4 * i], m = row[4 * i + 1], y = row[4 * i + 2], k = row[4 * i + 3];
     if (!inverted) {
-      c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k;
+      c = 255 - c;
+      m = 255 - m;
+      y = 255 - y;
+      k = 255 - k;
     }
     row[3 * i] = (uint8_t)(c * k / 255);
     row[3 * i + 1] = (uint8_t)(m * k / 255);
@@ -177,8 +178,8 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   }
   cinfo.mem->max_memory_to_use = 1L << 30;
   if (x < 0 || y < 0 || w <= 0 || h <= 0 || x > full_w - w || y > full_h - h) {
-    snprintf(err, err_size, "JPEG region %dx%d at (%d, %d) is not inside the %dx%d image", w, h,
-             x, y, full_w, full_h);
+    snprintf(err, err_size, "JPEG region %dx%d at (%d, %d) is not inside the %dx%d image", w, h, x,
+             y, full_w, full_h);
     jpeg_destroy_decompress(&cinfo);
     return -1;
   }
@@ -198,7 +199,7 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   scaled_span(y, h, full_h, num, &y0, &y1);
   JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
   if (cw < cinfo.output_width) jpeg_crop_scanline(&cinfo, &cx, &cw); /* widens to iMCUs */
-  int left = x0 - (int)cx;       /* region's first column in the decoded rows */
+  int left = x0 - (int)cx; /* region's first column in the decoded rows */
   int row_w = (int)cinfo.output_width;
   int comps = cinfo.output_components;
   int out_w = x1 - x0, out_h = y1 - y0;

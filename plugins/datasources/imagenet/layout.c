@@ -23,8 +23,8 @@ static void free_files(char **files, size_t count) {
 }
 
 /* DIR/<subset>-*-of-*, sorted, as tf_cnn_benchmarks' file pattern. -1 on a read error. */
-static int list_shards(const char *dir, const char *subset, char ***out, size_t *count,
-                       char *err, size_t err_size) {
+static int list_shards(const char *dir, const char *subset, char ***out, size_t *count, char *err,
+                       size_t err_size) {
   *out = NULL;
   *count = 0;
   DIR *d = opendir(dir);
@@ -43,11 +43,17 @@ static int list_shards(const char *dir, const char *subset, char ***out, size_t 
     if (n == cap) {
       cap = cap ? 2 * cap : 64;
       char **grown = realloc(files, cap * sizeof *files);
-      if (!grown) { rc = -1; break; }
+      if (!grown) {
+        rc = -1;
+        break;
+      }
       files = grown;
     }
     size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    if (!(files[n] = malloc(len))) { rc = -1; break; }
+    if (!(files[n] = malloc(len))) {
+      rc = -1;
+      break;
+    }
     snprintf(files[n++], len, "%s/%s", dir, e->d_name);
   }
   closedir(d);
@@ -87,8 +93,8 @@ static int64_t count_shard_records(const char *path, char *err, size_t err_size)
   while (fread(header, 1, sizeof header, f) == sizeof header) {
     uint64_t length = 0;
     for (int i = 7; i >= 0; i--) length = (length << 8) | header[i];
-    uint32_t stored = (uint32_t)header[8] | (uint32_t)header[9] << 8 |
-                      (uint32_t)header[10] << 16 | (uint32_t)header[11] << 24;
+    uint32_t stored = (uint32_t)header[8] | (uint32_t)header[9] << 8 | (uint32_t)header[10] << 16 |
+                      (uint32_t)header[11] << 24;
     if (crc32c_mask(crc32c(header, 8)) != stored || length > ((uint64_t)1 << 40)) break;
     if (fseeko(f, (off_t)length + 4, SEEK_CUR) != 0) break;
     count++;
@@ -125,8 +131,10 @@ static int map_to_train_classes(const char *data_dir, image_folder *split, char 
     for (int32_t t = 0; t < train.num_classes; t++)
       if (strcmp(train.classes[t], split->classes[c]) == 0) index[c] = t;
     if (index[c] < 0) {
-      snprintf(err, err_size, "class folder '%s' of the validation split is not in %s: the "
-               "model would have no label for it", split->classes[c], train_dir);
+      snprintf(err, err_size,
+               "class folder '%s' of the validation split is not in %s: the "
+               "model would have no label for it",
+               split->classes[c], train_dir);
       rc = -1;
     }
   }
@@ -184,8 +192,9 @@ int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_
     snprintf(err, err_size,
              "--data_dir=%s holds no %s data: looked for TFRecord shards %s-*-of-* (as "
              "TensorFlow's converters write them) and for JPEG folders %s/<class>/*.jpg "
-             "(torchvision's ImageFolder%s)", data_dir, subset, subset,
-             training ? "train" : "validation", training ? "" : "; or val/");
+             "(torchvision's ImageFolder%s)",
+             data_dir, subset, subset, training ? "train" : "validation",
+             training ? "" : "; or val/");
     layout_free(out);
     return -1;
   }
@@ -199,9 +208,11 @@ int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_
     return -1;
   }
   if (out->folder.num_classes + out->label_offset > num_classes) {
-    snprintf(err, err_size, "%s has %d class folders, more than the model's %d classes%s "
-             "(--num_classes)", out->where, (int)out->folder.num_classes,
-             (int)num_classes, imagenet ? " less the unused label 0" : "");
+    snprintf(err, err_size,
+             "%s has %d class folders, more than the model's %d classes%s "
+             "(--num_classes)",
+             out->where, (int)out->folder.num_classes, (int)num_classes,
+             imagenet ? " less the unused label 0" : "");
     layout_free(out);
     return -1;
   }

@@ -9,14 +9,11 @@
 #include <stdint.h>
 #include "image_folder.h"
 
-typedef enum layout_kind {
-  LAYOUT_TFRECORD = 1,
-  LAYOUT_FOLDER = 2
-} layout_kind;
+typedef enum layout_kind { LAYOUT_TFRECORD = 1, LAYOUT_FOLDER = 2 } layout_kind;
 
 typedef struct dataset_layout {
   layout_kind kind;
-  char where[1024];        /* the files' directory or pattern, for messages */
+  char where[1024]; /* the files' directory or pattern, for messages */
   /* LAYOUT_TFRECORD: the shards of the split, sorted by name. */
   char **files;
   size_t num_files;

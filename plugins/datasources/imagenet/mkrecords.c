@@ -208,7 +208,8 @@ static int convert(job *j, size_t index, tfrecord_writer *w, rgb_image *scratch)
       .synset = synset,
       .text = synset,
       .filename = base ? base + 1 : path,
-      .colorspace = info.components >= 1 && info.components <= 4 ? colorspaces[info.components] : "",
+      .colorspace = info.components >= 1 && info.components <= 4 ? colorspaces[info.components]
+                                                                 : "",
       .height = info.height,
       .width = info.width,
       .channels = info.components,
@@ -303,8 +304,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: warning: %zu .png files not converted (only JPEG is stored), e.g. %s\n",
             prog, folder.png_count, folder.first_png);
   if (folder.count == 0) {
-    fprintf(stderr, "%s: --input_dir=%s: %d class folders but no .jpg/.jpeg images in them\n",
-            prog, opt.input_dir, folder.num_classes);
+    fprintf(stderr, "%s: --input_dir=%s: %d class folders but no .jpg/.jpeg images in them\n", prog,
+            opt.input_dir, folder.num_classes);
     image_folder_free(&folder);
     return 2;
   }
@@ -356,8 +357,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: failed; shards not completed were removed\n", prog);
     rc = 1;
   } else if (written == 0) {
-    fprintf(stderr, "%s: every one of the %zu images was skipped (none is a readable JPEG)\n",
-            prog, skipped);
+    fprintf(stderr, "%s: every one of the %zu images was skipped (none is a readable JPEG)\n", prog,
+            skipped);
     rc = 1;
   } else {
     printf("%s: wrote %zu examples of %d classes into %ld shards %s/%s-*-of-%05ld "

@@ -23,17 +23,17 @@ typedef enum slot_state { EMPTY, READ, DECODING, DONE, FAILED } slot_state;
 typedef struct slot {
   slot_state state;
   stream_item item;
-  void *image;          /* the decoded example: fp32 [3, H, W] or uint8 [H, W, 3] */
-  char error[1100];     /* FAILED: where and why */
+  void *image;      /* the decoded example: fp32 [3, H, W] or uint8 [H, W, 3] */
+  char error[1100]; /* FAILED: where and why */
 } slot;
 
 struct pipeline {
   pipeline_config cfg;
   example_stream *stream;
-  size_t image_values;  /* 3 * H * W */
+  size_t image_values; /* 3 * H * W */
   int uint8_out;
   bool started;
-  bool stream_moved;    /* pipeline_skip ran */
+  bool stream_moved; /* pipeline_skip ran */
 
   slot *slots;
   int64_t num_slots;
@@ -49,7 +49,7 @@ struct pipeline {
   int32_t decoders_started;
   bool reader_started;
   _Atomic int64_t skipped;
-  int64_t failed_in_a_row;  /* a whole shard's epoch of them: nothing here is readable */
+  int64_t failed_in_a_row; /* a whole shard's epoch of them: nothing here is readable */
 };
 
 static slot *slot_of(pipeline *p, int64_t index) { return &p->slots[index % p->num_slots]; }
@@ -108,8 +108,8 @@ static void *decode_examples(void *arg) {
       snprintf(why, sizeof why, "%s", item->why);
       rc = -1;
     } else if (p->uint8_out) {
-      rc = preprocess_image_uint8(&p->cfg.preprocess, scratch, item->data, item->size,
-                                  item->boxes, item->num_boxes, seed, s->image, why, sizeof why);
+      rc = preprocess_image_uint8(&p->cfg.preprocess, scratch, item->data, item->size, item->boxes,
+                                  item->num_boxes, seed, s->image, why, sizeof why);
     } else {
       rc = preprocess_image(&p->cfg.preprocess, scratch, item->data, item->size, item->boxes,
                             item->num_boxes, seed, s->image, why, sizeof why);
@@ -128,16 +128,21 @@ static cnnb_status start_threads(pipeline *p) {
   size_t bytes = p->image_values * (p->uint8_out ? 1 : sizeof(float));
   for (int64_t i = 0; i < p->num_slots; i++)
     if (!(p->slots[i].image = malloc(bytes)))
-      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: out of memory for %lld decoded "
-                        "images of %zu bytes", (long long)p->num_slots, bytes);
+      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM,
+                        "imagenet: out of memory for %lld decoded "
+                        "images of %zu bytes",
+                        (long long)p->num_slots, bytes);
   int rc = pthread_create(&p->reader, NULL, read_examples, p);
-  if (rc != 0) return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: cannot start the reader thread: %s", strerror(rc));
+  if (rc != 0)
+    return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: cannot start the reader thread: %s",
+                      strerror(rc));
   p->reader_started = true;
   for (int32_t i = 0; i < p->cfg.num_threads; i++) {
     rc = pthread_create(&p->decoders[i], NULL, decode_examples, p);
     if (rc != 0)
-      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM, "imagenet: cannot start decoder thread %d of %d: %s",
-                        (int)i + 1, (int)p->cfg.num_threads, strerror(rc));
+      return cnnb_error(p->cfg.ctx, CNNB_ENOMEM,
+                        "imagenet: cannot start decoder thread %d of %d: %s", (int)i + 1,
+                        (int)p->cfg.num_threads, strerror(rc));
     p->decoders_started++;
   }
   return CNNB_OK;
@@ -204,8 +209,7 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
   for (int32_t i = 0; i < batch;) {
     slot *s;
     int rc = take(p, &s);
-    if (rc < 0)
-      return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
+    if (rc < 0) return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
     if (rc == 0) {
       /* The slot goes back to the reader below: its message is read before that. */
       int64_t n = atomic_fetch_add(&p->skipped, 1) + 1;
@@ -215,15 +219,16 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
       int64_t shard_examples = p->cfg.stream.layout->examples / p->cfg.stream.num_shards + 1;
       cnnb_status st = CNNB_OK;
       if (++p->failed_in_a_row > shard_examples)
-        st = cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s: %lld examples in a row were "
+        st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
+                        "imagenet: %s: %lld examples in a row were "
                         "unreadable, more than a whole epoch of this shard: no image here "
-                        "can be read (the last: %s)", p->cfg.stream.layout->where,
-                        (long long)p->failed_in_a_row, s->error);
+                        "can be read (the last: %s)",
+                        p->cfg.stream.layout->where, (long long)p->failed_in_a_row, s->error);
       else if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
         st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
                         "imagenet: %lld unreadable examples, more than --max_skipped_examples=%lld "
-                        "allows; the last: %s", (long long)n, (long long)p->cfg.max_skipped,
-                        s->error);
+                        "allows; the last: %s",
+                        (long long)n, (long long)p->cfg.max_skipped, s->error);
       give_back(p, s);
       if (st != CNNB_OK) return st;
       continue;
@@ -239,22 +244,23 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
 
 cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch) {
   if (p->started || p->stream_moved)
-    return cnnb_error(p->cfg.ctx, CNNB_EINVAL, "imagenet: the stream can be skipped only once, "
+    return cnnb_error(p->cfg.ctx, CNNB_EINVAL,
+                      "imagenet: the stream can be skipped only once, "
                       "before its first batch");
   p->stream_moved = true;
   char err[1024];
   if (stream_skip(p->stream, examples, epoch, err, sizeof err) != 0)
-    return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: continuing the stream after %lld "
-                      "examples: %s", (long long)examples, err);
+    return cnnb_error(p->cfg.ctx, CNNB_EDATA,
+                      "imagenet: continuing the stream after %lld "
+                      "examples: %s",
+                      (long long)examples, err);
   /* No thread runs yet: the counters are the seeds' indices, and slot k % ring_slots is
    * as empty as any. */
   p->next_read = p->next_decode = p->next_take = examples;
   return CNNB_OK;
 }
 
-int64_t pipeline_skipped(const pipeline *p) {
-  return atomic_load(&((pipeline *)p)->skipped);
-}
+int64_t pipeline_skipped(const pipeline *p) { return atomic_load(&((pipeline *)p)->skipped); }
 
 void pipeline_destroy(pipeline *p) {
   if (!p) return;

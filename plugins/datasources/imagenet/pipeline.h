@@ -19,12 +19,12 @@
 typedef struct pipeline_config {
   stream_config stream;
   preprocess_config preprocess;
-  int32_t num_threads;        /* decoders */
-  int32_t ring_slots;         /* examples in flight (read, decoding, decoded) */
-  uint64_t seed;              /* of the augmentations */
-  int64_t max_skipped;        /* < 0: no limit */
-  int64_t max_named;          /* bad examples named in warnings; the rest are counted */
-  cnnb_ctx *ctx;              /* the input thread's (the instance's own) */
+  int32_t num_threads; /* decoders */
+  int32_t ring_slots;  /* examples in flight (read, decoding, decoded) */
+  uint64_t seed;       /* of the augmentations */
+  int64_t max_skipped; /* < 0: no limit */
+  int64_t max_named;   /* bad examples named in warnings; the rest are counted */
+  cnnb_ctx *ctx;       /* the input thread's (the instance's own) */
 } pipeline_config;
 
 typedef struct pipeline pipeline;

@@ -23,11 +23,11 @@
 #include "resize.h"
 
 struct preprocess_scratch {
-  rgb_image image;       /* the decoded region */
+  rgb_image image; /* the decoded region */
   resize_taps tx, ty;
-  float *tmp;            /* the horizontal pass */
+  float *tmp; /* the horizontal pass */
   size_t tmp_cap;
-  float *hwc;            /* the resized image, [H, W, 3] on the [0, 255] scale */
+  float *hwc; /* the resized image, [H, W, 3] on the [0, 255] scale */
   size_t hwc_cap;
 };
 
@@ -38,7 +38,9 @@ int resize_method_parse(const char *name) {
   return -1;
 }
 
-preprocess_scratch *preprocess_scratch_create(void) { return calloc(1, sizeof(preprocess_scratch)); }
+preprocess_scratch *preprocess_scratch_create(void) {
+  return calloc(1, sizeof(preprocess_scratch));
+}
 
 void preprocess_scratch_destroy(preprocess_scratch *s) {
   if (!s) return;
@@ -65,7 +67,8 @@ static void with_margin(double core_lo, double core_hi, int margin, int full, in
 static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_t *data,
                size_t size, const image_box *boxes, int num_boxes, uint64_t seed, char *err,
                size_t err_size) {
-  if (!cfg || !s || cfg->height <= 0 || cfg->width <= 0 || (unsigned)cfg->resize > RESIZE_ROUND_ROBIN) {
+  if (!cfg || !s || cfg->height <= 0 || cfg->width <= 0 ||
+      (unsigned)cfg->resize > RESIZE_ROUND_ROBIN) {
     snprintf(err, err_size, "preprocess: bad configuration");
     return -1;
   }
@@ -163,9 +166,9 @@ static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_
   return 0;
 }
 
-int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch,
-                     const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
-                     uint64_t example_seed, float *out, char *err, size_t err_size) {
+int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch, const uint8_t *data,
+                     size_t size, const image_box *boxes, int num_boxes, uint64_t example_seed,
+                     float *out, char *err, size_t err_size) {
   if (run(cfg, scratch, data, size, boxes, num_boxes, example_seed, err, err_size)) return -1;
   const size_t n = (size_t)cfg->width * (size_t)cfg->height;
   for (int c = 0; c < 3; c++) {
@@ -178,9 +181,8 @@ int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch,
 }
 
 int preprocess_image_uint8(const preprocess_config *cfg, preprocess_scratch *scratch,
-                           const uint8_t *data, size_t size, const image_box *boxes,
-                           int num_boxes, uint64_t example_seed, uint8_t *out, char *err,
-                           size_t err_size) {
+                           const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
+                           uint64_t example_seed, uint8_t *out, char *err, size_t err_size) {
   if (run(cfg, scratch, data, size, boxes, num_boxes, example_seed, err, err_size)) return -1;
   const size_t n = (size_t)cfg->width * (size_t)cfg->height * 3;
   const float *src = scratch->hwc;

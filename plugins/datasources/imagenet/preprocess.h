@@ -30,11 +30,11 @@ typedef enum resize_method {
 int resize_method_parse(const char *name);
 
 typedef struct preprocess_config {
-  int height, width;      /* the model's input */
-  int training;           /* 1: the train path; 0: eval */
+  int height, width; /* the model's input */
+  int training;      /* 1: the train path; 0: eval */
   resize_method resize;
-  int distortions;        /* 1: colour jitter (brightness, saturation, hue, contrast) */
-  float mean[3], std[3];  /* per channel, on values scaled to [0, 1] */
+  int distortions;       /* 1: colour jitter (brightness, saturation, hue, contrast) */
+  float mean[3], std[3]; /* per channel, on values scaled to [0, 1] */
 } preprocess_config;
 
 /* Per-thread buffers (decoded crop, resize temporaries); NULL when out of memory. */
@@ -45,17 +45,16 @@ void preprocess_scratch_destroy(preprocess_scratch *scratch);
 /* One encoded image to out [3, height, width] fp32. boxes: the example's bounding boxes
  * (none: the whole image is the object). 0, or -1 with err (not a JPEG, corrupt,
  * truncated). Thread-safe with one scratch per thread. */
-int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch,
-                     const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
-                     uint64_t example_seed, float *out, char *err, size_t err_size);
+int preprocess_image(const preprocess_config *cfg, preprocess_scratch *scratch, const uint8_t *data,
+                     size_t size, const image_box *boxes, int num_boxes, uint64_t example_seed,
+                     float *out, char *err, size_t err_size);
 
 /* The same image before normalization: out [height, width, 3] RGB bytes (for batches that
  * travel as uint8 and are normalized on the device). The float values preprocess_image
  * normalizes are rounded to the nearest byte and clamped to [0, 255]; with distortions on,
  * after them. 0, or -1 with err. (Added to the first interface.) */
 int preprocess_image_uint8(const preprocess_config *cfg, preprocess_scratch *scratch,
-                           const uint8_t *data, size_t size, const image_box *boxes,
-                           int num_boxes, uint64_t example_seed, uint8_t *out, char *err,
-                           size_t err_size);
+                           const uint8_t *data, size_t size, const image_box *boxes, int num_boxes,
+                           uint64_t example_seed, uint8_t *out, char *err, size_t err_size);
 
 #endif

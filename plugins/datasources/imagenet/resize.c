@@ -156,7 +156,8 @@ int resize_rgb(const uint8_t *in, int in_w, int in_h, size_t in_stride, const re
   if (last < first) return 0;
   size_t n = (size_t)tx->n_out * 3;
   if (grow((void **)tmp, tmp_cap, n * (size_t)(last - first + 1), sizeof(float))) return -1;
-  for (int r = first; r <= last; r++) hpass(in + (size_t)r * in_stride, tx, *tmp + (size_t)(r - first) * n);
+  for (int r = first; r <= last; r++)
+    hpass(in + (size_t)r * in_stride, tx, *tmp + (size_t)(r - first) * n);
   switch (ty->taps) {
     case 1: vpass_k(*tmp, n, first, ty, out, 1); break;
     case 2: vpass_k(*tmp, n, first, ty, out, 2); break;

@@ -24,9 +24,9 @@ typedef enum resize_kernel {
 
 /* The taps of one axis; buffers grow and are reused. */
 typedef struct resize_taps {
-  int n_out, taps;      /* output size; K, the taps per output */
-  int *start;           /* [n_out] first input index, start + K <= n_in */
-  float *weight;        /* [n_out * K] */
+  int n_out, taps; /* output size; K, the taps per output */
+  int *start;      /* [n_out] first input index, start + K <= n_in */
+  float *weight;   /* [n_out * K] */
   size_t cap_start, cap_weight;
 } resize_taps;
 

@@ -160,8 +160,8 @@ static tfrecord_result fill(tfrecord_reader *r, size_t need, char *err, size_t e
     while (cap < want) cap *= 2;
     uint8_t *grown = realloc(r->buf, cap);
     if (!grown) {
-      fail(err, err_size, "%s: out of memory for a record of %zu bytes at byte %llu", r->path,
-           need, (unsigned long long)r->buf_offset);
+      fail(err, err_size, "%s: out of memory for a record of %zu bytes at byte %llu", r->path, need,
+           (unsigned long long)r->buf_offset);
       return TFRECORD_IO;
     }
     r->buf = grown;
@@ -312,8 +312,8 @@ int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, siz
 
 int tfrecord_write(tfrecord_writer *w, const void *data, size_t size, char *err, size_t err_size) {
   if ((uint64_t)size > TFRECORD_MAX_LENGTH) {
-    fail(err, err_size, "%s: a record of %zu bytes is larger than readers accept (1 GiB)",
-         w->path, size);
+    fail(err, err_size, "%s: a record of %zu bytes is larger than readers accept (1 GiB)", w->path,
+         size);
     return -1;
   }
   uint8_t header[HEADER], footer[FOOTER];

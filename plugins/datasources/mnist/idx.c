@@ -15,8 +15,8 @@
 
 enum {
   MAGIC_BYTES = 4,
-  FIRST_CHUNK = 1 << 20,  /* the first payload buffer of a stream of unknown size */
-  TRAILING_PROBE = 4096   /* how far past the payload a stream is read to count extra bytes */
+  FIRST_CHUNK = 1 << 20, /* the first payload buffer of a stream of unknown size */
+  TRAILING_PROBE = 4096  /* how far past the payload a stream is read to count extra bytes */
 };
 
 static int fail(int result, char *err, size_t size, const char *fmt, ...)
@@ -73,27 +73,31 @@ static int source_failed(int result, const char *name, char *err, size_t err_siz
 
 /* The magic number: 0 when it is the one of an unsigned-byte IDX file of ndims
  * dimensions, else the fault in err. */
-static int check_magic(const uint8_t *m, int ndims, const char *name, char *err,
-                       size_t err_size) {
+static int check_magic(const uint8_t *m, int ndims, const char *name, char *err, size_t err_size) {
   uint32_t magic = be32(m), want = expected_magic(ndims);
   if (magic == want) return IDX_OK;
   if (m[0] == 0x1f && m[1] == 0x8b)
-    return fail(IDX_BAD_DATA, err, err_size, "%s: bad magic 0x%08x: gzip-compressed (an IDX %s "
-                "file starts with 0x%08x): name it .gz to have it gunzipped", name, magic,
-                kind_name(ndims), want);
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: bad magic 0x%08x: gzip-compressed (an IDX %s "
+                "file starts with 0x%08x): name it .gz to have it gunzipped",
+                name, magic, kind_name(ndims), want);
   if (m[0] != 0 || m[1] != 0)
-    return fail(IDX_BAD_DATA, err, err_size, "%s: bad magic 0x%08x: not an IDX file (an IDX %s "
-                "file starts with 0x%08x)", name, magic, kind_name(ndims), want);
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: bad magic 0x%08x: not an IDX file (an IDX %s "
+                "file starts with 0x%08x)",
+                name, magic, kind_name(ndims), want);
   if (m[2] != IDX_TYPE_UBYTE)
-    return fail(IDX_BAD_DATA, err, err_size, "%s: bad magic 0x%08x: IDX values of type 0x%02x, "
-                "not unsigned bytes (0x08; an IDX %s file starts with 0x%08x)", name, magic,
-                m[2], kind_name(ndims), want);
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: bad magic 0x%08x: IDX values of type 0x%02x, "
+                "not unsigned bytes (0x08; an IDX %s file starts with 0x%08x)",
+                name, magic, m[2], kind_name(ndims), want);
   const char *hint = m[3] == 1 && ndims == 3   ? " (a labels file in place of the images?)"
                      : m[3] == 3 && ndims == 1 ? " (an images file in place of the labels?)"
                                                : "";
-  return fail(IDX_BAD_DATA, err, err_size, "%s: wrong number of dimensions: %u, where an IDX %s "
-              "file has %d (magic 0x%08x, expected 0x%08x)%s", name, m[3], kind_name(ndims),
-              ndims, magic, want, hint);
+  return fail(IDX_BAD_DATA, err, err_size,
+              "%s: wrong number of dimensions: %u, where an IDX %s "
+              "file has %d (magic 0x%08x, expected 0x%08x)%s",
+              name, m[3], kind_name(ndims), ndims, magic, want, hint);
 }
 
 void idx_data_free(idx_data *d) {
@@ -133,42 +137,49 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   int rc = read_full(src, header, MAGIC_BYTES, &got, err, err_size);
   if (rc != IDX_OK) return source_failed(rc, name, err, err_size);
   if (got < MAGIC_BYTES)
-    return fail(IDX_BAD_DATA, err, err_size, "%s: truncated: %zu bytes%s, shorter than the "
-                "4-byte IDX magic number", name, got, counted);
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: truncated: %zu bytes%s, shorter than the "
+                "4-byte IDX magic number",
+                name, got, counted);
   if ((rc = check_magic(header, ndims, name, err, err_size)) != IDX_OK) return rc;
   rc = read_full(src, header + MAGIC_BYTES, header_size - MAGIC_BYTES, &got, err, err_size);
   if (rc != IDX_OK) return source_failed(rc, name, err, err_size);
   if (MAGIC_BYTES + got < header_size)
-    return fail(IDX_BAD_DATA, err, err_size, "%s: truncated: %zu bytes%s, shorter than the "
-                "%zu-byte header of an IDX %s file", name, MAGIC_BYTES + got, counted,
-                header_size, kind_name(ndims));
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: truncated: %zu bytes%s, shorter than the "
+                "%zu-byte header of an IDX %s file",
+                name, MAGIC_BYTES + got, counted, header_size, kind_name(ndims));
 
   idx_data d = {.ndims = ndims, .bytes = 1};
   char dims[64];
   for (int i = 0; i < ndims; i++) d.dims[i] = be32(header + MAGIC_BYTES + 4 * i);
   for (int i = 0; i < ndims; i++) {
     if (d.dims[i] == 0)
-      return fail(IDX_BAD_DATA, err, err_size, "%s: dimensions %s: dimension %d is 0, so the "
-                  "file holds no %s", name, dims_text(&d, dims, sizeof dims), i + 1,
-                  kind_name(ndims));
+      return fail(IDX_BAD_DATA, err, err_size,
+                  "%s: dimensions %s: dimension %d is 0, so the "
+                  "file holds no %s",
+                  name, dims_text(&d, dims, sizeof dims), i + 1, kind_name(ndims));
     d.bytes *= d.dims[i];
     if (d.bytes > IDX_MAX_PAYLOAD) /* checked as it grows: 3 uint32s overflow 64 bits */
-      return fail(IDX_BAD_DATA, err, err_size, "%s: dimensions %s claim more than the %llu "
-                  "bytes this reader takes (2 GiB): a corrupt header", name,
-                  dims_text(&d, dims, sizeof dims), (unsigned long long)IDX_MAX_PAYLOAD);
+      return fail(IDX_BAD_DATA, err, err_size,
+                  "%s: dimensions %s claim more than the %llu "
+                  "bytes this reader takes (2 GiB): a corrupt header",
+                  name, dims_text(&d, dims, sizeof dims), (unsigned long long)IDX_MAX_PAYLOAD);
   }
   uint64_t total = header_size + d.bytes;
   dims_text(&d, dims, sizeof dims);
   /* A plain file: its size against the header's before anything is allocated. */
   if (src->size >= 0 && (uint64_t)src->size != total) {
     if ((uint64_t)src->size < total)
-      return fail(IDX_BAD_DATA, err, err_size, "%s: truncated: its dimensions %s need %llu bytes "
-                  "(%zu of header, %llu of %s), and it holds %lld", name, dims,
-                  (unsigned long long)total, header_size, (unsigned long long)d.bytes,
+      return fail(IDX_BAD_DATA, err, err_size,
+                  "%s: truncated: its dimensions %s need %llu bytes "
+                  "(%zu of header, %llu of %s), and it holds %lld",
+                  name, dims, (unsigned long long)total, header_size, (unsigned long long)d.bytes,
                   kind_name(ndims), (long long)src->size);
-    return fail(IDX_BAD_DATA, err, err_size, "%s: trailing bytes: its dimensions %s account for "
-                "%llu bytes, and it holds %lld, %llu more", name, dims,
-                (unsigned long long)total, (long long)src->size,
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: trailing bytes: its dimensions %s account for "
+                "%llu bytes, and it holds %lld, %llu more",
+                name, dims, (unsigned long long)total, (long long)src->size,
                 (unsigned long long)((uint64_t)src->size - total));
   }
 
@@ -189,9 +200,11 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   }
   if (got < d.bytes) {
     idx_data_free(&d);
-    return fail(IDX_BAD_DATA, err, err_size, "%s: truncated%s: its dimensions %s need %llu "
-                "bytes, and the data ends after %llu", name, counted, dims,
-                (unsigned long long)total, (unsigned long long)(header_size + got));
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: truncated%s: its dimensions %s need %llu "
+                "bytes, and the data ends after %llu",
+                name, counted, dims, (unsigned long long)total,
+                (unsigned long long)(header_size + got));
   }
   /* Nothing may follow the payload (a plain file that grew while it was read, or a
    * stream's content, whose size was not known). */
@@ -203,9 +216,11 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   }
   if (got > 0) {
     idx_data_free(&d);
-    return fail(IDX_BAD_DATA, err, err_size, "%s: trailing bytes%s: its dimensions %s account "
-                "for %llu bytes, and %s%zu more follow", name, counted, dims,
-                (unsigned long long)total, got == sizeof probe ? "at least " : "", got);
+    return fail(IDX_BAD_DATA, err, err_size,
+                "%s: trailing bytes%s: its dimensions %s account "
+                "for %llu bytes, and %s%zu more follow",
+                name, counted, dims, (unsigned long long)total,
+                got == sizeof probe ? "at least " : "", got);
   }
   *out = d;
   return IDX_OK;

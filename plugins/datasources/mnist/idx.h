@@ -33,8 +33,8 @@ enum {
 
 /* A file's values, as read. */
 typedef struct idx_data {
-  uint8_t *values;            /* [dims[0]][dims[1]]...: the payload, malloc'ed */
-  uint64_t bytes;             /* the payload's size: the product of the dimensions */
+  uint8_t *values; /* [dims[0]][dims[1]]...: the payload, malloc'ed */
+  uint64_t bytes;  /* the payload's size: the product of the dimensions */
   uint32_t dims[IDX_MAX_DIMS];
   int ndims;
 } idx_data;

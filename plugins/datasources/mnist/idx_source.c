@@ -48,15 +48,13 @@ static int64_t memory_read(idx_source *src, uint8_t *buf, size_t n, char *err, s
   return (int64_t)n;
 }
 
-static void memory_close(idx_source *src) {
-  free(src);
-}
+static void memory_close(idx_source *src) { free(src); }
 
 idx_source *idx_source_memory(const uint8_t *data, size_t size) {
   memory_source *m = calloc(1, sizeof *m);
   if (!m) return NULL;
-  m->base = (idx_source){.read = memory_read, .close = memory_close, .size = (int64_t)size,
-                         .counted = ""};
+  m->base = (idx_source){
+      .read = memory_read, .close = memory_close, .size = (int64_t)size, .counted = ""};
   m->data = data;
   m->size = size;
   return &m->base;
@@ -112,10 +110,10 @@ typedef struct gunzip_source {
   idx_source base;
   idx_source *inner;
   z_stream z;
-  int64_t fed;          /* compressed bytes handed to zlib so far */
-  int inner_ended;      /* the inner source said 0: no more compressed bytes */
-  int between_members;  /* the last member ended; more bytes would start another */
-  int done;             /* the last member ended with the input */
+  int64_t fed;         /* compressed bytes handed to zlib so far */
+  int inner_ended;     /* the inner source said 0: no more compressed bytes */
+  int between_members; /* the last member ended; more bytes would start another */
+  int done;            /* the last member ended with the input */
   uint8_t in[GUNZIP_CHUNK];
 } gunzip_source;
 
@@ -154,7 +152,8 @@ static int64_t gunzip_read(idx_source *src, uint8_t *buf, size_t n, char *err, s
     if (g->z.avail_in == 0 && g->inner_ended)
       return fail(IDX_BAD_DATA, err, err_size,
                   "truncated gzip stream: the compressed data ends after %lld bytes, inside a "
-                  "member (before its CRC and length trailer)", (long long)g->fed);
+                  "member (before its CRC and length trailer)",
+                  (long long)g->fed);
     int rc = inflate(&g->z, Z_NO_FLUSH);
     if (rc == Z_STREAM_END) {
       g->between_members = 1;
@@ -185,36 +184,29 @@ idx_source *idx_source_gunzip(idx_source *inner, int *result, char *err, size_t 
     *result = (int)fail(IDX_NO_MEMORY, err, err_size, "out of memory for a gzip stream");
     return NULL;
   }
-  g->base = (idx_source){.read = gunzip_read, .close = gunzip_close, .size = -1,
-                         .counted = " after gunzip"};
+  g->base = (idx_source){
+      .read = gunzip_read, .close = gunzip_close, .size = -1, .counted = " after gunzip"};
   g->inner = inner;
   return &g->base;
 }
 
-int idx_source_has_gunzip(void) {
-  return 1;
-}
+int idx_source_has_gunzip(void) { return 1; }
 
-const char *idx_source_zlib_version(void) {
-  return zlibVersion();
-}
+const char *idx_source_zlib_version(void) { return zlibVersion(); }
 
 #else /* no zlib */
 
 idx_source *idx_source_gunzip(idx_source *inner, int *result, char *err, size_t err_size) {
   idx_source_close(inner);
-  *result = (int)fail(IDX_UNSUPPORTED, err, err_size,
-       "gzip-compressed, and this build of the mnist datasource has no zlib: install zlib "
-       "(Debian: apt-get install zlib1g-dev) and rebuild, or gunzip the file beside it");
+  *result =
+      (int)fail(IDX_UNSUPPORTED, err, err_size,
+                "gzip-compressed, and this build of the mnist datasource has no zlib: install zlib "
+                "(Debian: apt-get install zlib1g-dev) and rebuild, or gunzip the file beside it");
   return NULL;
 }
 
-int idx_source_has_gunzip(void) {
-  return 0;
-}
+int idx_source_has_gunzip(void) { return 0; }
 
-const char *idx_source_zlib_version(void) {
-  return "";
-}
+const char *idx_source_zlib_version(void) { return ""; }
 
 #endif

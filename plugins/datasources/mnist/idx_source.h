@@ -14,8 +14,7 @@
 
 /* Results shared by the sources and the reader (idx.h). IDX_UNSUPPORTED: a .gz file in a
  * build without zlib. */
-enum { IDX_OK = 0, IDX_BAD_DATA = -1, IDX_IO_ERROR = -2, IDX_NO_MEMORY = -3,
-       IDX_UNSUPPORTED = -4 };
+enum { IDX_OK = 0, IDX_BAD_DATA = -1, IDX_IO_ERROR = -2, IDX_NO_MEMORY = -3, IDX_UNSUPPORTED = -4 };
 
 typedef struct idx_source idx_source;
 struct idx_source {

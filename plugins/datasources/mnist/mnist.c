@@ -59,8 +59,7 @@ static cnnb_status status_of(int idx_result) {
 }
 
 /* The split of `paths`, loaded by the first instance that asks; NULL with *status and err. */
-static loaded *acquire(const mnist_paths *paths, cnnb_status *status, char *err,
-                       size_t err_size) {
+static loaded *acquire(const mnist_paths *paths, cnnb_status *status, char *err, size_t err_size) {
   pthread_mutex_lock(&loaded_lock);
   loaded *l = loaded_list;
   while (l && strcmp(l->images_path, paths->images) != 0) l = l->next;
@@ -124,11 +123,11 @@ typedef struct mnist {
   cnnb_ctx *ctx;
   loaded *data;
   mnist_order order;
-  augment_mode augment;   /* AUGMENT_NONE for evaluation */
+  augment_mode augment; /* AUGMENT_NONE for evaluation */
   int32_t batch, height, width;
-  size_t pixels;          /* height * width: one example's bytes */
+  size_t pixels; /* height * width: one example's bytes */
   uint64_t seed;
-  uint8_t *image;         /* one rendered example (the float path) */
+  uint8_t *image; /* one rendered example (the float path) */
 } mnist;
 
 /* cfg->dataset is ABI 1.3: a config too short to carry it names no dataset. */
@@ -146,19 +145,24 @@ static const char *dataset_name(uint32_t kind) {
 /* What the run asks of the data that an MNIST-layout set cannot give, as an error in ctx. */
 static cnnb_status check_config(cnnb_ctx *ctx, const cnnb_datasource_config *cfg) {
   if (config_dataset(cfg) != CNNB_DATASET_MNIST)
-    return cnnb_error(ctx, CNNB_EINVAL, "mnist: reads MNIST-layout IDX files only, and the run "
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "mnist: reads MNIST-layout IDX files only, and the run "
                       "names --data_name=%s: give --data_name=mnist",
                       dataset_name(config_dataset(cfg)));
   if (cfg->channels != 1)
-    return cnnb_error(ctx, CNNB_EINVAL, "mnist: its images have 1 channel (grayscale), and the "
-                      "model asks for %d: pick a model built for 1-channel input", cfg->channels);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "mnist: its images have 1 channel (grayscale), and the "
+                      "model asks for %d: pick a model built for 1-channel input",
+                      cfg->channels);
   if (cfg->height < MNIST_SIDE || cfg->width < MNIST_SIDE)
-    return cnnb_error(ctx, CNNB_EINVAL, "mnist: its images are 28x28, and the model asks for "
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "mnist: its images are 28x28, and the model asks for "
                       "%dx%d: give --image_size=28 or larger (a larger size pads the images "
-                      "with background; they are never cropped or resized)", cfg->height,
-                      cfg->width);
+                      "with background; they are never cropped or resized)",
+                      cfg->height, cfg->width);
   if (cfg->batch_size < 1)
-    return cnnb_error(ctx, CNNB_EINVAL, "mnist: batch size %d; must be at least 1", cfg->batch_size);
+    return cnnb_error(ctx, CNNB_EINVAL, "mnist: batch size %d; must be at least 1",
+                      cfg->batch_size);
   if (cfg->world_size < 1 || cfg->rank < 0 || cfg->rank >= cfg->world_size)
     return cnnb_error(ctx, CNNB_EINVAL, "mnist: shard %d of %d does not exist", cfg->rank,
                       cfg->world_size);
@@ -205,7 +209,8 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
   }
   const mnist_set *set = &s->data->set;
   if (set->max_label >= cfg->num_classes) {
-    cnnb_status bad = cnnb_error(ctx, CNNB_EDATA, "mnist: %s: example %lld has label %u, not below "
+    cnnb_status bad = cnnb_error(ctx, CNNB_EDATA,
+                                 "mnist: %s: example %lld has label %u, not below "
                                  "the run's %d classes: give --num_classes of at least %u",
                                  set->labels_path, (long long)set->max_label_at,
                                  (unsigned)set->max_label, cfg->num_classes,
@@ -216,9 +221,10 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
   const int64_t count = set->count; /* set goes with s on the error paths below */
   if (count < cfg->world_size) {
     mnist_destroy(s);
-    return cnnb_error(ctx, CNNB_EINVAL, "mnist: %s holds %lld examples, fewer than the %d shards "
-                      "(replicas x processes) that would share them", paths.images,
-                      (long long)count, cfg->world_size);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "mnist: %s holds %lld examples, fewer than the %d shards "
+                      "(replicas x processes) that would share them",
+                      paths.images, (long long)count, cfg->world_size);
   }
   if (mnist_order_init(&s->order, count, cfg->rank, cfg->world_size, cfg->seed,
                        cfg->training != 0) != 0) {
@@ -231,12 +237,16 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
   const cnnb_dataset_info *info = cnnb_dataset_lookup(CNNB_DATASET_MNIST);
   int64_t expected = info ? (cfg->training ? info->train_examples : info->eval_examples) : 0;
   if (cfg->rank == 0 && expected > 0 && set->count != expected)
-    cnnb_log(ctx, CNNB_LOG_WARN, "%s holds %lld %s examples where MNIST has %lld: an epoch here "
-             "is %lld examples", paths.images, (long long)set->count,
-             cfg->training ? "training" : "test", (long long)expected, (long long)set->count);
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "%s holds %lld %s examples where MNIST has %lld: an epoch here "
+             "is %lld examples",
+             paths.images, (long long)set->count, cfg->training ? "training" : "test",
+             (long long)expected, (long long)set->count);
   if (cfg->rank == 0 && (cfg->height != MNIST_SIDE || cfg->width != MNIST_SIDE))
-    cnnb_log(ctx, CNNB_LOG_INFO, "the 28x28 images are padded with background to the model's "
-             "%dx%d", cfg->height, cfg->width);
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "the 28x28 images are padded with background to the model's "
+             "%dx%d",
+             cfg->height, cfg->width);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shard %d of %d: %lld %s examples from %s and %s%s", cfg->rank,
            cfg->world_size, (long long)set->count, cfg->training ? "training" : "test",
            paths.images, paths.labels,
@@ -271,7 +281,8 @@ static cnnb_status mnist_next_batch(void *datasource, float *images, int32_t *la
 
 static cnnb_status mnist_next_batch_uint8(void *datasource, uint8_t *images, int32_t *labels) {
   mnist *s = datasource;
-  for (int32_t b = 0; b < s->batch; b++) next_example(s, images + (size_t)b * s->pixels, &labels[b]);
+  for (int32_t b = 0; b < s->batch; b++)
+    next_example(s, images + (size_t)b * s->pixels, &labels[b]);
   return CNNB_OK;
 }
 
@@ -316,9 +327,10 @@ static cnnb_status mnist_skip_batches(void *datasource, int64_t batches) {
                       (long long)batches, (int)s->batch);
   mnist_order_skip(&s->order, batches * s->batch);
   if (batches > 0)
-    cnnb_log(s->ctx, CNNB_LOG_INFO, "the stream continues after %lld batches (%lld examples), in "
-             "epoch %lld (counted from 0)", (long long)batches, (long long)(batches * s->batch),
-             (long long)s->order.epoch);
+    cnnb_log(s->ctx, CNNB_LOG_INFO,
+             "the stream continues after %lld batches (%lld examples), in "
+             "epoch %lld (counted from 0)",
+             (long long)batches, (long long)(batches * s->batch), (long long)s->order.epoch);
   return CNNB_OK;
 }
 

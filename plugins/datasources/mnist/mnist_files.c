@@ -51,8 +51,8 @@ static int find_one(const char *dir, const char *name, char *out, size_t size) {
 
 /* Both files of the split in dir: 1 with paths filled; else 0 with the missing names
  * listed in missing. */
-static int find_in(const char *dir, const char *const files[2], mnist_paths *paths,
-                   char *missing, size_t size) {
+static int find_in(const char *dir, const char *const files[2], mnist_paths *paths, char *missing,
+                   size_t size) {
   int found = 0;
   size_t len = 0;
   missing[0] = '\0';
@@ -80,8 +80,10 @@ int mnist_find_files(const char *data_dir, int training, mnist_paths *paths, cha
     return fail(-1, err, err_size, "--data_dir=%s: %s (looked for the IDX files %s)", data_dir,
                 strerror(errno), wanted);
   if (!S_ISDIR(st.st_mode))
-    return fail(-1, err, err_size, "--data_dir=%s is not a directory (looked for the IDX files "
-                "%s in it)", data_dir, wanted);
+    return fail(-1, err, err_size,
+                "--data_dir=%s is not a directory (looked for the IDX files "
+                "%s in it)",
+                data_dir, wanted);
   char missing_top[128], missing_sub[128], sub[4096];
   if (find_in(data_dir, files, paths, missing_top, sizeof missing_top)) return 0;
   snprintf(sub, sizeof sub, "%s/%s", data_dir, SUBFOLDER);
@@ -89,9 +91,9 @@ int mnist_find_files(const char *data_dir, int training, mnist_paths *paths, cha
   if (sub_exists && find_in(sub, files, paths, missing_sub, sizeof missing_sub)) return 0;
   return fail(-1, err, err_size,
               "--data_dir=%s holds no MNIST-layout %s split: looked for %s in %s, missing %s, "
-              "and in %s, %s%s", data_dir, training ? "training" : "test", wanted, data_dir,
-              missing_top, sub, sub_exists ? "missing " : "no such directory",
-              sub_exists ? missing_sub : "");
+              "and in %s, %s%s",
+              data_dir, training ? "training" : "test", wanted, data_dir, missing_top, sub,
+              sub_exists ? "missing " : "no such directory", sub_exists ? missing_sub : "");
 }
 
 static int ends_with(const char *s, const char *tail) {
@@ -134,9 +136,10 @@ int mnist_load(const mnist_paths *paths, mnist_set *set, char *err, size_t err_s
     return rc;
   }
   if (labels.dims[0] != images.dims[0]) {
-    fail(IDX_BAD_DATA, err, err_size, "%s holds %u labels and %s %u images: the two files of a "
-         "split have one label per image", paths->labels, labels.dims[0], paths->images,
-         images.dims[0]);
+    fail(IDX_BAD_DATA, err, err_size,
+         "%s holds %u labels and %s %u images: the two files of a "
+         "split have one label per image",
+         paths->labels, labels.dims[0], paths->images, images.dims[0]);
     idx_data_free(&images);
     idx_data_free(&labels);
     return IDX_BAD_DATA;

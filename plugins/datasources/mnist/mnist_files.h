@@ -32,11 +32,11 @@ typedef struct mnist_paths {
 
 /* The examples of one split, in file order. */
 typedef struct mnist_set {
-  uint8_t *pixels;     /* [count][28][28] as stored: row-major, 0 background */
-  uint8_t *labels;     /* [count] */
+  uint8_t *pixels; /* [count][28][28] as stored: row-major, 0 background */
+  uint8_t *labels; /* [count] */
   int64_t count;
-  uint8_t max_label;   /* the largest label, of example max_label_at (checked per run
-                          against its number of classes) */
+  uint8_t max_label; /* the largest label, of example max_label_at (checked per run
+                        against its number of classes) */
   int64_t max_label_at;
   char labels_path[4096];
 } mnist_set;

@@ -29,8 +29,8 @@ enum { MNIST_AUGMENT_PAD = 4 };
 /* src [28][28] as stored -> out [height][width] (height, width >= 28), the image placed
  * as above; aug NULL: unchanged (evaluation, or --mnist_augment=none); aug->flip is
  * applied as given (the caller clears it when flips are off). */
-void mnist_image_render(const uint8_t *src, const mnist_augment *aug, int32_t height,
-                        int32_t width, uint8_t *out);
+void mnist_image_render(const uint8_t *src, const mnist_augment *aug, int32_t height, int32_t width,
+                        uint8_t *out);
 /* n pixels -> n floats, each (float)v * MNIST_SCALE + MNIST_OFFSET. */
 void mnist_image_normalize(const uint8_t *pixels, size_t n, float *out);
 

@@ -30,8 +30,12 @@ static void draw_permutation(mnist_order *o) {
 
 int mnist_order_init(mnist_order *o, int64_t count, int32_t rank, int32_t world, uint64_t seed,
                      int shuffle) {
-  *o = (mnist_order){.count = count, .rank = rank, .world = world, .seed = seed,
-                     .shuffle = shuffle, .position = rank};
+  *o = (mnist_order){.count = count,
+                     .rank = rank,
+                     .world = world,
+                     .seed = seed,
+                     .shuffle = shuffle,
+                     .position = rank};
   if (shuffle) {
     o->perm = malloc((size_t)count * sizeof *o->perm);
     if (!o->perm) return -1;
@@ -74,6 +78,6 @@ void mnist_order_skip(mnist_order *o, int64_t examples) {
 mnist_augment mnist_order_augment(uint64_t seed, int64_t epoch, int64_t example) {
   uint64_t state = mix(seed ^ 0x3A1575ull) ^ mix(((uint64_t)epoch << 32) ^ (uint64_t)example);
   uint64_t r = next_random(&state);
-  return (mnist_augment){.dx = (int32_t)(r % 9), .dy = (int32_t)((r >> 16) % 9),
-                         .flip = (int32_t)((r >> 40) & 1)};
+  return (mnist_augment){
+      .dx = (int32_t)(r % 9), .dy = (int32_t)((r >> 16) % 9), .flip = (int32_t)((r >> 40) & 1)};
 }

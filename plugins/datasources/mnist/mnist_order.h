@@ -14,13 +14,13 @@
 #include <stdint.h>
 
 typedef struct mnist_order {
-  int64_t count;      /* examples in the split */
+  int64_t count; /* examples in the split */
   int32_t rank, world;
   uint64_t seed;
   int shuffle;
-  uint32_t *perm;     /* [count] this epoch's order (shuffle only) */
+  uint32_t *perm; /* [count] this epoch's order (shuffle only) */
   int64_t epoch;
-  int64_t position;   /* the next position of the epoch's order this shard reads */
+  int64_t position; /* the next position of the epoch's order this shard reads */
 } mnist_order;
 
 /* 0, or -1 when out of memory. Needs 0 <= rank < world <= count <= UINT32_MAX. */
@@ -38,8 +38,8 @@ void mnist_order_skip(mnist_order *o, int64_t examples);
  * 0..8 in each direction), and, when flips are on, a left-right flip with probability
  * 1/2: torchvision's RandomCrop(28, padding=4) and RandomHorizontalFlip(). */
 typedef struct mnist_augment {
-  int32_t dx, dy;     /* the crop's corner in the padded image, 0..8 */
-  int32_t flip;       /* 1: mirror left-right */
+  int32_t dx, dy; /* the crop's corner in the padded image, 0..8 */
+  int32_t flip;   /* 1: mirror left-right */
 } mnist_augment;
 mnist_augment mnist_order_augment(uint64_t seed, int64_t epoch, int64_t example);
 

@@ -57,7 +57,8 @@ static cnnb_status synthetic_create(cnnb_ctx *ctx, const char *name,
   }
   /* cfg->dataset and cnnb_dataset_lookup() are ABI 1.3: this plugin needs a 1.3 host. */
   const cnnb_dataset_info *dataset = cnnb_dataset_lookup(cfg->dataset);
-  if (dataset) s->examples_per_epoch = cfg->training ? dataset->train_examples : dataset->eval_examples;
+  if (dataset)
+    s->examples_per_epoch = cfg->training ? dataset->train_examples : dataset->eval_examples;
   uint64_t state = cfg->seed * 1000003ull + (uint64_t)cfg->rank;
   for (size_t i = 0; i < s->image_count; i++) s->images[i] = 2.0f * uniform01(&state) - 1.0f;
   /* tf_cnn_benchmarks draws labels in [0, num_classes - 1). */

@@ -29,10 +29,10 @@ typedef struct cpu_node cpu_node;
 struct cpu_plan {
   cpu_plan *next;
   const cnnb_graph *g;
-  uint64_t fingerprint;      /* ops and shapes: a graph freed and another at the same address differ */
+  uint64_t fingerprint; /* ops and shapes: a graph freed and another at the same address differ */
   int32_t num_nodes;
-  dnnl_memory_desc_t *md;    /* per tensor: the layout of its activation and its gradient */
-  struct cpu_host_io *io;    /* per tensor, made on first tensor_from/to_host */
+  dnnl_memory_desc_t *md; /* per tensor: the layout of its activation and its gradient */
+  struct cpu_host_io *io; /* per tensor, made on first tensor_from/to_host */
 };
 
 /* The OpenMP runtime's entry points, from the libgomp that libdnnl loaded (threads.c);
@@ -50,16 +50,16 @@ struct cpu_device {
   int32_t threads;
   dnnl_engine_t engine;
   dnnl_stream_t stream;
-  dnnl_data_type_t act_dt;   /* activations and compute: f32 or bf16 */
-  dnnl_primitive_attr_t attr;/* user scratchpad: one buffer for every primitive */
+  dnnl_data_type_t act_dt;    /* activations and compute: f32 or bf16 */
+  dnnl_primitive_attr_t attr; /* user scratchpad: one buffer for every primitive */
   void *scratch;
   size_t scratch_bytes;
   dnnl_memory_t scratch_mem;
   cpu_plan *plans;
-  void *room;                /* address space kept for oneDNN (util.c, cpu_room_open) */
-  dnnl_primitive_t *unrun;   /* primitives not yet executed (a set; util.c) */
+  void *room;              /* address space kept for oneDNN (util.c, cpu_room_open) */
+  dnnl_primitive_t *unrun; /* primitives not yet executed (a set; util.c) */
   size_t unrun_cap, unrun_count;
-  void *transient[2];        /* buffers that live within one kernel call (cpu_transient) */
+  void *transient[2]; /* buffers that live within one kernel call (cpu_transient) */
   size_t transient_bytes[2];
   uint64_t reorders_planned; /* per-step layout conversions prepared (weights and activations) */
   uint64_t reorders_run;     /* conversions executed since create */
@@ -85,7 +85,7 @@ struct cpu_node {
 typedef struct cpu_xform {
   dnnl_primitive_t prim;
   dnnl_memory_t src, dst;
-  size_t bytes;              /* of dst */
+  size_t bytes; /* of dst */
 } cpu_xform;
 
 /* Host <-> device conversion of one tensor (logical NCHW fp32, or int32 labels). */
@@ -111,8 +111,8 @@ cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const ch
 cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what);
 void cpu_room_close(cpu_device *d);
 void cpu_room_free(cpu_device *d);
-#define CPU_TRY(st, d, call, node, what) \
-  do { \
+#define CPU_TRY(st, d, call, node, what)                                       \
+  do {                                                                         \
     if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \
   } while (0)
 
@@ -129,7 +129,8 @@ cnnb_status cpu_pd_try(cpu_device *d, dnnl_primitive_desc_t *pd, const void *op_
 cnnb_status cpu_prim_create(cpu_device *d, dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd,
                             const cnnb_node *node, const char *what);
 /* Grows the shared scratchpad to cover `pd`'s (prepare time, never per step). */
-cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, const cnnb_node *node);
+cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd,
+                                const cnnb_node *node);
 /* Runs `prim` with `args` (the scratchpad is added here) and waits for it. */
 cnnb_status cpu_exec(cpu_device *d, dnnl_primitive_t prim, int nargs, const dnnl_exec_arg_t *args,
                      const cnnb_node *node, const char *what);
@@ -174,18 +175,18 @@ static inline int cpu_xform_needed(const cpu_xform *x) { return x->prim != NULL;
 /* Prepared weights: the arena's plain fp32 kernel converted into the kernel's preferred
  * layout and type (or used in place when they agree), and the way back for gradients. */
 typedef struct cpu_weights {
-  cpu_xform to_compute;   /* arena plain f32 -> compute md */
-  void *compute_buf;      /* NULL when the arena is used in place */
-  cpu_xform to_arena;     /* diff in the bwd-weights md (f32) -> arena plain f32 */
-  void *diff_buf;         /* NULL when written into the gradient arena directly */
+  cpu_xform to_compute; /* arena plain f32 -> compute md */
+  void *compute_buf;    /* NULL when the arena is used in place */
+  cpu_xform to_arena;   /* diff in the bwd-weights md (f32) -> arena plain f32 */
+  void *diff_buf;       /* NULL when written into the gradient arena directly */
 } cpu_weights;
 cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
                                  const dnnl_memory_desc_t *compute, const cnnb_node *node);
 cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
                                  const dnnl_memory_desc_t *diff, const cnnb_node *node);
 /* The buffer to give the kernel as weights this step (converting when needed). */
-cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena,
-                                const void **out, const cnnb_node *node);
+cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena, const void **out,
+                                const cnnb_node *node);
 void cpu_weights_fini(cpu_weights *w);
 
 /* bf16 <-> f32, round to nearest even (NaN stays NaN). */
@@ -262,8 +263,8 @@ cnnb_status cpu_layout_conv(cpu_device *d, const cnnb_graph *g, const cpu_plan *
                             dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_pool(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
                             dnnl_memory_desc_t *out);
-cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
-                              int32_t index, dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                              dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
                            dnnl_memory_desc_t *out);
 
@@ -273,8 +274,8 @@ cnnb_status cpu_prepare_source(cpu_device *d, const cnnb_graph *g, cpu_plan *p, 
                                cpu_node **out); /* input, labels: nothing to do */
 cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out);
-cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
-                                   int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                   cpu_node **out);
 cnnb_status cpu_prepare_pool(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out);
 cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
@@ -299,8 +300,8 @@ cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
 cnnb_status cpu_concat_pd(cpu_device *d, const cnnb_node *n, int32_t count,
                           const dnnl_memory_desc_t *srcs, const dnnl_memory_desc_t *dst,
                           dnnl_primitive_desc_t *pd, int quiet);
-cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
-                                     int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                     cpu_node **out);
 cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out);
 
@@ -309,7 +310,7 @@ cnnb_status cpu_prepare_reshape(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
 /* One graph op the device runs: its output's layout rule and its prepare. supports_op,
  * the layout plan and prepare all look ops up here, so they cannot disagree. */
 typedef struct cpu_op {
-  uint32_t op;               /* cnnb_op */
+  uint32_t op; /* cnnb_op */
   cpu_layout_fn layout;
   cpu_prepare_fn prepare;
 } cpu_op;
@@ -323,13 +324,13 @@ const cpu_op *cpu_op_find(uint32_t op);
 typedef struct cpu_fused_relu {
   dnnl_primitive_t bwd;
   dnnl_memory_t dst, diff_dst, diff_src;
-  char name[64];             /* "<what> backward", for run-time messages */
+  char name[64]; /* "<what> backward", for run-time messages */
 } cpu_fused_relu;
 cnnb_status cpu_fused_relu_attr(cpu_device *d, const cnnb_node *n, dnnl_primitive_attr_t *attr);
 cnnb_status cpu_fused_relu_prepare(cpu_device *d, cpu_fused_relu *r, const dnnl_memory_desc_t *md,
                                    const cnnb_node *node, const char *what);
-cnnb_status cpu_fused_relu_backward(cpu_device *d, cpu_fused_relu *r, const void *y,
-                                    const void *dy, void *dx, const cnnb_node *node);
+cnnb_status cpu_fused_relu_backward(cpu_device *d, cpu_fused_relu *r, const void *y, const void *dy,
+                                    void *dx, const cnnb_node *node);
 void cpu_fused_relu_fini(cpu_fused_relu *r);
 
 /* dst += src elementwise over a buffer of `md` (f32 or bf16). */

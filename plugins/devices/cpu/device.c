@@ -16,8 +16,10 @@
 #include "cpu_device.h"
 
 static const char *precision_name(uint32_t p) {
-  return p == CNNB_PRECISION_FP32 ? "fp32" : p == CNNB_PRECISION_BF16 ? "bf16"
-                                         : p == CNNB_PRECISION_FP16 ? "fp16" : "unknown";
+  return p == CNNB_PRECISION_FP32   ? "fp32"
+         : p == CNNB_PRECISION_BF16 ? "bf16"
+         : p == CNNB_PRECISION_FP16 ? "fp16"
+                                    : "unknown";
 }
 
 static int isa_has(dnnl_cpu_isa_t have, dnnl_cpu_isa_t want) {
@@ -74,7 +76,8 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
                       "offers %s; it supports fp32",
                       isa_name(isa));
   if (precision != CNNB_PRECISION_FP32 && precision != CNNB_PRECISION_BF16)
-    return cnnb_error(ctx, CNNB_EINVAL, "cpu: unknown precision %u; it supports %s", precision, can);
+    return cnnb_error(ctx, CNNB_EINVAL, "cpu: unknown precision %u; it supports %s", precision,
+                      can);
   /* Several replicas (--num_gpus=N on the cpu device) are several instances sharing the
    * cores; the run loop steps them one after another, which is what lets a strategy be
    * tested on a machine without accelerators. */
@@ -94,7 +97,8 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   if (d->threads < 1) d->threads = 1;
   cpu_threads_look_up(d);
   if (!d->omp.parallel)
-    cnnb_log(ctx, CNNB_LOG_WARN, "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
 
   /* The room kept for oneDNN (util.c) first, so that nothing after takes it: open checks
    * that it can be had (none is held yet), close takes it. */
@@ -113,8 +117,8 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   CPU_TRY(st, d, dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags), NULL,
           "stream");
   CPU_TRY(st, d, dnnl_primitive_attr_create(&d->attr), NULL, "attributes");
-  CPU_TRY(st, d, dnnl_primitive_attr_set_scratchpad_mode(d->attr, dnnl_scratchpad_mode_user),
-          NULL, "scratchpad mode");
+  CPU_TRY(st, d, dnnl_primitive_attr_set_scratchpad_mode(d->attr, dnnl_scratchpad_mode_user), NULL,
+          "scratchpad mode");
   {
     /* A minimal scratchpad memory, so every primitive has one to be given. */
     dnnl_dim_t one = 64;
@@ -127,13 +131,13 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     char model[160];
     cpu_model(model, sizeof model);
     const dnnl_version_t *v = dnnl_version();
-    const char *runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP"
+    const char *runtime = v->cpu_runtime == DNNL_RUNTIME_OMP          ? "OpenMP"
                           : v->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
-                          : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
-                                                                : "other runtime";
-    snprintf(d->description, sizeof d->description, "CPU: %s (%d threads, oneDNN %d.%d.%d %s, %s, %s)",
-             model, d->threads, v->major, v->minor, v->patch, runtime, isa_name(isa),
-             precision_name(precision));
+                          : v->cpu_runtime == DNNL_RUNTIME_SEQ        ? "sequential"
+                                                                      : "other runtime";
+    snprintf(d->description, sizeof d->description,
+             "CPU: %s (%d threads, oneDNN %d.%d.%d %s, %s, %s)", model, d->threads, v->major,
+             v->minor, v->patch, runtime, isa_name(isa), precision_name(precision));
   }
   cnnb_log(ctx, CNNB_LOG_DEBUG, "created %s device: %s", name ? name : "cpu", d->description);
   *out = d;
@@ -244,9 +248,7 @@ static cnnb_status device_prepare(void *device, const cnnb_graph *g, int32_t ind
 }
 
 /* Every op of its table, in either precision, training or not. */
-static int32_t device_supports_op(void *device, uint32_t op) {
-  return cpu_op_find(op) != NULL;
-}
+static int32_t device_supports_op(void *device, uint32_t op) { return cpu_op_find(op) != NULL; }
 
 static void device_release(void *device, void *node_state) {
   cpu_node *n = node_state;
@@ -313,7 +315,7 @@ static const cnnb_device_uint8_input uint8_input = {
 static const void *device_get_extension(const char *id) {
   static const int32_t yes = 1;
   if (strcmp(id, CNNB_EXT_DEVICE_UINT8_INPUT) == 0) return &uint8_input; /* input_uint8.c */
-  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
+  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes;             /* ops_eltwise.c's add */
   /* alloc() is aligned host memory and the arenas are plain fp32 (util.c). */
   if (strcmp(id, CNNB_EXT_HOST_MEMORY) == 0) return &yes;
   return NULL;
@@ -352,7 +354,6 @@ static const cnnb_device_vtable vtable = {
 };
 
 static const char *const offers[] = {"cpu", NULL};
-
 
 static const cnnb_plugin plugin = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_DEVICE, "cpu", "0.1.0",

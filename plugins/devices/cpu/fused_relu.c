@@ -35,12 +35,14 @@ cnnb_status cpu_fused_relu_prepare(cpu_device *d, cpu_fused_relu *r, const dnnl_
   dnnl_eltwise_desc_t desc;
   dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
   cnnb_status st;
-  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
-                                                dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
+  CPU_TRY(st, d,
+          dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_training,
+                                         dnnl_eltwise_relu_use_dst_for_bwd, md, 0.f, 0.f),
           node, name[0]);
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, what))) goto done;
-  CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md,
-                                                 md, 0.f, 0.f),
+  CPU_TRY(st, d,
+          dnnl_eltwise_backward_desc_init(&desc, dnnl_eltwise_relu_use_dst_for_bwd, md, md, 0.f,
+                                          0.f),
           node, name[1]);
   if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, r->name))) goto done;
   if ((st = cpu_prim_create(d, &r->bwd, bpd, node, r->name))) goto done;
@@ -55,13 +57,13 @@ done:
   return st;
 }
 
-cnnb_status cpu_fused_relu_backward(cpu_device *d, cpu_fused_relu *r, const void *y,
-                                    const void *dy, void *dx, const cnnb_node *node) {
+cnnb_status cpu_fused_relu_backward(cpu_device *d, cpu_fused_relu *r, const void *y, const void *dy,
+                                    void *dx, const cnnb_node *node) {
   cpu_bind(r->dst, y);
   cpu_bind(r->diff_dst, dy);
   cpu_bind(r->diff_src, dx);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_DST, r->dst}, {DNNL_ARG_DIFF_DST, r->diff_dst},
-                             {DNNL_ARG_DIFF_SRC, r->diff_src}};
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_DST, r->dst}, {DNNL_ARG_DIFF_DST, r->diff_dst}, {DNNL_ARG_DIFF_SRC, r->diff_src}};
   return cpu_exec(d, r->bwd, 3, args, node, r->name);
 }
 

@@ -7,8 +7,8 @@
 #include "cpu_device.h"
 
 typedef struct convert_job {
-  const uint8_t *src;   /* [N, H, W, C] */
-  float *dst;           /* [N, C, H, W] */
+  const uint8_t *src; /* [N, H, W, C] */
+  float *dst;         /* [N, C, H, W] */
   const float *scale, *offset;
   int64_t channels, plane; /* C, H * W */
 } convert_job;
@@ -37,8 +37,10 @@ cnnb_status cpu_input_from_host_uint8(void *device, const cnnb_graph *g, cnnb_te
                       p->num_nodes);
   const cnnb_node *node = cnnb_graph_node(g, t);
   if (node->op != CNNB_OP_INPUT)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: uint8 images go into the graph's input, not "
-                      "node '%s'", node->name);
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cpu: uint8 images go into the graph's input, not "
+                      "node '%s'",
+                      node->name);
   cnnb_shape s = node->shape;
   cpu_threads_apply(d);
   dnnl_memory_desc_t plain = cpu_md_nchw(s, dnnl_f32);

@@ -17,14 +17,15 @@ typedef struct bn_node {
   cpu_node base;
   int use_scale, fused;
   int32_t channels;
-  double m;                /* elements per channel in the batch */
+  double m; /* elements per channel in the batch */
   size_t dx_bytes;
   float decay;
-  float *mean, *var;       /* this step's batch statistics [C] */
-  void *ws;                /* fused relu's mask */
+  float *mean, *var; /* this step's batch statistics [C] */
+  void *ws;          /* fused relu's mask */
   dnnl_primitive_t fwd, bwd;
   dnnl_memory_t src, dst, mean_m, var_m, scale, shift, ws_m;
-  dnnl_memory_t b_src, b_mean, b_var, b_scale, b_shift, b_ws, diff_dst, diff_src, diff_scale, diff_shift;
+  dnnl_memory_t b_src, b_mean, b_var, b_scale, b_shift, b_ws, diff_dst, diff_src, diff_scale,
+      diff_shift;
 } bn_node;
 
 static cnnb_status bn_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
@@ -39,8 +40,10 @@ static cnnb_status bn_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io
   cpu_bind(s->shift, shift);
   cpu_bind(s->mean_m, training ? s->mean : run_mean);
   cpu_bind(s->var_m, training ? s->var : run_var);
-  dnnl_exec_arg_t args[8] = {{DNNL_ARG_SRC, s->src},       {DNNL_ARG_DST, s->dst},
-                             {DNNL_ARG_SHIFT, s->shift},   {DNNL_ARG_MEAN, s->mean_m},
+  dnnl_exec_arg_t args[8] = {{DNNL_ARG_SRC, s->src},
+                             {DNNL_ARG_DST, s->dst},
+                             {DNNL_ARG_SHIFT, s->shift},
+                             {DNNL_ARG_MEAN, s->mean_m},
                              {DNNL_ARG_VARIANCE, s->var_m}};
   int nargs = 5;
   if (s->use_scale) {
@@ -79,9 +82,10 @@ static cnnb_status bn_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, dx);
   cpu_bind(s->diff_shift, cpu_param_ptr(n->g, io->grads, node->params[s->use_scale ? 1 : 0]));
-  dnnl_exec_arg_t args[11] = {{DNNL_ARG_SRC, s->b_src},         {DNNL_ARG_MEAN, s->b_mean},
-                              {DNNL_ARG_VARIANCE, s->b_var},    {DNNL_ARG_DIFF_DST, s->diff_dst},
-                              {DNNL_ARG_DIFF_SRC, s->diff_src}, {DNNL_ARG_DIFF_SHIFT, s->diff_shift}};
+  dnnl_exec_arg_t args[11] = {
+      {DNNL_ARG_SRC, s->b_src},         {DNNL_ARG_MEAN, s->b_mean},
+      {DNNL_ARG_VARIANCE, s->b_var},    {DNNL_ARG_DIFF_DST, s->diff_dst},
+      {DNNL_ARG_DIFF_SRC, s->diff_src}, {DNNL_ARG_DIFF_SHIFT, s->diff_shift}};
   int nargs = 6;
   /* oneDNN 2.6 counts the shift among backward's inputs (it reads none of it). */
   cpu_bind(s->b_shift, cpu_param_ptr(n->g, io->params, node->params[s->use_scale ? 1 : 0]));
@@ -103,10 +107,10 @@ static void bn_release(cpu_device *d, cpu_node *n) {
   bn_node *s = (bn_node *)n;
   if (s->fwd) dnnl_primitive_destroy(s->fwd);
   if (s->bwd) dnnl_primitive_destroy(s->bwd);
-  dnnl_memory_t mems[] = {s->src,   s->dst,      s->mean_m,     s->var_m,     s->scale,
-                          s->shift, s->ws_m,     s->b_src,      s->b_mean,    s->b_var,
-                          s->b_scale, s->b_shift, s->b_ws, s->diff_dst,   s->diff_src,  s->diff_scale,
-                          s->diff_shift};
+  dnnl_memory_t mems[] = {s->src,        s->dst,       s->mean_m, s->var_m,    s->scale,
+                          s->shift,      s->ws_m,      s->b_src,  s->b_mean,   s->b_var,
+                          s->b_scale,    s->b_shift,   s->b_ws,   s->diff_dst, s->diff_src,
+                          s->diff_scale, s->diff_shift};
   for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   cpu_free(s->mean);
@@ -117,8 +121,8 @@ static void bn_release(cpu_device *d, cpu_node *n) {
 
 static const cpu_node_ops bn_ops = {bn_forward, bn_backward, bn_release};
 
-cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
-                                   int32_t index, cpu_node **out) {
+cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                   cpu_node **out) {
   bn_node *s = calloc(1, sizeof *s);
   if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
   cpu_node_init(&s->base, &bn_ops, g, p, index);
@@ -144,9 +148,10 @@ cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan 
                    (s->fused ? dnnl_fuse_norm_relu : 0u);
   dnnl_dim_t cdims[1] = {sh.c};
   dnnl_memory_desc_t cmd = cpu_md_tag(1, cdims, dnnl_f32, dnnl_a);
-  CPU_TRY(st, d, dnnl_batch_normalization_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference, in_md,
-                     eps, flags | (d->cfg.training ? 0u : dnnl_use_global_stats)),
+  CPU_TRY(st, d,
+          dnnl_batch_normalization_forward_desc_init(
+              &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference, in_md, eps,
+              flags | (d->cfg.training ? 0u : dnnl_use_global_stats)),
           node, "batch norm forward descriptor");
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "batch norm forward"))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "batch norm forward"))) goto done;
@@ -170,15 +175,16 @@ cnnb_status cpu_prepare_batch_norm(cpu_device *d, const cnnb_graph *g, cpu_plan 
   }
   if (d->cfg.training) {
     s->dx_bytes = dnnl_memory_desc_get_size(in_md);
-    CPU_TRY(st, d, dnnl_batch_normalization_backward_desc_init(&desc, dnnl_backward, md, in_md, eps,
-                                                               flags),
+    CPU_TRY(st, d,
+            dnnl_batch_normalization_backward_desc_init(&desc, dnnl_backward, md, in_md, eps,
+                                                        flags),
             node, "batch norm backward descriptor");
     if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "batch norm backward"))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "batch norm backward"))) goto done;
     if ((st = cpu_mem(d, &s->b_src, in_md, node)) || (st = cpu_mem(d, &s->b_mean, &cmd, node)) ||
         (st = cpu_mem(d, &s->b_var, &cmd, node)) || (st = cpu_mem(d, &s->b_scale, &cmd, node)) ||
-        (st = cpu_mem(d, &s->b_shift, &cmd, node)) ||
-        (st = cpu_mem(d, &s->diff_dst, md, node)) || (st = cpu_mem(d, &s->diff_src, in_md, node)) ||
+        (st = cpu_mem(d, &s->b_shift, &cmd, node)) || (st = cpu_mem(d, &s->diff_dst, md, node)) ||
+        (st = cpu_mem(d, &s->diff_src, in_md, node)) ||
         (st = cpu_mem(d, &s->diff_scale, &cmd, node)) ||
         (st = cpu_mem(d, &s->diff_shift, &cmd, node)))
       goto done;

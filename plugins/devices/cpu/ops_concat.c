@@ -54,8 +54,8 @@ static cnnb_status concat_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan 
   return cpu_concat_pd(d, n, n->num_inputs, srcs, dst, pd, quiet);
 }
 
-cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
-                              int32_t index, dnnl_memory_desc_t *out) {
+cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
+                              dnnl_memory_desc_t *out) {
   const cnnb_node *n = cnnb_graph_node(g, index);
   dnnl_dim_t dims[4] = {n->shape.n, n->shape.c, n->shape.h, n->shape.w};
   dnnl_data_type_t dt = p->md[n->inputs[0]].data_type;

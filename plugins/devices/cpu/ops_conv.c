@@ -14,18 +14,18 @@
 typedef struct conv_node {
   cpu_node base;
   int has_bias, fused_relu;
-  cpu_xform src_in;        /* the input's layout -> the kernel's */
-  void *src_buf;           /* converted input, kept for backward-weights */
-  cpu_weights w;           /* forward (and backward-data when its layout agrees) */
-  cpu_weights wd;          /* backward-data weights in their own layout */
+  cpu_xform src_in; /* the input's layout -> the kernel's */
+  void *src_buf;    /* converted input, kept for backward-weights */
+  cpu_weights w;    /* forward (and backward-data when its layout agrees) */
+  cpu_weights wd;   /* backward-data weights in their own layout */
   int wd_own;
-  cpu_xform diff_src_out;  /* backward-data's input-gradient layout -> the input's */
+  cpu_xform diff_src_out; /* backward-data's input-gradient layout -> the input's */
 
   dnnl_primitive_t fwd, bwd_data, bwd_weights;
   dnnl_memory_t f_src, f_wei, f_bias, f_dst;
   dnnl_memory_t w_src, w_diff_wei, w_diff_bias, w_diff_dst;
   dnnl_memory_t d_diff_src, d_wei, d_diff_dst;
-  cpu_fused_relu relu;     /* the fused ReLU's backward */
+  cpu_fused_relu relu; /* the fused ReLU's backward */
 } conv_node;
 
 typedef struct conv_geometry {
@@ -41,8 +41,9 @@ static cnnb_status geometry(cpu_device *d, const cnnb_graph *g, int32_t index, c
   int32_t groups = n->attr.window.groups > 0 ? n->attr.window.groups : 1;
   int32_t o = n->shape.c;
   if (in.c % groups || o % groups)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s': %d groups do not divide %d in / %d out channels",
-                      n->name, groups, in.c, o);
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cpu: conv2d '%s': %d groups do not divide %d in / %d out channels", n->name,
+                      groups, in.c, o);
   memset(c, 0, sizeof *c);
   c->strides[0] = n->attr.window.stride_h;
   c->strides[1] = n->attr.window.stride_w;
@@ -67,8 +68,9 @@ static cnnb_status geometry(cpu_device *d, const cnnb_graph *g, int32_t index, c
     return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s' has no kernel parameter", n->name);
   int64_t want = (int64_t)o * (in.c / groups) * kh * kw;
   if (cnnb_graph_param(g, n->params[0])->count != want)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: conv2d '%s': kernel has %lld elements, expected %lld",
-                      n->name, (long long)cnnb_graph_param(g, n->params[0])->count, (long long)want);
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cpu: conv2d '%s': kernel has %lld elements, expected %lld", n->name,
+                      (long long)cnnb_graph_param(g, n->params[0])->count, (long long)want);
   return CNNB_OK;
 }
 
@@ -87,10 +89,11 @@ static cnnb_status forward_pd(cpu_device *d, const cnnb_graph *g, const conv_geo
   dnnl_convolution_desc_t desc;
   dnnl_primitive_attr_t attr = NULL;
   cnnb_status st;
-  CPU_TRY(st, d, dnnl_dilated_convolution_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     dnnl_convolution_direct, &src_md, &wei_md, has_bias ? &bias_md : NULL, dst,
-                     c->strides, c->dilates, c->pad_l, c->pad_r),
+  CPU_TRY(st, d,
+          dnnl_dilated_convolution_forward_desc_init(
+              &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
+              dnnl_convolution_direct, &src_md, &wei_md, has_bias ? &bias_md : NULL, dst,
+              c->strides, c->dilates, c->pad_l, c->pad_r),
           n, "conv2d forward descriptor");
   /* The device's attributes (NULL) unless a ReLU is fused: then with its post-op. */
   if (n->fused_relu && (st = cpu_fused_relu_attr(d, n, &attr))) goto done;
@@ -131,8 +134,10 @@ static cnnb_status conv_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
   cpu_bind(s->f_src, src);
   cpu_bind(s->f_wei, wei);
   cpu_bind(s->f_dst, io->output);
-  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->f_src}, {DNNL_ARG_WEIGHTS, s->f_wei},
-                             {DNNL_ARG_DST, s->f_dst}, {DNNL_ARG_BIAS, s->f_bias}};
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->f_src},
+                             {DNNL_ARG_WEIGHTS, s->f_wei},
+                             {DNNL_ARG_DST, s->f_dst},
+                             {DNNL_ARG_BIAS, s->f_bias}};
   if (s->has_bias) cpu_bind(s->f_bias, cpu_param_ptr(n->g, io->params, node->params[1]));
   return cpu_exec(d, s->fwd, s->has_bias ? 4 : 3, args, node, "conv2d forward");
 }
@@ -143,8 +148,8 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cnnb_status st;
   const void *dy = io->output_grad;
   if (s->fused_relu) {
-    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad,
-                                      cpu_transient(d, 0), node)))
+    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad, cpu_transient(d, 0),
+                                      node)))
       return st;
     dy = cpu_transient(d, 0); /* dy masked by the fused ReLU */
   }
@@ -153,7 +158,8 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cpu_bind(s->w_src, cpu_xform_needed(&s->src_in) ? s->src_buf : io->inputs[0]);
   cpu_bind(s->w_diff_dst, dy);
   cpu_bind(s->w_diff_wei, s->w.diff_buf ? s->w.diff_buf : (void *)dw);
-  dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src}, {DNNL_ARG_DIFF_DST, s->w_diff_dst},
+  dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src},
+                              {DNNL_ARG_DIFF_DST, s->w_diff_dst},
                               {DNNL_ARG_DIFF_WEIGHTS, s->w_diff_wei},
                               {DNNL_ARG_DIFF_BIAS, s->w_diff_bias}};
   if (s->has_bias) cpu_bind(s->w_diff_bias, cpu_param_ptr(n->g, io->grads, node->params[1]));
@@ -174,7 +180,8 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cpu_bind(s->d_diff_src, diff_src);
   cpu_bind(s->d_wei, wei);
   cpu_bind(s->d_diff_dst, dy);
-  dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_SRC, s->d_diff_src}, {DNNL_ARG_WEIGHTS, s->d_wei},
+  dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_SRC, s->d_diff_src},
+                              {DNNL_ARG_WEIGHTS, s->d_wei},
                               {DNNL_ARG_DIFF_DST, s->d_diff_dst}};
   if ((st = cpu_exec(d, s->bwd_data, 3, dargs, node, "conv2d backward data"))) return st;
   if (cpu_xform_needed(&s->diff_src_out))
@@ -187,8 +194,9 @@ static void conv_release(cpu_device *d, cpu_node *n) {
   dnnl_primitive_t prims[] = {s->fwd, s->bwd_data, s->bwd_weights};
   for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
     if (prims[i]) dnnl_primitive_destroy(prims[i]);
-  dnnl_memory_t mems[] = {s->f_src, s->f_wei, s->f_bias, s->f_dst, s->w_src, s->w_diff_wei,
-                          s->w_diff_bias, s->w_diff_dst, s->d_diff_src, s->d_wei, s->d_diff_dst};
+  dnnl_memory_t mems[] = {s->f_src,      s->f_wei,      s->f_bias,      s->f_dst,
+                          s->w_src,      s->w_diff_wei, s->w_diff_bias, s->w_diff_dst,
+                          s->d_diff_src, s->d_wei,      s->d_diff_dst};
   for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   cpu_fused_relu_fini(&s->relu);
@@ -224,9 +232,9 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "conv2d forward"))) goto done;
   dnnl_memory_desc_t src_md = *cpu_pd_md(fpd, dnnl_query_src_md, 0);
   dnnl_memory_desc_t wei_md = *cpu_pd_md(fpd, dnnl_query_weights_md, 0);
-  if ((st = cpu_xform_init(d, &s->src_in, &p->md[in], &src_md, node, "conv2d input")))
-    goto done;
-  if (cpu_xform_needed(&s->src_in) && !(s->src_buf = cpu_alloc(dnnl_memory_desc_get_size(&src_md)))) {
+  if ((st = cpu_xform_init(d, &s->src_in, &p->md[in], &src_md, node, "conv2d input"))) goto done;
+  if (cpu_xform_needed(&s->src_in) &&
+      !(s->src_buf = cpu_alloc(dnnl_memory_desc_get_size(&src_md)))) {
     st = cpu_oom(d, node, dnnl_memory_desc_get_size(&src_md), "the input in the kernel's layout");
     goto done;
   }
@@ -238,9 +246,10 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
   if (d->cfg.training) {
     dnnl_convolution_desc_t desc;
     dnnl_memory_desc_t dwei_any = cpu_md_any(c.wei_ndims, c.wei_dims, dnnl_f32);
-    CPU_TRY(st, d, dnnl_dilated_convolution_backward_weights_desc_init(
-                       &desc, dnnl_convolution_direct, &src_md, &dwei_any,
-                       s->has_bias ? &bias_md : NULL, dst_md, c.strides, c.dilates, c.pad_l, c.pad_r),
+    CPU_TRY(st, d,
+            dnnl_dilated_convolution_backward_weights_desc_init(
+                &desc, dnnl_convolution_direct, &src_md, &dwei_any, s->has_bias ? &bias_md : NULL,
+                dst_md, c.strides, c.dilates, c.pad_l, c.pad_r),
             node, "conv2d backward weights descriptor");
     if ((st = cpu_pd_create(d, &wpd, &desc, NULL, fpd, node, "conv2d backward weights"))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd_weights, wpd, node, "conv2d backward weights"))) goto done;
@@ -256,9 +265,10 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
     dnnl_dim_t src_dims[4] = {is.n, is.c, is.h, is.w};
     dnnl_memory_desc_t dsrc_any = cpu_md_any(4, src_dims, d->act_dt);
     dnnl_memory_desc_t wei_any = cpu_md_any(c.wei_ndims, c.wei_dims, d->act_dt);
-    CPU_TRY(st, d, dnnl_dilated_convolution_backward_data_desc_init(
-                       &desc, dnnl_convolution_direct, &dsrc_any, &wei_any, dst_md, c.strides,
-                       c.dilates, c.pad_l, c.pad_r),
+    CPU_TRY(st, d,
+            dnnl_dilated_convolution_backward_data_desc_init(&desc, dnnl_convolution_direct,
+                                                             &dsrc_any, &wei_any, dst_md, c.strides,
+                                                             c.dilates, c.pad_l, c.pad_r),
             node, "conv2d backward data descriptor");
     if ((st = cpu_pd_create(d, &dpd, &desc, NULL, fpd, node, "conv2d backward data"))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd_data, dpd, node, "conv2d backward data"))) goto done;

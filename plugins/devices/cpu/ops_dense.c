@@ -12,7 +12,7 @@
 typedef struct dense_node {
   cpu_node base;
   int has_bias;
-  cpu_xform src_to_plain;  /* input layout -> [N, K] plain (when they differ) */
+  cpu_xform src_to_plain; /* input layout -> [N, K] plain (when they differ) */
   void *src_plain;
   cpu_xform grad_to_input; /* [N, K] plain gradient -> the input's layout */
   cpu_weights w;
@@ -38,8 +38,10 @@ static cnnb_status dense_forward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cpu_bind(s->f_src, src);
   cpu_bind(s->f_wei, wei);
   cpu_bind(s->f_dst, io->output);
-  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->f_src}, {DNNL_ARG_WEIGHTS, s->f_wei},
-                             {DNNL_ARG_DST, s->f_dst}, {DNNL_ARG_BIAS, s->f_bias}};
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->f_src},
+                             {DNNL_ARG_WEIGHTS, s->f_wei},
+                             {DNNL_ARG_DST, s->f_dst},
+                             {DNNL_ARG_BIAS, s->f_bias}};
   if (s->has_bias) cpu_bind(s->f_bias, cpu_param_ptr(n->g, io->params, node->params[1]));
   return cpu_exec(d, s->fwd, s->has_bias ? 4 : 3, args, node, "dense forward");
 }
@@ -54,22 +56,26 @@ static cnnb_status dense_backward(cpu_device *d, cpu_node *n, const cnnb_node_io
   cpu_bind(s->w_src, src);
   cpu_bind(s->w_diff_dst, io->output_grad);
   cpu_bind(s->w_diff_wei, s->w.diff_buf ? s->w.diff_buf : (void *)dw);
-  dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src}, {DNNL_ARG_DIFF_DST, s->w_diff_dst},
+  dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src},
+                              {DNNL_ARG_DIFF_DST, s->w_diff_dst},
                               {DNNL_ARG_DIFF_WEIGHTS, s->w_diff_wei},
                               {DNNL_ARG_DIFF_BIAS, s->w_diff_bias}};
   if (s->has_bias) cpu_bind(s->w_diff_bias, cpu_param_ptr(n->g, io->grads, node->params[1]));
-  if ((st = cpu_exec(d, s->bwd_weights, s->has_bias ? 4 : 3, wargs, node, "dense backward weights")))
+  if ((st = cpu_exec(d, s->bwd_weights, s->has_bias ? 4 : 3, wargs, node,
+                     "dense backward weights")))
     return st;
   if (s->w.diff_buf && (st = cpu_xform_run(d, &s->w.to_arena, s->w.diff_buf, dw, node))) return st;
 
   if (!io->input_grads[0]) return CNNB_OK;
-  const void *wei = s->w.compute_buf ? s->w.compute_buf
-                                     : (const void *)cpu_param_ptr(n->g, io->params, node->params[0]);
+  const void *wei = s->w.compute_buf
+                        ? s->w.compute_buf
+                        : (const void *)cpu_param_ptr(n->g, io->params, node->params[0]);
   void *diff_src = cpu_xform_needed(&s->grad_to_input) ? cpu_transient(d, 0) : io->input_grads[0];
   cpu_bind(s->d_diff_src, diff_src);
   cpu_bind(s->d_wei, wei);
   cpu_bind(s->d_diff_dst, io->output_grad);
-  dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_SRC, s->d_diff_src}, {DNNL_ARG_WEIGHTS, s->d_wei},
+  dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_SRC, s->d_diff_src},
+                              {DNNL_ARG_WEIGHTS, s->d_wei},
                               {DNNL_ARG_DIFF_DST, s->d_diff_dst}};
   if ((st = cpu_exec(d, s->bwd_data, 3, dargs, node, "dense backward data"))) return st;
   if (cpu_xform_needed(&s->grad_to_input))
@@ -82,8 +88,9 @@ static void dense_release(cpu_device *d, cpu_node *n) {
   dnnl_primitive_t prims[] = {s->fwd, s->bwd_data, s->bwd_weights};
   for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
     if (prims[i]) dnnl_primitive_destroy(prims[i]);
-  dnnl_memory_t mems[] = {s->f_src, s->f_wei, s->f_bias, s->f_dst, s->d_diff_src, s->d_wei,
-                          s->d_diff_dst, s->w_src, s->w_diff_wei, s->w_diff_bias, s->w_diff_dst};
+  dnnl_memory_t mems[] = {s->f_src,      s->f_wei,       s->f_bias,     s->f_dst,
+                          s->d_diff_src, s->d_wei,       s->d_diff_dst, s->w_src,
+                          s->w_diff_wei, s->w_diff_bias, s->w_diff_dst};
   for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   cpu_xform_fini(&s->src_to_plain);
@@ -132,9 +139,10 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
     goto done;
   }
 
-  CPU_TRY(st, d, dnnl_inner_product_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     &src_md, &wei_md, s->has_bias ? &bias_md : NULL, &dst_md),
+  CPU_TRY(st, d,
+          dnnl_inner_product_forward_desc_init(
+              &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference, &src_md,
+              &wei_md, s->has_bias ? &bias_md : NULL, &dst_md),
           node, "dense forward descriptor");
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "dense forward"))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "dense forward"))) goto done;
@@ -146,17 +154,20 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
   if (d->cfg.training) {
     /* Weight gradients straight into the fp32 arena when oneDNN takes that layout. */
     dnnl_memory_desc_t dwei_md = wei_plain;
-    CPU_TRY(st, d, dnnl_inner_product_backward_weights_desc_init(
-                       &desc, &src_md, &dwei_md, s->has_bias ? &bias_md : NULL, &dst_md),
+    CPU_TRY(st, d,
+            dnnl_inner_product_backward_weights_desc_init(&desc, &src_md, &dwei_md,
+                                                          s->has_bias ? &bias_md : NULL, &dst_md),
             node, "dense backward weights descriptor");
     st = cpu_pd_try(d, &wpd, &desc, NULL, fpd, node, "dense backward weights");
     if (st != CNNB_OK && st != CNNB_EUNSUPPORTED) goto done;
     if (st == CNNB_EUNSUPPORTED) {
       dwei_md = cpu_md_any(2, wei_dims, dnnl_f32);
-      CPU_TRY(st, d, dnnl_inner_product_backward_weights_desc_init(
-                         &desc, &src_md, &dwei_md, s->has_bias ? &bias_md : NULL, &dst_md),
+      CPU_TRY(st, d,
+              dnnl_inner_product_backward_weights_desc_init(&desc, &src_md, &dwei_md,
+                                                            s->has_bias ? &bias_md : NULL, &dst_md),
               node, "dense backward weights descriptor");
-      if ((st = cpu_pd_create(d, &wpd, &desc, NULL, fpd, node, "dense backward weights"))) goto done;
+      if ((st = cpu_pd_create(d, &wpd, &desc, NULL, fpd, node, "dense backward weights")))
+        goto done;
       dwei_md = *cpu_pd_md(wpd, dnnl_query_diff_weights_md, 0);
     }
     if ((st = cpu_prim_create(d, &s->bwd_weights, wpd, node, "dense backward weights"))) goto done;
@@ -175,7 +186,8 @@ cnnb_status cpu_prepare_dense(cpu_device *d, const cnnb_graph *g, cpu_plan *p, i
         (st = cpu_mem(d, &s->d_wei, &wei_md, node)) ||
         (st = cpu_mem(d, &s->d_diff_dst, &dst_md, node)))
       goto done;
-    if ((st = cpu_xform_init(d, &s->grad_to_input, &in_plain, &p->md[in], node, "dense input gradient")))
+    if ((st = cpu_xform_init(d, &s->grad_to_input, &in_plain, &p->md[in], node,
+                             "dense input gradient")))
       goto done;
     if (cpu_xform_needed(&s->grad_to_input) &&
         (st = cpu_transient_reserve(d, 0, dnnl_memory_desc_get_size(&in_plain), node)))

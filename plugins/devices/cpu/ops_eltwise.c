@@ -50,8 +50,8 @@ static cnnb_status relu_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   cpu_bind(s->dst, io->output);
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, io->input_grads[0]);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_DST, s->dst}, {DNNL_ARG_DIFF_DST, s->diff_dst},
-                             {DNNL_ARG_DIFF_SRC, s->diff_src}};
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_DST, s->dst}, {DNNL_ARG_DIFF_DST, s->diff_dst}, {DNNL_ARG_DIFF_SRC, s->diff_src}};
   return cpu_exec(d, s->bwd, 3, args, n->node, s->kind->bwd_name);
 }
 
@@ -79,16 +79,18 @@ static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_pl
   dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
   dnnl_eltwise_desc_t desc;
   cnnb_status st;
-  CPU_TRY(st, d, dnnl_eltwise_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     kind->alg, md, kind->alpha, kind->beta),
+  CPU_TRY(st, d,
+          dnnl_eltwise_forward_desc_init(&desc,
+                                         d->cfg.training ? dnnl_forward_training
+                                                         : dnnl_forward_inference,
+                                         kind->alg, md, kind->alpha, kind->beta),
           node, kind->fwd_name);
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, kind->fwd_name))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, kind->fwd_name))) goto done;
   if ((st = cpu_mem(d, &s->src, md, node)) || (st = cpu_mem(d, &s->dst, md, node))) goto done;
   if (d->cfg.training) {
-    CPU_TRY(st, d, dnnl_eltwise_backward_desc_init(&desc, kind->alg, md, md, kind->alpha,
-                                                   kind->beta),
+    CPU_TRY(st, d,
+            dnnl_eltwise_backward_desc_init(&desc, kind->alg, md, md, kind->alpha, kind->beta),
             node, kind->bwd_name);
     if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, kind->bwd_name))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, kind->bwd_name))) goto done;
@@ -158,8 +160,8 @@ static cnnb_status add_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
   cpu_bind(s->src0, io->inputs[0]);
   cpu_bind(s->src1, io->inputs[1]);
   cpu_bind(s->dst, io->output);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC_0, s->src0}, {DNNL_ARG_SRC_1, s->src1},
-                             {DNNL_ARG_DST, s->dst}};
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC_0, s->src0}, {DNNL_ARG_SRC_1, s->src1}, {DNNL_ARG_DST, s->dst}};
   return cpu_exec(d, s->fwd, 3, args, n->node, "add forward");
 }
 
@@ -173,8 +175,7 @@ static cnnb_status add_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
     void *masked = cpu_transient(d, 0);
     for (int i = 1; i >= 0; i--)
       if (io->input_grads[i] && s->mask_into[i]) masked = io->input_grads[i];
-    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad, masked,
-                                      n->node)))
+    if ((st = cpu_fused_relu_backward(d, &s->relu, io->output, io->output_grad, masked, n->node)))
       return st;
     dy = masked;
   }
@@ -234,8 +235,7 @@ cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
       goto done;
     s->mask_into[0] = cpu_md_same(o, a);
     s->mask_into[1] = cpu_md_same(o, b);
-    if (s->fused_relu &&
-        (st = cpu_fused_relu_prepare(d, &s->relu, o, node, "add fused relu")))
+    if (s->fused_relu && (st = cpu_fused_relu_prepare(d, &s->relu, o, node, "add fused relu")))
       goto done;
   }
 done:
@@ -254,7 +254,7 @@ done:
 typedef struct dropout_node {
   cpu_node base;
   float keep;
-  int64_t count;       /* elements of the buffer, padding included */
+  int64_t count; /* elements of the buffer, padding included */
   int bf16;
 } dropout_node;
 
@@ -377,8 +377,6 @@ void cpu_accumulate_buffer(const cpu_device *d, const dnnl_memory_desc_t *md, vo
                            const void *src) {
   size_t bytes = dnnl_memory_desc_get_size(md);
   acc_job job = {dst, src};
-  if (md->data_type == dnnl_bf16)
-    cpu_parallel_for(d, (int64_t)(bytes / 2), add_bf16, &job);
-  else
-    cpu_parallel_for(d, (int64_t)(bytes / 4), add_f32, &job);
+  if (md->data_type == dnnl_bf16) cpu_parallel_for(d, (int64_t)(bytes / 2), add_bf16, &job);
+  else cpu_parallel_for(d, (int64_t)(bytes / 4), add_f32, &job);
 }

@@ -12,11 +12,11 @@
 typedef struct xent_node {
   cpu_node base;
   int32_t n, k;
-  cpu_xform logits_to_f32; /* producer layout -> plain f32 [N, K] */
-  cpu_xform grad_to_logits;/* plain f32 [N, K] -> producer layout */
-  float *logits;           /* [N, K] when converted */
-  float *probs;            /* [N, K] softmax of this step */
-  float *grad;             /* [N, K] when the gradient needs converting */
+  cpu_xform logits_to_f32;  /* producer layout -> plain f32 [N, K] */
+  cpu_xform grad_to_logits; /* plain f32 [N, K] -> producer layout */
+  float *logits;            /* [N, K] when converted */
+  float *probs;             /* [N, K] softmax of this step */
+  float *grad;              /* [N, K] when the gradient needs converting */
 } xent_node;
 
 static cnnb_status xent_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
@@ -35,8 +35,8 @@ static cnnb_status xent_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
     int32_t label = labels[i];
     if (label < 0 || label >= s->k)
       return cnnb_error(d->ctx, CNNB_EDATA,
-                        "cpu: loss '%s': label %d of example %d is outside [0, %d)",
-                        n->node->name, label, i, s->k);
+                        "cpu: loss '%s': label %d of example %d is outside [0, %d)", n->node->name,
+                        label, i, s->k);
     float max = row[0];
     for (int32_t j = 1; j < s->k; j++)
       if (row[j] > max) max = row[j];
@@ -83,8 +83,8 @@ static void xent_release(cpu_device *d, cpu_node *n) {
 
 static const cpu_node_ops xent_ops = {xent_forward, xent_backward, xent_release};
 
-cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
-                                     int32_t index, cpu_node **out) {
+cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                     cpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   if (node->num_inputs != 2)
     return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: loss '%s' needs logits and labels, has %d inputs",

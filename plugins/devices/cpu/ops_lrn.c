@@ -19,8 +19,8 @@ static cnnb_status lrn_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *i
   lrn_node *s = (lrn_node *)n;
   cpu_bind(s->src, io->inputs[0]);
   cpu_bind(s->dst, io->output);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst},
-                             {DNNL_ARG_WORKSPACE, s->ws_m}};
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}, {DNNL_ARG_WORKSPACE, s->ws_m}};
   if (s->ws) cpu_bind(s->ws_m, s->ws);
   return cpu_exec(d, s->fwd, s->ws ? 3 : 2, args, n->node, "lrn forward");
 }
@@ -31,8 +31,10 @@ static cnnb_status lrn_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *
   cpu_bind(s->b_src, io->inputs[0]);
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, io->input_grads[0]);
-  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->b_src}, {DNNL_ARG_DIFF_DST, s->diff_dst},
-                             {DNNL_ARG_DIFF_SRC, s->diff_src}, {DNNL_ARG_WORKSPACE, s->b_ws}};
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->b_src},
+                             {DNNL_ARG_DIFF_DST, s->diff_dst},
+                             {DNNL_ARG_DIFF_SRC, s->diff_src},
+                             {DNNL_ARG_WORKSPACE, s->b_ws}};
   if (s->ws) cpu_bind(s->b_ws, s->ws);
   return cpu_exec(d, s->bwd, s->ws ? 4 : 3, args, n->node, "lrn backward");
 }
@@ -68,9 +70,11 @@ cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
     st = cnnb_error(d->ctx, CNNB_EINVAL, "cpu: lrn '%s': depth_radius %d < 0", node->name, r);
     goto done;
   }
-  CPU_TRY(st, d, dnnl_lrn_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     dnnl_lrn_across_channels, md, size, alpha, beta, k),
+  CPU_TRY(st, d,
+          dnnl_lrn_forward_desc_init(&desc,
+                                     d->cfg.training ? dnnl_forward_training
+                                                     : dnnl_forward_inference,
+                                     dnnl_lrn_across_channels, md, size, alpha, beta, k),
           node, "lrn forward descriptor");
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "lrn forward"))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, "lrn forward"))) goto done;
@@ -85,8 +89,9 @@ cnnb_status cpu_prepare_lrn(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
       goto done;
   }
   if (d->cfg.training) {
-    CPU_TRY(st, d, dnnl_lrn_backward_desc_init(&desc, dnnl_lrn_across_channels, md, md, size,
-                                               alpha, beta, k),
+    CPU_TRY(st, d,
+            dnnl_lrn_backward_desc_init(&desc, dnnl_lrn_across_channels, md, md, size, alpha, beta,
+                                        k),
             node, "lrn backward descriptor");
     if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "lrn backward"))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "lrn backward"))) goto done;

@@ -15,15 +15,15 @@
 
 typedef struct pad_node {
   cpu_node base;
-  int32_t count;               /* concat sources: x and each non-empty zero range */
+  int32_t count; /* concat sources: x and each non-empty zero range */
   dnnl_primitive_t fwd;
   dnnl_memory_t src[3], dst;
   dnnl_exec_arg_t args[4];
-  void *zeros;                 /* read-only; bound to both zero sources */
-  int32_t x_arg;               /* which source is x */
-  cpu_xform to_plain;          /* backward via plain: dy -> plain */
+  void *zeros;        /* read-only; bound to both zero sources */
+  int32_t x_arg;      /* which source is x */
+  cpu_xform to_plain; /* backward via plain: dy -> plain */
   int bwd_via_plain;
-  cpu_xform slice;             /* dy's middle channels (a view) -> x's gradient layout */
+  cpu_xform slice; /* dy's middle channels (a view) -> x's gradient layout */
 } pad_node;
 
 /* Layout tags a pad output can inherit from its input; anything else goes plain. */
@@ -137,16 +137,16 @@ cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   dnnl_primitive_desc_t pd = NULL;
   cnnb_status st = CNNB_OK;
   if (node->num_inputs != 1 || before < 0 || after < 0 || ys.c != before + xs.c + after) {
-    st = cnnb_error(d->ctx, CNNB_EINVAL, "cpu: pad_channels '%s': %d inputs, pads %d, %d, "
-                    "%d channels in, %d out", node->name, node->num_inputs, before, after, xs.c,
-                    ys.c);
+    st = cnnb_error(d->ctx, CNNB_EINVAL,
+                    "cpu: pad_channels '%s': %d inputs, pads %d, %d, "
+                    "%d channels in, %d out",
+                    node->name, node->num_inputs, before, after, xs.c, ys.c);
     goto done;
   }
 
   dnnl_memory_desc_t srcs[3];
   size_t zero_bytes;
-  s->count = pad_sources(g, p, node, tag_of(ymd, ys), ymd->data_type, srcs, &s->x_arg,
-                         &zero_bytes);
+  s->count = pad_sources(g, p, node, tag_of(ymd, ys), ymd->data_type, srcs, &s->x_arg, &zero_bytes);
   if (zero_bytes && !(s->zeros = cpu_alloc(zero_bytes))) { /* cpu_alloc zeroes */
     st = cpu_oom(d, node, zero_bytes, "the zeros of pad_channels");
     goto done;

@@ -39,9 +39,10 @@ static cnnb_status forward_pd(cpu_device *d, const cnnb_graph *g, const cpu_plan
   window(n, strides, kernel, pl, pr);
   dnnl_pooling_desc_t desc;
   cnnb_status st;
-  CPU_TRY(st, d, dnnl_pooling_forward_desc_init(
-                     &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference,
-                     algorithm(n), &p->md[n->inputs[0]], dst, strides, kernel, pl, pr),
+  CPU_TRY(st, d,
+          dnnl_pooling_forward_desc_init(
+              &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference, algorithm(n),
+              &p->md[n->inputs[0]], dst, strides, kernel, pl, pr),
           n, "pool forward descriptor");
   st = cpu_pd_create(d, pd, &desc, NULL, NULL, n, "pool forward");
 done:
@@ -65,8 +66,8 @@ static cnnb_status pool_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
   pool_node *s = (pool_node *)n;
   cpu_bind(s->src, io->inputs[0]);
   cpu_bind(s->dst, io->output);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst},
-                             {DNNL_ARG_WORKSPACE, s->ws_m}};
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}, {DNNL_ARG_WORKSPACE, s->ws_m}};
   if (s->ws) cpu_bind(s->ws_m, s->ws);
   return cpu_exec(d, s->fwd, s->ws ? 3 : 2, args, n->node, "pool forward");
 }
@@ -76,7 +77,8 @@ static cnnb_status pool_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   if (!io->input_grads[0]) return CNNB_OK;
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, io->input_grads[0]);
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, s->diff_dst}, {DNNL_ARG_DIFF_SRC, s->diff_src},
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, s->diff_dst},
+                             {DNNL_ARG_DIFF_SRC, s->diff_src},
                              {DNNL_ARG_WORKSPACE, s->b_ws}};
   if (s->ws) cpu_bind(s->b_ws, s->ws);
   return cpu_exec(d, s->bwd, s->ws ? 3 : 2, args, n->node, "pool backward");
@@ -120,8 +122,9 @@ cnnb_status cpu_prepare_pool(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
     dnnl_dims_t strides, kernel, pl, pr;
     window(node, strides, kernel, pl, pr);
     dnnl_pooling_desc_t desc;
-    CPU_TRY(st, d, dnnl_pooling_backward_desc_init(&desc, algorithm(node), in_md, md, strides,
-                                                   kernel, pl, pr),
+    CPU_TRY(st, d,
+            dnnl_pooling_backward_desc_init(&desc, algorithm(node), in_md, md, strides, kernel, pl,
+                                            pr),
             node, "pool backward descriptor");
     if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, "pool backward"))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, "pool backward"))) goto done;

@@ -77,8 +77,8 @@ static cnnb_status layout_of(cpu_device *d, const cnnb_graph *g, const cpu_plan 
                         n->name, n->inputs[k]);
   const cpu_op *op = cpu_op_find(n->op);
   if (!op)
-    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: node '%s': op %u is not supported",
-                      n->name, n->op);
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: node '%s': op %u is not supported", n->name,
+                      n->op);
   return op->layout(d, g, p, i, out);
 }
 
@@ -140,7 +140,8 @@ cnnb_status cpu_plan_get(cpu_device *d, const cnnb_graph *g, cpu_plan **out) {
     char name[64];
     const cnnb_node *node = cnnb_graph_node(g, i);
     cnnb_log(d->ctx, CNNB_LOG_DEBUG, "layout %s [%d,%d,%d,%d]: %s", node->name, node->shape.n,
-             node->shape.c, node->shape.h, node->shape.w, cpu_md_name(&p->md[i], name, sizeof name));
+             node->shape.c, node->shape.h, node->shape.w,
+             cpu_md_name(&p->md[i], name, sizeof name));
   }
   p->next = d->plans;
   d->plans = p;
@@ -155,7 +156,8 @@ static cnnb_status host_io(cpu_device *d, cpu_plan *p, cnnb_tensor t, cpu_host_i
   cpu_host_io *io = &p->io[t];
   if (!io->ready) {
     const cnnb_node *node = cnnb_graph_node(p->g, t);
-    dnnl_memory_desc_t host = cpu_md_nchw(node->shape, node->op == CNNB_OP_LABELS ? dnnl_s32 : dnnl_f32);
+    dnnl_memory_desc_t host = cpu_md_nchw(node->shape,
+                                          node->op == CNNB_OP_LABELS ? dnnl_s32 : dnnl_f32);
     cnnb_status st = cpu_xform_init(d, &io->to_device, &host, &p->md[t], node, "host to device");
     if (!st) st = cpu_xform_init(d, &io->to_host, &p->md[t], &host, node, "device to host");
     if (st) {

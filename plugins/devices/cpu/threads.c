@@ -36,8 +36,8 @@ void cpu_threads_look_up(cpu_device *d) {
   omp->get_max_threads = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_max_threads");
   omp->get_thread_num = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_thread_num");
   omp->get_num_threads = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_num_threads");
-  omp->parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))(uintptr_t)dlsym(
-      h, "GOMP_parallel");
+  omp->parallel = (void (*)(void (*)(void *), void *, unsigned,
+                            unsigned))(uintptr_t)dlsym(h, "GOMP_parallel");
   dlclose(h); /* RTLD_NOLOAD took a reference; libdnnl holds its own */
   if (!omp->set_num_threads || !omp->get_max_threads || !omp->get_thread_num ||
       !omp->get_num_threads || !omp->parallel)
@@ -77,11 +77,20 @@ static size_t env_stacksize(void) {
     while (isspace((unsigned char)*end)) end++;
     unsigned long long unit = 1024;
     switch (tolower((unsigned char)*end)) {
-    case 'b': unit = 1; end++; break;
-    case 'k': end++; break;
-    case 'm': unit = 1ull << 20; end++; break;
-    case 'g': unit = 1ull << 30; end++; break;
-    default: break;
+      case 'b':
+        unit = 1;
+        end++;
+        break;
+      case 'k': end++; break;
+      case 'm':
+        unit = 1ull << 20;
+        end++;
+        break;
+      case 'g':
+        unit = 1ull << 30;
+        end++;
+        break;
+      default: break;
     }
     while (isspace((unsigned char)*end)) end++;
     if (*end == '\0' && n <= SIZE_MAX / unit) return (size_t)(n * unit);

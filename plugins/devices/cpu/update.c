@@ -79,33 +79,32 @@ cnnb_status cpu_update(cpu_device *d, const cnnb_update *u) {
     return CNNB_OK;
   }
   if (!u->params || !u->grads)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: update of %lld elements without parameters or gradients",
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cpu: update of %lld elements without parameters or gradients",
                       (long long)u->count);
   update_job job = {u, 0.0f};
   switch (u->rule) {
-  case CNNB_OPT_SGD:
-    cpu_parallel_for(d, u->count, sgd, &job);
-    return CNNB_OK;
-  case CNNB_OPT_MOMENTUM:
-    if (!u->slot1) return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: momentum update without its accumulator");
-    cpu_parallel_for(d, u->count, momentum, &job);
-    return CNNB_OK;
-  case CNNB_OPT_RMSPROP:
-    if (!u->slot1 || !u->slot2)
-      return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: rmsprop update without its two slots");
-    cpu_parallel_for(d, u->count, rmsprop, &job);
-    return CNNB_OK;
-  case CNNB_OPT_ADAM: {
-    if (!u->slot1 || !u->slot2)
-      return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: adam update without its two slots");
-    double t = (double)u->step + 1.0;
-    job.lr_t = (float)((double)u->learning_rate * sqrt(1.0 - pow((double)u->beta2, t)) /
-                       (1.0 - pow((double)u->beta1, t)));
-    cpu_parallel_for(d, u->count, adam, &job);
-    return CNNB_OK;
-  }
-  default:
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: unknown optimizer rule %u", u->rule);
+    case CNNB_OPT_SGD: cpu_parallel_for(d, u->count, sgd, &job); return CNNB_OK;
+    case CNNB_OPT_MOMENTUM:
+      if (!u->slot1)
+        return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: momentum update without its accumulator");
+      cpu_parallel_for(d, u->count, momentum, &job);
+      return CNNB_OK;
+    case CNNB_OPT_RMSPROP:
+      if (!u->slot1 || !u->slot2)
+        return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: rmsprop update without its two slots");
+      cpu_parallel_for(d, u->count, rmsprop, &job);
+      return CNNB_OK;
+    case CNNB_OPT_ADAM: {
+      if (!u->slot1 || !u->slot2)
+        return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: adam update without its two slots");
+      double t = (double)u->step + 1.0;
+      job.lr_t = (float)((double)u->learning_rate * sqrt(1.0 - pow((double)u->beta2, t)) /
+                         (1.0 - pow((double)u->beta1, t)));
+      cpu_parallel_for(d, u->count, adam, &job);
+      return CNNB_OK;
+    }
+    default: return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: unknown optimizer rule %u", u->rule);
   }
 }
 
@@ -124,7 +123,8 @@ static void check_finite(void *ctx, int64_t begin, int64_t end) {
 
 cnnb_status cpu_all_finite(cpu_device *d, const float *grads, int64_t count, int32_t *finite) {
   if (!finite) return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: all_finite without a result");
-  if (count > 0 && !grads) return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: all_finite without gradients");
+  if (count > 0 && !grads)
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: all_finite without gradients");
   finite_job job = {grads, 0};
   cpu_parallel_for(d, count, check_finite, &job);
   *finite = atomic_load(&job.bad) == 0;

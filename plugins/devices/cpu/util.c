@@ -23,14 +23,14 @@
 
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what) {
   if (s == dnnl_success) return CNNB_OK;
-  cnnb_status st = s == dnnl_unimplemented ? CNNB_EUNSUPPORTED
+  cnnb_status st = s == dnnl_unimplemented   ? CNNB_EUNSUPPORTED
                    : s == dnnl_out_of_memory ? CNNB_ENOMEM
-                                              : CNNB_EINTERNAL;
+                                             : CNNB_EINTERNAL;
   const char *hint = st == CNNB_ENOMEM ? " (out of memory; " OOM_HINT ")" : "";
   if (node)
     return cnnb_error(d->ctx, st, "cpu: %s '%s' [%d,%d,%d,%d]: %s failed: oneDNN %s%s", "node",
-                      node->name ? node->name : "?", node->shape.n, node->shape.c,
-                      node->shape.h, node->shape.w, what, dnnl_status2str(s), hint);
+                      node->name ? node->name : "?", node->shape.n, node->shape.c, node->shape.h,
+                      node->shape.w, what, dnnl_status2str(s), hint);
   return cnnb_error(d->ctx, st, "cpu: %s failed: oneDNN %s%s", what, dnnl_status2str(s), hint);
 }
 
@@ -45,9 +45,10 @@ cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const ch
     snprintf(where, sizeof where, "node '%s' [%d,%d,%d,%d]: ", node->name ? node->name : "?",
              node->shape.n, node->shape.c, node->shape.h, node->shape.w);
   if (bytes)
-    return cnnb_error(d->ctx, CNNB_ENOMEM,
-                      "cpu: %sout of memory: cannot allocate %zu bytes (%.1f MiB) for %s; " OOM_HINT,
-                      where, bytes, (double)bytes / 1048576.0, what);
+    return cnnb_error(
+        d->ctx, CNNB_ENOMEM,
+        "cpu: %sout of memory: cannot allocate %zu bytes (%.1f MiB) for %s; " OOM_HINT, where,
+        bytes, (double)bytes / 1048576.0, what);
   return cnnb_error(d->ctx, CNNB_ENOMEM, "cpu: %sout of memory: %s; " OOM_HINT, where, what);
 }
 
@@ -162,7 +163,8 @@ const dnnl_memory_desc_t *cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t
   return dnnl_primitive_desc_query_md(pd, what, index);
 }
 
-cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd, const cnnb_node *node) {
+cnnb_status cpu_scratch_reserve(cpu_device *d, const_dnnl_primitive_desc_t pd,
+                                const cnnb_node *node) {
   const dnnl_memory_desc_t *md = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0);
   size_t need = md ? dnnl_memory_desc_get_size(md) : 0;
   if (need <= d->scratch_bytes && d->scratch_mem) return CNNB_OK;
@@ -322,7 +324,8 @@ const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size) {
   for (int i = 0; i < md->ndims && n + 1 < size; i++)
     buf[n++] = (char)((blocked[order[i]] ? 'A' : 'a') + order[i]);
   for (int k = 0; k < b->inner_nblks && n + 8 < size; k++)
-    n += (size_t)snprintf(buf + n, size - n, "%d%c", (int)b->inner_blks[k], 'a' + (int)b->inner_idxs[k]);
+    n += (size_t)snprintf(buf + n, size - n, "%d%c", (int)b->inner_blks[k],
+                          'a' + (int)b->inner_idxs[k]);
   buf[n < size ? n : size - 1] = '\0';
   return buf;
 }
@@ -399,12 +402,14 @@ void cpu_xform_fini(cpu_xform *x) {
 
 cnnb_status cpu_weights_init_fwd(cpu_device *d, cpu_weights *w, const dnnl_memory_desc_t *plain,
                                  const dnnl_memory_desc_t *compute, const cnnb_node *node) {
-  cnnb_status st = cpu_xform_init(d, &w->to_compute, plain, compute, node, "weights to kernel layout");
+  cnnb_status st = cpu_xform_init(d, &w->to_compute, plain, compute, node,
+                                  "weights to kernel layout");
   if (st) return st;
   if (cpu_xform_needed(&w->to_compute)) {
     w->compute_buf = cpu_alloc(dnnl_memory_desc_get_size(compute));
     if (!w->compute_buf)
-      return cpu_oom(d, node, dnnl_memory_desc_get_size(compute), "the weights in the kernel's layout");
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(compute),
+                     "the weights in the kernel's layout");
   }
   return CNNB_OK;
 }
@@ -416,13 +421,14 @@ cnnb_status cpu_weights_init_bwd(cpu_device *d, cpu_weights *w, const dnnl_memor
   if (cpu_xform_needed(&w->to_arena)) {
     w->diff_buf = cpu_alloc(dnnl_memory_desc_get_size(diff));
     if (!w->diff_buf)
-      return cpu_oom(d, node, dnnl_memory_desc_get_size(diff), "the weight gradients in the kernel's layout");
+      return cpu_oom(d, node, dnnl_memory_desc_get_size(diff),
+                     "the weight gradients in the kernel's layout");
   }
   return CNNB_OK;
 }
 
-cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena,
-                                const void **out, const cnnb_node *node) {
+cnnb_status cpu_weights_prepare(cpu_device *d, cpu_weights *w, const float *arena, const void **out,
+                                const cnnb_node *node) {
   if (!cpu_xform_needed(&w->to_compute)) {
     *out = arena;
     return CNNB_OK;

@@ -39,15 +39,14 @@ struct gpu_algo_cache {
   size_t count, capacity;
 };
 
-static const char *const dir_names[GPU_CONV_DIRS] = {"forward", "backward data",
-                                                     "backward filter"};
+static const char *const dir_names[GPU_CONV_DIRS] = {"forward", "backward data", "backward filter"};
 
 static const char *math_name(cudnnMathType_t m) {
   switch (m) {
-  case CUDNN_DEFAULT_MATH: return "default";
-  case CUDNN_TENSOR_OP_MATH: return "tensor op";
-  case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor op (conversion)";
-  case CUDNN_FMA_MATH: return "fma";
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor op (conversion)";
+    case CUDNN_FMA_MATH: return "fma";
   }
   return "unknown";
 }
@@ -82,21 +81,21 @@ cnnb_status gpu_conv_descs_create(gpu_device *d, const gpu_conv_key *key, gpu_co
   /* Filters [K, C / groups, R, S]; format NCHW means OIHW in memory, NHWC means OHWI. */
   GPU_TRY(st, gpu_cudnn(d, cudnnCreateFilterDescriptor(&s->w), node, "filter descriptor"));
   GPU_TRY(st, gpu_cudnn(d,
-                        cudnnSetFilter4dDescriptor(s->w, type, format, key->k,
-                                                   key->c / key->groups, key->r, key->s),
+                        cudnnSetFilter4dDescriptor(s->w, type, format, key->k, key->c / key->groups,
+                                                   key->r, key->s),
                         node, "filter descriptor"));
   for (int i = 0; i < GPU_CONV_DIRS; i++) {
     GPU_TRY(st, gpu_cudnn(d, cudnnCreateConvolutionDescriptor(&s->conv[i]), node,
                           "convolution descriptor"));
     /* Cross-correlation (no filter flip), as TF's conv2d; compute in fp32 always
      * ("pseudo half" for fp16 / bf16 data). */
-    GPU_TRY(st, gpu_cudnn(d,
-                          cudnnSetConvolution2dDescriptor(s->conv[i], key->pad_h, key->pad_w,
-                                                          key->stride_h, key->stride_w,
-                                                          key->dilation_h, key->dilation_w,
-                                                          CUDNN_CROSS_CORRELATION,
-                                                          CUDNN_DATA_FLOAT),
-                          node, "convolution descriptor"));
+    GPU_TRY(st,
+            gpu_cudnn(d,
+                      cudnnSetConvolution2dDescriptor(s->conv[i], key->pad_h, key->pad_w,
+                                                      key->stride_h, key->stride_w, key->dilation_h,
+                                                      key->dilation_w, CUDNN_CROSS_CORRELATION,
+                                                      CUDNN_DATA_FLOAT),
+                      node, "convolution descriptor"));
     GPU_TRY(st, gpu_cudnn(d, cudnnSetConvolutionGroupCount(s->conv[i], key->groups), node,
                           "convolution group count"));
     GPU_TRY(st, gpu_cudnn(d, cudnnSetConvolutionMathType(s->conv[i], (cudnnMathType_t)key->math),
@@ -104,8 +103,8 @@ cnnb_status gpu_conv_descs_create(gpu_device *d, const gpu_conv_key *key, gpu_co
   }
   int yn = 0, yc = 0, yh = 0, yw = 0;
   GPU_TRY(st, gpu_cudnn(d,
-                        cudnnGetConvolution2dForwardOutputDim(s->conv[0], s->x, s->w, &yn, &yc,
-                                                              &yh, &yw),
+                        cudnnGetConvolution2dForwardOutputDim(s->conv[0], s->x, s->w, &yn, &yc, &yh,
+                                                              &yw),
                         node, "convolution output size"));
   s->y_shape = (cnnb_shape){yn, yc, yh, yw};
   GPU_TRY(st, gpu_tensor_desc_as(d, &s->y, s->y_shape, type, format, node));
@@ -154,23 +153,23 @@ void gpu_algo_cache_free(gpu_device *d) {
 /* ---- candidates -------------------------------------------------------------------- */
 
 /* The three perf structs have the same fields under different algorithm enums. */
-#define COPY_CANDIDATES(perf, returned, out, count)                                        \
-  do {                                                                                     \
-    int n_ = (returned) < MAX_CANDIDATES ? (returned) : MAX_CANDIDATES;                    \
-    for (int i_ = 0; i_ < n_; i_++) {                                                      \
-      (out)[i_].algo = (int32_t)(perf)[i_].algo;                                           \
-      (out)[i_].status = (perf)[i_].status;                                                \
-      (out)[i_].time_ms = (perf)[i_].time;                                                 \
-      (out)[i_].memory = (perf)[i_].memory;                                                \
-      (out)[i_].math = (perf)[i_].mathType;                                                \
-    }                                                                                      \
-    *(count) = n_ > 0 ? n_ : 0;                                                            \
+#define COPY_CANDIDATES(perf, returned, out, count)                     \
+  do {                                                                  \
+    int n_ = (returned) < MAX_CANDIDATES ? (returned) : MAX_CANDIDATES; \
+    for (int i_ = 0; i_ < n_; i_++) {                                   \
+      (out)[i_].algo = (int32_t)(perf)[i_].algo;                        \
+      (out)[i_].status = (perf)[i_].status;                             \
+      (out)[i_].time_ms = (perf)[i_].time;                              \
+      (out)[i_].memory = (perf)[i_].memory;                             \
+      (out)[i_].math = (perf)[i_].mathType;                             \
+    }                                                                   \
+    *(count) = n_ > 0 ? n_ : 0;                                         \
   } while (0)
 
 /* cuDNN's heuristics, best expected first. */
 static cnnb_status heuristic_candidates(gpu_device *d, const cnnb_node *node,
-                                        const gpu_conv_descs *s, gpu_conv_dir dir,
-                                        candidate *out, int *count) {
+                                        const gpu_conv_descs *s, gpu_conv_dir dir, candidate *out,
+                                        int *count) {
   int returned = 0;
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   *count = 0;
@@ -181,13 +180,13 @@ static cnnb_status heuristic_candidates(gpu_device *d, const cnnb_node *node,
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   } else if (dir == GPU_CONV_BACKWARD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_CANDIDATES];
-    status = cudnnGetConvolutionBackwardDataAlgorithm_v7(d->cudnn, s->w, s->y, s->conv[dir],
-                                                         s->x, MAX_CANDIDATES, &returned, perf);
+    status = cudnnGetConvolutionBackwardDataAlgorithm_v7(d->cudnn, s->w, s->y, s->conv[dir], s->x,
+                                                         MAX_CANDIDATES, &returned, perf);
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_CANDIDATES];
-    status = cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->cudnn, s->x, s->y, s->conv[dir],
-                                                           s->w, MAX_CANDIDATES, &returned, perf);
+    status = cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->cudnn, s->x, s->y, s->conv[dir], s->w,
+                                                           MAX_CANDIDATES, &returned, perf);
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   }
   return gpu_cudnn(d, status, node, "convolution algorithm heuristics");
@@ -247,24 +246,23 @@ static cnnb_status timed_candidates(gpu_device *d, const cnnb_node *node, const 
   *count = 0;
   if (dir == GPU_CONV_FORWARD) {
     cudnnConvolutionFwdAlgoPerf_t perf[MAX_CANDIDATES];
-    status = cudnnFindConvolutionForwardAlgorithmEx(d->cudnn, s->x, b->x, s->w, b->w,
-                                                    s->conv[dir], s->y, b->y, MAX_CANDIDATES,
-                                                    &returned, perf, b->workspace,
-                                                    b->workspace_bytes);
+    status = cudnnFindConvolutionForwardAlgorithmEx(d->cudnn, s->x, b->x, s->w, b->w, s->conv[dir],
+                                                    s->y, b->y, MAX_CANDIDATES, &returned, perf,
+                                                    b->workspace, b->workspace_bytes);
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   } else if (dir == GPU_CONV_BACKWARD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_CANDIDATES];
     status = cudnnFindConvolutionBackwardDataAlgorithmEx(d->cudnn, s->w, b->w, s->y, b->y,
-                                                         s->conv[dir], s->x, b->x,
-                                                         MAX_CANDIDATES, &returned, perf,
-                                                         b->workspace, b->workspace_bytes);
+                                                         s->conv[dir], s->x, b->x, MAX_CANDIDATES,
+                                                         &returned, perf, b->workspace,
+                                                         b->workspace_bytes);
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_CANDIDATES];
     status = cudnnFindConvolutionBackwardFilterAlgorithmEx(d->cudnn, s->x, b->x, s->y, b->y,
-                                                           s->conv[dir], s->w, b->w,
-                                                           MAX_CANDIDATES, &returned, perf,
-                                                           b->workspace, b->workspace_bytes);
+                                                           s->conv[dir], s->w, b->w, MAX_CANDIDATES,
+                                                           &returned, perf, b->workspace,
+                                                           b->workspace_bytes);
     if (status == CUDNN_STATUS_SUCCESS) COPY_CANDIDATES(perf, returned, out, count);
   }
   return gpu_cudnn(d, status, node, "convolution algorithm timing");
@@ -279,8 +277,7 @@ static cudnnStatus_t workspace_size(gpu_device *d, const gpu_conv_descs *s, gpu_
                                                    (cudnnConvolutionFwdAlgo_t)algo, bytes);
   if (dir == GPU_CONV_BACKWARD_DATA)
     return cudnnGetConvolutionBackwardDataWorkspaceSize(d->cudnn, s->w, s->y, s->conv[dir], s->x,
-                                                        (cudnnConvolutionBwdDataAlgo_t)algo,
-                                                        bytes);
+                                                        (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
   return cudnnGetConvolutionBackwardFilterWorkspaceSize(d->cudnn, s->x, s->y, s->conv[dir], s->w,
                                                         (cudnnConvolutionBwdFilterAlgo_t)algo,
                                                         bytes);
@@ -347,9 +344,10 @@ static cnnb_status choose_timed(gpu_device *d, const cnnb_node *node, const gpu_
     /* Timing is an optimization: cuDNN refusing to time a shape (a grouped half
      * convolution, say) or running out of memory for it (the scratch is freed by now)
      * still leaves its heuristic choice. */
-    cnnb_log(d->ctx, CNNB_LOG_WARN, "cuda: conv2d '%s' %s: timing the algorithms failed (%s); "
-             "taking cuDNN's heuristic choice", node->name, dir_names[dir],
-             cnnb_error_message(d->ctx));
+    cnnb_log(d->ctx, CNNB_LOG_WARN,
+             "cuda: conv2d '%s' %s: timing the algorithms failed (%s); "
+             "taking cuDNN's heuristic choice",
+             node->name, dir_names[dir], cnnb_error_message(d->ctx));
     cnnb_clear_error(d->ctx);
     return CNNB_OK;
   }
@@ -406,8 +404,8 @@ cnnb_status gpu_conv_algo_choose(gpu_device *d, const cnnb_node *node, const gpu
              (double)time_ms);
   else
     cnnb_log(d->ctx, CNNB_LOG_DEBUG,
-             "cuda: conv2d '%s' %s: algo %d, %s math, workspace %zu bytes (heuristic)",
-             node->name, dir_names[dir], (int)out->algo, math_name(out->math), out->workspace);
+             "cuda: conv2d '%s' %s: algo %d, %s math, workspace %zu bytes (heuristic)", node->name,
+             dir_names[dir], (int)out->algo, math_name(out->math), out->workspace);
 
   cache_entry e;
   memset(&e, 0, sizeof e);

@@ -22,16 +22,16 @@ typedef enum gpu_conv_dir {
 /* Every parameter of one convolution. Compared bytewise: build it zeroed (all fields
  * are int32_t, so it has no padding either). */
 typedef struct gpu_conv_key {
-  int32_t n, c, h, w;              /* the input cuDNN reads (already padded when the graph's
-                                      pads were asymmetric) */
-  int32_t k, r, s;                 /* filters [K, C / groups, R, S] */
-  int32_t pad_h, pad_w;            /* symmetric, as cuDNN pads */
+  int32_t n, c, h, w;   /* the input cuDNN reads (already padded when the graph's
+                           pads were asymmetric) */
+  int32_t k, r, s;      /* filters [K, C / groups, R, S] */
+  int32_t pad_h, pad_w; /* symmetric, as cuDNN pads */
   int32_t stride_h, stride_w;
   int32_t dilation_h, dilation_w;
   int32_t groups;
-  int32_t data_type;               /* cudnnDataType_t of x, w, y (compute is always float) */
-  int32_t format;                  /* cudnnTensorFormat_t of x, y and the filter */
-  int32_t math;                    /* cudnnMathType_t asked for (gpu_conv_math) */
+  int32_t data_type; /* cudnnDataType_t of x, w, y (compute is always float) */
+  int32_t format;    /* cudnnTensorFormat_t of x, y and the filter */
+  int32_t math;      /* cudnnMathType_t asked for (gpu_conv_math) */
 } gpu_conv_key;
 
 /* The key's descriptors. One convolution descriptor per direction, because the chosen
@@ -40,14 +40,14 @@ typedef struct gpu_conv_descs {
   cudnnTensorDescriptor_t x, y;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv[GPU_CONV_DIRS];
-  cnnb_shape y_shape;              /* logical [N, K, H, W] cuDNN computes from the key */
+  cnnb_shape y_shape; /* logical [N, K, H, W] cuDNN computes from the key */
 } gpu_conv_descs;
 
 typedef struct gpu_conv_algo {
-  int32_t algo;                    /* cudnnConvolutionFwdAlgo_t, BwdDataAlgo_t or
-                                      BwdFilterAlgo_t, by direction */
-  cudnnMathType_t math;            /* the math type it runs with (set on descs->conv[dir]) */
-  size_t workspace;                /* bytes it needs of d->workspace */
+  int32_t algo;         /* cudnnConvolutionFwdAlgo_t, BwdDataAlgo_t or
+                           BwdFilterAlgo_t, by direction */
+  cudnnMathType_t math; /* the math type it runs with (set on descs->conv[dir]) */
+  size_t workspace;     /* bytes it needs of d->workspace */
 } gpu_conv_algo;
 
 /* The math type this device lets convolutions use: tensor ops for fp16 / bf16; for

@@ -15,8 +15,10 @@
 #include "gpu_impl.h"
 
 static const char *precision_name(uint32_t p) {
-  return p == CNNB_PRECISION_FP32 ? "fp32" : p == CNNB_PRECISION_BF16 ? "bf16"
-                                         : p == CNNB_PRECISION_FP16 ? "fp16" : "unknown";
+  return p == CNNB_PRECISION_FP32   ? "fp32"
+         : p == CNNB_PRECISION_BF16 ? "bf16"
+         : p == CNNB_PRECISION_FP16 ? "fp16"
+                                    : "unknown";
 }
 
 /* Makes d's GPU current on the calling thread. */
@@ -45,11 +47,12 @@ static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) 
   if (ordinal >= count && count == per_process) ordinal = index;
   *st = CNNB_OK;
   if (ordinal >= count)
-    *st = cnnb_error(d->ctx, CNNB_EINVAL,
-                     "cuda: replica %d%s needs GPU %lld, but this machine shows %d (--num_gpus=%lld "
-                     "per process%s)",
-                     (int)index, local ? " of this local rank" : "", (long long)ordinal, count,
-                     (long long)per_process, local ? ", times the ranks on this node" : "");
+    *st =
+        cnnb_error(d->ctx, CNNB_EINVAL,
+                   "cuda: replica %d%s needs GPU %lld, but this machine shows %d (--num_gpus=%lld "
+                   "per process%s)",
+                   (int)index, local ? " of this local rank" : "", (long long)ordinal, count,
+                   (long long)per_process, local ? ", times the ranks on this node" : "");
   return (int)ordinal;
 }
 
@@ -67,7 +70,8 @@ static cnnb_status check_precision(gpu_device *d, uint32_t precision) {
                       "supports %s",
                       precision_name(precision), precision == CNNB_PRECISION_FP16 ? "7.0" : "8.0",
                       d->prop.name, d->prop.major, d->prop.minor, can);
-  return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: unknown precision %u; it supports %s", precision, can);
+  return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: unknown precision %u; it supports %s", precision,
+                    can);
 }
 
 static void describe_into(gpu_device *d) {
@@ -119,9 +123,10 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   GPU_TRY(st, gpu_cuda(d, image, NULL, "checking the kernels' GPU code"));
   d->act = d->cfg.precision == CNNB_PRECISION_FP16   ? GPU_F16
            : d->cfg.precision == CNNB_PRECISION_BF16 ? GPU_BF16
-                                                      : GPU_F32;
-  d->act_cudnn = d->act == GPU_F16 ? CUDNN_DATA_HALF : d->act == GPU_BF16 ? CUDNN_DATA_BFLOAT16
-                                                                           : CUDNN_DATA_FLOAT;
+                                                     : GPU_F32;
+  d->act_cudnn = d->act == GPU_F16    ? CUDNN_DATA_HALF
+                 : d->act == GPU_BF16 ? CUDNN_DATA_BFLOAT16
+                                      : CUDNN_DATA_FLOAT;
   d->format = d->act == GPU_F32 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
   /* The plugin's flags (plugin.c). A ctx without the host's flag table (a test harness
    * creating the device directly) gets exact fp32 (the conformance suites' fp32
@@ -130,7 +135,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   d->allow_tf32 = have_flags && cnnb_flag_bool(ctx, "cuda_allow_tf32");
   d->autotune = have_flags && cnnb_flag_bool(ctx, "cudnn_autotune");
   int64_t workspace_mb = have_flags ? cnnb_flag_int(ctx, "cudnn_workspace_mb")
-                                      : GPU_DEFAULT_WORKSPACE_MB;
+                                    : GPU_DEFAULT_WORKSPACE_MB;
   if (workspace_mb < 0) {
     st = cnnb_error(ctx, CNNB_EINVAL, "--cudnn_workspace_mb=%lld: must be >= 0",
                     (long long)workspace_mb);
@@ -151,10 +156,11 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   /* The dense layers name their compute type per call (ops_dense.c); the handle's mode
    * backs it up: TF32 for fp32 only when allowed, and for half precision no split-K
    * reduction in half (the sums stay fp32 whatever the output type). */
-  cublasMath_t math = d->act != GPU_F32 ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                      : d->allow_tf32   ? CUBLAS_TF32_TENSOR_OP_MATH
-                                        : CUBLAS_PEDANTIC_MATH;
+  cublasMath_t math = d->act != GPU_F32
+                          ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                      : d->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                      : CUBLAS_PEDANTIC_MATH;
   GPU_TRY(st, gpu_cublas(d, cublasSetMathMode(d->cublas, math), NULL, "cublasSetMathMode"));
   for (int i = 0; i < 2; i++)
     GPU_TRY(st, gpu_cuda(d, cudaEventCreateWithFlags(&d->upload_free[i], cudaEventDisableTiming),
@@ -270,8 +276,8 @@ static cnnb_status device_tensor_bytes(void *device, const cnnb_graph *g, cnnb_t
   if (st) return st;
   const cnnb_node *n = cnnb_graph_node(g, t);
   if (!gpu_op_find(n->op))
-    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cuda: node '%s': op %u is not one this device runs",
-                      n->name, n->op);
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED,
+                      "cuda: node '%s': op %u is not one this device runs", n->name, n->op);
   *bytes = gpu_tensor_bytes(d, g, t);
   return CNNB_OK;
 }
@@ -311,8 +317,8 @@ static cnnb_status device_prepare(void *device, const cnnb_graph *g, int32_t ind
   const cnnb_node *n = cnnb_graph_node(g, index);
   const gpu_op *op = gpu_op_find(n->op);
   if (!op)
-    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cuda: node '%s': op %u is not one this device runs",
-                      n->name, n->op);
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED,
+                      "cuda: node '%s': op %u is not one this device runs", n->name, n->op);
   gpu_node *node = NULL;
   if ((st = op->prepare(d, g, index, &node)) != CNNB_OK) return st;
   *state = node;

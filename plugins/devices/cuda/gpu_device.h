@@ -44,18 +44,18 @@ typedef struct gpu_algo_cache gpu_algo_cache;
 struct gpu_device {
   cnnb_ctx *ctx;
   cnnb_device_config cfg;
-  int ordinal;                  /* the CUDA device this instance drives */
+  int ordinal; /* the CUDA device this instance drives */
   struct cudaDeviceProp prop;
   cudaStream_t stream;
   cudnnHandle_t cudnn;
   cublasHandle_t cublas;
 
-  gpu_dtype act;                /* activations and their gradients */
-  cudnnDataType_t act_cudnn;    /* the same, as cuDNN names it */
-  cudnnTensorFormat_t format;   /* CUDNN_TENSOR_NCHW (fp32) or CUDNN_TENSOR_NHWC (half) */
-  int allow_tf32;               /* --cuda_allow_tf32 */
-  int autotune;                 /* --cudnn_autotune: time the heuristics' top candidates */
-  size_t workspace_limit;       /* --cudnn_workspace_mb, bytes: the most one algorithm may use */
+  gpu_dtype act;              /* activations and their gradients */
+  cudnnDataType_t act_cudnn;  /* the same, as cuDNN names it */
+  cudnnTensorFormat_t format; /* CUDNN_TENSOR_NCHW (fp32) or CUDNN_TENSOR_NHWC (half) */
+  int allow_tf32;             /* --cuda_allow_tf32 */
+  int autotune;               /* --cudnn_autotune: time the heuristics' top candidates */
+  size_t workspace_limit;     /* --cudnn_workspace_mb, bytes: the most one algorithm may use */
 
   /* One cuDNN / cuBLAS workspace for all nodes (they run one after another on the
    * stream), grown at prepare to the largest need, never per step. */
@@ -71,7 +71,7 @@ struct gpu_device {
   int64_t ones_count;
   /* Errors kernels find (a label outside [0, classes)): device words the loss kernel
    * sets, read back at the next synchronizing call (gpu_check_kernel_errors). */
-  gpu_kernel_errors *errors;    /* device memory */
+  gpu_kernel_errors *errors; /* device memory */
 
   /* Host <-> device staging (transfer.c): pinned host memory for downloads and small
    * results (d->pinned), two pinned upload buffers used in turn (a step's images and its
@@ -87,9 +87,9 @@ struct gpu_device {
   void *staging;
   size_t staging_bytes;
 
-  gpu_algo_cache *algos;        /* convolution algorithms chosen per shape (conv_algo.c) */
+  gpu_algo_cache *algos;              /* convolution algorithms chosen per shape (conv_algo.c) */
   cnnb_device_cuda_stream stream_ext; /* CNNB_EXT_CUDA_STREAM's answer */
-  cudaGraphExec_t step_exec;    /* --cuda_graphs: the recorded step (step_graph.c), or NULL */
+  cudaGraphExec_t step_exec;          /* --cuda_graphs: the recorded step (step_graph.c), or NULL */
   char description[256];
 };
 
@@ -136,13 +136,10 @@ cnnb_status gpu_prepare_lrn(gpu_device *d, const cnnb_graph *g, int32_t index, g
 cnnb_status gpu_prepare_relu(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_relu6(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_add(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
-cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index,
-                                gpu_node **out);
-cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index,
-                               gpu_node **out);
+cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
+cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_pad(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
-cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t index,
-                                gpu_node **out);
+cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_softmax_xent(gpu_device *d, const cnnb_graph *g, int32_t index,
                                      gpu_node **out);
 
@@ -167,8 +164,8 @@ cnnb_status gpu_launched(gpu_device *d, const cnnb_node *node, const char *what)
 cnnb_status gpu_oom(gpu_device *d, const cnnb_node *node, size_t bytes, const char *what);
 
 /* st = call's status; on failure jump to the function's `done:` label. */
-#define GPU_TRY(st, expr) \
-  do { \
+#define GPU_TRY(st, expr)                      \
+  do {                                         \
     if (((st) = (expr)) != CNNB_OK) goto done; \
   } while (0)
 

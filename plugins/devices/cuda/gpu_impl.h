@@ -23,8 +23,8 @@
 
 typedef struct gpu_impl {
   uint32_t struct_size;
-  const char *version;               /* GPU_DEVICE_VERSION it was built with */
-  const cnnb_device_vtable *vtable;  /* every slot the plugin forwards to */
+  const char *version;              /* GPU_DEVICE_VERSION it was built with */
+  const cnnb_device_vtable *vtable; /* every slot the plugin forwards to */
   /* [any-thread] the uint8 input conversion, on an implementation instance */
   const cnnb_device_uint8_input *uint8_input;
 } gpu_impl;

@@ -22,12 +22,7 @@
 extern "C" {
 #endif
 
-typedef enum gpu_dtype {
-  GPU_F32 = 0,
-  GPU_F16 = 1,
-  GPU_BF16 = 2,
-  GPU_I32 = 3
-} gpu_dtype;
+typedef enum gpu_dtype { GPU_F32 = 0, GPU_F16 = 1, GPU_BF16 = 2, GPU_I32 = 3 } gpu_dtype;
 
 static inline size_t gpu_dtype_size(gpu_dtype t) { return t == GPU_F16 || t == GPU_BF16 ? 2 : 4; }
 
@@ -99,8 +94,8 @@ cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64_t n, cudaS
 cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
                                  cudaStream_t stream);
 /* y = a + b, then max(y, 0) when relu. */
-cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtype type, int64_t n, int32_t relu,
-                      cudaStream_t stream);
+cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtype type, int64_t n,
+                      int32_t relu, cudaStream_t stream);
 /* dst += src. */
 cudaError_t gpu_k_accumulate(void *dst, const void *src, gpu_dtype type, int64_t n,
                              cudaStream_t stream);
@@ -187,14 +182,13 @@ cudaError_t gpu_k_pool(void *y, gpu_dims y_dims, const void *x, gpu_dims x_dims,
                        gpu_pool_window win, uint8_t *argmax, cudaStream_t stream);
 cudaError_t gpu_k_pool_backward(void *dx, gpu_dims x_dims, const void *x, const void *y,
                                 const void *dy, gpu_dims y_dims, gpu_dtype type,
-                                gpu_pool_window win, const uint8_t *argmax,
-                                cudaStream_t stream);
+                                gpu_pool_window win, const uint8_t *argmax, cudaStream_t stream);
 /* TF's LRN: y = x / (bias + alpha * sum_{|c'-c| <= r} x^2)^beta, and its gradient. */
 cudaError_t gpu_k_lrn(void *y, const void *x, gpu_dims dims, gpu_dtype type, int32_t radius,
                       float bias, float alpha, float beta, cudaStream_t stream);
-cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y, gpu_dims dims,
-                               gpu_dtype type, int32_t radius, float bias, float alpha, float beta,
-                               cudaStream_t stream);
+cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y,
+                               gpu_dims dims, gpu_dtype type, int32_t radius, float bias,
+                               float alpha, float beta, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

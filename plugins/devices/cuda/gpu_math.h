@@ -75,8 +75,8 @@ static inline GPU_HD int64_t gpu_offset_nhwc(int64_t c_, int64_t h_, int64_t w_,
                                              int64_t c, int64_t h, int64_t w) {
   return ((n * h_ + h) * w_ + w) * c_ + c;
 }
-static inline GPU_HD int64_t gpu_offset(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_,
-                                        int64_t n, int64_t c, int64_t h, int64_t w) {
+static inline GPU_HD int64_t gpu_offset(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_, int64_t n,
+                                        int64_t c, int64_t h, int64_t w) {
   return nhwc ? gpu_offset_nhwc(c_, h_, w_, n, c, h, w) : gpu_offset_nchw(c_, h_, w_, n, c, h, w);
 }
 
@@ -131,9 +131,7 @@ static inline GPU_HD int64_t gpu_filter_offset_ohwi(int64_t c_, int64_t r_, int6
 /* max(x, 0), NaN passing through (a broken step must stay visible to loss scaling). */
 static inline GPU_HD float gpu_relu(float x) { return x > 0.0f ? x : (x == x ? 0.0f : x); }
 /* min(max(x, 0), 6), NaN passing through. */
-static inline GPU_HD float gpu_relu6(float x) {
-  return x > 6.0f ? 6.0f : gpu_relu(x);
-}
+static inline GPU_HD float gpu_relu6(float x) { return x > 6.0f ? 6.0f : gpu_relu(x); }
 /* The gradient masks, from the op's output y: ReLU passes where y > 0; ReLU6 where
  * 0 < y < 6 (TF's Relu6Grad, the bounds excluded). */
 static inline GPU_HD int gpu_relu_passes(float y) { return y > 0.0f; }
@@ -164,7 +162,8 @@ static inline GPU_HD uint64_t gpu_dropout_threshold(float keep_prob) {
 static inline GPU_HD int gpu_dropout_keep_at(uint64_t key, uint64_t threshold, int64_t i) {
   return (gpu_mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull) >> 32) < threshold;
 }
-static inline GPU_HD int gpu_dropout_keep(uint32_t seed, uint64_t step, int64_t i, float keep_prob) {
+static inline GPU_HD int gpu_dropout_keep(uint32_t seed, uint64_t step, int64_t i,
+                                          float keep_prob) {
   return gpu_dropout_keep_at(gpu_dropout_key(seed, step), gpu_dropout_threshold(keep_prob), i);
 }
 
@@ -197,10 +196,8 @@ static inline float gpu_adam_lr_t(float learning_rate, float beta1, float beta2,
 static inline GPU_HD float gpu_update_grad(const gpu_update_hyper *h, float grad, float w) {
   float g = gpu_fmul(grad, h->grad_scale);
   if (h->clip > 0.0f) {
-    if (g > h->clip)
-      g = h->clip;
-    else if (g < -h->clip)
-      g = -h->clip;
+    if (g > h->clip) g = h->clip;
+    else if (g < -h->clip) g = -h->clip;
   }
   return gpu_fadd(g, gpu_fmul(h->weight_decay, w));
 }
@@ -212,41 +209,42 @@ static inline GPU_HD void gpu_update_element(const gpu_update_hyper *h, float gr
                                              float *s1, float *s2) {
   float g = gpu_update_grad(h, grad, *w);
   switch (h->rule) {
-  case GPU_OPT_SGD:
-    /* w -= lr * g */
-    *w = gpu_fsub(*w, gpu_fmul(h->learning_rate, g));
-    break;
-  case GPU_OPT_MOMENTUM: {
-    /* a = a * m + g;  w -= nesterov ? lr * (g + m * a) : lr * a */
-    float a = gpu_fadd(gpu_fmul(*s1, h->momentum), g);
-    *s1 = a;
-    *w = gpu_fsub(*w, h->nesterov
-                          ? gpu_fmul(h->learning_rate, gpu_fadd(g, gpu_fmul(h->momentum, a)))
-                          : gpu_fmul(h->learning_rate, a));
-    break;
-  }
-  case GPU_OPT_RMSPROP: {
-    /* ms = rho * ms + (1 - rho) * g * g;  mom = m * mom + lr * g / sqrt(ms + eps);
-     * w -= mom */
-    float ms = gpu_fadd(gpu_fmul(h->rho, *s1), gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->rho), g), g));
-    float mom = gpu_fadd(gpu_fmul(h->momentum, *s2),
-                         gpu_fdiv(gpu_fmul(h->learning_rate, g), gpu_fsqrt(gpu_fadd(ms, h->epsilon))));
-    *s1 = ms;
-    *s2 = mom;
-    *w = gpu_fsub(*w, mom);
-    break;
-  }
-  case GPU_OPT_ADAM: {
-    /* m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;  w -= lr_t * m / (sqrt(v) + eps) */
-    float m = gpu_fadd(gpu_fmul(h->beta1, *s1), gpu_fmul(gpu_fsub(1.0f, h->beta1), g));
-    float v = gpu_fadd(gpu_fmul(h->beta2, *s2), gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->beta2), g), g));
-    *s1 = m;
-    *s2 = v;
-    *w = gpu_fsub(*w, gpu_fdiv(gpu_fmul(h->adam_lr_t, m), gpu_fadd(gpu_fsqrt(v), h->epsilon)));
-    break;
-  }
-  default:
-    break; /* unknown: update.c refuses it before any launch */
+    case GPU_OPT_SGD:
+      /* w -= lr * g */
+      *w = gpu_fsub(*w, gpu_fmul(h->learning_rate, g));
+      break;
+    case GPU_OPT_MOMENTUM: {
+      /* a = a * m + g;  w -= nesterov ? lr * (g + m * a) : lr * a */
+      float a = gpu_fadd(gpu_fmul(*s1, h->momentum), g);
+      *s1 = a;
+      *w = gpu_fsub(*w, h->nesterov
+                            ? gpu_fmul(h->learning_rate, gpu_fadd(g, gpu_fmul(h->momentum, a)))
+                            : gpu_fmul(h->learning_rate, a));
+      break;
+    }
+    case GPU_OPT_RMSPROP: {
+      /* ms = rho * ms + (1 - rho) * g * g;  mom = m * mom + lr * g / sqrt(ms + eps);
+       * w -= mom */
+      float ms = gpu_fadd(gpu_fmul(h->rho, *s1), gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->rho), g), g));
+      float mom = gpu_fadd(gpu_fmul(h->momentum, *s2),
+                           gpu_fdiv(gpu_fmul(h->learning_rate, g),
+                                    gpu_fsqrt(gpu_fadd(ms, h->epsilon))));
+      *s1 = ms;
+      *s2 = mom;
+      *w = gpu_fsub(*w, mom);
+      break;
+    }
+    case GPU_OPT_ADAM: {
+      /* m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;  w -= lr_t * m / (sqrt(v) + eps) */
+      float m = gpu_fadd(gpu_fmul(h->beta1, *s1), gpu_fmul(gpu_fsub(1.0f, h->beta1), g));
+      float v = gpu_fadd(gpu_fmul(h->beta2, *s2),
+                         gpu_fmul(gpu_fmul(gpu_fsub(1.0f, h->beta2), g), g));
+      *s1 = m;
+      *s2 = v;
+      *w = gpu_fsub(*w, gpu_fdiv(gpu_fmul(h->adam_lr_t, m), gpu_fadd(gpu_fsqrt(v), h->epsilon)));
+      break;
+    }
+    default: break; /* unknown: update.c refuses it before any launch */
   }
 }
 
@@ -281,10 +279,10 @@ static __device__ __forceinline__ void gpu_store(__nv_bfloat16 *p, float v) {
 template <typename F>
 static inline cudaError_t gpu_dispatch_float(gpu_dtype dtype, F f) {
   switch (dtype) {
-  case GPU_F32: return f(float());
-  case GPU_F16: return f(__half());
-  case GPU_BF16: return f(__nv_bfloat16());
-  default: return cudaErrorInvalidValue;
+    case GPU_F32: return f(float());
+    case GPU_F16: return f(__half());
+    case GPU_BF16: return f(__nv_bfloat16());
+    default: return cudaErrorInvalidValue;
   }
 }
 
@@ -297,8 +295,8 @@ static inline unsigned gpu_blocks(int64_t n) {
 }
 
 /* for (i = this thread's first index; i < n; i += the grid's width), in 64 bits. */
-#define GPU_GRID_STRIDE(i, n)                                                            \
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);             \
+#define GPU_GRID_STRIDE(i, n)                                               \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
        i += (int64_t)blockDim.x * gridDim.x)
 #endif /* __CUDACC__ */
 

@@ -80,8 +80,7 @@ __global__ void pad_kernel(T *dst, gpu_dims dd, const T *src, gpu_dims sd, int32
     int64_t h = p.h - top, w = p.w - left;
     if (h >= 0 && h < sd.h && w >= 0 && w < sd.w && p.c < sd.c)
       dst[i] = src[gpu_offset(sd.nhwc, sd.c, sd.h, sd.w, p.n, p.c, h, w)];
-    else
-      gpu_store(&dst[i], fill);
+    else gpu_store(&dst[i], fill);
   }
 }
 
@@ -151,8 +150,8 @@ extern "C" cudaError_t gpu_k_from_uint8_nhwc(void *dst, gpu_dtype dst_type, gpu_
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    from_uint8_kernel<D><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, dims, src, scale,
-                                                                    offset, n);
+    from_uint8_kernel<D>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, dims, src, scale, offset, n);
     return cudaGetLastError();
   });
 }
@@ -166,23 +165,22 @@ extern "C" cudaError_t gpu_k_filter_to_compute(void *dst, gpu_dtype dst_type, in
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    filter_to_compute_kernel<D><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, nhwc, src, c,
-                                                                           c_pad, r, s, n);
+    filter_to_compute_kernel<D>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, nhwc, src, c, c_pad, r, s, n);
     return cudaGetLastError();
   });
 }
 
 extern "C" cudaError_t gpu_k_filter_grad_to_arena(float *dst, const void *src, gpu_dtype src_type,
-                                                  int32_t nhwc, int32_t k, int32_t c,
-                                                  int32_t c_pad, int32_t r, int32_t s,
-                                                  cudaStream_t stream) {
+                                                  int32_t nhwc, int32_t k, int32_t c, int32_t c_pad,
+                                                  int32_t r, int32_t s, cudaStream_t stream) {
   if (k < 0 || c < 0 || c_pad < c || r < 0 || s < 0) return cudaErrorInvalidValue;
   const int64_t n = (int64_t)k * c * r * s;
   return gpu_dispatch_float(src_type, [&](auto tag) {
     using S = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    filter_grad_to_arena_kernel<S><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>(
-        dst, (const S *)src, nhwc, c, c_pad, r, s, n);
+    filter_grad_to_arena_kernel<S>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>(dst, (const S *)src, nhwc, c, c_pad, r, s, n);
     return cudaGetLastError();
   });
 }

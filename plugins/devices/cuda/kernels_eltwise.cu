@@ -95,11 +95,12 @@ __global__ void bias_relu_kernel(T *y, int64_t n, gpu_dims dims, const float *bi
  *
  * I is the index type: int32_t when every offset into dy fits (the launcher checks), so
  * the hot loops do 32-bit arithmetic; int64_t otherwise. No division per element. */
-#define BIAS_GRAD_TILE 32         /* NHWC: channels per block (threadIdx.x) */
-#define BIAS_GRAD_LANES 8         /* NHWC: row lanes per block (threadIdx.y) */
-#define BIAS_GRAD_THREADS 256     /* NCHW: threads per block; pass 2: threads per block */
-#define BIAS_GRAD_MAX_CHUNKS 512  /* bounds pass 2's serial sum and the scratch */
-#define BIAS_GRAD_MIN_ROWS 256    /* NHWC: rows per chunk at least (32 per row lane) */
+#define BIAS_GRAD_TILE 32           /* NHWC: channels per block (threadIdx.x) */
+#define BIAS_GRAD_LANES 8           /* NHWC: row lanes per block (threadIdx.y) */
+#define BIAS_GRAD_ROW_THREADS 256   /* NHWC: threads per block, TILE x LANES */
+#define BIAS_GRAD_THREADS 256       /* NCHW: threads per block; pass 2: threads per block */
+#define BIAS_GRAD_MAX_CHUNKS 512    /* bounds pass 2's serial sum and the scratch */
+#define BIAS_GRAD_MIN_ROWS 256      /* NHWC: rows per chunk at least (32 per row lane) */
 #define BIAS_GRAD_MIN_ELEMENTS 4096 /* NCHW: elements per chunk at least (16 per thread) */
 
 /* How pass 1 splits the work: `chunks` pieces (0 when there is nothing to sum), each of
@@ -133,9 +134,10 @@ static bias_grad_plan_t bias_grad_plan(gpu_dims dims) {
 }
 
 /* Pass 1, NHWC: partial[chunk * C + c] = the chunk's rows summed for channel c. */
+static_assert(BIAS_GRAD_ROW_THREADS == BIAS_GRAD_TILE * BIAS_GRAD_LANES, "NHWC block shape");
 template <typename T, typename I>
-__global__ void __launch_bounds__(BIAS_GRAD_TILE * BIAS_GRAD_LANES)
-bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_per_chunk) {
+__global__ void __launch_bounds__(BIAS_GRAD_ROW_THREADS)
+    bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_per_chunk) {
   __shared__ float lane_sum[BIAS_GRAD_LANES][BIAS_GRAD_TILE];
   const I c = (I)blockIdx.x * BIAS_GRAD_TILE + (I)threadIdx.x;
   const I first = (I)blockIdx.y * rows_per_chunk;
@@ -150,8 +152,8 @@ bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_pe
   __syncthreads();
   for (int half = BIAS_GRAD_LANES / 2; half > 0; half /= 2) {
     if ((int)threadIdx.y < half)
-      lane_sum[threadIdx.y][threadIdx.x] =
-          gpu_fadd(lane_sum[threadIdx.y][threadIdx.x], lane_sum[threadIdx.y + half][threadIdx.x]);
+      lane_sum[threadIdx.y][threadIdx.x] = gpu_fadd(lane_sum[threadIdx.y][threadIdx.x],
+                                                    lane_sum[threadIdx.y + half][threadIdx.x]);
     __syncthreads();
   }
   if (threadIdx.y == 0 && c < channels)
@@ -163,13 +165,13 @@ bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_pe
  * (image, position in the plane) by subtraction instead of dividing. */
 template <typename T, typename I>
 __global__ void __launch_bounds__(BIAS_GRAD_THREADS)
-bias_grad_planes_kernel(float *partial, const T *dy, I images, I channels, I plane,
-                        I images_per_chunk) {
+    bias_grad_planes_kernel(float *partial, const T *dy, I images, I channels, I plane,
+                            I images_per_chunk) {
   __shared__ float thread_sum[BIAS_GRAD_THREADS];
   const I c = (I)blockIdx.x;
   const I first_image = (I)blockIdx.y * images_per_chunk;
-  const I chunk_images =
-      images - first_image < images_per_chunk ? images - first_image : images_per_chunk;
+  const I chunk_images = images - first_image < images_per_chunk ? images - first_image
+                                                                 : images_per_chunk;
   I image = first_image, at = (I)threadIdx.x; /* element j = (image - first_image) * plane + at */
   while (at >= plane && image < first_image + chunk_images) {
     at -= plane;
@@ -230,8 +232,8 @@ extern "C" cudaError_t gpu_k_relu_backward(void *dx, const void *dy, const void 
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy,
-                                                                       (const T *)y, n);
+    relu_backward_kernel<T>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)y, n);
     return cudaGetLastError();
   });
 }
@@ -246,13 +248,13 @@ extern "C" cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64
   });
 }
 
-extern "C" cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y,
-                                            gpu_dtype type, int64_t n, cudaStream_t stream) {
+extern "C" cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y, gpu_dtype type,
+                                            int64_t n, cudaStream_t stream) {
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu6_backward_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy,
-                                                                        (const T *)y, n);
+    relu6_backward_kernel<T>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)y, n);
     return cudaGetLastError();
   });
 }
@@ -262,8 +264,8 @@ extern "C" cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtyp
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)a, (const T *)b,
-                                                             n, relu);
+    add_kernel<T>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)a, (const T *)b, n, relu);
     return cudaGetLastError();
   });
 }
@@ -288,8 +290,8 @@ static cudaError_t dropout_launch(void *y, const void *x, gpu_dtype type, int64_
   const float scale = 1.0f / keep_prob;
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)x, n, key,
-                                                                 threshold, scale);
+    dropout_kernel<T>
+        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)x, n, key, threshold, scale);
     return cudaGetLastError();
   });
 }
@@ -325,25 +327,26 @@ extern "C" size_t gpu_k_bias_grad_scratch_bytes(gpu_dims dims) {
 
 /* Pass 1 in the index type I for dy's layout. */
 template <typename T, typename I>
-static cudaError_t bias_grad_pass1(float *partial, const T *dy, gpu_dims dims,
-                                   bias_grad_plan_t p, cudaStream_t stream) {
+static cudaError_t bias_grad_pass1(float *partial, const T *dy, gpu_dims dims, bias_grad_plan_t p,
+                                   cudaStream_t stream) {
   if (dims.nhwc) {
     const dim3 grid((unsigned)ceil_div(dims.c, BIAS_GRAD_TILE), (unsigned)p.chunks);
     const dim3 block(BIAS_GRAD_TILE, BIAS_GRAD_LANES);
-    bias_grad_rows_kernel<T, I><<<grid, block, 0, stream>>>(
-        partial, dy, (I)((int64_t)dims.n * dims.h * dims.w), (I)dims.c, (I)p.per_chunk);
+    bias_grad_rows_kernel<T, I><<<grid, block, 0, stream>>>(partial, dy,
+                                                            (I)((int64_t)dims.n * dims.h * dims.w),
+                                                            (I)dims.c, (I)p.per_chunk);
   } else {
     const dim3 grid((unsigned)dims.c, (unsigned)p.chunks);
-    bias_grad_planes_kernel<T, I><<<grid, BIAS_GRAD_THREADS, 0, stream>>>(
-        partial, dy, (I)dims.n, (I)dims.c, (I)((int64_t)dims.h * dims.w), (I)p.per_chunk);
+    bias_grad_planes_kernel<T, I>
+        <<<grid, BIAS_GRAD_THREADS, 0, stream>>>(partial, dy, (I)dims.n, (I)dims.c,
+                                                 (I)((int64_t)dims.h * dims.w), (I)p.per_chunk);
   }
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
                                        float *scratch, cudaStream_t stream) {
-  if (dims.n < 0 || dims.c < 0 || dims.h < 0 || dims.w < 0)
-    return cudaErrorInvalidValue;
+  if (dims.n < 0 || dims.c < 0 || dims.h < 0 || dims.w < 0) return cudaErrorInvalidValue;
   if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   const bias_grad_plan_t p = bias_grad_plan(dims);
   if (p.chunks > 0 && !scratch) return cudaErrorInvalidValue;
@@ -360,8 +363,8 @@ extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims,
                             : bias_grad_pass1<T, int64_t>(scratch, (const T *)dy, dims, p, stream);
       if (e != cudaSuccess) return e;
     }
-    bias_grad_chunks_kernel<<<(unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS), BIAS_GRAD_THREADS,
-                              0, stream>>>(db, scratch, p.chunks, dims.c);
+    bias_grad_chunks_kernel<<<(unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS), BIAS_GRAD_THREADS, 0,
+                              stream>>>(db, scratch, p.chunks, dims.c);
     return cudaGetLastError();
   });
 }

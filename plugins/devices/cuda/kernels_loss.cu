@@ -33,8 +33,8 @@ __device__ float warp_max(float v) {
 
 template <typename T>
 __global__ void __launch_bounds__(XENT_WARPS * 32)
-xent_forward_kernel(float *loss, float *probs, const T *logits, const int32_t *labels, int32_t n,
-                    int32_t k, gpu_kernel_errors *errors) {
+    xent_forward_kernel(float *loss, float *probs, const T *logits, const int32_t *labels,
+                        int32_t n, int32_t k, gpu_kernel_errors *errors) {
   __shared__ double warp_totals[XENT_WARPS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double total = 0.0; /* this warp's rows' losses, in row order (every lane holds it) */
@@ -100,15 +100,15 @@ extern "C" cudaError_t gpu_k_xent_forward(float *loss, float *probs, const void 
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0 || k == 0) return cudaSuccess;
-    xent_forward_kernel<T><<<1, XENT_WARPS * 32, 0, stream>>>(loss, probs, (const T *)logits,
-                                                              labels, n, k, errors);
+    xent_forward_kernel<T>
+        <<<1, XENT_WARPS * 32, 0, stream>>>(loss, probs, (const T *)logits, labels, n, k, errors);
     return cudaGetLastError();
   });
 }
 
 extern "C" cudaError_t gpu_k_xent_backward(void *dlogits, gpu_dtype type, const float *probs,
-                                           const int32_t *labels, int32_t n, int32_t k,
-                                           float scale, cudaStream_t stream) {
+                                           const int32_t *labels, int32_t n, int32_t k, float scale,
+                                           cudaStream_t stream) {
   if (n < 0 || k < 0) return cudaErrorInvalidValue;
   const int64_t count = (int64_t)n * k;
   /* scale / N once, in fp32, as the cpu device forms it. */
@@ -116,8 +116,8 @@ extern "C" cudaError_t gpu_k_xent_backward(void *dlogits, gpu_dtype type, const 
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (count == 0) return cudaSuccess;
-    xent_backward_kernel<T><<<gpu_blocks(count), GPU_THREADS, 0, stream>>>(
-        (T *)dlogits, probs, labels, k, s, count);
+    xent_backward_kernel<T>
+        <<<gpu_blocks(count), GPU_THREADS, 0, stream>>>((T *)dlogits, probs, labels, k, s, count);
     return cudaGetLastError();
   });
 }

@@ -38,12 +38,15 @@ namespace {
 
 /* ---- storage types ------------------------------------------------------------------ */
 
-template <typename T> struct storage;
-template <> struct storage<float> {
+template <typename T>
+struct storage;
+template <>
+struct storage<float> {
   static __device__ __forceinline__ float load(const float *p, int64_t i) { return p[i]; }
   static __device__ __forceinline__ void store(float *p, int64_t i, float v) { p[i] = v; }
 };
-template <> struct storage<__half> {
+template <>
+struct storage<__half> {
   static __device__ __forceinline__ float load(const __half *p, int64_t i) {
     return __half2float(p[i]);
   }
@@ -51,7 +54,8 @@ template <> struct storage<__half> {
     p[i] = __float2half_rn(v);
   }
 };
-template <> struct storage<__nv_bfloat16> {
+template <>
+struct storage<__nv_bfloat16> {
   static __device__ __forceinline__ float load(const __nv_bfloat16 *p, int64_t i) {
     return __bfloat162float(p[i]);
   }
@@ -141,8 +145,8 @@ __device__ __forceinline__ int32_t window_count(int32_t hs, int32_t ws, const gp
  * nothing beat -inf (the launcher checks the window has at most
  * GPU_POOL_ARGMAX_MAX_WINDOW positions, so a position never reads as NONE). */
 template <typename T, typename I>
-__global__ void pool_forward_kernel(T *y, gpu_dims yd, const T *x, gpu_dims xd,
-                                    gpu_pool_window win, uint8_t *argmax) {
+__global__ void pool_forward_kernel(T *y, gpu_dims yd, const T *x, gpu_dims xd, gpu_pool_window win,
+                                    uint8_t *argmax) {
   const I total = (I)count_of(yd);
   for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total;
        i += (I)gridDim.x * (I)blockDim.x) {
@@ -170,10 +174,8 @@ __global__ void pool_forward_kernel(T *y, gpu_dims yd, const T *x, gpu_dims xd,
       }
     }
     float out;
-    if (win.max)
-      out = best;
-    else
-      out = count ? (float)(sum / count) : 0.0f;
+    if (win.max) out = best;
+    else out = count ? (float)(sum / count) : 0.0f;
     storage<T>::store(y, i, out);
     if (argmax) argmax[i] = (uint8_t)best_at;
   }
@@ -219,8 +221,8 @@ __global__ void pool_backward_kernel(T *dx, gpu_dims xd, const T *x, const T *dy
     int32_t oh_lo, oh_hi, ow_lo, ow_hi;
     windows_over(ih, win.kernel_h, win.stride_h, win.pad_top, yd.h, &oh_lo, &oh_hi);
     windows_over(iw, win.kernel_w, win.stride_w, win.pad_left, yd.w, &ow_lo, &ow_hi);
-    float max_acc = 0.0f;  /* the reference adds floats into a zeroed float dx */
-    double avg_acc = 0.0;  /* the reference sums double shares */
+    float max_acc = 0.0f; /* the reference adds floats into a zeroed float dx */
+    double avg_acc = 0.0; /* the reference sums double shares */
     for (int32_t oh = oh_lo; oh <= oh_hi; oh++) {
       const int32_t hs = window_start(oh, win.stride_h, win.pad_top);
       for (int32_t ow = ow_lo; ow <= ow_hi; ow++) {
@@ -291,7 +293,8 @@ __global__ void lrn_backward_kernel(T *dx, const T *dy, const T *x, gpu_dims d, 
     int32_t n, j, h, w;
     unravel<int64_t>(d, i, &n, &j, &h, &w);
     const float xj = storage<T>::load(x, i);
-    float acc = storage<T>::load(dy, i) * powf(lrn_norm(x, d, n, j, h, w, radius, bias, alpha), -beta);
+    float acc = storage<T>::load(dy, i) *
+                powf(lrn_norm(x, d, n, j, h, w, radius, bias, alpha), -beta);
     const int32_t lo = j - radius > 0 ? j - radius : 0;
     const int32_t hi = j + radius < d.c - 1 ? j + radius : d.c - 1;
     float cross = 0.0f;
@@ -320,11 +323,13 @@ cudaError_t launch_pool(void *y, gpu_dims yd, const void *x, gpu_dims xd, gpu_po
                         uint8_t *argmax, cudaStream_t stream) {
   const unsigned blocks = blocks_for(count_of(yd));
   if (fits_int32(count_of(xd)) && fits_int32(count_of(yd)))
-    pool_forward_kernel<T, int32_t><<<blocks, kThreads, 0, stream>>>(
-        static_cast<T *>(y), yd, static_cast<const T *>(x), xd, win, argmax);
+    pool_forward_kernel<T, int32_t><<<blocks, kThreads, 0, stream>>>(static_cast<T *>(y), yd,
+                                                                     static_cast<const T *>(x), xd,
+                                                                     win, argmax);
   else
-    pool_forward_kernel<T, int64_t><<<blocks, kThreads, 0, stream>>>(
-        static_cast<T *>(y), yd, static_cast<const T *>(x), xd, win, argmax);
+    pool_forward_kernel<T, int64_t><<<blocks, kThreads, 0, stream>>>(static_cast<T *>(y), yd,
+                                                                     static_cast<const T *>(x), xd,
+                                                                     win, argmax);
   return cudaGetLastError();
 }
 
@@ -333,36 +338,39 @@ cudaError_t launch_pool_backward(void *dx, gpu_dims xd, const void *x, const voi
                                  gpu_pool_window win, const uint8_t *argmax, cudaStream_t stream) {
   const unsigned blocks = blocks_for(count_of(xd));
   if (fits_int32(count_of(xd)) && fits_int32(count_of(yd)))
-    pool_backward_kernel<T, int32_t><<<blocks, kThreads, 0, stream>>>(
-        static_cast<T *>(dx), xd, static_cast<const T *>(x), static_cast<const T *>(dy), yd, win,
-        argmax);
+    pool_backward_kernel<T, int32_t>
+        <<<blocks, kThreads, 0, stream>>>(static_cast<T *>(dx), xd, static_cast<const T *>(x),
+                                          static_cast<const T *>(dy), yd, win, argmax);
   else
-    pool_backward_kernel<T, int64_t><<<blocks, kThreads, 0, stream>>>(
-        static_cast<T *>(dx), xd, static_cast<const T *>(x), static_cast<const T *>(dy), yd, win,
-        argmax);
+    pool_backward_kernel<T, int64_t>
+        <<<blocks, kThreads, 0, stream>>>(static_cast<T *>(dx), xd, static_cast<const T *>(x),
+                                          static_cast<const T *>(dy), yd, win, argmax);
   return cudaGetLastError();
 }
 
 /* An argmax record is for max pooling, over windows small enough to number in a byte. */
 bool argmax_valid(const gpu_pool_window &win, const uint8_t *argmax) {
-  return !argmax ||
-         (win.max && (int64_t)win.kernel_h * win.kernel_w <= GPU_POOL_ARGMAX_MAX_WINDOW);
+  return !argmax || (win.max && (int64_t)win.kernel_h * win.kernel_w <= GPU_POOL_ARGMAX_MAX_WINDOW);
 }
 
 template <typename T>
 cudaError_t launch_lrn(void *y, const void *x, gpu_dims d, int32_t radius, float bias, float alpha,
                        float beta, cudaStream_t stream) {
-  lrn_forward_kernel<T><<<blocks_for(count_of(d)), kThreads, 0, stream>>>(
-      static_cast<T *>(y), static_cast<const T *>(x), d, radius, bias, alpha, beta);
+  lrn_forward_kernel<T><<<blocks_for(count_of(d)), kThreads, 0, stream>>>(static_cast<T *>(y),
+                                                                          static_cast<const T *>(x),
+                                                                          d, radius, bias, alpha,
+                                                                          beta);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_lrn_backward(void *dx, const void *dy, const void *x, gpu_dims d, int32_t radius,
                                 float bias, float alpha, float beta, cudaStream_t stream) {
-  lrn_backward_kernel<T><<<blocks_for(count_of(d)), kThreads, 0, stream>>>(
-      static_cast<T *>(dx), static_cast<const T *>(dy), static_cast<const T *>(x), d, radius, bias,
-      alpha, beta);
+  lrn_backward_kernel<T>
+      <<<blocks_for(count_of(d)), kThreads, 0, stream>>>(static_cast<T *>(dx),
+                                                         static_cast<const T *>(dy),
+                                                         static_cast<const T *>(x), d, radius, bias,
+                                                         alpha, beta);
   return cudaGetLastError();
 }
 
@@ -389,8 +397,7 @@ cudaError_t gpu_k_pool(void *y, gpu_dims y_dims, const void *x, gpu_dims x_dims,
  * reads neither x nor y, and y is never read. */
 cudaError_t gpu_k_pool_backward(void *dx, gpu_dims x_dims, const void *x, const void *y,
                                 const void *dy, gpu_dims y_dims, gpu_dtype type,
-                                gpu_pool_window win, const uint8_t *argmax,
-                                cudaStream_t stream) {
+                                gpu_pool_window win, const uint8_t *argmax, cudaStream_t stream) {
   if (!window_valid(win) || !dims_valid(y_dims) || !dims_valid(x_dims) ||
       y_dims.nhwc != x_dims.nhwc || y_dims.n != x_dims.n || y_dims.c != x_dims.c ||
       !argmax_valid(win, argmax))
@@ -420,9 +427,9 @@ cudaError_t gpu_k_lrn(void *y, const void *x, gpu_dims dims, gpu_dtype type, int
 }
 
 /* y is not read: the gradient is recomputed from x as the reference computes it. */
-cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y, gpu_dims dims,
-                               gpu_dtype type, int32_t radius, float bias, float alpha, float beta,
-                               cudaStream_t stream) {
+cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y,
+                               gpu_dims dims, gpu_dtype type, int32_t radius, float bias,
+                               float alpha, float beta, cudaStream_t stream) {
   if (radius < 0 || !dims_valid(dims)) return cudaErrorInvalidValue;
   if (count_of(dims) == 0) return cudaSuccess;
   switch (type) {

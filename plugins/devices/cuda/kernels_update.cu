@@ -41,8 +41,9 @@ __global__ void finite_kernel(int32_t *flag, const float *x, int64_t n) {
 template <int Rule>
 cudaError_t launch_update(const gpu_update_args *a, const gpu_update_hyper &h,
                           cudaStream_t stream) {
-  update_kernel<Rule><<<gpu_blocks(a->count), GPU_THREADS, 0, stream>>>(
-      h, a->params, a->grads, a->slot1, a->slot2, a->count);
+  update_kernel<Rule><<<gpu_blocks(a->count), GPU_THREADS, 0, stream>>>(h, a->params, a->grads,
+                                                                        a->slot1, a->slot2,
+                                                                        a->count);
   return cudaGetLastError();
 }
 
@@ -69,10 +70,10 @@ extern "C" cudaError_t gpu_k_update(const gpu_update_args *args, cudaStream_t st
       (gpu_update_uses_slot2(h.rule) && !args->slot2))
     return cudaErrorInvalidValue;
   switch (h.rule) {
-  case GPU_OPT_SGD: return launch_update<GPU_OPT_SGD>(args, h, stream);
-  case GPU_OPT_MOMENTUM: return launch_update<GPU_OPT_MOMENTUM>(args, h, stream);
-  case GPU_OPT_RMSPROP: return launch_update<GPU_OPT_RMSPROP>(args, h, stream);
-  default: return launch_update<GPU_OPT_ADAM>(args, h, stream);
+    case GPU_OPT_SGD: return launch_update<GPU_OPT_SGD>(args, h, stream);
+    case GPU_OPT_MOMENTUM: return launch_update<GPU_OPT_MOMENTUM>(args, h, stream);
+    case GPU_OPT_RMSPROP: return launch_update<GPU_OPT_RMSPROP>(args, h, stream);
+    default: return launch_update<GPU_OPT_ADAM>(args, h, stream);
   }
 }
 

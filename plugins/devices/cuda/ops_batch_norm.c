@@ -48,25 +48,25 @@
 
 typedef struct bn_node {
   gpu_node base;
-  int use_scale;  /* params[0] is a learned scale, params[1] the offset */
-  int cudnn_ex;   /* training runs cuDNN's Ex functions (persistent NHWC kernels) */
+  int use_scale;              /* params[0] is a learned scale, params[1] the offset */
+  int cudnn_ex;               /* training runs cuDNN's Ex functions (persistent NHWC kernels) */
   cudnnBatchNormOps_t ex_ops; /* CUDNN_BATCHNORM_OPS_BN, or _BN_ACTIVATION: the fused ReLU inside */
-  int dx_scratch; /* transient slot 1 holds a dx nobody wants (see needs_dx_scratch) */
+  int dx_scratch;             /* transient slot 1 holds a dx nobody wants (see needs_dx_scratch) */
   int32_t channels;
-  int64_t count;  /* elements of x (and y) */
+  int64_t count; /* elements of x (and y) */
   size_t x_bytes;
-  double m;       /* elements per channel in the batch: N*H*W */
+  double m; /* elements per channel in the batch: N*H*W */
   double epsilon;
   float decay;
   cudnnBatchNormMode_t mode;
   cudnnTensorDescriptor_t x_desc;  /* x, y, dx, dy: [N, C, H, W], the device's type and layout */
   cudnnTensorDescriptor_t bn_desc; /* scale, offset, statistics: [1, C, 1, 1] fp32 */
   cudnnActivationDescriptor_t relu_desc;
-  float *stat_buffer;              /* one allocation of the five [C] buffers below */
-  float *saved_mean, *saved_inv_std; /* this step's batch statistics, forward -> backward */
-  float *discarded_dscale;         /* offset only: the gradient of the fixed scale of ones */
+  float *stat_buffer;                    /* one allocation of the five [C] buffers below */
+  float *saved_mean, *saved_inv_std;     /* this step's batch statistics, forward -> backward */
+  float *discarded_dscale;               /* offset only: the gradient of the fixed scale of ones */
   float *discarded_mean, *discarded_var; /* m = 1: cuDNN's running outputs, unused */
-  void *reserve;                   /* cuDNN's fused-ReLU reserve space, forward -> backward */
+  void *reserve;                         /* cuDNN's fused-ReLU reserve space, forward -> backward */
   size_t reserve_bytes, forward_workspace_bytes, backward_workspace_bytes;
 } bn_node;
 
@@ -102,9 +102,10 @@ static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io
 
   if (!d->cfg.training) {
     st = gpu_cudnn(d,
-                   cudnnBatchNormalizationForwardInference(
-                       d->cudnn, s->mode, &one, &zero, s->x_desc, x, s->x_desc, y, s->bn_desc,
-                       scale, offset, run_mean, run_var, s->epsilon),
+                   cudnnBatchNormalizationForwardInference(d->cudnn, s->mode, &one, &zero,
+                                                           s->x_desc, x, s->x_desc, y, s->bn_desc,
+                                                           scale, offset, run_mean, run_var,
+                                                           s->epsilon),
                    node, "batch norm forward (inference)");
     if (st != CNNB_OK || !node->fused_relu) return st;
     return gpu_cuda(d, gpu_k_relu(y, y, d->act, s->count, d->stream), node, "fused relu");
@@ -117,10 +118,10 @@ static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io
   const double factor = single ? 1.0 : 1.0 - (double)s->decay;
   if (s->cudnn_ex) {
     cudnnStatus_t cs = cudnnBatchNormalizationForwardTrainingEx(
-        d->cudnn, s->mode, s->ex_ops, &one, &zero, s->x_desc, x, NULL,
-        NULL, s->x_desc, y, s->bn_desc, scale, offset, factor, cudnn_mean, cudnn_var, s->epsilon,
-        s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace, s->forward_workspace_bytes,
-        s->reserve, s->reserve_bytes);
+        d->cudnn, s->mode, s->ex_ops, &one, &zero, s->x_desc, x, NULL, NULL, s->x_desc, y,
+        s->bn_desc, scale, offset, factor, cudnn_mean, cudnn_var, s->epsilon, s->saved_mean,
+        s->saved_inv_std, s->relu_desc, d->workspace, s->forward_workspace_bytes, s->reserve,
+        s->reserve_bytes);
     if (CUDNN_STATUS_CATEGORY((int)cs) == CUDNN_STATUS_NOT_SUPPORTED) {
       /* Refused at run time after all (nothing was computed): the plain path from now on,
        * forward and backward alike; prepare reserved its masked-dy buffer. */
@@ -132,10 +133,11 @@ static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io
   }
   if (!s->cudnn_ex) {
     st = gpu_cudnn(d,
-                   cudnnBatchNormalizationForwardTraining(
-                       d->cudnn, s->mode, &one, &zero, s->x_desc, x, s->x_desc, y, s->bn_desc,
-                       scale, offset, factor, cudnn_mean, cudnn_var, s->epsilon, s->saved_mean,
-                       s->saved_inv_std),
+                   cudnnBatchNormalizationForwardTraining(d->cudnn, s->mode, &one, &zero, s->x_desc,
+                                                          x, s->x_desc, y, s->bn_desc, scale,
+                                                          offset, factor, cudnn_mean, cudnn_var,
+                                                          s->epsilon, s->saved_mean,
+                                                          s->saved_inv_std),
                    node, "batch norm forward (training)");
     if (st == CNNB_OK && node->fused_relu)
       st = gpu_cuda(d, gpu_k_relu(y, y, d->act, s->count, d->stream), node, "fused relu");
@@ -173,17 +175,15 @@ static cnnb_status bn_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *i
     return gpu_cudnn(d,
                      cudnnBatchNormalizationBackwardEx(
                          d->cudnn, s->mode, s->ex_ops, &one, &zero, &one, &zero, s->x_desc, x,
-                         ex_reads_y ? s->x_desc : NULL, ex_reads_y ? y : NULL, s->x_desc, dy,
-                         NULL, NULL, s->x_desc,
-                         dx, s->bn_desc, scale, offset, dscale, doffset, s->epsilon,
-                         s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace,
+                         ex_reads_y ? s->x_desc : NULL, ex_reads_y ? y : NULL, s->x_desc, dy, NULL,
+                         NULL, s->x_desc, dx, s->bn_desc, scale, offset, dscale, doffset,
+                         s->epsilon, s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace,
                          s->backward_workspace_bytes, s->reserve, s->reserve_bytes),
                      node, "batch norm backward (Ex)");
   if (node->fused_relu) {
     void *masked = gpu_transient(d, 0); /* dy where y > 0, else 0 */
-    cnnb_status st = gpu_cuda(
-        d, gpu_k_relu_backward(masked, dy, y, d->act, s->count, d->stream), node,
-        "fused relu backward");
+    cnnb_status st = gpu_cuda(d, gpu_k_relu_backward(masked, dy, y, d->act, s->count, d->stream),
+                              node, "fused relu backward");
     if (st != CNNB_OK) return st;
     dy = masked;
   }
@@ -253,22 +253,25 @@ static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
       s->channels % 4 != 0)
     return CNNB_OK;
   const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-  const cudnnBatchNormOps_t ops =
-      node->fused_relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+  const cudnnBatchNormOps_t ops = node->fused_relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
+                                                   : CUDNN_BATCHNORM_OPS_BN;
   size_t forward_bytes = 0, backward_bytes = 0, reserve_bytes = 0;
   if (node->fused_relu) {
     GPU_TRY(st, gpu_cudnn(d, cudnnCreateActivationDescriptor(&s->relu_desc), node,
                           "creating the relu descriptor"));
-    GPU_TRY(st, gpu_cudnn(d, cudnnSetActivationDescriptor(s->relu_desc, CUDNN_ACTIVATION_RELU,
-                                                          CUDNN_NOT_PROPAGATE_NAN, 0.0),
+    GPU_TRY(st, gpu_cudnn(d,
+                          cudnnSetActivationDescriptor(s->relu_desc, CUDNN_ACTIVATION_RELU,
+                                                       CUDNN_NOT_PROPAGATE_NAN, 0.0),
                           node, "setting the relu descriptor"));
   }
-  cs = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
-      d->cudnn, mode, ops, s->x_desc, NULL, s->x_desc, s->bn_desc, s->relu_desc, &forward_bytes);
+  cs = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(d->cudnn, mode, ops, s->x_desc,
+                                                                NULL, s->x_desc, s->bn_desc,
+                                                                s->relu_desc, &forward_bytes);
   if (cs == CUDNN_STATUS_SUCCESS)
-    cs = cudnnGetBatchNormalizationBackwardExWorkspaceSize(d->cudnn, mode, ops, s->x_desc, s->x_desc,
-                                                           s->x_desc, NULL, s->x_desc, s->bn_desc,
-                                                           s->relu_desc, &backward_bytes);
+    cs = cudnnGetBatchNormalizationBackwardExWorkspaceSize(d->cudnn, mode, ops, s->x_desc,
+                                                           s->x_desc, s->x_desc, NULL, s->x_desc,
+                                                           s->bn_desc, s->relu_desc,
+                                                           &backward_bytes);
   if (cs == CUDNN_STATUS_SUCCESS)
     cs = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(d->cudnn, mode, ops, s->relu_desc,
                                                               s->x_desc, &reserve_bytes);
@@ -280,8 +283,9 @@ static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
     return CNNB_OK;
   }
   GPU_TRY(st, gpu_cudnn(d, cs, node, "batch norm (Ex) workspace sizes"));
-  GPU_TRY(st, gpu_workspace_reserve(
-                  d, forward_bytes > backward_bytes ? forward_bytes : backward_bytes, node));
+  GPU_TRY(st,
+          gpu_workspace_reserve(d, forward_bytes > backward_bytes ? forward_bytes : backward_bytes,
+                                node));
   if (reserve_bytes > 0)
     GPU_TRY(st, gpu_malloc(d, &s->reserve, reserve_bytes, node, "the batch norm reserve space"));
   s->forward_workspace_bytes = forward_bytes;
@@ -303,7 +307,8 @@ cnnb_status gpu_prepare_batch_norm(gpu_device *d, const cnnb_graph *g, int32_t i
     return cnnb_error(d->ctx, CNNB_EINVAL,
                       "cuda: node '%s': batch norm needs 1 input, %s and two statistics; it has "
                       "%d inputs, %d parameters, %d statistics",
-                      node->name, node->attr.batch_norm.scale ? "a scale and an offset" : "an offset",
+                      node->name,
+                      node->attr.batch_norm.scale ? "a scale and an offset" : "an offset",
                       node->num_inputs, node->num_params, node->num_stats);
   const double epsilon = node->attr.batch_norm.epsilon;
   if (!(epsilon >= CUDNN_BN_MIN_EPSILON))

@@ -61,9 +61,7 @@ static cnnb_status check_pitch(gpu_device *d, slab s, const cnnb_node *node, con
                     op, node->name, s.pitch, (size_t)d->prop.memPitch);
 }
 
-static int same_nhw(cnnb_shape a, cnnb_shape b) {
-  return a.n == b.n && a.h == b.h && a.w == b.w;
-}
+static int same_nhw(cnnb_shape a, cnnb_shape b) { return a.n == b.n && a.h == b.h && a.w == b.w; }
 
 /* These nodes own nothing beyond their head: device.c frees the struct itself. */
 static void slab_release(gpu_device *d, gpu_node *n) {
@@ -95,8 +93,7 @@ static cnnb_status concat_run(gpu_device *d, gpu_node *n, const cnnb_node_io *io
       st = copy_slab(d, io->output, out, io->inputs[i], in, node, "concat forward copy");
     } else {
       if (!io->input_grads[i]) continue;
-      st = copy_slab(d, io->input_grads[i], in, io->output_grad, out, node,
-                     "concat backward copy");
+      st = copy_slab(d, io->input_grads[i], in, io->output_grad, out, node, "concat backward copy");
     }
     if (st) return st;
   }
@@ -113,8 +110,7 @@ static cnnb_status concat_backward(gpu_device *d, gpu_node *n, const cnnb_node_i
 
 static const gpu_node_ops concat_ops = {concat_forward, concat_backward, slab_release};
 
-cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index,
-                               gpu_node **out) {
+cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   cnnb_shape ys = node->shape;
   gpu_dtype type = gpu_tensor_dtype(d, g, index);
@@ -128,8 +124,8 @@ cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index
       return cnnb_error(d->ctx, CNNB_EINVAL,
                         "cuda: concat '%s': input '%s' is [%d, %d, %d, %d], output "
                         "[%d, %d, %d, %d]: N, H, W must agree",
-                        node->name, in->name, in->shape.n, in->shape.c, in->shape.h,
-                        in->shape.w, ys.n, ys.c, ys.h, ys.w);
+                        node->name, in->name, in->shape.n, in->shape.c, in->shape.h, in->shape.w,
+                        ys.n, ys.c, ys.h, ys.w);
     if (gpu_tensor_dtype(d, g, node->inputs[i]) != type)
       return cnnb_error(d->ctx, CNNB_EUNSUPPORTED,
                         "cuda: concat '%s': input '%s' has another element type than the output",
@@ -194,7 +190,8 @@ cnnb_status gpu_prepare_pad(gpu_device *d, const cnnb_graph *g, int32_t index, g
   const cnnb_node *in = cnnb_graph_node(g, node->inputs[0]);
   cnnb_shape ys = node->shape, xs = in->shape;
   int32_t before = node->attr.pad.before, after = node->attr.pad.after;
-  if (before < 0 || after < 0 || !same_nhw(xs, ys) || (int64_t)ys.c != (int64_t)before + xs.c + after)
+  if (before < 0 || after < 0 || !same_nhw(xs, ys) ||
+      (int64_t)ys.c != (int64_t)before + xs.c + after)
     return cnnb_error(d->ctx, CNNB_EINVAL,
                       "cuda: pad_channels '%s': pads %d, %d take [%d, %d, %d, %d] to "
                       "[%d, %d, %d, %d]",

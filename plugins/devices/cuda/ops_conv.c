@@ -43,7 +43,7 @@
 typedef struct conv_node {
   gpu_node base;
   int has_bias, fused_relu, training;
-  int have_backward_data;         /* training: a backward-data algorithm was chosen */
+  int have_backward_data; /* training: a backward-data algorithm was chosen */
   gpu_conv_key key;
   gpu_conv_descs descs;
   gpu_conv_algo algo[GPU_CONV_DIRS];
@@ -52,14 +52,14 @@ typedef struct conv_node {
 
   /* asymmetric pads or padded channels: the input is copied into transient slot 1 first */
   int pre_pad;
-  int32_t pre_top, pre_left;      /* where the input lies in the padded one */
+  int32_t pre_top, pre_left; /* where the input lies in the padded one */
   gpu_dims in_dims, padded_dims, out_dims;
   int64_t out_count;
 
   /* half devices only: the filter in the compute layout and type, and its gradient */
   int own_filter;
-  void *w_compute;                /* [K, R, S, C / groups] (OHWI) in d->act */
-  void *dw_compute;               /* the same layout and type */
+  void *w_compute;  /* [K, R, S, C / groups] (OHWI) in d->act */
+  void *dw_compute; /* the same layout and type */
 
   /* training with a bias: gpu_k_bias_grad's partial sums (NULL when it needs none) */
   void *bias_scratch;
@@ -93,10 +93,9 @@ static cnnb_status conv_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
   const void *w = arena_w;
   if (s->own_filter) {
     if ((st = gpu_cuda(d,
-                       gpu_k_filter_to_compute(s->w_compute, d->act,
-                                               d->format == CUDNN_TENSOR_NHWC, arena_w, s->k,
-                                               s->c_per_group, s->c_compute, s->kh, s->kw,
-                                               d->stream),
+                       gpu_k_filter_to_compute(s->w_compute, d->act, d->format == CUDNN_TENSOR_NHWC,
+                                               arena_w, s->k, s->c_per_group, s->c_compute, s->kh,
+                                               s->kw, d->stream),
                        node, "conv2d filter conversion")))
       return st;
     w = s->w_compute;
@@ -114,8 +113,8 @@ static cnnb_status conv_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
   if (s->has_bias)
     return gpu_cuda(d,
                     gpu_k_bias_relu(io->output, s->out_dims, d->act,
-                                    gpu_param_ptr(n->g, io->params, node->params[1]),
-                                    s->fused_relu, d->stream),
+                                    gpu_param_ptr(n->g, io->params, node->params[1]), s->fused_relu,
+                                    d->stream),
                     node, "conv2d bias");
   if (s->fused_relu)
     return gpu_cuda(d, gpu_k_relu(io->output, io->output, d->act, s->out_count, d->stream), node,
@@ -133,8 +132,7 @@ static cnnb_status conv_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   if (s->fused_relu) {
     void *masked = gpu_transient(d, 0);
     if ((st = gpu_cuda(d,
-                       gpu_k_relu_backward(masked, dy, io->output, d->act, s->out_count,
-                                           d->stream),
+                       gpu_k_relu_backward(masked, dy, io->output, d->act, s->out_count, d->stream),
                        node, "conv2d fused relu backward")))
       return st;
     dy = masked;
@@ -157,17 +155,16 @@ static cnnb_status conv_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
                       cudnnConvolutionBackwardFilter(d->cudnn, &one, s->descs.x, x, s->descs.y, dy,
                                                      s->descs.conv[GPU_CONV_BACKWARD_FILTER],
                                                      (cudnnConvolutionBwdFilterAlgo_t)af->algo,
-                                                     d->workspace, af->workspace, &zero,
-                                                     s->descs.w, dw),
+                                                     d->workspace, af->workspace, &zero, s->descs.w,
+                                                     dw),
                       node, "cudnnConvolutionBackwardFilter")))
     return st;
-  if (s->own_filter &&
-      (st = gpu_cuda(d,
-                     gpu_k_filter_grad_to_arena(arena_dw, s->dw_compute, d->act,
-                                                d->format == CUDNN_TENSOR_NHWC, s->k,
-                                                s->c_per_group, s->c_compute, s->kh, s->kw,
-                                                d->stream),
-                     node, "conv2d filter gradient conversion")))
+  if (s->own_filter && (st = gpu_cuda(d,
+                                      gpu_k_filter_grad_to_arena(arena_dw, s->dw_compute, d->act,
+                                                                 d->format == CUDNN_TENSOR_NHWC,
+                                                                 s->k, s->c_per_group, s->c_compute,
+                                                                 s->kh, s->kw, d->stream),
+                                      node, "conv2d filter gradient conversion")))
     return st;
 
   void *dx_out = io->input_grads[0];
@@ -207,7 +204,8 @@ static const gpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release}
 /* The node's attributes and parameters, checked against its input. */
 static cnnb_status check_node(gpu_device *d, const cnnb_graph *g, const cnnb_node *node) {
   if (node->num_inputs != 1 || node->num_params < 1)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: conv2d '%s': %d inputs and %d parameters "
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: conv2d '%s': %d inputs and %d parameters "
                       "(expected one input, a kernel and an optional bias)",
                       node->name, node->num_inputs, node->num_params);
   cnnb_shape in = cnnb_graph_node(g, node->inputs[0])->shape;
@@ -221,7 +219,8 @@ static cnnb_status check_node(gpu_device *d, const cnnb_graph *g, const cnnb_nod
                  node->attr.window.kernel_w;
   int64_t have = cnnb_graph_param(g, node->params[0])->count;
   if (have != want)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: conv2d '%s': kernel has %lld elements, expected "
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: conv2d '%s': kernel has %lld elements, expected "
                       "%lld ([%d, %d, %d, %d])",
                       node->name, (long long)have, (long long)want, k, in.c / groups,
                       node->attr.window.kernel_h, node->attr.window.kernel_w);
@@ -331,7 +330,8 @@ cnnb_status gpu_prepare_conv(gpu_device *d, const cnnb_graph *g, int32_t index, 
   s->own_filter = d->act != GPU_F32;
   if (s->own_filter) {
     size_t filter_bytes = (size_t)s->k * s->c_compute * s->kh * s->kw * elt;
-    GPU_TRY(st, gpu_malloc(d, &s->w_compute, filter_bytes, node, "the filter in compute precision"));
+    GPU_TRY(st,
+            gpu_malloc(d, &s->w_compute, filter_bytes, node, "the filter in compute precision"));
     if (s->training)
       GPU_TRY(st, gpu_malloc(d, &s->dw_compute, filter_bytes, node,
                              "the filter gradient in compute precision"));

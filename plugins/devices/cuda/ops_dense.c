@@ -32,11 +32,11 @@ typedef struct dense_node {
   gpu_node base;
   int has_bias;
   int32_t n, k, units;
-  int to_logical;                 /* NHWC input with H * W > 1: reordered first */
+  int to_logical; /* NHWC input with H * W > 1: reordered first */
   gpu_dims in_dims, out_dims;
-  void *w_half;                   /* [U, K] in d->act on half devices, else NULL */
-  void *bias_scratch;             /* training with a bias: gpu_k_bias_grad's partial sums */
-  cudaDataType_t ab_type;         /* x, W, y, dy, dx */
+  void *w_half;           /* [U, K] in d->act on half devices, else NULL */
+  void *bias_scratch;     /* training with a bias: gpu_k_bias_grad's partial sums */
+  cudaDataType_t ab_type; /* x, W, y, dy, dx */
   cublasComputeType_t compute;
 } dense_node;
 
@@ -55,8 +55,7 @@ static cnnb_status logical_input(gpu_device *d, dense_node *s, const void *x, co
   if ((st = gpu_cuda(d, gpu_k_to_nchw_f32(nchw, x, d->act, s->in_dims, d->stream), node,
                      "dense input to logical order")))
     return st;
-  if ((st = gpu_cuda(d,
-                     gpu_k_cast(logical, d->act, nchw, GPU_F32, (int64_t)s->n * s->k, d->stream),
+  if ((st = gpu_cuda(d, gpu_k_cast(logical, d->act, nchw, GPU_F32, (int64_t)s->n * s->k, d->stream),
                      node, "dense input to logical order")))
     return st;
   *out = logical;
@@ -73,8 +72,8 @@ static cnnb_status dense_forward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   const void *w = arena_w;
   if (s->w_half) {
     if ((st = gpu_cuda(d,
-                       gpu_k_cast(s->w_half, d->act, arena_w, GPU_F32,
-                                  (int64_t)s->units * s->k, d->stream),
+                       gpu_k_cast(s->w_half, d->act, arena_w, GPU_F32, (int64_t)s->units * s->k,
+                                  d->stream),
                        node, "dense weights to compute precision")))
       return st;
     w = s->w_half;
@@ -160,7 +159,8 @@ static const gpu_node_ops dense_ops = {dense_forward, dense_backward, dense_rele
 cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   if (node->num_inputs != 1 || node->num_params < 1)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: dense '%s': %d inputs and %d parameters "
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: dense '%s': %d inputs and %d parameters "
                       "(expected one input, weights and an optional bias)",
                       node->name, node->num_inputs, node->num_params);
   if (node->fused_relu)
@@ -176,19 +176,20 @@ cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index,
                       "than cuBLAS's int dimensions take",
                       node->name, in.n, in.c, in.h, in.w, (long long)k);
   if (cnnb_graph_param(g, node->params[0])->count != units * k)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: dense '%s': weights have %lld elements, "
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: dense '%s': weights have %lld elements, "
                       "expected [%lld, %lld]",
                       node->name, (long long)cnnb_graph_param(g, node->params[0])->count,
                       (long long)units, (long long)k);
   if (node->num_params > 1 && cnnb_graph_param(g, node->params[1])->count != units)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: dense '%s': bias has %lld elements, expected %lld",
-                      node->name, (long long)cnnb_graph_param(g, node->params[1])->count,
-                      (long long)units);
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: dense '%s': bias has %lld elements, expected %lld", node->name,
+                      (long long)cnnb_graph_param(g, node->params[1])->count, (long long)units);
   if (node->shape.n != in.n || node->shape.h != 1 || node->shape.w != 1)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: dense '%s': output [%d, %d, %d, %d] is not "
+    return cnnb_error(d->ctx, CNNB_EINVAL,
+                      "cuda: dense '%s': output [%d, %d, %d, %d] is not "
                       "[%d, units, 1, 1]",
-                      node->name, node->shape.n, node->shape.c, node->shape.h, node->shape.w,
-                      in.n);
+                      node->name, node->shape.n, node->shape.c, node->shape.h, node->shape.w, in.n);
 
   dense_node *s = gpu_node_new(sizeof *s, &dense_ops, g, index);
   if (!s) return gpu_oom(d, node, sizeof *s, "its state");
@@ -201,22 +202,22 @@ cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index,
   s->out_dims = gpu_dims_of(d, node->shape); /* [N, U, 1, 1]: the same in both layouts */
   s->to_logical = d->format == CUDNN_TENSOR_NHWC && (int64_t)in.h * in.w > 1;
   switch (d->act) {
-  case GPU_F32:
-    s->ab_type = CUDA_R_32F;
-    s->compute = d->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
-    break;
-  case GPU_F16:
-    s->ab_type = CUDA_R_16F;
-    s->compute = CUBLAS_COMPUTE_32F;
-    break;
-  case GPU_BF16:
-    s->ab_type = CUDA_R_16BF;
-    s->compute = CUBLAS_COMPUTE_32F;
-    break;
-  default:
-    st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: dense '%s': activation type %d", node->name,
-                    (int)d->act);
-    goto done;
+    case GPU_F32:
+      s->ab_type = CUDA_R_32F;
+      s->compute = d->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+      break;
+    case GPU_F16:
+      s->ab_type = CUDA_R_16F;
+      s->compute = CUBLAS_COMPUTE_32F;
+      break;
+    case GPU_BF16:
+      s->ab_type = CUDA_R_16BF;
+      s->compute = CUBLAS_COMPUTE_32F;
+      break;
+    default:
+      st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: dense '%s': activation type %d", node->name,
+                      (int)d->act);
+      goto done;
   }
 
   const size_t elt = gpu_dtype_size(d->act);

@@ -44,8 +44,8 @@ static cnnb_status check_same_shapes(gpu_device *d, const cnnb_graph *g, int32_t
                         op, node->name, in->name, a.n, a.c, a.h, a.w, b.n, b.c, b.h, b.w);
     if (gpu_tensor_dtype(d, g, node->inputs[i]) != type)
       return cnnb_error(d->ctx, CNNB_EUNSUPPORTED,
-                        "cuda: %s '%s': input '%s' has another element type than the output",
-                        op, node->name, in->name);
+                        "cuda: %s '%s': input '%s' has another element type than the output", op,
+                        node->name, in->name);
   }
   return CNNB_OK;
 }
@@ -63,9 +63,8 @@ typedef struct relu_node {
 
 static cnnb_status relu_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   relu_node *s = (relu_node *)n;
-  cudaError_t e = s->relu6
-                      ? gpu_k_relu6(io->output, io->inputs[0], s->type, s->count, d->stream)
-                      : gpu_k_relu(io->output, io->inputs[0], s->type, s->count, d->stream);
+  cudaError_t e = s->relu6 ? gpu_k_relu6(io->output, io->inputs[0], s->type, s->count, d->stream)
+                           : gpu_k_relu(io->output, io->inputs[0], s->type, s->count, d->stream);
   return gpu_cuda(d, e, n->node, s->relu6 ? "relu6 forward" : "relu forward");
 }
 
@@ -74,16 +73,15 @@ static cnnb_status relu_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   void *dx = io->input_grads[0];
   if (!dx) return CNNB_OK;
   cudaError_t e =
-      s->relu6
-          ? gpu_k_relu6_backward(dx, io->output_grad, io->output, s->type, s->count, d->stream)
-          : gpu_k_relu_backward(dx, io->output_grad, io->output, s->type, s->count, d->stream);
+      s->relu6 ? gpu_k_relu6_backward(dx, io->output_grad, io->output, s->type, s->count, d->stream)
+               : gpu_k_relu_backward(dx, io->output_grad, io->output, s->type, s->count, d->stream);
   return gpu_cuda(d, e, n->node, s->relu6 ? "relu6 backward" : "relu backward");
 }
 
 static const gpu_node_ops relu_ops = {relu_forward, relu_backward, eltwise_release};
 
-static cnnb_status prepare_activation(gpu_device *d, const cnnb_graph *g, int32_t index,
-                                      int relu6, gpu_node **out) {
+static cnnb_status prepare_activation(gpu_device *d, const cnnb_graph *g, int32_t index, int relu6,
+                                      gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   cnnb_status st = check_same_shapes(d, g, index, 1, relu6 ? "relu6" : "relu");
   if (st) return st;
@@ -135,8 +133,8 @@ static cnnb_status add_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
      * so the masked gradient goes through transient slot 0 (reserved at prepare). */
     if (s->fused_relu) {
       void *masked = gpu_transient(d, 0);
-      if ((st = gpu_cuda(d, gpu_k_relu_backward(masked, dy, io->output, s->type, s->count,
-                                                d->stream),
+      if ((st = gpu_cuda(d,
+                         gpu_k_relu_backward(masked, dy, io->output, s->type, s->count, d->stream),
                          node, "add's fused relu backward")))
         return st;
       dy = masked;
@@ -147,18 +145,15 @@ static cnnb_status add_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
   if (s->fused_relu) {
     void *first = ga ? ga : gb;
     if (!first) return CNNB_OK;
-    if ((st = gpu_cuda(d, gpu_k_relu_backward(first, dy, io->output, s->type, s->count,
-                                              d->stream),
+    if ((st = gpu_cuda(d, gpu_k_relu_backward(first, dy, io->output, s->type, s->count, d->stream),
                        node, "add's fused relu backward")))
       return st;
     if (first == ga && gb)
       return copy_buffer(d, gb, first, s->count, s->type, node, "add backward copy");
     return CNNB_OK;
   }
-  if (ga && (st = copy_buffer(d, ga, dy, s->count, s->type, node, "add backward copy")))
-    return st;
-  if (gb && (st = copy_buffer(d, gb, dy, s->count, s->type, node, "add backward copy")))
-    return st;
+  if (ga && (st = copy_buffer(d, ga, dy, s->count, s->type, node, "add backward copy"))) return st;
+  if (gb && (st = copy_buffer(d, gb, dy, s->count, s->type, node, "add backward copy"))) return st;
   return CNNB_OK;
 }
 
@@ -224,18 +219,16 @@ static cnnb_status dropout_backward(gpu_device *d, gpu_node *n, const cnnb_node_
   void *dx = io->input_grads[0];
   if (!dx) return CNNB_OK;
   if (s->keep >= 1.0f)
-    return copy_buffer(d, dx, io->output_grad, s->count, s->type, n->node,
-                       "dropout backward copy");
+    return copy_buffer(d, dx, io->output_grad, s->count, s->type, n->node, "dropout backward copy");
   return gpu_cuda(d,
-                  gpu_k_dropout_backward(dx, io->output_grad, s->type, s->count, s->keep,
-                                         s->seed, io->step, d->stream),
+                  gpu_k_dropout_backward(dx, io->output_grad, s->type, s->count, s->keep, s->seed,
+                                         io->step, d->stream),
                   n->node, "dropout backward");
 }
 
 static const gpu_node_ops dropout_ops = {dropout_forward, dropout_backward, eltwise_release};
 
-cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index,
-                                gpu_node **out) {
+cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   float keep = node->attr.dropout.keep_prob;
   if (!(keep > 0.0f && keep <= 1.0f))

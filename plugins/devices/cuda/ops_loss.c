@@ -20,8 +20,8 @@ typedef struct xent_node {
 static cnnb_status xent_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   xent_node *s = (xent_node *)n;
   return gpu_cuda(d,
-                  gpu_k_xent_forward(io->output, s->probs, io->inputs[0], s->type,
-                                     io->inputs[1], s->n, s->k, d->errors, d->stream),
+                  gpu_k_xent_forward(io->output, s->probs, io->inputs[0], s->type, io->inputs[1],
+                                     s->n, s->k, d->errors, d->stream),
                   n->node, "softmax cross-entropy forward");
 }
 
@@ -32,8 +32,8 @@ static cnnb_status xent_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   /* The kernel divides by N itself. */
   float scale = io->loss_scale != 0.0f ? io->loss_scale : 1.0f;
   return gpu_cuda(d,
-                  gpu_k_xent_backward(dlogits, s->type, s->probs, io->inputs[1], s->n, s->k,
-                                      scale, d->stream),
+                  gpu_k_xent_backward(dlogits, s->type, s->probs, io->inputs[1], s->n, s->k, scale,
+                                      d->stream),
                   n->node, "softmax cross-entropy backward");
 }
 
@@ -49,9 +49,8 @@ cnnb_status gpu_prepare_softmax_xent(gpu_device *d, const cnnb_graph *g, int32_t
                                      gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   if (node->num_inputs != 2)
-    return cnnb_error(d->ctx, CNNB_EINVAL,
-                      "cuda: loss '%s' needs logits and labels, has %d inputs", node->name,
-                      node->num_inputs);
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: loss '%s' needs logits and labels, has %d inputs",
+                      node->name, node->num_inputs);
   cnnb_tensor lt = node->inputs[0], yt = node->inputs[1];
   const cnnb_node *logits = cnnb_graph_node(g, lt), *labels = cnnb_graph_node(g, yt);
   cnnb_shape ls = logits->shape;

@@ -7,8 +7,9 @@
  * that, rounding alpha once more), allows n = 2r + 1 only up to CUDNN_LRN_MAX_N = 16
  * (TF allows any radius, GoogLeNet-style depth_radius 5 fits but larger ones would not),
  * and its layout and half-precision support is not what this device can rely on. One
- * kernel for both layouts keeps the precisions computing the same thing. The backward's formula, derived in kernels_pool.cu, is the reference's
- * (ref_lrn_backward) term for term; it recomputes the normaliser from x. */
+ * kernel for both layouts keeps the precisions computing the same thing. The backward's formula,
+ * derived in kernels_pool.cu, is the reference's (ref_lrn_backward) term for term; it recomputes
+ * the normaliser from x. */
 #include <stdlib.h>
 
 #include "gpu_device.h"
@@ -22,8 +23,9 @@ typedef struct lrn_node {
 
 static cnnb_status lrn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   lrn_node *s = (lrn_node *)n;
-  return gpu_cuda(d, gpu_k_lrn(io->output, io->inputs[0], s->dims, d->act, s->radius, s->bias,
-                               s->alpha, s->beta, d->stream),
+  return gpu_cuda(d,
+                  gpu_k_lrn(io->output, io->inputs[0], s->dims, d->act, s->radius, s->bias,
+                            s->alpha, s->beta, d->stream),
                   n->node, "lrn kernel");
 }
 
@@ -31,8 +33,9 @@ static cnnb_status lrn_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
   lrn_node *s = (lrn_node *)n;
   void *dx = io->input_grads[0];
   if (!dx) return CNNB_OK; /* nothing trainable upstream: no gradient wanted */
-  return gpu_cuda(d, gpu_k_lrn_backward(dx, io->output_grad, io->inputs[0], io->output, s->dims,
-                                        d->act, s->radius, s->bias, s->alpha, s->beta, d->stream),
+  return gpu_cuda(d,
+                  gpu_k_lrn_backward(dx, io->output_grad, io->inputs[0], io->output, s->dims,
+                                     d->act, s->radius, s->bias, s->alpha, s->beta, d->stream),
                   n->node, "lrn backward kernel");
 }
 
@@ -45,8 +48,8 @@ cnnb_status gpu_prepare_lrn(gpu_device *d, const cnnb_graph *g, int32_t index, g
   const int32_t radius = node->attr.lrn.depth_radius;
   const float bias = node->attr.lrn.bias, alpha = node->attr.lrn.alpha, beta = node->attr.lrn.beta;
   if (node->num_inputs != 1)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: node '%s': lrn takes 1 input, not %d",
-                      node->name, node->num_inputs);
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: node '%s': lrn takes 1 input, not %d", node->name,
+                      node->num_inputs);
   /* The core refuses these already (op_table.c); a graph from elsewhere is checked too. */
   if (radius < 0 || bias < 0.0f || alpha < 0.0f || !(bias > 0.0f || alpha > 0.0f))
     return cnnb_error(d->ctx, CNNB_EINVAL,

@@ -60,8 +60,9 @@ static cnnb_status pool_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *
     s->use_cudnn = 0; /* the kernel below computes the same windows */
   }
   /* s->argmax is NULL unless this is a training max pool prepared for the kernel. */
-  return gpu_cuda(d, gpu_k_pool(io->output, s->y_dims, io->inputs[0], s->x_dims, d->act, s->win,
-                                s->argmax, d->stream),
+  return gpu_cuda(d,
+                  gpu_k_pool(io->output, s->y_dims, io->inputs[0], s->x_dims, d->act, s->win,
+                             s->argmax, d->stream),
                   node, "pooling kernel");
 }
 
@@ -81,9 +82,9 @@ static cnnb_status pool_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   }
   /* An average pool passes x and y along unread (see the top of this file). A max pool
    * with a record reads it, written by this step's forward (same stream, earlier). */
-  return gpu_cuda(d, gpu_k_pool_backward(dx, s->x_dims, io->inputs[0], io->output,
-                                         io->output_grad, s->y_dims, d->act, s->win, s->argmax,
-                                         d->stream),
+  return gpu_cuda(d,
+                  gpu_k_pool_backward(dx, s->x_dims, io->inputs[0], io->output, io->output_grad,
+                                      s->y_dims, d->act, s->win, s->argmax, d->stream),
                   node, "pooling backward kernel");
 }
 
@@ -125,8 +126,8 @@ static cnnb_status read_window(gpu_device *d, const cnnb_node *node, cnnb_shape 
 
 /* Sets s->use_cudnn (and the descriptor) when cuDNN's symmetric padding reproduces the
  * node's windows (see the top of this file). */
-static cnnb_status choose_cudnn(gpu_device *d, pool_node *s, const cnnb_node *node,
-                                cnnb_shape xs, cnnb_shape ys) {
+static cnnb_status choose_cudnn(gpu_device *d, pool_node *s, const cnnb_node *node, cnnb_shape xs,
+                                cnnb_shape ys) {
   cnnb_status st = CNNB_OK;
   const gpu_pool_window *w = &s->win;
   s->use_cudnn = 0;
@@ -144,14 +145,16 @@ static cnnb_status choose_cudnn(gpu_device *d, pool_node *s, const cnnb_node *no
   GPU_TRY(st, gpu_cudnn(d, cudnnCreatePoolingDescriptor(&s->pool_desc), node,
                         "creating the pooling descriptor"));
   /* NOT_PROPAGATE_NAN: a NaN never wins a max, as in the reference's `v > best`. */
-  GPU_TRY(st, gpu_cudnn(d, cudnnSetPooling2dDescriptor(s->pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN,
-                                                       w->kernel_h, w->kernel_w, w->pad_top,
-                                                       w->pad_left, w->stride_h, w->stride_w),
+  GPU_TRY(st, gpu_cudnn(d,
+                        cudnnSetPooling2dDescriptor(s->pool_desc, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                                    w->kernel_h, w->kernel_w, w->pad_top,
+                                                    w->pad_left, w->stride_h, w->stride_w),
                         node, "setting the pooling descriptor"));
   int on = 0, oc = 0, oh = 0, ow = 0;
-  GPU_TRY(st, gpu_cudnn(d, cudnnGetPooling2dForwardOutputDim(s->pool_desc, s->x_desc, &on, &oc,
-                                                             &oh, &ow),
-                        node, "pooling output size"));
+  GPU_TRY(st,
+          gpu_cudnn(d,
+                    cudnnGetPooling2dForwardOutputDim(s->pool_desc, s->x_desc, &on, &oc, &oh, &ow),
+                    node, "pooling output size"));
   if (on == ys.n && oc == ys.c && oh == ys.h && ow == ys.w) s->use_cudnn = 1;
 done:
   if (!s->use_cudnn && s->pool_desc) {
@@ -174,7 +177,7 @@ cnnb_status gpu_prepare_pool(gpu_device *d, const cnnb_graph *g, int32_t index, 
   if (!s) return gpu_oom(d, node, sizeof *s, "its state");
   cnnb_status st = CNNB_OK;
   const cnnb_shape xs = cnnb_graph_node(g, node->inputs[0])->shape; /* [N, C, H, W] */
-  const cnnb_shape ys = node->shape;                                 /* [N, C, OH, OW] */
+  const cnnb_shape ys = node->shape;                                /* [N, C, OH, OW] */
   int32_t pad_bottom = 0, pad_right = 0;
   GPU_TRY(st, read_window(d, node, xs, &s->win, &pad_bottom, &pad_right));
   if (ys.n != xs.n || ys.c != xs.c) {

@@ -17,7 +17,7 @@ typedef struct reshape_node {
   gpu_node base;
   int64_t count; /* elements of x and of y */
   gpu_dtype type;
-  int via_nchw;  /* 0: a plain copy; 1: through fp32 logical NCHW */
+  int via_nchw; /* 0: a plain copy; 1: through fp32 logical NCHW */
   gpu_dims x_dims, y_dims;
 } reshape_node;
 
@@ -33,8 +33,8 @@ static cnnb_status move(gpu_device *d, reshape_node *s, void *dst, gpu_dims dst_
                     node, what);
   }
   float *logical = gpu_transient(d, 0); /* [N, C, H, W] of src = [N, C', H', W'] of dst */
-  cnnb_status st = gpu_cuda(d, gpu_k_to_nchw_f32(logical, src, s->type, src_dims, d->stream),
-                            node, what);
+  cnnb_status st = gpu_cuda(d, gpu_k_to_nchw_f32(logical, src, s->type, src_dims, d->stream), node,
+                            what);
   if (st) return st;
   return gpu_cuda(d, gpu_k_from_nchw_f32(dst, s->type, dst_dims, logical, d->stream), node, what);
 }
@@ -47,8 +47,7 @@ static cnnb_status reshape_forward(gpu_device *d, gpu_node *n, const cnnb_node_i
 static cnnb_status reshape_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   reshape_node *s = (reshape_node *)n;
   if (!io->input_grads[0]) return CNNB_OK;
-  return move(d, s, io->input_grads[0], s->x_dims, io->output_grad, s->y_dims,
-              "reshape backward");
+  return move(d, s, io->input_grads[0], s->x_dims, io->output_grad, s->y_dims, "reshape backward");
 }
 
 /* Nothing beyond the head is owned: device.c frees the struct itself. */
@@ -62,8 +61,7 @@ static const gpu_node_ops reshape_ops = {reshape_forward, reshape_backward, resh
 /* Whether a tensor of shape s is laid out alike in NHWC and NCHW. */
 static int orders_coincide(cnnb_shape s) { return (s.h == 1 && s.w == 1) || s.c == 1; }
 
-cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t index,
-                                gpu_node **out) {
+cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   if (node->num_inputs != 1)
     return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: reshape '%s' has %d inputs, not 1", node->name,
@@ -86,8 +84,7 @@ cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t inde
                  !(orders_coincide(xs) && orders_coincide(ys));
   cnnb_status st;
   /* The fp32 logical copy lives within one forward or backward call. */
-  if (via_nchw &&
-      (st = gpu_transient_reserve(d, 0, (size_t)count * sizeof(float), node)))
+  if (via_nchw && (st = gpu_transient_reserve(d, 0, (size_t)count * sizeof(float), node)))
     return st;
   reshape_node *s = gpu_node_new(sizeof *s, &reshape_ops, g, index);
   if (!s) return gpu_oom(d, node, sizeof *s, "its state");

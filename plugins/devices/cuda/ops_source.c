@@ -22,8 +22,8 @@ static const gpu_node_ops source_ops = {source_pass, source_pass, source_release
 cnnb_status gpu_prepare_source(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
   if (node->op != CNNB_OP_INPUT && node->op != CNNB_OP_LABELS)
-    return cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: node '%s': op %u is not a source",
-                      node->name, node->op);
+    return cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: node '%s': op %u is not a source", node->name,
+                      node->op);
   gpu_node *n = gpu_node_new(sizeof *n, &source_ops, g, index);
   if (!n) return gpu_oom(d, node, sizeof *n, "its state");
   *out = n;

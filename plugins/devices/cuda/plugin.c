@@ -58,13 +58,12 @@ static const char *cu_error_text(void *lib, int code) {
   const char *n = NULL, *t = NULL;
   if (name && name(code, &n) != 0) n = NULL;
   if (text && text(code, &t) != 0) t = NULL;
-  if (n)
-    snprintf(buf, sizeof buf, "%s (%s)", n, t ? t : "no description");
+  if (n) snprintf(buf, sizeof buf, "%s (%s)", n, t ? t : "no description");
   else if (code == 34) /* CUDA_ERROR_STUB_LIBRARY */
-    snprintf(buf, sizeof buf, "CUresult 34, CUDA_ERROR_STUB_LIBRARY: the toolkit's stub "
-                              "libcuda.so.1 is on the library path instead of the driver's");
-  else
-    snprintf(buf, sizeof buf, "CUresult %d", code);
+    snprintf(buf, sizeof buf,
+             "CUresult 34, CUDA_ERROR_STUB_LIBRARY: the toolkit's stub "
+             "libcuda.so.1 is on the library path instead of the driver's");
+  else snprintf(buf, sizeof buf, "CUresult %d", code);
   return buf;
 }
 
@@ -137,8 +136,7 @@ static cnnb_status load_impl(cnnb_ctx *ctx) {
     return cnnb_error(ctx, CNNB_EINTERNAL, "cuda: cannot find the plugin's own directory");
   /* RTLD_LOCAL: its libraries' symbols stay out of the process's namespace. */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, "cuda: cannot load %s: %s", path, dlerror());
+  if (!lib) return cnnb_error(ctx, CNNB_EUNSUPPORTED, "cuda: cannot load %s: %s", path, dlerror());
   gpu_impl_entry_fn entry = (gpu_impl_entry_fn)dlsym(lib, GPU_IMPL_ENTRY);
   const gpu_impl *got = entry ? entry() : NULL;
   if (!got || got->struct_size < sizeof(gpu_impl) || !got->vtable ||
@@ -210,17 +208,17 @@ static cnnb_status forward_fill_zero(void *device, void *ptr, size_t bytes) {
 static cnnb_status forward_synchronize(void *device) { return VT->synchronize(DEV(device)); }
 
 static cnnb_status forward_tensor_bytes(void *device, const cnnb_graph *g, cnnb_tensor t,
-                                       size_t *bytes) {
+                                        size_t *bytes) {
   return VT->tensor_bytes(DEV(device), g, t, bytes);
 }
 
 static cnnb_status forward_tensor_from_host(void *device, const cnnb_graph *g, cnnb_tensor t,
-                                           void *buffer, const void *host) {
+                                            void *buffer, const void *host) {
   return VT->tensor_from_host(DEV(device), g, t, buffer, host);
 }
 
 static cnnb_status forward_tensor_to_host(void *device, const cnnb_graph *g, cnnb_tensor t,
-                                         const void *buffer, void *host) {
+                                          const void *buffer, void *host) {
   return VT->tensor_to_host(DEV(device), g, t, buffer, host);
 }
 
@@ -270,7 +268,7 @@ static const cnnb_device_uint8_input uint8_input = {
 static const void *plugin_extension(const char *id) {
   static const int32_t yes = 1;
   if (strcmp(id, CNNB_EXT_DEVICE_AVAILABILITY) == 0) return &availability;
-  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes; /* ops_eltwise.c's add */
+  if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes;             /* ops_eltwise.c's add */
   if (strcmp(id, CNNB_EXT_DEVICE_UINT8_INPUT) == 0) return &uint8_input; /* transfer.c */
   return NULL;
 }

@@ -42,11 +42,11 @@ static cnnb_status end_capture(void *device) {
 
 static cnnb_status replay(void *device) {
   gpu_device *d = device;
-  if (!d->step_exec)
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: replay without a recorded step");
+  if (!d->step_exec) return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: replay without a recorded step");
   cnnb_status st = gpu_cuda(d, cudaSetDevice(d->ordinal), NULL, "cudaSetDevice");
-  return st ? st : gpu_cuda(d, cudaGraphLaunch(d->step_exec, d->stream), NULL,
-                            "replaying the recorded step (cudaGraphLaunch)");
+  return st ? st
+            : gpu_cuda(d, cudaGraphLaunch(d->step_exec, d->stream), NULL,
+                       "replaying the recorded step (cudaGraphLaunch)");
 }
 
 void gpu_step_graph_discard(gpu_device *d) {

@@ -80,20 +80,20 @@ cnnb_status gpu_tensor_from_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor
   if (st || (st = upload_buffer(d, host_bytes, node, &slot, &pinned))) return st;
   memcpy(pinned, host, host_bytes);
   if (direct) {
-    st = gpu_cuda(d, cudaMemcpyAsync(buffer, pinned, host_bytes, cudaMemcpyHostToDevice,
-                                     d->stream),
+    st = gpu_cuda(d, cudaMemcpyAsync(buffer, pinned, host_bytes, cudaMemcpyHostToDevice, d->stream),
                   node, "copying a tensor to the GPU");
   } else if (type == GPU_I32) {
     st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: node '%s': int32 tensor not in NCHW",
                     node->name);
   } else {
     /* [N, C, H, W] fp32 in staging, then into the tensor's layout and type. */
-    st = gpu_cuda(d, cudaMemcpyAsync(d->staging, pinned, host_bytes, cudaMemcpyHostToDevice,
-                                     d->stream),
+    st = gpu_cuda(d,
+                  cudaMemcpyAsync(d->staging, pinned, host_bytes, cudaMemcpyHostToDevice,
+                                  d->stream),
                   node, "copying a tensor to the GPU");
     if (!st)
-      st = gpu_cuda(d, gpu_k_from_nchw_f32(buffer, type, gpu_dims_of(d, shape), d->staging,
-                                           d->stream),
+      st = gpu_cuda(d,
+                    gpu_k_from_nchw_f32(buffer, type, gpu_dims_of(d, shape), d->staging, d->stream),
                     node, "converting a tensor from logical NCHW fp32");
   }
   cnnb_status est = upload_used(d, slot, node);
@@ -112,19 +112,19 @@ cnnb_status gpu_tensor_to_host(gpu_device *d, const cnnb_graph *g, cnnb_tensor t
   cnnb_status st = direct ? CNNB_OK : gpu_staging_reserve(d, host_bytes);
   if (st || (st = gpu_pinned_reserve(d, host_bytes))) return st;
   if (direct) {
-    st = gpu_cuda(d, cudaMemcpyAsync(d->pinned, buffer, host_bytes, cudaMemcpyDeviceToHost,
-                                     d->stream),
+    st = gpu_cuda(d,
+                  cudaMemcpyAsync(d->pinned, buffer, host_bytes, cudaMemcpyDeviceToHost, d->stream),
                   node, "copying a tensor from the GPU");
   } else if (type == GPU_I32) {
     st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cuda: node '%s': int32 tensor not in NCHW",
                     node->name);
   } else {
-    st = gpu_cuda(d, gpu_k_to_nchw_f32(d->staging, buffer, type, gpu_dims_of(d, shape),
-                                       d->stream),
+    st = gpu_cuda(d, gpu_k_to_nchw_f32(d->staging, buffer, type, gpu_dims_of(d, shape), d->stream),
                   node, "converting a tensor to logical NCHW fp32");
     if (!st)
-      st = gpu_cuda(d, cudaMemcpyAsync(d->pinned, d->staging, host_bytes,
-                                       cudaMemcpyDeviceToHost, d->stream),
+      st = gpu_cuda(d,
+                    cudaMemcpyAsync(d->pinned, d->staging, host_bytes, cudaMemcpyDeviceToHost,
+                                    d->stream),
                     node, "copying a tensor from the GPU");
   }
   cnnb_status sst = sync_stream(d, node, "waiting for a copy from the GPU");
@@ -152,7 +152,7 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
   if (type == GPU_I32)
     return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: node '%s': uint8 pixels into an int32 tensor",
                       node->name);
-  size_t pixels = (size_t)count;           /* [N, H, W, C] uint8 */
+  size_t pixels = (size_t)count; /* [N, H, W, C] uint8 */
   size_t floats_at = align16(pixels);
   size_t channel_bytes = (size_t)shape.c * sizeof(float);
   size_t total = floats_at + 2 * channel_bytes; /* pixels | pad | scale[C] | offset[C] */
@@ -165,8 +165,8 @@ cnnb_status gpu_input_from_host_uint8(gpu_device *d, const cnnb_graph *g, cnnb_t
   memcpy(pinned + floats_at, scale, channel_bytes);
   memcpy(pinned + floats_at + channel_bytes, offset, channel_bytes);
   char *staging = d->staging;
-  st = gpu_cuda(d, cudaMemcpyAsync(staging, pinned, total, cudaMemcpyHostToDevice, d->stream),
-                node, "copying uint8 pixels to the GPU");
+  st = gpu_cuda(d, cudaMemcpyAsync(staging, pinned, total, cudaMemcpyHostToDevice, d->stream), node,
+                "copying uint8 pixels to the GPU");
   if (!st)
     st = gpu_cuda(d,
                   gpu_k_from_uint8_nhwc(buffer, type, gpu_dims_of(d, shape),

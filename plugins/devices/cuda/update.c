@@ -18,11 +18,11 @@ _Static_assert(GPU_OPT_SGD == CNNB_OPT_SGD && GPU_OPT_MOMENTUM == CNNB_OPT_MOMEN
 
 static const char *rule_name(uint32_t rule) {
   switch (rule) {
-  case CNNB_OPT_SGD: return "sgd";
-  case CNNB_OPT_MOMENTUM: return "momentum";
-  case CNNB_OPT_RMSPROP: return "rmsprop";
-  case CNNB_OPT_ADAM: return "adam";
-  default: return "?";
+    case CNNB_OPT_SGD: return "sgd";
+    case CNNB_OPT_MOMENTUM: return "momentum";
+    case CNNB_OPT_RMSPROP: return "rmsprop";
+    case CNNB_OPT_ADAM: return "adam";
+    default: return "?";
   }
 }
 
@@ -83,8 +83,9 @@ cnnb_status gpu_all_finite(gpu_device *d, const float *grads, int64_t count, int
   if ((st = gpu_cuda(d, gpu_k_all_finite(device_flag, grads, count, d->stream), NULL,
                      "all_finite check")))
     return st;
-  if ((st = gpu_cuda(d, cudaMemcpyAsync(host_flag, device_flag, sizeof(int32_t),
-                                        cudaMemcpyDeviceToHost, d->stream),
+  if ((st = gpu_cuda(d,
+                     cudaMemcpyAsync(host_flag, device_flag, sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, d->stream),
                      NULL, "all_finite result copy")))
     return st;
   if ((st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "all_finite wait"))) return st;

@@ -29,7 +29,8 @@ static const char *oom_hint(gpu_device *d, char *buf, size_t size) {
 
 cnnb_status gpu_oom(gpu_device *d, const cnnb_node *node, size_t bytes, const char *what) {
   char prefix[256], hint[160];
-  return cnnb_error(d->ctx, CNNB_ENOMEM, "cuda: %sout of GPU memory: cannot allocate %.1f MiB for %s%s",
+  return cnnb_error(d->ctx, CNNB_ENOMEM,
+                    "cuda: %sout of GPU memory: cannot allocate %.1f MiB for %s%s",
                     node_prefix(node, prefix, sizeof prefix), (double)bytes / 1048576.0, what,
                     oom_hint(d, hint, sizeof hint));
 }
@@ -41,8 +42,8 @@ cnnb_status gpu_cuda(gpu_device *d, cudaError_t e, const cnnb_node *node, const 
   cudaGetLastError();
   char prefix[256];
   cnnb_status st = e == cudaErrorMemoryAllocation ? CNNB_ENOMEM : CNNB_EINTERNAL;
-  return cnnb_error(d->ctx, st, "cuda: %s%s: %s (%s)", node_prefix(node, prefix, sizeof prefix), what,
-                    cudaGetErrorString(e), cudaGetErrorName(e));
+  return cnnb_error(d->ctx, st, "cuda: %s%s: %s (%s)", node_prefix(node, prefix, sizeof prefix),
+                    what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 cnnb_status gpu_launched(gpu_device *d, const cnnb_node *node, const char *what) {
@@ -63,29 +64,32 @@ cnnb_status gpu_cudnn(gpu_device *d, cudnnStatus_t s, const cnnb_node *node, con
                    : category == CUDNN_STATUS_NOT_SUPPORTED ? CNNB_EUNSUPPORTED
                    : category == CUDNN_STATUS_BAD_PARAM     ? CNNB_EINVAL
                                                             : CNNB_EINTERNAL;
-  return cnnb_error(d->ctx, st, "cuda: %s%s: cuDNN %s%s%s", node_prefix(node, prefix, sizeof prefix),
-                    what, cudnnGetErrorString(s), detail[0] ? ": " : "", detail);
+  return cnnb_error(d->ctx, st, "cuda: %s%s: cuDNN %s%s%s",
+                    node_prefix(node, prefix, sizeof prefix), what, cudnnGetErrorString(s),
+                    detail[0] ? ": " : "", detail);
 }
 
 cnnb_status gpu_cublas(gpu_device *d, cublasStatus_t s, const cnnb_node *node, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS) return CNNB_OK;
   char prefix[256];
-  cnnb_status st = s == CUBLAS_STATUS_ALLOC_FAILED     ? CNNB_ENOMEM
-                   : s == CUBLAS_STATUS_NOT_SUPPORTED  ? CNNB_EUNSUPPORTED
-                   : s == CUBLAS_STATUS_INVALID_VALUE  ? CNNB_EINVAL
-                                                       : CNNB_EINTERNAL;
-  return cnnb_error(d->ctx, st, "cuda: %s%s: cuBLAS %s (%s)", node_prefix(node, prefix, sizeof prefix),
-                    what, cublasGetStatusName(s), cublasGetStatusString(s));
+  cnnb_status st = s == CUBLAS_STATUS_ALLOC_FAILED    ? CNNB_ENOMEM
+                   : s == CUBLAS_STATUS_NOT_SUPPORTED ? CNNB_EUNSUPPORTED
+                   : s == CUBLAS_STATUS_INVALID_VALUE ? CNNB_EINVAL
+                                                      : CNNB_EINTERNAL;
+  return cnnb_error(d->ctx, st, "cuda: %s%s: cuBLAS %s (%s)",
+                    node_prefix(node, prefix, sizeof prefix), what, cublasGetStatusName(s),
+                    cublasGetStatusString(s));
 }
 
 cnnb_status gpu_check_kernel_errors(gpu_device *d) {
   /* On d->stream, after the kernels that may have set them (a non-blocking stream is not
    * ordered after the legacy default stream of plain cudaMemcpy). */
   gpu_kernel_errors e;
-  cnnb_status st = gpu_cuda(d, cudaMemcpyAsync(&e, d->errors, sizeof e, cudaMemcpyDeviceToHost,
-                                               d->stream),
-                            NULL, "reading the kernels' error words");
-  if (!st) st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "reading the kernels' error words");
+  cnnb_status st =
+      gpu_cuda(d, cudaMemcpyAsync(&e, d->errors, sizeof e, cudaMemcpyDeviceToHost, d->stream), NULL,
+               "reading the kernels' error words");
+  if (!st)
+    st = gpu_cuda(d, cudaStreamSynchronize(d->stream), NULL, "reading the kernels' error words");
   if (st || e.bad_label_count == 0) return st;
   cudaMemsetAsync(d->errors, 0, sizeof *d->errors, d->stream);
   return cnnb_error(d->ctx, CNNB_EDATA,
@@ -110,8 +114,8 @@ cnnb_status gpu_malloc(gpu_device *d, void **ptr, size_t bytes, const cnnb_node 
 }
 
 /* Replaces *buf by a buffer of `bytes` when it is smaller (contents not kept). */
-static cnnb_status grow(gpu_device *d, void **buf, size_t *have, size_t bytes, const cnnb_node *node,
-                        const char *what) {
+static cnnb_status grow(gpu_device *d, void **buf, size_t *have, size_t bytes,
+                        const cnnb_node *node, const char *what) {
   if (bytes <= *have && *buf) return CNNB_OK;
   /* Earlier nodes' queued work may still read the old buffer. */
   cnnb_status st = gpu_cuda(d, cudaStreamSynchronize(d->stream), node, what);
@@ -145,8 +149,9 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
   float *host = malloc((size_t)count * sizeof(float));
   if (!host) return cnnb_error(d->ctx, CNNB_ENOMEM, "cuda: out of memory");
   for (int64_t i = 0; i < count; i++) host[i] = one;
-  st = gpu_cuda(d, cudaMemcpyAsync(d->ones, host, (size_t)count * sizeof(float),
-                                   cudaMemcpyHostToDevice, d->stream),
+  st = gpu_cuda(d,
+                cudaMemcpyAsync(d->ones, host, (size_t)count * sizeof(float),
+                                cudaMemcpyHostToDevice, d->stream),
                 node, "filling ones");
   /* The pageable source must outlive the copy. */
   cnnb_status sst = gpu_cuda(d, cudaStreamSynchronize(d->stream), node, "filling ones");
@@ -204,7 +209,8 @@ void *gpu_node_new(size_t size, const gpu_node_ops *ops, const cnnb_graph *g, in
 cnnb_status gpu_tensor_desc_as(gpu_device *d, cudnnTensorDescriptor_t *desc, cnnb_shape s,
                                cudnnDataType_t type, cudnnTensorFormat_t format,
                                const cnnb_node *node) {
-  cnnb_status st = gpu_cudnn(d, cudnnCreateTensorDescriptor(desc), node, "cudnnCreateTensorDescriptor");
+  cnnb_status st = gpu_cudnn(d, cudnnCreateTensorDescriptor(desc), node,
+                             "cudnnCreateTensorDescriptor");
   if (st) {
     *desc = NULL;
     return st;

@@ -25,13 +25,13 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
 static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x) {
   /* VALID needs the images padded by 3 (227 = 224 + 3), as the source notes. */
   x = convnet_conv(cn, x, 64, 11, 11, CONVNET_OPTS(.stride = 4, .mode = CONVNET_VALID)); /* 55 */
-  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID);                                     /* 27 */
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID);                                      /* 27 */
   x = convnet_conv(cn, x, 192, 5, 5, NULL);
-  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID);                                     /* 13 */
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID); /* 13 */
   x = convnet_conv(cn, x, 384, 3, 3, NULL);
   x = convnet_conv(cn, x, 384, 3, 3, NULL);
   x = convnet_conv(cn, x, 256, 3, 3, NULL);
-  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID);                                     /* 6 */
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_VALID); /* 6 */
   x = convnet_reshape(cn, x, 256 * 6 * 6);
   x = convnet_affine(cn, x, 4096, NULL);
   x = convnet_dropout(cn, x, 0.5f);
@@ -43,11 +43,11 @@ static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x) {
 static cnnb_tensor cifar10(convnet *cn, cnnb_tensor x) {
   const float alpha = 0.001f / 9.0f;
   x = convnet_conv(cn, x, 64, 5, 5, CONVNET_OPTS(.stddev = 5e-2f));
-  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME);                                      /* 16 */
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME); /* 16 */
   x = convnet_lrn(cn, x, 4, 1.0f, alpha, 0.75f);
   x = convnet_conv(cn, x, 64, 5, 5, CONVNET_OPTS(.bias = 0.1f, .stddev = 5e-2f));
   x = convnet_lrn(cn, x, 4, 1.0f, alpha, 0.75f);
-  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME);                                      /* 8 */
+  x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME); /* 8 */
   cnnb_shape s = convnet_shape(cn, x);
   x = convnet_reshape(cn, x, s.c * s.h * s.w);
   x = convnet_affine(cn, x, 384, CONVNET_AFFINE(.stddev = 0.04f, .bias = 0.1f));

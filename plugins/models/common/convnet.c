@@ -31,9 +31,7 @@ void convnet_push_scope(convnet *cn, const char *key) {
   cnnb_graph_push_scope(cn->g, scope);
 }
 
-void convnet_pop_scope(convnet *cn) {
-  cnnb_graph_pop_scope(cn->g);
-}
+void convnet_pop_scope(convnet *cn) { cnnb_graph_pop_scope(cn->g); }
 
 void convnet_init(convnet *cn, cnnb_graph *g) {
   memset(cn, 0, sizeof *cn);
@@ -48,9 +46,7 @@ cnnb_shape convnet_shape(const convnet *cn, cnnb_tensor x) {
   return n ? n->shape : (cnnb_shape){0, 0, 0, 0};
 }
 
-int32_t convnet_channels(const convnet *cn, cnnb_tensor x) {
-  return convnet_shape(cn, x).c;
-}
+int32_t convnet_channels(const convnet *cn, cnnb_tensor x) { return convnet_shape(cn, x).c; }
 
 /* ---- layers ------------------------------------------------------------------------------ */
 
@@ -60,9 +56,7 @@ cnnb_tensor convnet_batch_norm(convnet *cn, cnnb_tensor x, const cnnb_batch_norm
   return cnnb_batch_norm(cn->g, name, x, desc ? desc : CNNB_BATCH_NORM(.scale = 0));
 }
 
-cnnb_tensor convnet_relu(convnet *cn, cnnb_tensor x) {
-  return cnnb_relu(cn->g, NULL, x);
-}
+cnnb_tensor convnet_relu(convnet *cn, cnnb_tensor x) { return cnnb_relu(cn->g, NULL, x); }
 
 cnnb_tensor convnet_conv(convnet *cn, cnnb_tensor x, int32_t filters, int32_t kh, int32_t kw,
                          const convnet_conv_opts *opts) {
@@ -71,34 +65,32 @@ cnnb_tensor convnet_conv(convnet *cn, cnnb_tensor x, int32_t filters, int32_t kh
   int32_t stride = o->stride ? o->stride : 1;
   int use_bn = o->batch_norm == 0 ? cn->use_batch_norm : o->batch_norm > 0;
 
-  cnnb_conv2d_desc d = {.struct_size = sizeof d, .filters = filters, .kernel_h = kh,
-                        .kernel_w = kw, .stride_h = stride, .stride_w = stride,
+  cnnb_conv2d_desc d = {.struct_size = sizeof d,
+                        .filters = filters,
+                        .kernel_h = kh,
+                        .kernel_w = kw,
+                        .stride_h = stride,
+                        .stride_w = stride,
                         .groups = o->groups};
   switch (o->mode) {
-  case CONVNET_VALID:
-    d.padding = CNNB_PAD_VALID;
-    break;
-  case CONVNET_SAME_RESNET:
-    if (stride == 1) {
-      d.padding = CNNB_PAD_SAME;
-    } else {
-      /* tf.pad by the kernel alone (not the input size), then VALID: the output
-       * differs from SAME's for even inputs, so this stays explicit. */
-      d.padding = CNNB_PAD_EXPLICIT;
-      d.pad_top = (kh - 1) / 2;
-      d.pad_bottom = kh - 1 - d.pad_top;
-      d.pad_left = (kw - 1) / 2;
-      d.pad_right = kw - 1 - d.pad_left;
-    }
-    break;
-  default:
-    d.padding = CNNB_PAD_SAME;
-    break;
+    case CONVNET_VALID: d.padding = CNNB_PAD_VALID; break;
+    case CONVNET_SAME_RESNET:
+      if (stride == 1) {
+        d.padding = CNNB_PAD_SAME;
+      } else {
+        /* tf.pad by the kernel alone (not the input size), then VALID: the output
+         * differs from SAME's for even inputs, so this stays explicit. */
+        d.padding = CNNB_PAD_EXPLICIT;
+        d.pad_top = (kh - 1) / 2;
+        d.pad_bottom = kh - 1 - d.pad_top;
+        d.pad_left = (kw - 1) / 2;
+        d.pad_right = kw - 1 - d.pad_left;
+      }
+      break;
+    default: d.padding = CNNB_PAD_SAME; break;
   }
-  if (o->init.kind != CNNB_INIT_DEFAULT)
-    d.kernel_init = o->init;
-  else if (o->stddev > 0.0f)
-    d.kernel_init = (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, o->stddev};
+  if (o->init.kind != CNNB_INIT_DEFAULT) d.kernel_init = o->init;
+  else if (o->stddev > 0.0f) d.kernel_init = (cnnb_init){CNNB_INIT_TRUNCATED_NORMAL, o->stddev};
   /* A bias only without batch norm, and not when the caller passed bias=None. */
   d.use_bias = !use_bn && !o->no_bias;
   d.bias_init = o->bias;
@@ -117,13 +109,16 @@ cnnb_tensor convnet_conv(convnet *cn, cnnb_tensor x, int32_t filters, int32_t kh
   return y;
 }
 
-static cnnb_tensor pool(convnet *cn, int max, cnnb_tensor x, int32_t kh, int32_t kw,
-                        int32_t stride, int mode) {
+static cnnb_tensor pool(convnet *cn, int max, cnnb_tensor x, int32_t kh, int32_t kw, int32_t stride,
+                        int mode) {
   char name[32];
   numbered(name, sizeof name, cn, max ? "mpool" : "apool");
   if (stride == 0) stride = 2;
-  cnnb_pool_desc d = {.struct_size = sizeof d, .kernel_h = kh, .kernel_w = kw,
-                      .stride_h = stride, .stride_w = stride,
+  cnnb_pool_desc d = {.struct_size = sizeof d,
+                      .kernel_h = kh,
+                      .kernel_w = kw,
+                      .stride_h = stride,
+                      .stride_w = stride,
                       .padding = mode == CONVNET_SAME ? CNNB_PAD_SAME : CNNB_PAD_VALID};
   return max ? cnnb_max_pool(cn->g, name, x, &d) : cnnb_avg_pool(cn->g, name, x, &d);
 }
@@ -167,8 +162,8 @@ cnnb_tensor convnet_dropout(convnet *cn, cnnb_tensor x, float keep_prob) {
   return cnnb_dropout(cn->g, name, x, keep_prob);
 }
 
-cnnb_tensor convnet_lrn(convnet *cn, cnnb_tensor x, int32_t depth_radius, float bias,
-                        float alpha, float beta) {
+cnnb_tensor convnet_lrn(convnet *cn, cnnb_tensor x, int32_t depth_radius, float bias, float alpha,
+                        float beta) {
   char name[32];
   numbered(name, sizeof name, cn, "lrn");
   return cnnb_lrn(cn->g, name, x,
@@ -201,8 +196,7 @@ cnnb_tensor convnet_inception_module(convnet *cn, const char *name, cnnb_tensor 
   return convnet_inception_module_named(cn, name, x, ncols, cols, NULL, NULL);
 }
 
-cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x,
-                                           int ncols,
+cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x, int ncols,
                                            const convnet_layer cols[][CONVNET_MAX_COL_LAYERS],
                                            const char *ckpt,
                                            const char *const names[][CONVNET_MAX_COL_LAYERS]) {
@@ -217,27 +211,27 @@ cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_t
     for (int l = 0; l < CONVNET_MAX_COL_LAYERS && cols[c][l].type != CONVNET_LAYER_END; l++) {
       const convnet_layer *L = &cols[c][l];
       switch (L->type) {
-      case CONVNET_LAYER_CONV: {
-        char conv[128], bn[128];
-        const char *leaf = ckpt && names ? names[c][l] : NULL;
-        if (leaf) {
-          snprintf(conv, sizeof conv, "%s.%s.conv", ckpt, leaf);
-          snprintf(bn, sizeof bn, "%s.%s.bn", ckpt, leaf);
+        case CONVNET_LAYER_CONV: {
+          char conv[128], bn[128];
+          const char *leaf = ckpt && names ? names[c][l] : NULL;
+          if (leaf) {
+            snprintf(conv, sizeof conv, "%s.%s.conv", ckpt, leaf);
+            snprintf(bn, sizeof bn, "%s.%s.bn", ckpt, leaf);
+          }
+          top = convnet_conv(cn, top, L->filters, L->kh, L->kw,
+                             CONVNET_OPTS(.stride = L->stride, .mode = L->mode,
+                                          .ckpt = leaf ? conv : NULL, .ckpt_bn = leaf ? bn : NULL));
+          break;
         }
-        top = convnet_conv(cn, top, L->filters, L->kh, L->kw,
-                           CONVNET_OPTS(.stride = L->stride, .mode = L->mode,
-                                        .ckpt = leaf ? conv : NULL, .ckpt_bn = leaf ? bn : NULL));
-        break;
-      }
-      case CONVNET_LAYER_MPOOL:
-        top = convnet_mpool(cn, top, L->kh, L->kw, L->stride, L->mode);
-        break;
-      case CONVNET_LAYER_APOOL:
-        top = convnet_apool(cn, top, L->kh, L->kw, L->stride, L->mode);
-        break;
-      default: /* share: the previous column's layer at this depth */
-        top = c > 0 ? outs[c - 1][l] : CNNB_NO_TENSOR;
-        break;
+        case CONVNET_LAYER_MPOOL:
+          top = convnet_mpool(cn, top, L->kh, L->kw, L->stride, L->mode);
+          break;
+        case CONVNET_LAYER_APOOL:
+          top = convnet_apool(cn, top, L->kh, L->kw, L->stride, L->mode);
+          break;
+        default: /* share: the previous column's layer at this depth */
+          top = c > 0 ? outs[c - 1][l] : CNNB_NO_TENSOR;
+          break;
       }
       outs[c][l] = top;
     }
@@ -256,8 +250,8 @@ cnnb_status convnet_status(convnet *cn, cnnb_ctx *ctx, const char *model) {
   return CNNB_OK;
 }
 
-cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model,
-                                 cnnb_tensor top, const char *ckpt) {
+cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_tensor top,
+                                 const char *ckpt) {
   cnnb_tensor logits = convnet_affine(cn, top, cnnb_graph_num_classes(cn->g),
                                       CONVNET_AFFINE(.linear = 1, .ckpt = ckpt));
   if (cnnb_graph_status(cn->g) == CNNB_OK) cnnb_graph_set_logits(cn->g, logits);
@@ -282,9 +276,8 @@ const convnet_model *convnet_find(const convnet_model *models, int count, const 
   return NULL;
 }
 
-static cnnb_status lookup(cnnb_ctx *ctx, const char *family, const convnet_model *models,
-                          int count, const char *name, uint32_t dataset,
-                          const convnet_model **out) {
+static cnnb_status lookup(cnnb_ctx *ctx, const char *family, const convnet_model *models, int count,
+                          const char *name, uint32_t dataset, const convnet_model **out) {
   *out = NULL;
   if (!name) return cnnb_error(ctx, CNNB_EINVAL, "%s: model name is NULL", family);
   if (!cnnb_dataset_lookup(dataset))
@@ -314,15 +307,15 @@ static cnnb_status lookup(cnnb_ctx *ctx, const char *family, const convnet_model
 }
 
 cnnb_status convnet_describe(cnnb_ctx *ctx, const char *family, const convnet_model *models,
-                             int count, const char *name, uint32_t dataset,
-                             cnnb_model_info *info) {
+                             int count, const char *name, uint32_t dataset, cnnb_model_info *info) {
   const convnet_model *m;
   cnnb_status st = lookup(ctx, family, models, count, name, dataset, &m);
   if (st != CNNB_OK) return st;
-  if (!info) return cnnb_error(ctx, CNNB_EINVAL, "%s: describe(%s) without an info struct",
-                               family, name);
+  if (!info)
+    return cnnb_error(ctx, CNNB_EINVAL, "%s: describe(%s) without an info struct", family, name);
   /* Fill only what the caller's struct holds (it may be an older, smaller one). */
-  cnnb_model_info full = {.struct_size = sizeof full, .image_size = m->image_size,
+  cnnb_model_info full = {.struct_size = sizeof full,
+                          .image_size = m->image_size,
                           .default_batch_size = m->default_batch_size,
                           .default_learning_rate = m->default_learning_rate,
                           .description = m->description};
@@ -333,9 +326,9 @@ cnnb_status convnet_describe(cnnb_ctx *ctx, const char *family, const convnet_mo
   return CNNB_OK;
 }
 
-const convnet_model *convnet_begin(cnnb_ctx *ctx, const char *family,
-                                   const convnet_model *models, int count, const char *name,
-                                   uint32_t dataset, cnnb_status *status) {
+const convnet_model *convnet_begin(cnnb_ctx *ctx, const char *family, const convnet_model *models,
+                                   int count, const char *name, uint32_t dataset,
+                                   cnnb_status *status) {
   const convnet_model *m;
   *status = lookup(ctx, family, models, count, name, dataset, &m);
   return m;

@@ -27,7 +27,7 @@
 
 /* Padding modes of conv() and the pools, as tf_cnn_benchmarks spells them. */
 enum {
-  CONVNET_DEFAULT = 0,   /* conv: SAME; pools: VALID */
+  CONVNET_DEFAULT = 0, /* conv: SAME; pools: VALID */
   CONVNET_SAME = 1,
   CONVNET_VALID = 2,
   CONVNET_SAME_RESNET = 3 /* stride 1: SAME; else pad (k-1)/2 before, the rest after, then VALID */
@@ -37,8 +37,8 @@ enum { CONVNET_MAX_KINDS = 24 };
 
 typedef struct convnet {
   cnnb_graph *g;
-  int use_batch_norm;              /* conv()'s default for use_batch_norm */
-  cnnb_batch_norm_desc bn_config;  /* what conv() passes to batch_norm() */
+  int use_batch_norm;                  /* conv()'s default for use_batch_norm */
+  cnnb_batch_norm_desc bn_config;      /* what conv() passes to batch_norm() */
   const char *keys[CONVNET_MAX_KINDS]; /* name counters: "conv", "mpool", ... */
   int counts[CONVNET_MAX_KINDS];
 } convnet;
@@ -53,15 +53,15 @@ void convnet_pop_scope(convnet *cn);
 
 /* conv()'s keyword arguments. Zero fields are tf_cnn_benchmarks' defaults. */
 typedef struct convnet_conv_opts {
-  int32_t stride;     /* both dimensions; 0: 1 */
-  int mode;           /* CONVNET_*; 0: SAME */
-  int batch_norm;     /* 0: the builder's use_batch_norm; 1: on; -1: off */
-  int linear;         /* 1: activation None ('linear'); 0: ReLU */
-  int no_bias;        /* 1: bias=None (no bias even without batch norm) */
-  float bias;         /* bias init when there is a bias */
-  float stddev;       /* > 0: truncated normal kernel init with this stddev */
-  cnnb_init init;     /* explicit kernel init (overrides stddev) */
-  int32_t groups;     /* 0: 1; == channels: depthwise */
+  int32_t stride; /* both dimensions; 0: 1 */
+  int mode;       /* CONVNET_*; 0: SAME */
+  int batch_norm; /* 0: the builder's use_batch_norm; 1: on; -1: off */
+  int linear;     /* 1: activation None ('linear'); 0: ReLU */
+  int no_bias;    /* 1: bias=None (no bias even without batch norm) */
+  float bias;     /* bias init when there is a bias */
+  float stddev;   /* > 0: truncated normal kernel init with this stddev */
+  cnnb_init init; /* explicit kernel init (overrides stddev) */
+  int32_t groups; /* 0: 1; == channels: depthwise */
   /* Checkpoint names (cnnb_graph_set_checkpoint_name): the key prefix of the conv's
    * params ("layer1.0.conv1": "layer1.0.conv1.weight") and of its batch norm's
    * ("layer1.0.bn1"), for models saved under torchvision's state_dict keys. NULL: the
@@ -87,7 +87,7 @@ typedef struct convnet_affine_opts {
   int linear;
   float bias;
   float stddev;
-  const char *ckpt;   /* checkpoint name ("classifier.0"), as convnet_conv_opts' ckpt */
+  const char *ckpt; /* checkpoint name ("classifier.0"), as convnet_conv_opts' ckpt */
 } convnet_affine_opts;
 
 #define CONVNET_AFFINE(...) (&(const convnet_affine_opts){__VA_ARGS__})
@@ -99,8 +99,8 @@ cnnb_tensor convnet_affine(convnet *cn, cnnb_tensor x, int32_t units,
 cnnb_tensor convnet_batch_norm(convnet *cn, cnnb_tensor x, const cnnb_batch_norm_desc *desc);
 cnnb_tensor convnet_relu(convnet *cn, cnnb_tensor x);
 cnnb_tensor convnet_dropout(convnet *cn, cnnb_tensor x, float keep_prob);
-cnnb_tensor convnet_lrn(convnet *cn, cnnb_tensor x, int32_t depth_radius, float bias,
-                        float alpha, float beta);
+cnnb_tensor convnet_lrn(convnet *cn, cnnb_tensor x, int32_t depth_radius, float bias, float alpha,
+                        float beta);
 cnnb_tensor convnet_add(convnet *cn, cnnb_tensor a, cnnb_tensor b);
 cnnb_tensor convnet_concat(convnet *cn, int32_t count, const cnnb_tensor *xs);
 /* reshape([-1, units]): [N, C, H, W] -> [N, units, 1, 1]; the builder refuses (a clear
@@ -111,8 +111,13 @@ cnnb_tensor convnet_spatial_mean(convnet *cn, cnnb_tensor x);
 
 /* ---- inception_module(): columns of layers, concatenated along channels ---------- */
 
-enum { CONVNET_LAYER_END = 0, CONVNET_LAYER_CONV, CONVNET_LAYER_MPOOL, CONVNET_LAYER_APOOL,
-       CONVNET_LAYER_SHARE };
+enum {
+  CONVNET_LAYER_END = 0,
+  CONVNET_LAYER_CONV,
+  CONVNET_LAYER_MPOOL,
+  CONVNET_LAYER_APOOL,
+  CONVNET_LAYER_SHARE
+};
 
 /* One layer of a column: ('conv', filters, kh, kw[, stride, stride, mode]),
  * ('mpool'|'apool', kh, kw, stride, stride, mode) or ('share',) — the layer at the same
@@ -121,18 +126,23 @@ typedef struct convnet_layer {
   int type;
   int32_t filters; /* conv only */
   int32_t kh, kw;
-  int32_t stride;  /* 0: 1 for conv, 2 for pools (the Python defaults) */
-  int mode;        /* CONVNET_* */
+  int32_t stride; /* 0: 1 for conv, 2 for pools (the Python defaults) */
+  int mode;       /* CONVNET_* */
 } convnet_layer;
 
 enum { CONVNET_MAX_COLS = 8, CONVNET_MAX_COL_LAYERS = 8 };
 
 /* Column entries, spelled as in the Python tables. */
-#define CONVNET_L_CONV(f, kh, kw) {CONVNET_LAYER_CONV, (f), (kh), (kw), 1, CONVNET_SAME}
-#define CONVNET_L_CONVS(f, kh, kw, s, mode) {CONVNET_LAYER_CONV, (f), (kh), (kw), (s), (mode)}
-#define CONVNET_L_MPOOL(kh, kw, s, mode) {CONVNET_LAYER_MPOOL, 0, (kh), (kw), (s), (mode)}
-#define CONVNET_L_APOOL(kh, kw, s, mode) {CONVNET_LAYER_APOOL, 0, (kh), (kw), (s), (mode)}
-#define CONVNET_L_SHARE {CONVNET_LAYER_SHARE, 0, 0, 0, 0, 0}
+#define CONVNET_L_CONV(f, kh, kw) \
+  { CONVNET_LAYER_CONV, (f), (kh), (kw), 1, CONVNET_SAME }
+#define CONVNET_L_CONVS(f, kh, kw, s, mode) \
+  { CONVNET_LAYER_CONV, (f), (kh), (kw), (s), (mode) }
+#define CONVNET_L_MPOOL(kh, kw, s, mode) \
+  { CONVNET_LAYER_MPOOL, 0, (kh), (kw), (s), (mode) }
+#define CONVNET_L_APOOL(kh, kw, s, mode) \
+  { CONVNET_LAYER_APOOL, 0, (kh), (kw), (s), (mode) }
+#define CONVNET_L_SHARE \
+  { CONVNET_LAYER_SHARE, 0, 0, 0, 0, 0 }
 
 /* cols: `ncols` columns of up to CONVNET_MAX_COL_LAYERS layers, each ended by a
  * CONVNET_LAYER_END (zeroed) entry. Named name + its own counter ("incept_v3_a2"). */
@@ -144,8 +154,7 @@ cnnb_tensor convnet_inception_module(convnet *cn, const char *name, cnnb_tensor 
  * inside module ckpt ("Mixed_5b", "branch1x1"), its conv saved as
  * "<ckpt>.<name>.conv" and its batch norm as "<ckpt>.<name>.bn"; NULL for pools and
  * shares. ckpt NULL is convnet_inception_module. */
-cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x,
-                                           int ncols,
+cnnb_tensor convnet_inception_module_named(convnet *cn, const char *name, cnnb_tensor x, int ncols,
                                            const convnet_layer cols[][CONVNET_MAX_COL_LAYERS],
                                            const char *ckpt,
                                            const char *const names[][CONVNET_MAX_COL_LAYERS]);
@@ -163,8 +172,8 @@ cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_t
 
 /* convnet_finish whose classifier is saved under checkpoint name ckpt ("fc": "fc.weight",
  * "fc.bias"); ckpt NULL is convnet_finish. */
-cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model,
-                                 cnnb_tensor top, const char *ckpt);
+cnnb_status convnet_finish_named(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_tensor top,
+                                 const char *ckpt);
 
 /* Returns the builder's status, recording its message in ctx (for models whose
  * classifier is not the plain affine). */
@@ -174,7 +183,7 @@ cnnb_status convnet_status(convnet *cn, cnnb_ctx *ctx, const char *model);
 
 typedef struct convnet_model {
   const char *name;
-  uint32_t dataset;             /* CNNB_DATASET_* */
+  uint32_t dataset; /* CNNB_DATASET_* */
   int32_t image_size;
   int32_t default_batch_size;
   float default_learning_rate;
@@ -188,14 +197,13 @@ const convnet_model *convnet_find(const convnet_model *models, int count, const 
 /* describe() for a family: fills info from the table, or returns CNNB_ENOTFOUND (name
  * not offered) / CNNB_EUNSUPPORTED (no variant for this dataset) with a message. */
 cnnb_status convnet_describe(cnnb_ctx *ctx, const char *family, const convnet_model *models,
-                             int count, const char *name, uint32_t dataset,
-                             cnnb_model_info *info);
+                             int count, const char *name, uint32_t dataset, cnnb_model_info *info);
 
 /* The same checks, for build(): returns the row, or records the error in ctx and
  * returns NULL with *status saying why. */
-const convnet_model *convnet_begin(cnnb_ctx *ctx, const char *family,
-                                   const convnet_model *models, int count, const char *name,
-                                   uint32_t dataset, cnnb_status *status);
+const convnet_model *convnet_begin(cnnb_ctx *ctx, const char *family, const convnet_model *models,
+                                   int count, const char *name, uint32_t dataset,
+                                   cnnb_status *status);
 
 const char *convnet_dataset_name(uint32_t dataset);
 

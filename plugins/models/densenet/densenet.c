@@ -52,11 +52,11 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   int32_t blocks = config[m - models][0], k = config[m - models][1];
   convnet cn;
   convnet_init(&cn, g);
-  cnnb_tensor x = cnnb_graph_input(g);                          /* [N, 3, 32, 32] */
+  cnnb_tensor x = cnnb_graph_input(g); /* [N, 3, 32, 32] */
   x = convnet_conv(&cn, x, 16, 3, 3, CONVNET_OPTS(.linear = 1));
   for (int stage = 0; stage < 3; stage++) {
     for (int i = 0; i < blocks; i++) x = dense_block(&cn, x, k);
-    if (stage < 2) x = transition_layer(&cn, x);                 /* 16x16, then 8x8 */
+    if (stage < 2) x = transition_layer(&cn, x); /* 16x16, then 8x8 */
   }
   x = convnet_relu(&cn, convnet_batch_norm(&cn, x, &bn_config));
   x = convnet_spatial_mean(&cn, x);
@@ -84,13 +84,11 @@ static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable
                                          .build = build,
                                          .learning_rate_at = learning_rate_at};
 
-static const char *const offers[] = {"densenet40_k12", "densenet100_k12", "densenet100_k24",
-                                     NULL};
+static const char *const offers[] = {"densenet40_k12", "densenet100_k12", "densenet100_k24", NULL};
 
-static const cnnb_plugin plugin = {
-    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "densenet", "1.0.0",
-                     "tf_cnn_benchmarks' DenseNets for CIFAR-10"),
-    .offers = offers, .vtable = &vtable};
+static const cnnb_plugin plugin = {CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "densenet", "1.0.0",
+                                                    "tf_cnn_benchmarks' DenseNets for CIFAR-10"),
+                                   .offers = offers, .vtable = &vtable};
 
 CNNB_PLUGIN_ENTRY {
   (void)host;

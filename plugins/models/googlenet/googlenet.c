@@ -31,23 +31,23 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!convnet_begin(ctx, "googlenet", models, NUM_MODELS, name, dataset, &st)) return st;
   convnet cn;
   convnet_init(&cn, g);
-  cnnb_tensor x = cnnb_graph_input(g);                                  /* [N, 3, 224, 224] */
-  x = convnet_conv(&cn, x, 64, 7, 7, CONVNET_OPTS(.stride = 2));        /* 112 */
-  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);                     /* 56 */
+  cnnb_tensor x = cnnb_graph_input(g);                           /* [N, 3, 224, 224] */
+  x = convnet_conv(&cn, x, 64, 7, 7, CONVNET_OPTS(.stride = 2)); /* 112 */
+  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);              /* 56 */
   x = convnet_conv(&cn, x, 64, 1, 1, NULL);
   x = convnet_conv(&cn, x, 192, 3, 3, NULL);
-  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);                     /* 28 */
-  x = inception_v1(&cn, x, 64, 96, 128, 16, 32, 32);                    /* 256 */
-  x = inception_v1(&cn, x, 128, 128, 192, 32, 96, 64);                  /* 480 */
-  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);                     /* 14 */
-  x = inception_v1(&cn, x, 192, 96, 208, 16, 48, 64);                   /* 512 */
+  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);    /* 28 */
+  x = inception_v1(&cn, x, 64, 96, 128, 16, 32, 32);   /* 256 */
+  x = inception_v1(&cn, x, 128, 128, 192, 32, 96, 64); /* 480 */
+  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);    /* 14 */
+  x = inception_v1(&cn, x, 192, 96, 208, 16, 48, 64);  /* 512 */
   x = inception_v1(&cn, x, 160, 112, 224, 24, 64, 64);
   x = inception_v1(&cn, x, 128, 128, 256, 24, 64, 64);
-  x = inception_v1(&cn, x, 112, 144, 288, 32, 64, 64);                  /* 528 */
-  x = inception_v1(&cn, x, 256, 160, 320, 32, 128, 128);                /* 832 */
-  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);                     /* 7 */
+  x = inception_v1(&cn, x, 112, 144, 288, 32, 64, 64);   /* 528 */
+  x = inception_v1(&cn, x, 256, 160, 320, 32, 128, 128); /* 832 */
+  x = convnet_mpool(&cn, x, 3, 3, 2, CONVNET_SAME);      /* 7 */
   x = inception_v1(&cn, x, 256, 160, 320, 32, 128, 128);
-  x = inception_v1(&cn, x, 384, 192, 384, 48, 128, 128);                /* [N, 1024, 7, 7] */
+  x = inception_v1(&cn, x, 384, 192, 384, 48, 128, 128); /* [N, 1024, 7, 7] */
   x = convnet_apool(&cn, x, 7, 7, 1, CONVNET_VALID);
   x = convnet_reshape(&cn, x, 1024);
   return convnet_finish(&cn, ctx, name, x);
@@ -58,10 +58,9 @@ static const cnnb_model_vtable vtable = {
 
 static const char *const offers[] = {"googlenet", NULL};
 
-static const cnnb_plugin plugin = {
-    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "googlenet", "1.0.0",
-                     "tf_cnn_benchmarks' GoogLeNet (Inception v1)"),
-    .offers = offers, .vtable = &vtable};
+static const cnnb_plugin plugin = {CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "googlenet", "1.0.0",
+                                                    "tf_cnn_benchmarks' GoogLeNet (Inception v1)"),
+                                   .offers = offers, .vtable = &vtable};
 
 CNNB_PLUGIN_ENTRY {
   (void)host;

@@ -37,11 +37,10 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
 /* ---- Inception v3 ------------------------------------------------------------------- */
 
 static cnnb_tensor v3_a(convnet *cn, cnnb_tensor x, int32_t n, const char *ckpt) {
-  const convnet_layer cols[4][CONVNET_MAX_COL_LAYERS] = {
-      {C(64, 1, 1)},
-      {C(48, 1, 1), C(64, 5, 5)},
-      {C(64, 1, 1), C(96, 3, 3), C(96, 3, 3)},
-      {AP(3, 3, 1, S), C(n, 1, 1)}};
+  const convnet_layer cols[4][CONVNET_MAX_COL_LAYERS] = {{C(64, 1, 1)},
+                                                         {C(48, 1, 1), C(64, 5, 5)},
+                                                         {C(64, 1, 1), C(96, 3, 3), C(96, 3, 3)},
+                                                         {AP(3, 3, 1, S), C(n, 1, 1)}};
   static const char *const names[4][CONVNET_MAX_COL_LAYERS] = {
       {"branch1x1"},
       {"branch5x5_1", "branch5x5_2"},
@@ -52,9 +51,7 @@ static cnnb_tensor v3_a(convnet *cn, cnnb_tensor x, int32_t n, const char *ckpt)
 
 static cnnb_tensor v3_b(convnet *cn, cnnb_tensor x) {
   static const convnet_layer cols[3][CONVNET_MAX_COL_LAYERS] = {
-      {CS(384, 3, 3, 2, V)},
-      {C(64, 1, 1), C(96, 3, 3), CS(96, 3, 3, 2, V)},
-      {MP(3, 3, 2, V)}};
+      {CS(384, 3, 3, 2, V)}, {C(64, 1, 1), C(96, 3, 3), CS(96, 3, 3, 2, V)}, {MP(3, 3, 2, V)}};
   static const char *const names[3][CONVNET_MAX_COL_LAYERS] = {
       {"branch3x3"}, {"branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"}, {NULL}};
   return convnet_inception_module_named(cn, "incept_v3_b", x, 3, cols, "Mixed_6a", names);
@@ -90,12 +87,9 @@ static cnnb_tensor v3_e(convnet *cn, cnnb_tensor x, int max_pool, const char *ck
   const convnet_layer pool = max_pool ? (convnet_layer)MP(3, 3, 1, S)
                                       : (convnet_layer)AP(3, 3, 1, S);
   const convnet_layer cols[6][CONVNET_MAX_COL_LAYERS] = {
-      {C(320, 1, 1)},
-      {C(384, 1, 1), C(384, 1, 3)},
-      {SH, C(384, 3, 1)},
-      {C(448, 1, 1), C(384, 3, 3), C(384, 1, 3)},
-      {SH, SH, C(384, 3, 1)},
-      {pool, C(192, 1, 1)}};
+      {C(320, 1, 1)},         {C(384, 1, 1), C(384, 1, 3)},
+      {SH, C(384, 3, 1)},     {C(448, 1, 1), C(384, 3, 3), C(384, 1, 3)},
+      {SH, SH, C(384, 3, 1)}, {pool, C(192, 1, 1)}};
   static const char *const names[6][CONVNET_MAX_COL_LAYERS] = {
       {"branch1x1"},
       {"branch3x3_1", "branch3x3_2a"},
@@ -112,31 +106,31 @@ static cnnb_tensor inception3(convnet *cn, cnnb_tensor x) {
   x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.stride = 2, .mode = V, STEM("Conv2d_1a_3x3")));
   x = convnet_conv(cn, x, 32, 3, 3, CONVNET_OPTS(.mode = V, STEM("Conv2d_2a_3x3"))); /* 147x32 */
   x = convnet_conv(cn, x, 64, 3, 3, CONVNET_OPTS(.mode = S, STEM("Conv2d_2b_3x3"))); /* 147x64 */
-  x = convnet_mpool(cn, x, 3, 3, 2, V);                                    /* 73 x 73 x 64 */
-  x = convnet_conv(cn, x, 80, 1, 1, CONVNET_OPTS(.mode = V, STEM("Conv2d_3b_1x1"))); /* 73x80 */
+  x = convnet_mpool(cn, x, 3, 3, 2, V); /* 73 x 73 x 64 */
+  x = convnet_conv(cn, x, 80, 1, 1, CONVNET_OPTS(.mode = V, STEM("Conv2d_3b_1x1")));  /* 73x80 */
   x = convnet_conv(cn, x, 192, 3, 3, CONVNET_OPTS(.mode = V, STEM("Conv2d_4a_3x3"))); /* 71 */
 #undef STEM
-  x = convnet_mpool(cn, x, 3, 3, 2, V);                                    /* 35 x 35 x 192 */
-  x = v3_a(cn, x, 32, "Mixed_5b");                                         /* 35 x 35 x 256 */
-  x = v3_a(cn, x, 64, "Mixed_5c");                                         /* 35 x 35 x 288 */
-  x = v3_a(cn, x, 64, "Mixed_5d");                                         /* 35 x 35 x 288 */
-  x = v3_b(cn, x);                                                         /* 17 x 17 x 768 */
+  x = convnet_mpool(cn, x, 3, 3, 2, V); /* 35 x 35 x 192 */
+  x = v3_a(cn, x, 32, "Mixed_5b");      /* 35 x 35 x 256 */
+  x = v3_a(cn, x, 64, "Mixed_5c");      /* 35 x 35 x 288 */
+  x = v3_a(cn, x, 64, "Mixed_5d");      /* 35 x 35 x 288 */
+  x = v3_b(cn, x);                      /* 17 x 17 x 768 */
   x = v3_c(cn, x, 128, "Mixed_6b");
   x = v3_c(cn, x, 160, "Mixed_6c");
   x = v3_c(cn, x, 160, "Mixed_6d");
-  x = v3_c(cn, x, 192, "Mixed_6e");                                        /* 17 x 17 x 768 */
-  x = v3_d(cn, x);                                                         /* 8 x 8 x 1280 */
-  x = v3_e(cn, x, 0, "Mixed_7b");                                          /* 8 x 8 x 2048 */
-  x = v3_e(cn, x, 1, "Mixed_7c");                                          /* 8 x 8 x 2048 */
-  x = convnet_apool(cn, x, 8, 8, 1, V);                                    /* 1 x 1 x 2048 */
+  x = v3_c(cn, x, 192, "Mixed_6e");     /* 17 x 17 x 768 */
+  x = v3_d(cn, x);                      /* 8 x 8 x 1280 */
+  x = v3_e(cn, x, 0, "Mixed_7b");       /* 8 x 8 x 2048 */
+  x = v3_e(cn, x, 1, "Mixed_7c");       /* 8 x 8 x 2048 */
+  x = convnet_apool(cn, x, 8, 8, 1, V); /* 1 x 1 x 2048 */
   return convnet_reshape(cn, x, 2048);
 }
 
 /* ---- Inception v4 ------------------------------------------------------------------- */
 
 static cnnb_tensor v4_sa(convnet *cn, cnnb_tensor x) {
-  static const convnet_layer cols[2][CONVNET_MAX_COL_LAYERS] = {
-      {MP(3, 3, 2, V)}, {CS(96, 3, 3, 2, V)}};
+  static const convnet_layer cols[2][CONVNET_MAX_COL_LAYERS] = {{MP(3, 3, 2, V)},
+                                                                {CS(96, 3, 3, 2, V)}};
   return convnet_inception_module(cn, "incept_v4_sa", x, 2, cols);
 }
 
@@ -148,13 +142,12 @@ static cnnb_tensor v4_sb(convnet *cn, cnnb_tensor x) {
 }
 
 static cnnb_tensor v4_sc(convnet *cn, cnnb_tensor x) {
-  static const convnet_layer cols[2][CONVNET_MAX_COL_LAYERS] = {
-      {CS(192, 3, 3, 2, V)}, {MP(3, 3, 2, V)}};
+  static const convnet_layer cols[2][CONVNET_MAX_COL_LAYERS] = {{CS(192, 3, 3, 2, V)},
+                                                                {MP(3, 3, 2, V)}};
   return convnet_inception_module(cn, "incept_v4_sc", x, 2, cols);
 }
 
-static cnnb_tensor v4_ra(convnet *cn, cnnb_tensor x, int32_t k, int32_t l, int32_t m,
-                         int32_t n) {
+static cnnb_tensor v4_ra(convnet *cn, cnnb_tensor x, int32_t k, int32_t l, int32_t m, int32_t n) {
   const convnet_layer cols[3][CONVNET_MAX_COL_LAYERS] = {
       {MP(3, 3, 2, V)}, {CS(n, 3, 3, 2, V)}, {C(k, 1, 1), C(l, 3, 3), CS(m, 3, 3, 2, V)}};
   return convnet_inception_module(cn, "incept_v4_ra", x, 3, cols);
@@ -230,10 +223,9 @@ static const cnnb_model_vtable vtable = {
 
 static const char *const offers[] = {"inception3", "inception4", NULL};
 
-static const cnnb_plugin plugin = {
-    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "inception", "1.0.0",
-                     "tf_cnn_benchmarks' Inception v3 and v4"),
-    .offers = offers, .vtable = &vtable};
+static const cnnb_plugin plugin = {CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "inception", "1.0.0",
+                                                    "tf_cnn_benchmarks' Inception v3 and v4"),
+                                   .offers = offers, .vtable = &vtable};
 
 CNNB_PLUGIN_ENTRY {
   (void)host;

@@ -23,11 +23,11 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!convnet_begin(ctx, "lenet", models, NUM_MODELS, name, dataset, &st)) return st;
   convnet cn;
   convnet_init(&cn, g);
-  cnnb_tensor x = cnnb_graph_input(g);             /* [N, 3, 28, 28] (mnist: [N, 1, 28, 28]) */
-  x = convnet_conv(&cn, x, 32, 5, 5, NULL);        /* [N, 32, 28, 28] */
-  x = convnet_mpool(&cn, x, 2, 2, 2, 0);           /* [N, 32, 14, 14] */
-  x = convnet_conv(&cn, x, 64, 5, 5, NULL);        /* [N, 64, 14, 14] */
-  x = convnet_mpool(&cn, x, 2, 2, 2, 0);           /* [N, 64, 7, 7] */
+  cnnb_tensor x = cnnb_graph_input(g);      /* [N, 3, 28, 28] (mnist: [N, 1, 28, 28]) */
+  x = convnet_conv(&cn, x, 32, 5, 5, NULL); /* [N, 32, 28, 28] */
+  x = convnet_mpool(&cn, x, 2, 2, 2, 0);    /* [N, 32, 14, 14] */
+  x = convnet_conv(&cn, x, 64, 5, 5, NULL); /* [N, 64, 14, 14] */
+  x = convnet_mpool(&cn, x, 2, 2, 2, 0);    /* [N, 64, 7, 7] */
   x = convnet_reshape(&cn, x, 64 * 7 * 7);
   x = convnet_affine(&cn, x, 512, NULL);
   return convnet_finish(&cn, ctx, name, x);
@@ -39,7 +39,8 @@ static const cnnb_model_vtable vtable = {
 static const char *const offers[] = {"lenet", NULL};
 
 static const cnnb_plugin plugin = {
-    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "lenet", "1.0.0", "tf_cnn_benchmarks' LeNet-5 (ImageNet-style and MNIST)"),
+    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "lenet", "1.0.0",
+                     "tf_cnn_benchmarks' LeNet-5 (ImageNet-style and MNIST)"),
     .offers = offers, .vtable = &vtable};
 
 CNNB_PLUGIN_ENTRY {

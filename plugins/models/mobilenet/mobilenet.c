@@ -45,8 +45,8 @@ static int32_t make_divisible(double v, int32_t divisor) {
  * bias, truncated normal 0.09. The builder's conv() knows only ReLU, so it builds the
  * linear conv and ReLU6 follows it, named inside the conv's scope as conv() names its
  * ReLU ("expanded_conv1/conv3/relu6"). */
-static cnnb_tensor conv_bn(convnet *cn, cnnb_tensor x, int32_t filters, int32_t k,
-                           int32_t stride, int32_t groups, int linear) {
+static cnnb_tensor conv_bn(convnet *cn, cnnb_tensor x, int32_t filters, int32_t k, int32_t stride,
+                           int32_t groups, int linear) {
   cnnb_tensor y = convnet_conv(cn, x, filters, k, k,
                                CONVNET_OPTS(.stride = stride, .batch_norm = 1, .linear = 1,
                                             .groups = groups,
@@ -64,17 +64,17 @@ static cnnb_tensor conv_bn(convnet *cn, cnnb_tensor x, int32_t filters, int32_t 
 }
 
 /* expanded_conv: expansion (1x1) -> depthwise (3x3) -> projection (1x1, linear). */
-static cnnb_tensor expanded_conv(convnet *cn, cnnb_tensor x, int32_t num_outputs,
-                                 int32_t stride, int expansion) {
+static cnnb_tensor expanded_conv(convnet *cn, cnnb_tensor x, int32_t num_outputs, int32_t stride,
+                                 int expansion) {
   int32_t prev = convnet_channels(cn, x);
   /* expand_input_by_factor(n, divisible_by): 1 with divisible_by=1 for the first block. */
   int32_t inner = expansion == 1 ? make_divisible(prev, 1) : make_divisible(prev * 6.0, 8);
   convnet_push_scope(cn, "expanded_conv");
   cnnb_tensor y = x;
-  if (inner > prev) y = conv_bn(cn, y, inner, 1, 1, 1, 0);            /* expand */
+  if (inner > prev) y = conv_bn(cn, y, inner, 1, 1, 1, 0); /* expand */
   int32_t c = convnet_channels(cn, y);
-  y = conv_bn(cn, y, c, 3, stride, c, 0);                              /* depthwise */
-  y = conv_bn(cn, y, num_outputs, 1, 1, 1, 1);                         /* project */
+  y = conv_bn(cn, y, c, 3, stride, c, 0);      /* depthwise */
+  y = conv_bn(cn, y, num_outputs, 1, 1, 1, 1); /* project */
   if (stride == 1 && num_outputs == prev) y = convnet_add(cn, y, x);
   convnet_pop_scope(cn);
   return y;
@@ -84,18 +84,18 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   cnnb_status st;
   if (!convnet_begin(ctx, "mobilenet", models, NUM_MODELS, name, dataset, &st)) return st;
   /* V2_DEF's spec after the stem: (stride, num_outputs), expansion 6 but the first. */
-  static const int32_t spec[17][2] = {
-      {1, 16},  {2, 24},  {1, 24},  {2, 32},  {1, 32},  {1, 32},  {2, 64},  {1, 64}, {1, 64},
-      {1, 64},  {1, 96},  {1, 96},  {1, 96},  {2, 160}, {1, 160}, {1, 160}, {1, 320}};
+  static const int32_t spec[17][2] = {{1, 16}, {2, 24},  {1, 24},  {2, 32},  {1, 32}, {1, 32},
+                                      {2, 64}, {1, 64},  {1, 64},  {1, 64},  {1, 96}, {1, 96},
+                                      {1, 96}, {2, 160}, {1, 160}, {1, 160}, {1, 320}};
   convnet cn;
   convnet_init(&cn, g);
-  cn.bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
-                                        .decay = 0.997f, .epsilon = 0.001f, .scale = 1};
-  cnnb_tensor x = cnnb_graph_input(g);                           /* [N, 3, 224, 224] */
-  x = conv_bn(&cn, x, 32, 3, 2, 1, 0);                            /* [N, 32, 112, 112] */
+  cn.bn_config = (cnnb_batch_norm_desc){
+      .struct_size = sizeof(cnnb_batch_norm_desc), .decay = 0.997f, .epsilon = 0.001f, .scale = 1};
+  cnnb_tensor x = cnnb_graph_input(g); /* [N, 3, 224, 224] */
+  x = conv_bn(&cn, x, 32, 3, 2, 1, 0); /* [N, 32, 112, 112] */
   for (int i = 0; i < 17; i++) x = expanded_conv(&cn, x, spec[i][1], spec[i][0], i == 0 ? 1 : 6);
-  x = conv_bn(&cn, x, 1280, 1, 1, 1, 0);                          /* [N, 1280, 7, 7] */
-  x = convnet_spatial_mean(&cn, x);                               /* global_pool */
+  x = conv_bn(&cn, x, 1280, 1, 1, 1, 0); /* [N, 1280, 7, 7] */
+  x = convnet_spatial_mean(&cn, x);      /* global_pool */
   x = convnet_dropout(&cn, x, 0.8f);
   x = convnet_conv(&cn, x, SLIM_LOGITS, 1, 1,
                    CONVNET_OPTS(.batch_norm = -1, .linear = 1,

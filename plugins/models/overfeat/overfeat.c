@@ -19,15 +19,15 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!convnet_begin(ctx, "overfeat", models, NUM_MODELS, name, dataset, &st)) return st;
   convnet cn;
   convnet_init(&cn, g);
-  cnnb_tensor x = cnnb_graph_input(g);                                                  /* 231 */
+  cnnb_tensor x = cnnb_graph_input(g);                                                    /* 231 */
   x = convnet_conv(&cn, x, 96, 11, 11, CONVNET_OPTS(.stride = 4, .mode = CONVNET_VALID)); /* 56 */
-  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);                                    /* 28 */
-  x = convnet_conv(&cn, x, 256, 5, 5, CONVNET_OPTS(.mode = CONVNET_VALID));             /* 24 */
-  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);                                    /* 12 */
+  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);                                      /* 28 */
+  x = convnet_conv(&cn, x, 256, 5, 5, CONVNET_OPTS(.mode = CONVNET_VALID));               /* 24 */
+  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);                                      /* 12 */
   x = convnet_conv(&cn, x, 512, 3, 3, NULL);
   x = convnet_conv(&cn, x, 1024, 3, 3, NULL);
   x = convnet_conv(&cn, x, 1024, 3, 3, NULL);
-  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID);                                    /* 6 */
+  x = convnet_mpool(&cn, x, 2, 2, 2, CONVNET_VALID); /* 6 */
   x = convnet_reshape(&cn, x, 1024 * 6 * 6);
   x = convnet_affine(&cn, x, 3072, NULL);
   x = convnet_dropout(&cn, x, 0.5f);

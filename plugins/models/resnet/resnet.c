@@ -40,9 +40,8 @@ enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
 /* Blocks per stage (layer_counts), by row of `models`. */
 static const int32_t layer_counts[NUM_MODELS][4] = {
-    {3, 4, 6, 3},  {3, 4, 6, 3}, {3, 4, 6, 3}, {3, 4, 23, 3}, {3, 4, 23, 3},
-    {3, 8, 36, 3}, {3, 8, 36, 3},
-    {3, 3, 3},     {3, 3, 3},    {5, 5, 5},    {5, 5, 5},     {7, 7, 7},
+    {3, 4, 6, 3},  {3, 4, 6, 3}, {3, 4, 6, 3}, {3, 4, 23, 3}, {3, 4, 23, 3}, {3, 8, 36, 3},
+    {3, 8, 36, 3}, {3, 3, 3},    {3, 3, 3},    {5, 5, 5},     {5, 5, 5},     {7, 7, 7},
     {7, 7, 7},     {9, 9, 9},    {9, 9, 9},    {18, 18, 18},  {18, 18, 18}};
 
 /* The model's version from its name, as ResnetModel.__init__ reads it. */
@@ -60,8 +59,8 @@ static uint32_t table_dataset(uint32_t dataset) {
 
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
-  cnnb_status st = convnet_describe(ctx, "resnet", models, NUM_MODELS, name,
-                                    table_dataset(dataset), info);
+  cnnb_status st = convnet_describe(ctx, "resnet", models, NUM_MODELS, name, table_dataset(dataset),
+                                    info);
   if (st == CNNB_OK && dataset == CNNB_DATASET_MNIST &&
       info->struct_size >= offsetof(cnnb_model_info, image_size) + sizeof info->image_size)
     info->image_size = 28;
@@ -76,12 +75,11 @@ static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x, const int32_t counts[4],
   static const int32_t depth[4] = {256, 512, 1024, 2048};
   const int torch = version != RESNET_V2;
   cn->use_batch_norm = 1;
-  cn->bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
-                                         .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
+  cn->bn_config = (cnnb_batch_norm_desc){
+      .struct_size = sizeof(cnnb_batch_norm_desc), .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
   x = convnet_conv(cn, x, 64, 7, 7,
                    CONVNET_OPTS(.stride = 2, .mode = CONVNET_SAME_RESNET, .batch_norm = 1,
-                                .ckpt = torch ? "conv1" : NULL,
-                                .ckpt_bn = torch ? "bn1" : NULL));
+                                .ckpt = torch ? "conv1" : NULL, .ckpt_bn = torch ? "bn1" : NULL));
   x = convnet_mpool(cn, x, 3, 3, 2, CONVNET_SAME); /* [N, 64, 56, 56] */
   for (int stage = 0; stage < 4; stage++)
     for (int i = 0; i < counts[stage]; i++) {
@@ -97,11 +95,10 @@ static cnnb_tensor imagenet(convnet *cn, cnnb_tensor x, const int32_t counts[4],
 static cnnb_tensor cifar10(convnet *cn, cnnb_tensor x, const int32_t counts[3], int version) {
   static const int32_t depth[3] = {16, 32, 64};
   cn->use_batch_norm = 1;
-  cn->bn_config = (cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc),
-                                         .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
+  cn->bn_config = (cnnb_batch_norm_desc){
+      .struct_size = sizeof(cnnb_batch_norm_desc), .decay = 0.9f, .epsilon = 1e-5f, .scale = 1};
   /* v1's stem has no ReLU (activation=None); v2's has one. */
-  x = convnet_conv(cn, x, 16, 3, 3,
-                   CONVNET_OPTS(.batch_norm = 1, .linear = version != RESNET_V2));
+  x = convnet_conv(cn, x, 16, 3, 3, CONVNET_OPTS(.batch_norm = 1, .linear = version != RESNET_V2));
   for (int stage = 0; stage < 3; stage++)
     for (int i = 0; i < counts[stage]; i++)
       x = resnet_residual_block(cn, x, depth[stage], stage > 0 && i == 0 ? 2 : 1, version);
@@ -129,8 +126,8 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!(base_lr >= 0.0 && base_lr < 1e6))
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be in [0, 1e6) (0: the model's 0.128)",
                       BASE_LR_FLAG, base_lr);
-  const convnet_model *m =
-      convnet_begin(ctx, "resnet", models, NUM_MODELS, name, table_dataset(dataset), &st);
+  const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name,
+                                         table_dataset(dataset), &st);
   if (!m) return st;
   const int32_t *counts = layer_counts[m - models];
   convnet cn;
@@ -187,13 +184,14 @@ static const cnnb_model_vtable vtable = {.struct_size = sizeof(cnnb_model_vtable
                                          .learning_rate_at = learning_rate_at};
 
 static const char *const offers[] = {
-    "resnet50", "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152",
-    "resnet152_v2", "resnet20", "resnet20_v2", "resnet32", "resnet32_v2", "resnet44",
-    "resnet44_v2", "resnet56", "resnet56_v2", "resnet110", "resnet110_v2", NULL};
+    "resnet50",     "resnet50_v1.5", "resnet50_v2", "resnet101", "resnet101_v2", "resnet152",
+    "resnet152_v2", "resnet20",      "resnet20_v2", "resnet32",  "resnet32_v2",  "resnet44",
+    "resnet44_v2",  "resnet56",      "resnet56_v2", "resnet110", "resnet110_v2", NULL};
 
 static const cnnb_plugin plugin = {
-    CNNB_PLUGIN_HEAD(CNNB_KIND_MODEL, "resnet", "1.0.0",
-                     "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10 (also for MNIST)"),
+    CNNB_PLUGIN_HEAD(
+        CNNB_KIND_MODEL, "resnet", "1.0.0",
+        "tf_cnn_benchmarks' ResNets: ImageNet v1/v1.5/v2 and CIFAR-10 (also for MNIST)"),
     .offers = offers, .vtable = &vtable, .register_flags = register_flags};
 
 CNNB_PLUGIN_ENTRY {

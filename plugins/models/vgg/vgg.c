@@ -14,8 +14,7 @@ static const convnet_model models[] = {
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
 /* Convolutions per stage (_construct_vgg's num_conv_layers), by model row. */
-static const int stage_convs[NUM_MODELS][5] = {
-    {1, 1, 2, 2, 2}, {2, 2, 3, 3, 3}, {2, 2, 4, 4, 4}};
+static const int stage_convs[NUM_MODELS][5] = {{1, 1, 2, 2, 2}, {2, 2, 3, 3, 3}, {2, 2, 4, 4, 4}};
 
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {

@@ -16,17 +16,17 @@ typedef struct job {
 } job;
 
 struct comm_thread {
-  cnnb_ctx *ctx;          /* the strategy's: the step thread's */
-  cnnb_ctx *thread_ctx;   /* the jobs': written only by the thread, read after wait */
+  cnnb_ctx *ctx;        /* the strategy's: the step thread's */
+  cnnb_ctx *thread_ctx; /* the jobs': written only by the thread, read after wait */
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t posted;  /* a job arrived, or stop */
   pthread_cond_t drained; /* the queue ran empty */
   job *jobs;              /* ring of cap; count from head */
   size_t cap, head, count;
-  bool running;           /* a job is out of the ring and running */
+  bool running; /* a job is out of the ring and running */
   bool stopping;
-  cnnb_status failed;     /* the first failure since the last wait */
+  cnnb_status failed; /* the first failure since the last wait */
 };
 
 static void *run(void *arg) {

@@ -19,8 +19,10 @@ void compact16_unpack(uint32_t format, const uint16_t *src, float *dst, int64_t 
 void compact16_add(uint32_t format, const uint16_t *in, uint16_t *inout, int64_t n) {
   if (format == COMPACT16_FP16)
     for (int64_t i = 0; i < n; i++)
-      inout[i] = compact16_fp16_from_f32(compact16_fp16_to_f32(in[i]) + compact16_fp16_to_f32(inout[i]));
+      inout[i] = compact16_fp16_from_f32(compact16_fp16_to_f32(in[i]) +
+                                         compact16_fp16_to_f32(inout[i]));
   else
     for (int64_t i = 0; i < n; i++)
-      inout[i] = compact16_bf16_from_f32(compact16_bf16_to_f32(in[i]) + compact16_bf16_to_f32(inout[i]));
+      inout[i] = compact16_bf16_from_f32(compact16_bf16_to_f32(in[i]) +
+                                         compact16_bf16_to_f32(inout[i]));
 }

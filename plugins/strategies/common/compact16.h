@@ -46,8 +46,8 @@ static inline uint16_t compact16_fp16_from_f32(float f) {
   uint32_t r = a - 0x38000000u; /* exponent bias 127 -> 15 */
   uint32_t normal = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
   uint32_t subnormal = compact16_bits(compact16_float(a) * 0x1p24f + 0x1.8p23f) - 0x4b400000u;
-  uint32_t v = a >= 0x38800000u ? normal : subnormal; /* 2^-14 and up: normal */
-  v = a >= 0x477ff000u ? 0x7c00u : v;                 /* 65520 and up (and inf): inf */
+  uint32_t v = a >= 0x38800000u ? normal : subnormal;       /* 2^-14 and up: normal */
+  v = a >= 0x477ff000u ? 0x7c00u : v;                       /* 65520 and up (and inf): inf */
   v = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : v; /* NaN stays NaN */
   return (uint16_t)(sign | v);
 }
@@ -55,8 +55,8 @@ static inline uint16_t compact16_fp16_from_f32(float f) {
 static inline float compact16_fp16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
   uint32_t v = e ? ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u /* normal */
-                 : compact16_bits((float)m * 0x1p-24f);         /* subnormal or 0: exact */
-  v = e == 0x7c00u ? 0x7f800000u | (m << 13) : v;               /* inf, NaN */
+                 : compact16_bits((float)m * 0x1p-24f);          /* subnormal or 0: exact */
+  v = e == 0x7c00u ? 0x7f800000u | (m << 13) : v;                /* inf, NaN */
   return compact16_float(sign | v);
 }
 

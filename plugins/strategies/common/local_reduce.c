@@ -71,10 +71,8 @@ void local_reduce(local_reduce_alg alg, float *const *views, int32_t n, int64_t 
   int64_t parts = shards > 1 ? shards : 1;
   for (int64_t k = 0; k < parts; k++) {
     int64_t lo = part_start(0, count, parts, k), hi = part_start(0, count, parts, k + 1);
-    if (alg == LOCAL_REDUCE_PSCPU)
-      accumulate_and_copy(views, n, lo, hi, scratch);
-    else
-      ring(views, n, lo, hi);
+    if (alg == LOCAL_REDUCE_PSCPU) accumulate_and_copy(views, n, lo, hi, scratch);
+    else ring(views, n, lo, hi);
   }
 }
 

@@ -23,10 +23,7 @@
 
 #include <stdint.h>
 
-typedef enum local_reduce_alg {
-  LOCAL_REDUCE_XRING = 1,
-  LOCAL_REDUCE_PSCPU = 2
-} local_reduce_alg;
+typedef enum local_reduce_alg { LOCAL_REDUCE_XRING = 1, LOCAL_REDUCE_PSCPU = 2 } local_reduce_alg;
 
 /* Floats of the scratch local_reduce_pscpu needs (256 KiB: fits a core's L2). */
 #define LOCAL_REDUCE_PSCPU_BLOCK ((int64_t)64 * 1024)

@@ -57,16 +57,16 @@ struct mpi_world {
   uint16_t *staging; /* compact16's pieces */
   int64_t staging_count;
 #if CNNB_HAVE_MPI
-  bool joined;    /* MPI is in use (launched); only then are the fields below set */
-  bool owns_mpi;  /* this world initialised MPI, so it finalises it */
+  bool joined;   /* MPI is in use (launched); only then are the fields below set */
+  bool owns_mpi; /* this world initialised MPI, so it finalises it */
   MPI_Comm data, control;
   MPI_Comm node;    /* this node's ranks (MPI_COMM_TYPE_SHARED), ordered by world rank */
   MPI_Comm leaders; /* every node's local rank 0; MPI_COMM_NULL on the other ranks */
   MPI_Op sum_bf16, sum_fp16;
   MPI_Request probe_in; /* the standing receive of other ranks' probes */
   int probe_buf;
-  int *acks;             /* [size] replies to this rank's probes */
-  MPI_Request *probes;   /* [2 * size] this rank's probes and their replies */
+  int *acks;              /* [size] replies to this rank's probes */
+  MPI_Request *probes;    /* [2 * size] this rank's probes and their replies */
   MPI_Request *node_reqs; /* [local_size] the hierarchical sum's messages within the node */
   MPI_Status *statuses;   /* [local_size] theirs */
   float *node_sums;       /* the leader's: a piece from every other rank of its node */
@@ -214,8 +214,8 @@ static cnnb_status join_job(mpi_world *w) {
   if (provided < MPI_THREAD_SERIALIZED)
     return cnnb_error(w->ctx, CNNB_EUNSUPPORTED,
                       "%s: this MPI offers thread level %d, below MPI_THREAD_SERIALIZED (%d): the "
-                      "strategy's communication thread needs to call MPI", w->who, provided,
-                      MPI_THREAD_SERIALIZED);
+                      "strategy's communication thread needs to call MPI",
+                      w->who, provided, MPI_THREAD_SERIALIZED);
   /* Own communicators, so no message of ours meets another library's; errors return so
    * a dead peer is a status to report, not an abort. */
   if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &w->data)) != MPI_SUCCESS ||
@@ -287,8 +287,7 @@ static int answer_probes(mpi_world *w) {
     if ((rc = MPI_Isend(&ping, 1, MPI_INT, status.MPI_SOURCE, TAG_ACK, w->control, &reply)) ==
         MPI_SUCCESS)
       MPI_Request_free(&reply);
-    rc = MPI_Irecv(&w->probe_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_PROBE, w->control,
-                   &w->probe_in);
+    rc = MPI_Irecv(&w->probe_buf, 1, MPI_INT, MPI_ANY_SOURCE, TAG_PROBE, w->control, &w->probe_in);
     if (rc != MPI_SUCCESS) return rc;
   }
 }
@@ -344,8 +343,8 @@ static void name_ranks(const bool *which, int n, int count, char *out, size_t si
 
 /* After a timeout (timed_out) or an error MPI reported (failure says which), names the
  * ranks that no longer answer. */
-static cnnb_status report_lost(mpi_world *w, const char *failure, bool timed_out,
-                               const char *doing, const char *what) {
+static cnnb_status report_lost(mpi_world *w, const char *failure, bool timed_out, const char *doing,
+                               const char *what) {
   bool *silent = calloc((size_t)w->size, sizeof *silent);
   int count = silent ? find_silent_ranks(w, silent) : 0;
   w->broken = true;
@@ -357,9 +356,11 @@ static cnnb_status report_lost(mpi_world *w, const char *failure, bool timed_out
     return cnnb_error(w->ctx, CNNB_ECOMM, "%s stopped answering: %s while %s %s%s", names, failure,
                       doing, what, option);
   if (timed_out)
-    return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s, yet every rank still answers a probe: "
+    return cnnb_error(w->ctx, CNNB_ECOMM,
+                      "%s while %s %s, yet every rank still answers a probe: "
                       "some rank has not reached this collective (is one far slower, or running "
-                      "a different configuration?)%s", failure, doing, what, option);
+                      "a different configuration?)%s",
+                      failure, doing, what, option);
   return cnnb_error(w->ctx, CNNB_ECOMM, "%s while %s %s (every rank still answers a probe)",
                     failure, doing, what);
 }
@@ -388,7 +389,8 @@ static cnnb_status wait_all(mpi_world *w, int n, MPI_Request *reqs, const char *
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING], failure[MPI_MAX_ERROR_STRING + 64];
       int len = 0;
-      if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+      if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "error %d", rc);
       snprintf(failure, sizeof failure, "MPI reported \"%s\"", text);
       return report_lost(w, failure, false, doing, what);
     }
@@ -434,7 +436,6 @@ static cnnb_status grow_staging(mpi_world *w, int64_t count) {
   return CNNB_OK;
 }
 
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Elements of fp32 one call carries: PIECE_BYTES, or fewer for tests. */
@@ -468,16 +469,21 @@ static cnnb_status allreduce_compact(mpi_world *w, MPI_Comm comm, float *buf, in
   uint16_t *half[2] = {w->staging, w->staging + piece};
   MPI_Request req;
   compact16_pack(format, buf, half[0], min64(piece, count));
-  st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[0], (int)min64(piece, count),
-                                     MPI_UINT16_T, op, comm, &req), doing, what);
+  st = check_start(w,
+                   MPI_Iallreduce(MPI_IN_PLACE, half[0], (int)min64(piece, count), MPI_UINT16_T, op,
+                                  comm, &req),
+                   doing, what);
   for (int64_t k = 0; st == CNNB_OK && k < pieces; k++) {
     int64_t at = k * piece, next = at + piece;
-    if (next < count) compact16_pack(format, buf + next, half[(k + 1) % 2], min64(piece, count - next));
+    if (next < count)
+      compact16_pack(format, buf + next, half[(k + 1) % 2], min64(piece, count - next));
     if ((st = wait_for(w, &req, doing, what)) != CNNB_OK) break;
     if (next < count)
-      st = check_start(w, MPI_Iallreduce(MPI_IN_PLACE, half[(k + 1) % 2],
-                                         (int)min64(piece, count - next), MPI_UINT16_T, op,
-                                         comm, &req), doing, what);
+      st = check_start(w,
+                       MPI_Iallreduce(MPI_IN_PLACE, half[(k + 1) % 2],
+                                      (int)min64(piece, count - next), MPI_UINT16_T, op, comm,
+                                      &req),
+                       doing, what);
     compact16_unpack(format, half[k % 2], buf + at, min64(piece, count - at));
   }
   return st;
@@ -538,8 +544,8 @@ static cnnb_status node_reduce(mpi_world *w, float *buf, int n, const char *what
   }
   int others = w->local_size - 1;
   for (int r = 0; r < others; r++) {
-    int rc = MPI_Irecv(w->node_sums + (int64_t)r * n, n, MPI_FLOAT, r + 1, TAG_NODE_REDUCE,
-                       w->node, &w->node_reqs[r]);
+    int rc = MPI_Irecv(w->node_sums + (int64_t)r * n, n, MPI_FLOAT, r + 1, TAG_NODE_REDUCE, w->node,
+                       &w->node_reqs[r]);
     cnnb_status st = check_start(w, rc, doing, what);
     if (st != CNNB_OK) return st;
   }
@@ -577,8 +583,10 @@ static cnnb_status hierarchical_mpi(mpi_world *w, float *buf, int64_t count, uin
   if (sums > w->node_sums_count) {
     float *grown = realloc(w->node_sums, (size_t)sums * sizeof *grown);
     if (!grown)
-      return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory for the node's %d pieces of %lld "
-                        "gradients", (int)(w->local_size - 1), (long long)piece);
+      return cnnb_error(w->ctx, CNNB_ENOMEM,
+                        "out of memory for the node's %d pieces of %lld "
+                        "gradients",
+                        (int)(w->local_size - 1), (long long)piece);
     w->node_sums = grown;
     w->node_sums_count = sums;
   }
@@ -630,7 +638,8 @@ static cnnb_status allgather_mpi(mpi_world *w, const void *send, void *recv, int
   cnnb_status st = CNNB_OK;
   for (int64_t at = 0; st == CNNB_OK && at < bytes; at += w->max_count) {
     int n = bytes - at < w->max_count ? (int)(bytes - at) : w->max_count;
-    int rc = MPI_Iallgather((const char *)send + at, n, MPI_BYTE, pieces, n, MPI_BYTE, w->data, &req);
+    int rc = MPI_Iallgather((const char *)send + at, n, MPI_BYTE, pieces, n, MPI_BYTE, w->data,
+                            &req);
     if ((st = started(w, rc, &req, doing, what)) != CNNB_OK) break;
     for (int32_t r = 0; r < w->size; r++)
       memcpy((char *)recv + (int64_t)r * bytes + at, pieces + (int64_t)r * n, (size_t)n);
@@ -651,8 +660,8 @@ static cnnb_status join_job(mpi_world *w) {
                     "%s: this plugin was built without MPI, yet it was started by an MPI "
                     "launcher (%s is set): rebuild cnnbench with MPI (apt-get install "
                     "libopenmpi-dev openmpi-bin, then configure again: cmake says \"component "
-                    "MPI: on\"), or run it without mpirun as one process", w->who,
-                    launcher_variable());
+                    "MPI: on\"), or run it without mpirun as one process",
+                    w->who, launcher_variable());
 }
 static void leave_job(mpi_world *w) { (void)w; }
 /* Unreachable (the world is always of one), but the calls below must compile. */
@@ -741,14 +750,14 @@ cnnb_status mpi_world_allgather(mpi_world *w, cnnb_ctx *ctx, const void *send, v
   return allgather_mpi(w, send, recv, bytes, what);
 }
 
-cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes,
-                            int32_t root, const char *what) {
+cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes, int32_t root,
+                            const char *what) {
   w->ctx = ctx;
   cnnb_status st = check_usable(w, "broadcasting", what);
   if (st != CNNB_OK) return st;
   if (root < 0 || root >= w->size)
-    return cnnb_error(w->ctx, CNNB_EINTERNAL, "broadcasting %s from rank %d of %d", what,
-                      (int)root, (int)w->size);
+    return cnnb_error(w->ctx, CNNB_EINTERNAL, "broadcasting %s from rank %d of %d", what, (int)root,
+                      (int)w->size);
   if (w->size == 1 || bytes <= 0) return CNNB_OK;
   return bcast_mpi(w, buf, bytes, root, what);
 }
@@ -782,8 +791,7 @@ cnnb_status mpi_world_set_ranks_per_node(mpi_world *w, cnnb_ctx *ctx, int32_t pe
   w->ctx = ctx;
   cnnb_status st = check_usable(w, "regrouping", "the nodes");
   if (st != CNNB_OK) return st;
-  if (per_node < 1)
-    return cnnb_error(w->ctx, CNNB_EINTERNAL, "%d ranks per node", (int)per_node);
+  if (per_node < 1) return cnnb_error(w->ctx, CNNB_EINTERNAL, "%d ranks per node", (int)per_node);
   if (w->size == 1) return CNNB_OK;
   return regroup_nodes(w, per_node);
 }

@@ -66,8 +66,8 @@ int32_t mpi_world_num_nodes(const mpi_world *w);
  * return at once (allgather copies send to recv). */
 cnnb_status mpi_world_allgather(mpi_world *w, cnnb_ctx *ctx, const void *send, void *recv,
                                 int64_t bytes, const char *what);
-cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes,
-                            int32_t root, const char *what);
+cnnb_status mpi_world_bcast(mpi_world *w, cnnb_ctx *ctx, void *buf, int64_t bytes, int32_t root,
+                            const char *what);
 /* Sums buf[count] over every rank, in place. compact16: CNNB_PRECISION_BF16 or
  * CNNB_PRECISION_FP16 sends 16-bit values (rounded to nearest even) and adds each pair
  * in fp32; 0 sends fp32. */

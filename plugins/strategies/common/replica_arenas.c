@@ -8,8 +8,7 @@ static bool device_is_host_memory(const cnnb_device_vtable *dv, void *device) {
   return dv->get_extension && dv->get_extension(device, CNNB_EXT_HOST_MEMORY) != NULL;
 }
 
-cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
-                                replica_arenas *a) {
+cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, replica_arenas *a) {
   memset(a, 0, sizeof *a);
   a->ctx = ctx;
   a->dv = cfg->device;
@@ -27,8 +26,10 @@ cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
   if (!a->staging) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for %d replicas", (int)a->n);
   for (int32_t r = 0; r < a->n; r++)
     if (!(a->staging[r] = malloc((size_t)a->count * sizeof(float))))
-      return cnnb_error(ctx, CNNB_ENOMEM, "out of memory for a host copy of replica %d's "
-                        "%lld gradients", (int)r, (long long)a->count);
+      return cnnb_error(ctx, CNNB_ENOMEM,
+                        "out of memory for a host copy of replica %d's "
+                        "%lld gradients",
+                        (int)r, (long long)a->count);
   return CNNB_OK;
 }
 

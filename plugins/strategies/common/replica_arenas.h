@@ -12,16 +12,15 @@
 typedef struct replica_arenas {
   cnnb_ctx *ctx;
   const cnnb_device_vtable *dv;
-  void **devices;        /* [n] */
+  void **devices; /* [n] */
   int32_t n;
-  int64_t count;         /* elements per arena */
-  bool host_memory;      /* every device answers CNNB_EXT_HOST_MEMORY */
-  float **staging;       /* [n] host arenas when !host_memory, else NULL */
+  int64_t count;    /* elements per arena */
+  bool host_memory; /* every device answers CNNB_EXT_HOST_MEMORY */
+  float **staging;  /* [n] host arenas when !host_memory, else NULL */
 } replica_arenas;
 
 /* Copies what it keeps from cfg. */
-cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
-                                replica_arenas *a);
+cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, replica_arenas *a);
 void replica_arenas_free(replica_arenas *a);
 
 /* [step-thread] views[r] = host floats of arenas[r][offset, offset + count), copied out

@@ -11,8 +11,8 @@
 #include <string.h>
 
 struct timeline {
-  cnnb_ctx *ctx;  /* the strategy's: where --trace_file is found */
-  FILE *file;     /* NULL: no --*_timeline, the trace alone */
+  cnnb_ctx *ctx; /* the strategy's: where --trace_file is found */
+  FILE *file;    /* NULL: no --*_timeline, the trace alone */
   int32_t rank;
   pthread_mutex_t lock;
 };
@@ -43,10 +43,14 @@ cnnb_status timeline_open(cnnb_ctx *ctx, const char *flag, const char *path, int
                       strerror(err));
   }
   fprintf(t->file, "[\n");
-  fprintf(t->file, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
-          "\"args\": {\"name\": \"step thread\"}},\n", (int)rank, TIMELINE_STEP_THREAD);
-  fprintf(t->file, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
-          "\"args\": {\"name\": \"communication thread\"}},\n", (int)rank, TIMELINE_COMM_THREAD);
+  fprintf(t->file,
+          "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+          "\"args\": {\"name\": \"step thread\"}},\n",
+          (int)rank, TIMELINE_STEP_THREAD);
+  fprintf(t->file,
+          "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+          "\"args\": {\"name\": \"communication thread\"}},\n",
+          (int)rank, TIMELINE_COMM_THREAD);
   cnnb_log(ctx, CNNB_LOG_INFO, "writing the timeline to %s", file);
   return CNNB_OK;
 }
@@ -55,8 +59,10 @@ void timeline_close(timeline *t) {
   if (!t) return;
   if (t->file) {
     /* The last event carries no comma, so a finished file is strict JSON. */
-    fprintf(t->file, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
-            "\"args\": {\"name\": \"rank %d\"}}\n]\n", (int)t->rank, (int)t->rank);
+    fprintf(t->file,
+            "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
+            "\"args\": {\"name\": \"rank %d\"}}\n]\n",
+            (int)t->rank, (int)t->rank);
     fclose(t->file);
   }
   pthread_mutex_destroy(&t->lock);
@@ -80,9 +86,7 @@ static void event(timeline *t, const char *name, const char *ph, int tid, const 
   if (t && t->file) event_at(t, cnnb_trace_now_us(), name, ph, tid, args);
 }
 
-bool timeline_recording(const timeline *t) {
-  return t && (t->file || cnnb_trace_active(t->ctx));
-}
+bool timeline_recording(const timeline *t) { return t && (t->file || cnnb_trace_active(t->ctx)); }
 
 void timeline_bucket_ready(timeline *t, int64_t step, int32_t bucket, int64_t offset,
                            int64_t count) {

@@ -58,8 +58,8 @@ void timeline_bucket_ready(timeline *t, int64_t step, int32_t bucket, int64_t of
 /* One range's all-reduce under way, from timeline_allreduce_begin to _end (on one
  * thread): what the trace's event needs at its end. */
 typedef struct timeline_span {
-  double start_us;  /* cnnb_trace_now_us() at begin */
-  bool traced;      /* --trace_file was recording at begin */
+  double start_us; /* cnnb_trace_now_us() at begin */
+  bool traced;     /* --trace_file was recording at begin */
   int tid;
   int64_t step, bytes;
   char what[64], how[96];

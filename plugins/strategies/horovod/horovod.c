@@ -41,10 +41,10 @@
 /* A group of fused buckets: one allreduce. */
 typedef struct group {
   struct horovod *s;
-  float *view;            /* host floats of [offset, offset + count) */
+  float *view; /* host floats of [offset, offset + count) */
   int64_t offset, count;
   int64_t step;
-  int32_t first, last;    /* its buckets' numbers within the step, from 1 */
+  int32_t first, last; /* its buckets' numbers within the step, from 1 */
 } group;
 
 typedef struct horovod {
@@ -54,10 +54,10 @@ typedef struct horovod {
   replica_arenas arenas;
   timeline *timeline;
   int64_t fusion_bytes;
-  uint32_t compact16;   /* 0, or the 16-bit format sent */
-  bool hierarchical;    /* --horovod_hierarchical_allreduce */
-  char how[64];         /* the allreduce, for the timeline: "MPI bf16" */
-  float scale;          /* 1 / world size */
+  uint32_t compact16; /* 0, or the 16-bit format sent */
+  bool hierarchical;  /* --horovod_hierarchical_allreduce */
+  char how[64];       /* the allreduce, for the timeline: "MPI bf16" */
+  float scale;        /* 1 / world size */
   /* The step thread's count of steps (from 1) and of this step's buckets, and the range
    * announced this step (what goes back to a device without host memory). */
   int64_t step;
@@ -117,7 +117,8 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
     return cnnb_error(ctx, CNNB_EINVAL,
                       "--num_gpus=%d: horovod runs one replica per MPI process; launch one "
                       "process per device (mpirun -np N), or use --variable_update=replicated "
-                      "for several devices in one process", (int)cfg->local_replicas);
+                      "for several devices in one process",
+                      (int)cfg->local_replicas);
   int64_t fusion = cnnb_flag_int(ctx, FUSION_FLAG);
   if (fusion < 0)
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: must be a number of bytes >= 0 (0: no fusion)",
@@ -157,17 +158,20 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   char hierarchy[160] = "";
   if (s->hierarchical) {
     snprintf(s->how, sizeof s->how, "MPI hierarchical, %s between nodes", sent);
-    snprintf(hierarchy, sizeof hierarchy, "; hierarchical allreduce over %d node%s (local rank "
-             "%d of %d: %s)", (int)mpi_world_num_nodes(s->world),
-             mpi_world_num_nodes(s->world) == 1 ? "" : "s", (int)mpi_world_local_rank(s->world),
-             (int)mpi_world_local_size(s->world),
+    snprintf(hierarchy, sizeof hierarchy,
+             "; hierarchical allreduce over %d node%s (local rank "
+             "%d of %d: %s)",
+             (int)mpi_world_num_nodes(s->world), mpi_world_num_nodes(s->world) == 1 ? "" : "s",
+             (int)mpi_world_local_rank(s->world), (int)mpi_world_local_size(s->world),
              mpi_world_local_rank(s->world) == 0 ? "the node's leader" : "not a leader");
   } else {
     snprintf(s->how, sizeof s->how, "MPI %s", sent);
   }
-  cnnb_log(ctx, CNNB_LOG_INFO, "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as "
-           "%s%s%s%s", (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world),
-           (double)fusion / (1 << 20), sent, s->hierarchical ? " between nodes" : "", hierarchy,
+  cnnb_log(ctx, CNNB_LOG_INFO,
+           "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as "
+           "%s%s%s%s",
+           (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world), (double)fusion / (1 << 20),
+           sent, s->hierarchical ? " between nodes" : "", hierarchy,
            s->arenas.host_memory ? "" : ", staged through host memory");
   *out = s;
   return CNNB_OK;
@@ -201,18 +205,17 @@ static cnnb_status reduce_group(void *arg, cnnb_ctx *ctx) {
   group *g = arg;
   horovod *s = g->s;
   char buckets[64], what[96];
-  if (g->first == g->last)
-    snprintf(buckets, sizeof buckets, "bucket %d", (int)g->first);
-  else
-    snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)g->first, (int)g->last);
+  if (g->first == g->last) snprintf(buckets, sizeof buckets, "bucket %d", (int)g->first);
+  else snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)g->first, (int)g->last);
   snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)g->step);
   timeline_span span;
   timeline_allreduce_begin(s->timeline, &span, TIMELINE_COMM_THREAD, g->step, buckets,
                            g->count * (int64_t)sizeof(float), s->how);
-  cnnb_status st =
-      s->hierarchical
-          ? mpi_world_allreduce_sum_hierarchical(s->world, ctx, g->view, g->count, s->compact16, what)
-          : mpi_world_allreduce_sum(s->world, ctx, g->view, g->count, s->compact16, what);
+  cnnb_status st = s->hierarchical
+                       ? mpi_world_allreduce_sum_hierarchical(s->world, ctx, g->view, g->count,
+                                                              s->compact16, what)
+                       : mpi_world_allreduce_sum(s->world, ctx, g->view, g->count, s->compact16,
+                                                 what);
   if (st == CNNB_OK && s->scale != 1.0f)
     for (int64_t i = 0; i < g->count; i++) g->view[i] *= s->scale;
   timeline_allreduce_end(s->timeline, &span);
@@ -235,7 +238,8 @@ static bool plan_ends_group_at(const horovod *s, int32_t index) {
   return false;
 }
 
-static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t offset, int64_t count) {
+static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t offset,
+                                int64_t count) {
   horovod *s = strategy;
   int32_t index = ++s->buckets; /* from 1 within the step */
   float *view = NULL;
@@ -264,8 +268,13 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
     if (s->posted == s->max_groups)
       return cnnb_error(s->ctx, CNNB_EINTERNAL, "horovod: step %lld has more than %d buckets",
                         (long long)s->step, (int)s->max_groups);
-    s->groups[s->posted] = (group){.s = s, .view = view, .offset = offset, .count = count,
-                                   .step = s->step, .first = index, .last = index};
+    s->groups[s->posted] = (group){.s = s,
+                                   .view = view,
+                                   .offset = offset,
+                                   .count = count,
+                                   .step = s->step,
+                                   .first = index,
+                                   .last = index};
     s->open = true;
   }
   /* From the second step on, the first step's plan says where a group ends. */

@@ -19,8 +19,14 @@ static cnnb_status independent_create(cnnb_ctx *ctx, const char *name,
 }
 
 static void independent_destroy(void *strategy) { free(strategy); }
-static int32_t independent_world_size(void *strategy) { (void)strategy; return 1; }
-static int32_t independent_rank(void *strategy) { (void)strategy; return 0; }
+static int32_t independent_world_size(void *strategy) {
+  (void)strategy;
+  return 1;
+}
+static int32_t independent_rank(void *strategy) {
+  (void)strategy;
+  return 0;
+}
 
 /* Replicas start from their own initial values too, as tf_cnn_benchmarks' independent. */
 static cnnb_status independent_broadcast(void *strategy, float *const *params, int64_t count) {
@@ -32,9 +38,7 @@ static cnnb_status independent_bucket_ready(void *strategy, float *const *grads,
   return CNNB_OK;
 }
 
-static cnnb_status independent_finish_step(void *strategy, float *const *grads) {
-  return CNNB_OK;
-}
+static cnnb_status independent_finish_step(void *strategy, float *const *grads) { return CNNB_OK; }
 
 static const cnnb_strategy_vtable vtable = {
     .struct_size = sizeof(cnnb_strategy_vtable),

@@ -66,7 +66,8 @@ static cnnb_status read_flags(ps *s, const cnnb_strategy_config *cfg) {
     return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
                       "--local_parameter_device=%s: this parameter server keeps the variables "
                       "in host memory; use --local_parameter_device=cpu (or "
-                      "--variable_update=replicated to keep them on every device)", where);
+                      "--variable_update=replicated to keep them on every device)",
+                      where);
   int64_t num_ps = cnnb_flag_int(s->ctx, "num_ps_ranks");
   if (num_ps < 1 || num_ps > s->world_size)
     return cnnb_error(s->ctx, CNNB_EINVAL,
@@ -114,20 +115,25 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
   size_t arena = (size_t)(s->count ? s->count : 1) * sizeof(float);
   if (st == CNNB_OK && (!(s->vars = malloc(arena)) || !(s->grads = malloc(arena)) ||
                         !(s->pack = malloc((size_t)largest * sizeof(float)))))
-    st = cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for host copies of "
-                    "%lld parameters", (long long)s->count);
+    st = cnnb_error(ctx, CNNB_ENOMEM,
+                    "parameter_server: out of memory for host copies of "
+                    "%lld parameters",
+                    (long long)s->count);
   if (st == CNNB_OK && !s->sync) st = ps_async_open(s);
   if (st != CNNB_OK) {
     ps_destroy(s);
     return st;
   }
   if (!cnnb_flag_bool(ctx, "cross_replica_sync") && s->sync)
-    cnnb_log(ctx, CNNB_LOG_INFO, "--cross_replica_sync=false: one process, nothing to be "
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "--cross_replica_sync=false: one process, nothing to be "
              "asynchronous with (its replicas are averaged, as tf's on one worker)");
   if (s->rank < s->num_ps)
-    cnnb_log(ctx, CNNB_LOG_INFO, "parameter server %d of %d: %lld of %lld parameters in "
-             "host memory", (int)s->rank, (int)s->num_ps,
-             (long long)s->shards.shards[s->rank].count, (long long)s->count);
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "parameter server %d of %d: %lld of %lld parameters in "
+             "host memory",
+             (int)s->rank, (int)s->num_ps, (long long)s->shards.shards[s->rank].count,
+             (long long)s->count);
   *out = s;
   return CNNB_OK;
 }
@@ -179,8 +185,7 @@ static cnnb_status ps_broadcast(void *strategy, float *const *params, int64_t co
   if (s->count == 0) return CNNB_OK;
   cnnb_status st = CNNB_OK;
   if (s->rank == 0) {
-    if (s->replicas.host_memory)
-      memcpy(s->vars, params[0], (size_t)s->count * sizeof(float));
+    if (s->replicas.host_memory) memcpy(s->vars, params[0], (size_t)s->count * sizeof(float));
     else
       st = s->replicas.dv->copy_to_host(s->replicas.devices[0], s->vars, params[0],
                                         (size_t)s->count * sizeof(float));
@@ -222,7 +227,8 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
     for (int32_t r = 1; r < n; r++)
       for (int64_t i = 0; i < s->count; i++) s->grads[i] += views[r][i];
   }
-  if (st == CNNB_OK) trace_since(s, "parameter server", "sum of replicas", t, s->count * (int64_t)sizeof(float));
+  if (st == CNNB_OK)
+    trace_since(s, "parameter server", "sum of replicas", t, s->count * (int64_t)sizeof(float));
   /* The replicas' trainers check their own gradients for inf/NaN under dynamic loss
    * scaling, while the mean lives here: when any rank's sum is not finite, every
    * replica's gradients are marked so (NaN), and every rank skips the step the PS ranks
@@ -277,7 +283,8 @@ const char *ps_rule_name(uint32_t rule) {
 cnnb_status ps_make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule) {
   size_t bytes = (size_t)(s->count ? s->count : 1) * sizeof(float);
   int two = rule == CNNB_OPT_RMSPROP || rule == CNNB_OPT_ADAM;
-  if ((rule != CNNB_OPT_SGD && !(s->slot1 = malloc(bytes))) || (two && !(s->slot2 = calloc(1, bytes))))
+  if ((rule != CNNB_OPT_SGD && !(s->slot1 = malloc(bytes))) ||
+      (two && !(s->slot2 = calloc(1, bytes))))
     return cnnb_error(ctx, CNNB_ENOMEM, "parameter_server: out of memory for optimizer slots");
   /* TF's RMSProp starts its mean square at ones (as the trainer does on devices). */
   for (int64_t i = 0; s->slot1 && i < s->count; i++)
@@ -293,10 +300,11 @@ cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard_index, float *
     if (st != CNNB_OK) return st;
   }
   if (update->rule != s->slots_rule)
-    return cnnb_error(ctx, CNNB_EINVAL, "parameter_server: the optimizer slots are %s's (restored "
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "parameter_server: the optimizer slots are %s's (restored "
                       "from a checkpoint), but the run updates with %s: resume with the "
-                      "checkpoint's --optimizer", ps_rule_name(s->slots_rule),
-                      ps_rule_name(update->rule));
+                      "checkpoint's --optimizer",
+                      ps_rule_name(s->slots_rule), ps_rule_name(update->rule));
   const ps_shard *shard = &s->shards.shards[shard_index];
   int64_t end = offset + update->count;
   for (int32_t i = 0; i < shard->num_ranges; i++) {
@@ -319,8 +327,10 @@ cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard_index, float *
  * kept for the push, which carries this step's updates to every PS rank. */
 static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_update *update) {
   ps *s = strategy;
-  if (s->sync) return s->rank < s->num_ps ? ps_apply_to_shard(s, s->ctx, s->rank, s->vars, s->grads, offset, update)
-                                           : CNNB_OK;
+  if (s->sync)
+    return s->rank < s->num_ps
+               ? ps_apply_to_shard(s, s->ctx, s->rank, s->vars, s->grads, offset, update)
+               : CNNB_OK;
   if (s->num_updates == s->max_updates) {
     int32_t grown = s->max_updates ? 2 * s->max_updates : 16;
     ps_update *more = realloc(s->updates, (size_t)grown * sizeof *more);
@@ -345,11 +355,10 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
   for (int32_t p = 0; st == CNNB_OK && p < s->num_ps && s->world_size > 1; p++) {
     const ps_shard *shard = &s->shards.shards[p];
     if (p == s->rank) ps_shard_pack(shard, s->vars, s->pack);
-    snprintf(what, sizeof what, "pulling variables from parameter server %d at step %lld",
-             (int)p, (long long)s->step);
+    snprintf(what, sizeof what, "pulling variables from parameter server %d at step %lld", (int)p,
+             (long long)s->step);
     double t = trace_mark(s);
-    st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p,
-                         what);
+    st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p, what);
     char track[64];
     snprintf(track, sizeof track, "pull from parameter server %d", (int)p);
     if (st == CNNB_OK) trace_since(s, track, "broadcast", t, shard->count * (int64_t)sizeof(float));
@@ -358,7 +367,9 @@ static cnnb_status ps_finish_update(void *strategy, float *const *params) {
   if (st != CNNB_OK) return st;
   double t = trace_mark(s);
   st = write_vars(s, params);
-  if (st == CNNB_OK) trace_since(s, "parameter server", "variables to replicas", t, s->count * (int64_t)sizeof(float));
+  if (st == CNNB_OK)
+    trace_since(s, "parameter server", "variables to replicas", t,
+                s->count * (int64_t)sizeof(float));
   return st;
 }
 

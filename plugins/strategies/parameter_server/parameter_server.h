@@ -16,7 +16,7 @@ typedef struct ps_async ps_async;
 /* One run of parameters sharing a weight decay, as the host handed it over. */
 typedef struct ps_update {
   int64_t offset;
-  cnnb_update update;      /* only the hyperparameters and count are meaningful */
+  cnnb_update update; /* only the hyperparameters and count are meaningful */
 } ps_update;
 
 typedef struct ps {
@@ -25,24 +25,24 @@ typedef struct ps {
   mpi_world *world;
   ps_shards shards;
   int32_t rank, world_size, num_ps;
-  bool sync;               /* --cross_replica_sync */
-  int64_t count;           /* elements per arena */
-  float *vars;             /* [count]: this rank's shard is the truth, the rest last pulled */
-  float *grads;            /* [count]: sum of this rank's replicas, then on a PS rank the
-                              global mean of its shard (synchronous), or this rank's mean
-                              (asynchronous) */
-  float *pack;             /* the largest shard, packed */
-  float *slot1, *slot2;    /* [count] on PS ranks, made at the first update (or restored) */
-  uint32_t slots_rule;     /* the rule they were made for; 0: not yet */
+  bool sync;            /* --cross_replica_sync */
+  int64_t count;        /* elements per arena */
+  float *vars;          /* [count]: this rank's shard is the truth, the rest last pulled */
+  float *grads;         /* [count]: sum of this rank's replicas, then on a PS rank the
+                           global mean of its shard (synchronous), or this rank's mean
+                           (asynchronous) */
+  float *pack;          /* the largest shard, packed */
+  float *slot1, *slot2; /* [count] on PS ranks, made at the first update (or restored) */
+  uint32_t slots_rule;  /* the rule they were made for; 0: not yet */
   /* Guards the slots: the server thread of asynchronous mode applies updates while the
    * main thread saves or restores them for a checkpoint (ps_optimizer_state.h). */
   pthread_mutex_t slots_lock;
   bool slots_lock_ready;
-  int check_finite;        /* dynamic loss scaling: every rank must skip the same steps */
-  int64_t step;            /* finish_step calls: for messages, and slots are
-                              restored only before the first */
-  double timeout_s;        /* --collective_timeout_s */
-  ps_update *updates;      /* this step's, asynchronous mode */
+  int check_finite;   /* dynamic loss scaling: every rank must skip the same steps */
+  int64_t step;       /* finish_step calls: for messages, and slots are
+                         restored only before the first */
+  double timeout_s;   /* --collective_timeout_s */
+  ps_update *updates; /* this step's, asynchronous mode */
   int32_t num_updates, max_updates;
   ps_async *async;
 } ps;
@@ -53,8 +53,8 @@ typedef struct ps {
  * refuses an update of another rule than the slots' (restored for another). The keeper of
  * a shard calls it: the step thread (synchronous, on s->vars), or the server thread
  * (asynchronous, on its own copy, holding slots_lock), never both. */
-cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard, float *vars,
-                              const float *grads, int64_t offset, const cnnb_update *u);
+cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard, float *vars, const float *grads,
+                              int64_t offset, const cnnb_update *u);
 
 /* Makes the optimizer slots for `rule` (zeros; RMSProp's mean square ones), recording a
  * failure in `ctx`. The caller holds slots_lock when another thread may apply updates. */

@@ -23,32 +23,32 @@ enum { TAG_PUSH = 1, TAG_PULL = 2, TAG_DONE = 3 };
 
 typedef struct push_header {
   int64_t step;
-  int64_t num_updates;     /* ps_update records follow, then the packed gradients */
+  int64_t num_updates; /* ps_update records follow, then the packed gradients */
 } push_header;
 
 struct ps_async {
   ps *s;
   MPI_Comm comm;
   /* The pushing side (step thread). */
-  char **push;             /* [num_ps] message buffers */
+  char **push; /* [num_ps] message buffers */
   size_t *push_size;
-  float **pull;            /* [num_ps] packed shard values */
-  MPI_Request *reqs;       /* [2 * num_ps] */
+  float **pull;      /* [num_ps] packed shard values */
+  MPI_Request *reqs; /* [2 * num_ps] */
   /* The serving side (PS ranks; the server thread's once started). */
   bool serving;
   pthread_t thread;
-  cnnb_ctx *server_ctx;    /* its own errors */
-  float *server_vars;      /* [count]: the shard's truth */
-  float *server_grads;     /* [count]: a push's gradients, at their arena positions */
-  float *reply;            /* [shard count] */
+  cnnb_ctx *server_ctx; /* its own errors */
+  float *server_vars;   /* [count]: the shard's truth */
+  float *server_grads;  /* [count]: a push's gradients, at their arena positions */
+  float *reply;         /* [shard count] */
   char *message;
   size_t message_size;
   int64_t pushes_applied;
-  bool *done;              /* [world] ranks that said they are done */
-  double *heard;           /* [world] when each rank last pushed or said it is done */
+  bool *done;    /* [world] ranks that said they are done */
+  double *heard; /* [world] when each rank last pushed or said it is done */
   int num_done;
   volatile int server_failed; /* the server thread ended on an error (in server_ctx) */
-  bool failure_reported;   /* ... and the step thread returned it */
+  bool failure_reported;      /* ... and the step thread returned it */
 };
 
 static double now_s(void) {
@@ -96,22 +96,26 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   MPI_Request req;
   int rc = MPI_Irecv(a->message, bytes, MPI_BYTE, source, TAG_PUSH, a->comm, &req);
   if (rc == MPI_SUCCESS && !wait_all(&req, 1, now_s() + s->timeout_s, &rc) && rc == MPI_SUCCESS)
-    return cnnb_error(a->server_ctx, CNNB_ECOMM, "rank %d stopped answering: its push to "
+    return cnnb_error(a->server_ctx, CNNB_ECOMM,
+                      "rank %d stopped answering: its push to "
                       "parameter server %d stopped half way (nothing more within %g s, "
-                      "--collective_timeout_s)", source, (int)s->rank, s->timeout_s);
+                      "--collective_timeout_s)",
+                      source, (int)s->rank, s->timeout_s);
   if (rc != MPI_SUCCESS) return mpi_error(a->server_ctx, rc, "receiving a push");
   push_header h;
   memcpy(&h, a->message, sizeof h);
   size_t expected = sizeof h + (size_t)h.num_updates * sizeof(ps_update) +
                     (size_t)shard->count * sizeof(float);
   if (h.num_updates < 0 || (size_t)bytes != expected)
-    return cnnb_error(a->server_ctx, CNNB_EINTERNAL, "parameter_server: a push from rank %d has "
-                      "%d bytes for %lld updates, expected %zu", source, bytes,
-                      (long long)h.num_updates, expected);
+    return cnnb_error(a->server_ctx, CNNB_EINTERNAL,
+                      "parameter_server: a push from rank %d has "
+                      "%d bytes for %lld updates, expected %zu",
+                      source, bytes, (long long)h.num_updates, expected);
   const char *at = a->message + sizeof h;
   float *grads = malloc((size_t)(shard->count ? shard->count : 1) * sizeof *grads);
   if (!grads) return cnnb_error(a->server_ctx, CNNB_ENOMEM, "parameter_server: out of memory");
-  memcpy(grads, at + (size_t)h.num_updates * sizeof(ps_update), (size_t)shard->count * sizeof *grads);
+  memcpy(grads, at + (size_t)h.num_updates * sizeof(ps_update),
+         (size_t)shard->count * sizeof *grads);
   ps_shard_unpack(shard, grads, a->server_grads);
   free(grads);
   cnnb_status st = CNNB_OK;
@@ -119,8 +123,8 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   for (int64_t i = 0; i < h.num_updates && st == CNNB_OK; i++) {
     ps_update u;
     memcpy(&u, at + (size_t)i * sizeof u, sizeof u);
-    st = ps_apply_to_shard(s, a->server_ctx, s->rank, a->server_vars, a->server_grads,
-                           u.offset, &u.update);
+    st = ps_apply_to_shard(s, a->server_ctx, s->rank, a->server_vars, a->server_grads, u.offset,
+                           &u.update);
   }
   pthread_mutex_unlock(&s->slots_lock);
   if (st != CNNB_OK) return st;
@@ -128,9 +132,11 @@ static cnnb_status serve_push(ps_async *a, int source, int bytes) {
   ps_shard_pack(shard, a->server_vars, a->reply);
   rc = MPI_Isend(a->reply, (int)shard->count, MPI_FLOAT, source, TAG_PULL, a->comm, &req);
   if (rc == MPI_SUCCESS && !wait_all(&req, 1, now_s() + s->timeout_s, &rc) && rc == MPI_SUCCESS)
-    return cnnb_error(a->server_ctx, CNNB_ECOMM, "rank %d stopped answering: it does not take "
+    return cnnb_error(a->server_ctx, CNNB_ECOMM,
+                      "rank %d stopped answering: it does not take "
                       "the values it pulled from parameter server %d (nothing within %g s, "
-                      "--collective_timeout_s)", source, (int)s->rank, s->timeout_s);
+                      "--collective_timeout_s)",
+                      source, (int)s->rank, s->timeout_s);
   if (rc != MPI_SUCCESS) return mpi_error(a->server_ctx, rc, "answering a push");
   return CNNB_OK;
 }
@@ -151,9 +157,10 @@ static cnnb_status check_silence(ps_async *a) {
     count++;
   }
   if (!count) return CNNB_OK;
-  return cnnb_error(a->server_ctx, CNNB_ECOMM, "%s %s stopped answering: no push to parameter "
-                    "server %d within %g s (--collective_timeout_s)", count == 1 ? "rank" : "ranks",
-                    silent, (int)s->rank, s->timeout_s);
+  return cnnb_error(a->server_ctx, CNNB_ECOMM,
+                    "%s %s stopped answering: no push to parameter "
+                    "server %d within %g s (--collective_timeout_s)",
+                    count == 1 ? "rank" : "ranks", silent, (int)s->rank, s->timeout_s);
 }
 
 static void *serve(void *arg) {
@@ -255,9 +262,11 @@ cnnb_status ps_async_push_pull(ps *s) {
     const ps_shard *shard = &s->shards.shards[p];
     size_t bytes = sizeof(push_header) + updates + (size_t)shard->count * sizeof(float);
     if (bytes > (size_t)INT32_MAX)
-      return cnnb_error(s->ctx, CNNB_EUNSUPPORTED, "parameter_server: a push of %zu bytes to "
+      return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
+                        "parameter_server: a push of %zu bytes to "
                         "parameter server %d is more than one MPI message carries: use more "
-                        "--num_ps_ranks", bytes, (int)p);
+                        "--num_ps_ranks",
+                        bytes, (int)p);
     if (bytes > a->push_size[p]) {
       char *grown = realloc(a->push[p], bytes);
       if (!grown) return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory");
@@ -267,7 +276,8 @@ cnnb_status ps_async_push_pull(ps *s) {
     memcpy(a->push[p], &h, sizeof h);
     memcpy(a->push[p] + sizeof h, s->updates, updates);
     ps_shard_pack(shard, s->grads, (float *)(void *)(a->push[p] + sizeof h + updates));
-    int rc = MPI_Irecv(a->pull[p], (int)shard->count, MPI_FLOAT, p, TAG_PULL, a->comm, &a->reqs[2 * p]);
+    int rc = MPI_Irecv(a->pull[p], (int)shard->count, MPI_FLOAT, p, TAG_PULL, a->comm,
+                       &a->reqs[2 * p]);
     if (rc == MPI_SUCCESS)
       rc = MPI_Isend(a->push[p], (int)bytes, MPI_BYTE, p, TAG_PUSH, a->comm, &a->reqs[2 * p + 1]);
     if (rc != MPI_SUCCESS) return mpi_error(s->ctx, rc, "starting a push");
@@ -284,7 +294,8 @@ cnnb_status ps_async_push_pull(ps *s) {
         MPI_Test(&a->reqs[2 * p], &done, MPI_STATUS_IGNORE);
         if (!done) {
           mpi_world_abandon(s->world);
-          return cnnb_error(s->ctx, CNNB_ECOMM, "parameter server rank %d stopped answering: no "
+          return cnnb_error(s->ctx, CNNB_ECOMM,
+                            "parameter server rank %d stopped answering: no "
                             "reply to the push of step %lld within %g s (--collective_timeout_s)",
                             (int)p, (long long)s->step, s->timeout_s);
         }
@@ -344,7 +355,10 @@ void ps_async_close(ps *s) {
 cnnb_status ps_async_open(ps *s) {
   return cnnb_error(s->ctx, CNNB_EUNSUPPORTED, "parameter_server: built without MPI");
 }
-cnnb_status ps_async_start(ps *s) { (void)s; return CNNB_OK; }
+cnnb_status ps_async_start(ps *s) {
+  (void)s;
+  return CNNB_OK;
+}
 cnnb_status ps_async_push_pull(ps *s) {
   return cnnb_error(s->ctx, CNNB_EUNSUPPORTED, "parameter_server: built without MPI");
 }

@@ -24,11 +24,15 @@ static float *slot_array(ps *s, int32_t slot) { return slot == 1 ? s->slot1 : s-
 static cnnb_status check_args(ps *s, const char *call, int32_t slot, const void *host,
                               int64_t count) {
   if (slot != 1 && slot != 2)
-    return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: %s: slot %d; an optimizer's "
-                      "slots are 1 and 2", call, (int)slot);
+    return cnnb_error(s->ctx, CNNB_EINVAL,
+                      "parameter_server: %s: slot %d; an optimizer's "
+                      "slots are 1 and 2",
+                      call, (int)slot);
   if (count != s->count)
-    return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: %s: %lld elements; the arena "
-                      "has %lld", call, (long long)count, (long long)s->count);
+    return cnnb_error(s->ctx, CNNB_EINVAL,
+                      "parameter_server: %s: %lld elements; the arena "
+                      "has %lld",
+                      call, (long long)count, (long long)s->count);
   if (!host) return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: %s: no buffer", call);
   return CNNB_OK;
 }
@@ -62,9 +66,10 @@ static cnnb_status ps_get_slot(void *strategy, int32_t slot, float *host, int64_
   if (st == CNNB_OK) rule = rules[0];
   for (int32_t p = 1; st == CNNB_OK && p < s->num_ps; p++)
     if (rules[p] != rule)
-      st = cnnb_error(s->ctx, CNNB_EINTERNAL, "parameter_server: parameter servers 0 and %d keep "
-                      "the slots of different rules (%s, %s)", (int)p, ps_rule_name(rule),
-                      ps_rule_name(rules[p]));
+      st = cnnb_error(s->ctx, CNNB_EINTERNAL,
+                      "parameter_server: parameter servers 0 and %d keep "
+                      "the slots of different rules (%s, %s)",
+                      (int)p, ps_rule_name(rule), ps_rule_name(rules[p]));
   free(rules);
   if (st != CNNB_OK || !rule_has_slot(rule, slot)) return st;
   /* Each shard from its PS rank, as a step's pull. */
@@ -77,8 +82,7 @@ static cnnb_status ps_get_slot(void *strategy, int32_t slot, float *host, int64_
     }
     snprintf(what, sizeof what, "saving optimizer slot %d from parameter server %d at step %lld",
              (int)slot, (int)p, (long long)s->step);
-    st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p,
-                         what);
+    st = mpi_world_bcast(s->world, s->ctx, s->pack, shard->count * (int64_t)sizeof(float), p, what);
     if (st == CNNB_OK) ps_shard_unpack(shard, s->pack, host);
   }
   if (st == CNNB_OK) *exists = 1;
@@ -87,12 +91,12 @@ static cnnb_status ps_get_slot(void *strategy, int32_t slot, float *host, int64_
 
 /* What each rank did with a set_slot, compared over the ranks. */
 typedef struct restore_record {
-  int64_t step;          /* finish_step calls so far: restoring needs 0 */
-  uint64_t hash;         /* of the values passed */
-  uint32_t rule;         /* asked for */
-  uint32_t kept_rule;    /* the slots' own before the call (0: none yet) */
+  int64_t step;       /* finish_step calls so far: restoring needs 0 */
+  uint64_t hash;      /* of the values passed */
+  uint32_t rule;      /* asked for */
+  uint32_t kept_rule; /* the slots' own before the call (0: none yet) */
   int32_t slot;
-  int32_t failed;        /* no room for the slots */
+  int32_t failed; /* no room for the slots */
 } restore_record;
 
 static uint64_t hash_floats(const float *x, int64_t n) {
@@ -110,25 +114,32 @@ static cnnb_status judge(ps *s, const restore_record *all, const restore_record 
   for (int32_t r = 0; r < s->world_size; r++) {
     const restore_record *o = &all[r];
     if (o->failed)
-      return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: rank %d has no room for the "
-                        "optimizer slots it restores", (int)r);
+      return cnnb_error(s->ctx, CNNB_ENOMEM,
+                        "parameter_server: rank %d has no room for the "
+                        "optimizer slots it restores",
+                        (int)r);
     if (o->step != 0)
-      return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: restoring optimizer slot %d: rank "
+      return cnnb_error(s->ctx, CNNB_EINVAL,
+                        "parameter_server: restoring optimizer slot %d: rank "
                         "%d already ran %lld steps; slots are restored before the first step",
                         (int)o->slot, (int)r, (long long)o->step);
     if (o->kept_rule && o->kept_rule != o->rule)
-      return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: rank %d restores %s's slot %d "
-                        "into slots restored for %s", (int)r, ps_rule_name(o->rule),
-                        (int)o->slot, ps_rule_name(o->kept_rule));
+      return cnnb_error(s->ctx, CNNB_EINVAL,
+                        "parameter_server: rank %d restores %s's slot %d "
+                        "into slots restored for %s",
+                        (int)r, ps_rule_name(o->rule), (int)o->slot, ps_rule_name(o->kept_rule));
     if (o->rule != mine->rule || o->slot != mine->slot)
-      return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: rank %d restores %s's slot %d, "
-                        "rank %d %s's slot %d: every rank restores the same", (int)r,
-                        ps_rule_name(o->rule), (int)o->slot, (int)s->rank,
+      return cnnb_error(s->ctx, CNNB_EINVAL,
+                        "parameter_server: rank %d restores %s's slot %d, "
+                        "rank %d %s's slot %d: every rank restores the same",
+                        (int)r, ps_rule_name(o->rule), (int)o->slot, (int)s->rank,
                         ps_rule_name(mine->rule), (int)mine->slot);
     if (o->hash != all[0].hash)
-      return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: rank %d restores other values of "
+      return cnnb_error(s->ctx, CNNB_EINVAL,
+                        "parameter_server: rank %d restores other values of "
                         "optimizer slot %d than rank 0 (did the ranks read different "
-                        "checkpoints?)", (int)r, (int)o->slot);
+                        "checkpoints?)",
+                        (int)r, (int)o->slot);
   }
   return CNNB_OK;
 }
@@ -141,8 +152,8 @@ static cnnb_status ps_set_slot(void *strategy, uint32_t rule, int32_t slot, cons
     st = cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: set_slot: %s has no optimizer slot %d",
                     ps_rule_name(rule), (int)slot);
   if (st != CNNB_OK) return st;
-  restore_record mine = {.step = s->step, .hash = hash_floats(host, count), .rule = rule,
-                         .slot = slot};
+  restore_record mine = {
+      .step = s->step, .hash = hash_floats(host, count), .rule = rule, .slot = slot};
   /* Each PS rank keeps its shard now: before any rank can push (none passes the allgather
    * below before this rank reached it), so the server thread never sees them half set. */
   pthread_mutex_lock(&s->slots_lock);

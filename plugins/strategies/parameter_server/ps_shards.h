@@ -11,18 +11,18 @@
 #include <cnnb/cnnb.h>
 
 typedef struct ps_range {
-  int64_t offset, count;   /* in the arena */
-  int64_t packed;          /* where it starts in its holder's pack */
+  int64_t offset, count; /* in the arena */
+  int64_t packed;        /* where it starts in its holder's pack */
 } ps_range;
 
 typedef struct ps_shard {
-  ps_range *ranges;        /* in arena order */
+  ps_range *ranges; /* in arena order */
   int32_t num_ranges;
-  int64_t count;           /* elements packed */
+  int64_t count; /* elements packed */
 } ps_shard;
 
 typedef struct ps_shards {
-  ps_shard *shards;        /* [num_ps] */
+  ps_shard *shards; /* [num_ps] */
   int32_t num_ps;
 } ps_shards;
 

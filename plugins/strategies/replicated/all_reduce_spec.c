@@ -43,9 +43,21 @@ static bool parse_count(span s, bool suffix, int64_t max, int64_t *value) {
   size_t digits = s.len;
   if (suffix && digits > 0) {
     switch (s.p[digits - 1]) {
-      case 'k': case 'K': scale = (int64_t)1 << 10; digits--; break;
-      case 'm': case 'M': scale = (int64_t)1 << 20; digits--; break;
-      case 'g': case 'G': scale = (int64_t)1 << 30; digits--; break;
+      case 'k':
+      case 'K':
+        scale = (int64_t)1 << 10;
+        digits--;
+        break;
+      case 'm':
+      case 'M':
+        scale = (int64_t)1 << 20;
+        digits--;
+        break;
+      case 'g':
+      case 'G':
+        scale = (int64_t)1 << 30;
+        digits--;
+        break;
       default: break;
     }
   }
@@ -72,8 +84,10 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
   } else if (span_is(name, "nccl")) {
     r->nccl = true;
   } else if (span_is(name, "mpi")) {
-    return refuse(ctx, text, "the cross-rank part needs a local algorithm before it "
-                  "(xring/mpi):", s);
+    return refuse(ctx, text,
+                  "the cross-rank part needs a local algorithm before it "
+                  "(xring/mpi):",
+                  s);
   } else {
     return refuse(ctx, text, "unknown algorithm", name);
   }
@@ -81,8 +95,10 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
   if (shards.p) {
     int64_t v = 0;
     if (!parse_count(shards, false, ALL_REDUCE_SPEC_MAX_SHARDS, &v))
-      return refuse(ctx, text, "the shard count after '#' must be a number from 1 to 1024, "
-                    "not", shards);
+      return refuse(ctx, text,
+                    "the shard count after '#' must be a number from 1 to 1024, "
+                    "not",
+                    shards);
     r->shards = (int32_t)v;
   }
   return CNNB_OK;
@@ -106,8 +122,8 @@ static cnnb_status parse_range(cnnb_ctx *ctx, const char *text, span s, reduce_r
 cnnb_status all_reduce_spec_parse(cnnb_ctx *ctx, const char *text, all_reduce_spec *out) {
   memset(out, 0, sizeof *out);
   if (!text || !*text) {
-    out->ranges[0] = (reduce_range){.alg = LOCAL_REDUCE_XRING, .shards = 1, .limit = INT64_MAX,
-                                    .text = "xring"};
+    out->ranges[0] = (reduce_range){
+        .alg = LOCAL_REDUCE_XRING, .shards = 1, .limit = INT64_MAX, .text = "xring"};
     out->num_ranges = 1;
     return CNNB_OK;
   }
@@ -130,8 +146,7 @@ cnnb_status all_reduce_spec_parse(cnnb_ctx *ctx, const char *text, all_reduce_sp
     if (r->limit <= previous)
       return refuse(ctx, text, "limits must increase from left to right:", limit);
     previous = r->limit;
-    if (!rest.p)
-      return refuse(ctx, text, "no algorithm after the last limit", limit);
+    if (!rest.p) return refuse(ctx, text, "no algorithm after the last limit", limit);
   }
 }
 
@@ -156,16 +171,13 @@ void all_reduce_spec_describe(const all_reduce_spec *spec, char *out, size_t siz
     if (r->shards > 1)
       snprintf(alg, sizeof alg, "%s#%d", r->nccl ? "nccl" : local_reduce_alg_name(r->alg),
                (int)r->shards);
-    else
-      snprintf(alg, sizeof alg, "%s", r->nccl ? "nccl" : local_reduce_alg_name(r->alg));
+    else snprintf(alg, sizeof alg, "%s", r->nccl ? "nccl" : local_reduce_alg_name(r->alg));
     int n;
-    if (spec->num_ranges == 1)
-      n = snprintf(out + used, size - used, "%s for every bucket", alg);
+    if (spec->num_ranges == 1) n = snprintf(out + used, size - used, "%s for every bucket", alg);
     else if (i + 1 < spec->num_ranges)
       n = snprintf(out + used, size - used, "%s%s for buckets of up to %lld elements",
                    i ? ", " : "", alg, (long long)r->limit);
-    else
-      n = snprintf(out + used, size - used, ", %s above", alg);
+    else n = snprintf(out + used, size - used, ", %s above", alg);
     if (n < 0) return;
     used += (size_t)n;
   }

@@ -43,7 +43,7 @@ typedef struct replicated replicated;
 typedef struct reduce_job {
   replicated *s;
   int64_t offset, count, step;
-  float **views; /* [replicas] host views of the range */
+  float **views;  /* [replicas] host views of the range */
   char label[32]; /* "bucket 3", "chunk 2 of 4": for the timeline */
 } reduce_job;
 
@@ -52,20 +52,20 @@ struct replicated {
   all_reduce_spec spec;
   replica_arenas arenas;
   mpi_world *world;
-  comm_thread *comm;     /* NULL: the step thread reduces (staging, or nothing to do) */
-  timeline *timeline;    /* --replicated_timeline's file (if given) and --trace_file's events */
+  comm_thread *comm;  /* NULL: the step thread reduces (staging, or nothing to do) */
+  timeline *timeline; /* --replicated_timeline's file (if given) and --trace_file's events */
   int32_t replicas, world_size, repacking;
-  bool exchange;         /* more than one replica in the world: there is work */
-  float scale;           /* 1 / (replicas * world_size) */
-  uint32_t compact16;    /* --compact_gradient_transfer's 16-bit type across ranks, or 0 */
+  bool exchange;      /* more than one replica in the world: there is work */
+  float scale;        /* 1 / (replicas * world_size) */
+  uint32_t compact16; /* --compact_gradient_transfer's 16-bit type across ranks, or 0 */
   int64_t param_count;
-  float *pscpu_scratch;  /* LOCAL_REDUCE_PSCPU_BLOCK floats, for whichever thread reduces */
-  reduce_job *jobs;      /* [max_jobs] this step's ranges, in announcement order */
-  float **job_views;     /* [max_jobs * replicas] */
+  float *pscpu_scratch; /* LOCAL_REDUCE_PSCPU_BLOCK floats, for whichever thread reduces */
+  reduce_job *jobs;     /* [max_jobs] this step's ranges, in announcement order */
+  float **job_views;    /* [max_jobs * replicas] */
   int32_t max_jobs, num_jobs;
-  int64_t announced;     /* gradient elements announced so far this step */
-  int32_t buckets;       /* announced so far this step */
-  int64_t step;          /* from 1 */
+  int64_t announced; /* gradient elements announced so far this step */
+  int32_t buckets;   /* announced so far this step */
+  int64_t step;      /* from 1 */
 };
 
 /* ---- averaging one range ------------------------------------------------------ */
@@ -84,8 +84,7 @@ static void describe_how(const replicated *s, int64_t count, char *out, size_t s
   const char *sent = s->compact16 == CNNB_PRECISION_FP16 ? "fp16" : s->compact16 ? "bf16" : "fp32";
   if (s->world_size == 1)
     snprintf(out, size, "%s#%d", local_reduce_alg_name(how->alg), (int)how->shards);
-  else if (s->replicas == 1)
-    snprintf(out, size, "MPI %s", sent);
+  else if (s->replicas == 1) snprintf(out, size, "MPI %s", sent);
   else
     snprintf(out, size, "%s#%d, then MPI %s", local_reduce_alg_name(how->alg), (int)how->shards,
              sent);
@@ -133,12 +132,13 @@ static cnnb_status run_job(void *arg, cnnb_ctx *ctx) {
 
 /* Step thread: averages grads[.][offset, offset + count), on the communication thread
  * when there is one (host memory: the views are the arenas), else here through staging. */
-static cnnb_status start_range(replicated *s, float *const *grads, int64_t offset,
-                               int64_t count, const char *label) {
+static cnnb_status start_range(replicated *s, float *const *grads, int64_t offset, int64_t count,
+                               const char *label) {
   if (s->num_jobs == s->max_jobs)
-    return cnnb_error(s->ctx, CNNB_EINTERNAL, "step %lld: more than %d gradient ranges to "
-                      "reduce (the arena has that many variables)", (long long)s->step,
-                      (int)s->max_jobs);
+    return cnnb_error(s->ctx, CNNB_EINTERNAL,
+                      "step %lld: more than %d gradient ranges to "
+                      "reduce (the arena has that many variables)",
+                      (long long)s->step, (int)s->max_jobs);
   if (s->step == 1) {
     const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
     cnnb_log(s->ctx, CNNB_LOG_DEBUG, "gradients [%lld, %lld) (%lld elements) by %s#%d",
@@ -146,7 +146,10 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
              local_reduce_alg_name(how->alg), (int)how->shards);
   }
   reduce_job *job = &s->jobs[s->num_jobs++];
-  *job = (reduce_job){.s = s, .offset = offset, .count = count, .step = s->step,
+  *job = (reduce_job){.s = s,
+                      .offset = offset,
+                      .count = count,
+                      .step = s->step,
                       .views = s->job_views + (size_t)(s->num_jobs - 1) * (size_t)s->replicas};
   snprintf(job->label, sizeof job->label, "%s", label);
   if (s->comm) {
@@ -173,7 +176,8 @@ static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, 
   replicated *s = strategy;
   if (count <= 0) return CNNB_OK;
   if (offset < 0 || count > s->param_count - offset || s->announced + count > s->param_count)
-    return cnnb_error(s->ctx, CNNB_EINTERNAL, "step %lld: bucket [%lld, %lld) lies outside the "
+    return cnnb_error(s->ctx, CNNB_EINTERNAL,
+                      "step %lld: bucket [%lld, %lld) lies outside the "
                       "%lld gradients, or repeats one (%lld announced before it)",
                       (long long)s->step, (long long)offset, (long long)(offset + count),
                       (long long)s->param_count, (long long)s->announced);
@@ -210,9 +214,10 @@ static cnnb_status replicated_finish_step(void *strategy, float *const *grads) {
   cnnb_status st = s->comm ? comm_thread_wait(s->comm) : CNNB_OK;
   /* A range never announced would keep one replica's own gradient: a silent wrong mean. */
   if (st == CNNB_OK && s->announced != s->param_count)
-    st = cnnb_error(s->ctx, CNNB_EINTERNAL, "step %lld: the host announced %lld of the %lld "
-                    "gradients before finish_step", (long long)s->step, (long long)s->announced,
-                    (long long)s->param_count);
+    st = cnnb_error(s->ctx, CNNB_EINTERNAL,
+                    "step %lld: the host announced %lld of the %lld "
+                    "gradients before finish_step",
+                    (long long)s->step, (long long)s->announced, (long long)s->param_count);
   timeline_flush(s->timeline);
   s->num_jobs = 0;
   s->announced = 0;
@@ -232,11 +237,11 @@ static cnnb_status replicated_broadcast(void *strategy, float *const *params, in
   cnnb_status st = CNNB_OK;
   /* On host memory replica 0's arena itself travels; otherwise its host copy. */
   float *source = a->host_memory ? params[0] : a->staging[0];
-  if (!a->host_memory && (st = a->dv->copy_to_host(a->devices[0], source, params[0], bytes)) != CNNB_OK)
+  if (!a->host_memory &&
+      (st = a->dv->copy_to_host(a->devices[0], source, params[0], bytes)) != CNNB_OK)
     return cnnb_error(s->ctx, st, "copying replica 0's parameters to the host");
-  if (s->world_size > 1 &&
-      (st = mpi_world_bcast(s->world, s->ctx, source, (int64_t)bytes, 0,
-                            "the initial parameters")) != CNNB_OK)
+  if (s->world_size > 1 && (st = mpi_world_bcast(s->world, s->ctx, source, (int64_t)bytes, 0,
+                                                 "the initial parameters")) != CNNB_OK)
     return cnnb_error(s->ctx, st, "broadcasting rank 0's initial parameters");
   for (int32_t r = a->host_memory ? 1 : (s->world_size > 1 ? 0 : 1); r < s->replicas; r++) {
     if (a->host_memory) {
@@ -291,9 +296,12 @@ static cnnb_status refuse_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
                            ? cfg->device_name
                            : "of this run";
   if (host_memory)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, "--all_reduce_spec=%s:%s NCCL reduces on GPUs; "
-                      "device %s has none: use xring or pscpu", spec, part, device);
-  return cnnb_error(ctx, CNNB_EUNSUPPORTED, "--all_reduce_spec=%s:%s this replicated plugin "
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      "--all_reduce_spec=%s:%s NCCL reduces on GPUs; "
+                      "device %s has none: use xring or pscpu",
+                      spec, part, device);
+  return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                    "--all_reduce_spec=%s:%s this replicated plugin "
                     "was built without NCCL (it comes with the cuda device): use xring or pscpu",
                     spec, part);
 }
@@ -301,11 +309,13 @@ static cnnb_status refuse_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
 /* tf's multi-worker names, and what they are here. */
 static void explain_name(cnnb_ctx *ctx, const char *name) {
   if (strcmp(name, "distributed_all_reduce") == 0)
-    cnnb_log(ctx, CNNB_LOG_INFO, "--variable_update=distributed_all_reduce runs as replicated: "
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "--variable_update=distributed_all_reduce runs as replicated: "
              "one all-reduce over every replica of every rank, done as the local replicas' "
              "--all_reduce_spec all-reduce, then MPI allreduce across ranks");
   else if (strcmp(name, "distributed_replicated") == 0)
-    cnnb_log(ctx, CNNB_LOG_INFO, "--variable_update=distributed_replicated runs as replicated: "
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "--variable_update=distributed_replicated runs as replicated: "
              "local replicas all-reduced by --all_reduce_spec, then synced across workers by "
              "MPI allreduce instead of tf's parameter servers; every replica applies the "
              "same mean");
@@ -324,8 +334,10 @@ static cnnb_status allocate(replicated *s, const cnnb_strategy_config *cfg) {
   s->job_views = calloc((size_t)s->max_jobs * (size_t)n, sizeof *s->job_views);
   s->pscpu_scratch = malloc((size_t)LOCAL_REDUCE_PSCPU_BLOCK * sizeof(float));
   if (!s->jobs || !s->job_views || !s->pscpu_scratch)
-    return cnnb_error(s->ctx, CNNB_ENOMEM, "replicated: out of memory for %d ranges of %d "
-                      "replicas", (int)s->max_jobs, (int)n);
+    return cnnb_error(s->ctx, CNNB_ENOMEM,
+                      "replicated: out of memory for %d ranges of %d "
+                      "replicas",
+                      (int)s->max_jobs, (int)n);
   if (s->exchange && s->arenas.host_memory)
     return comm_thread_start(s->ctx, "replicated", &s->comm);
   return CNNB_OK;
@@ -334,8 +346,10 @@ static cnnb_status allocate(replicated *s, const cnnb_strategy_config *cfg) {
 static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
                                      const cnnb_strategy_config *cfg, void **out) {
   if (!CONFIG_HAS(cfg, compact_gradient_transfer))
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s needs a host of ABI 1.4 or newer (its "
-                      "--all_reduce_spec and --gradient_repacking reach strategies since)", name);
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      "%s needs a host of ABI 1.4 or newer (its "
+                      "--all_reduce_spec and --gradient_repacking reach strategies since)",
+                      name);
   if (cfg->local_replicas < 1)
     return cnnb_error(ctx, CNNB_EINVAL, "%s: %d local replicas", name, (int)cfg->local_replicas);
   all_reduce_spec spec;
@@ -354,7 +368,8 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
   s->param_count = cfg->param_count;
   s->repacking = cfg->gradient_repacking > 0 ? cfg->gradient_repacking : 0;
   if (cfg->compact_gradient_transfer)
-    s->compact16 = cfg->precision == CNNB_PRECISION_FP16 ? CNNB_PRECISION_FP16 : CNNB_PRECISION_BF16;
+    s->compact16 = cfg->precision == CNNB_PRECISION_FP16 ? CNNB_PRECISION_FP16
+                                                         : CNNB_PRECISION_BF16;
   if ((st = mpi_world_open(ctx, name, cfg->collective_timeout_s, &s->world)) != CNNB_OK) {
     free(s);
     return st;

@@ -79,17 +79,17 @@ extern "C" {
 
 typedef enum cnnb_status {
   CNNB_OK = 0,
-  CNNB_EINVAL = 1,      /* bad argument, flag or graph */
-  CNNB_ENOMEM = 2,      /* allocation failed */
-  CNNB_EUNSUPPORTED = 3,/* valid request this plugin cannot do (precision, op) */
-  CNNB_EIO = 4,         /* file or device I/O */
-  CNNB_EDATA = 5,       /* corrupt input data */
-  CNNB_ECOMM = 6,       /* communication with another rank failed */
-  CNNB_EINTERNAL = 7,   /* a bug: an invariant did not hold */
-  CNNB_ENOTFOUND = 8,   /* a name that nothing offers */
+  CNNB_EINVAL = 1,       /* bad argument, flag or graph */
+  CNNB_ENOMEM = 2,       /* allocation failed */
+  CNNB_EUNSUPPORTED = 3, /* valid request this plugin cannot do (precision, op) */
+  CNNB_EIO = 4,          /* file or device I/O */
+  CNNB_EDATA = 5,        /* corrupt input data */
+  CNNB_ECOMM = 6,        /* communication with another rank failed */
+  CNNB_EINTERNAL = 7,    /* a bug: an invariant did not hold */
+  CNNB_ENOTFOUND = 8,    /* a name that nothing offers */
   /* ABI 1.3 */
-  CNNB_ENUMERIC = 9     /* the numbers went wrong at run time: a loss or gradient is not
-                           finite (training diverged) */
+  CNNB_ENUMERIC = 9 /* the numbers went wrong at run time: a loss or gradient is not
+                       finite (training diverged) */
 } cnnb_status;
 
 typedef enum cnnb_plugin_kind {
@@ -108,21 +108,21 @@ typedef struct cnnb_host {
   const char *host_version; /* "0.1.0" */
 } cnnb_host;
 
-typedef struct cnnb_ctx cnnb_ctx;           /* host services: errors, logging, flags */
+typedef struct cnnb_ctx cnnb_ctx; /* host services: errors, logging, flags */
 typedef struct cnnb_flag_registry cnnb_flag_registry;
 
 /* The descriptor. The first seven fields never move. */
 typedef struct cnnb_plugin {
-  uint32_t abi_major;       /* CNNB_ABI_MAJOR the plugin was built against */
-  uint32_t abi_minor;       /* CNNB_ABI_MINOR the plugin was built against */
-  uint32_t struct_size;     /* sizeof(cnnb_plugin) as the plugin saw it */
-  uint32_t kind;            /* cnnb_plugin_kind */
-  const char *name;         /* the plugin's own name, e.g. "resnet" */
-  const char *version;      /* the plugin's version, e.g. "1.0.0" */
-  const char *description;  /* one line */
+  uint32_t abi_major;      /* CNNB_ABI_MAJOR the plugin was built against */
+  uint32_t abi_minor;      /* CNNB_ABI_MINOR the plugin was built against */
+  uint32_t struct_size;    /* sizeof(cnnb_plugin) as the plugin saw it */
+  uint32_t kind;           /* cnnb_plugin_kind */
+  const char *name;        /* the plugin's own name, e.g. "resnet" */
+  const char *version;     /* the plugin's version, e.g. "1.0.0" */
+  const char *description; /* one line */
   /* ABI 1.0 */
-  const char *const *offers;/* NULL-terminated names users pick it by; NULL means {name} */
-  const void *vtable;       /* cnnb_model_vtable / cnnb_device_vtable / ... by kind */
+  const char *const *offers; /* NULL-terminated names users pick it by; NULL means {name} */
+  const void *vtable;        /* cnnb_model_vtable / cnnb_device_vtable / ... by kind */
   /* [optional] [main-thread] once, before flags are parsed: declares the plugin's own
    * flags with cnnb_flag_declare (shown under its name in --help). NULL: it has none. */
   cnnb_status (*register_flags)(cnnb_flag_registry *registry);
@@ -136,13 +136,13 @@ typedef struct cnnb_plugin {
 typedef const cnnb_plugin *(*cnnb_plugin_entry_fn)(const cnnb_host *host);
 
 /* A plugin defines its entry with this macro so the symbol is exported and typed. */
-#define CNNB_PLUGIN_ENTRY \
+#define CNNB_PLUGIN_ENTRY                                                  \
   CNNB_EXPORT const cnnb_plugin *cnnb_plugin_entry(const cnnb_host *host); \
   CNNB_EXPORT const cnnb_plugin *cnnb_plugin_entry(const cnnb_host *host)
 
 /* Helper for plugins to fill the fixed head of the descriptor. */
-#define CNNB_PLUGIN_HEAD(kind_, name_, version_, description_) \
-  .abi_major = CNNB_ABI_MAJOR, .abi_minor = CNNB_ABI_MINOR, \
+#define CNNB_PLUGIN_HEAD(kind_, name_, version_, description_)                    \
+  .abi_major = CNNB_ABI_MAJOR, .abi_minor = CNNB_ABI_MINOR,                       \
   .struct_size = (uint32_t)sizeof(cnnb_plugin), .kind = (kind_), .name = (name_), \
   .version = (version_), .description = (description_)
 

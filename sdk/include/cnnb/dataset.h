@@ -23,12 +23,12 @@ typedef enum cnnb_dataset_kind {
 /* ABI 1.3. */
 typedef struct cnnb_dataset_info {
   uint32_t struct_size;
-  uint32_t kind;            /* cnnb_dataset_kind */
-  const char *name;         /* as --data_name spells it: "imagenet", "cifar10", "mnist" */
-  int32_t num_classes;      /* the classifier's outputs (imagenet: 1001, as tf_cnn_benchmarks) */
-  int32_t channels;         /* of its images: 3 (mnist: 1) */
-  int64_t train_examples;   /* one training epoch (imagenet: 1281167) */
-  int64_t eval_examples;    /* the validation / test split (imagenet: 50000) */
+  uint32_t kind;          /* cnnb_dataset_kind */
+  const char *name;       /* as --data_name spells it: "imagenet", "cifar10", "mnist" */
+  int32_t num_classes;    /* the classifier's outputs (imagenet: 1001, as tf_cnn_benchmarks) */
+  int32_t channels;       /* of its images: 3 (mnist: 1) */
+  int64_t train_examples; /* one training epoch (imagenet: 1281167) */
+  int64_t eval_examples;  /* the validation / test split (imagenet: 50000) */
 } cnnb_dataset_info;
 
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -20,16 +20,16 @@ extern "C" {
 
 typedef struct cnnb_datasource_config {
   uint32_t struct_size;
-  int32_t batch_size;      /* per replica */
+  int32_t batch_size; /* per replica */
   int32_t channels, height, width;
   int32_t num_classes;
-  int32_t rank, world_size;/* this instance's shard and the number of shards: one per
-                              replica on every process (strategy.h); read a disjoint share */
-  int32_t training;        /* 1: training (augment, shuffle); 0: evaluation */
+  int32_t rank, world_size; /* this instance's shard and the number of shards: one per
+                               replica on every process (strategy.h); read a disjoint share */
+  int32_t training;         /* 1: training (augment, shuffle); 0: evaluation */
   uint64_t seed;
-  const char *data_dir;    /* --data_dir, "" or NULL for none */
+  const char *data_dir; /* --data_dir, "" or NULL for none */
   /* ABI 1.3 */
-  uint32_t dataset;        /* cnnb_dataset_kind of --data_name (dataset.h has its facts) */
+  uint32_t dataset; /* cnnb_dataset_kind of --data_name (dataset.h has its facts) */
   uint32_t reserved;
   /* ABI 1.8 */
   int32_t local_replicas;  /* replicas in this process (--num_gpus): instances that share

@@ -74,11 +74,11 @@ typedef enum cnnb_precision {
 
 typedef struct cnnb_device_config {
   uint32_t struct_size;
-  int32_t device_index;   /* which accelerator of this process */
-  int32_t num_threads;    /* compute threads; 0: all cores */
-  uint32_t precision;     /* cnnb_precision of activations and compute */
-  int32_t training;       /* 0: --forward_only (inference kernels, no backward) */
-  uint32_t seed;          /* dropout */
+  int32_t device_index; /* which accelerator of this process */
+  int32_t num_threads;  /* compute threads; 0: all cores */
+  uint32_t precision;   /* cnnb_precision of activations and compute */
+  int32_t training;     /* 0: --forward_only (inference kernels, no backward) */
+  uint32_t seed;        /* dropout */
   /* ABI 1.8 */
   int32_t local_replicas; /* instances of this device in this process (--num_gpus): a
                              process's replicas take device_index 0 .. local_replicas-1 */
@@ -88,16 +88,16 @@ typedef struct cnnb_device_config {
 typedef struct cnnb_node_io {
   uint32_t struct_size;
   int32_t num_inputs;
-  void *const *inputs;        /* activations of node->inputs */
-  void *output;               /* activation of the node */
-  void *const *input_grads;   /* backward: d loss / d input_i, overwritten; NULL: not needed */
-  const void *output_grad;    /* backward: d loss / d output */
-  float *params;              /* base of the parameter arena (fp32 master weights) */
-  float *grads;               /* base of the gradient arena: backward overwrites its params' ranges */
-  float *stats;               /* base of the stats arena (batch norm running statistics) */
-  float loss_scale;           /* backward of the loss starts from this instead of 1 */
+  void *const *inputs;      /* activations of node->inputs */
+  void *output;             /* activation of the node */
+  void *const *input_grads; /* backward: d loss / d input_i, overwritten; NULL: not needed */
+  const void *output_grad;  /* backward: d loss / d output */
+  float *params;            /* base of the parameter arena (fp32 master weights) */
+  float *grads;             /* base of the gradient arena: backward overwrites its params' ranges */
+  float *stats;             /* base of the stats arena (batch norm running statistics) */
+  float loss_scale;         /* backward of the loss starts from this instead of 1 */
   uint32_t reserved;
-  uint64_t step;              /* for dropout masks */
+  uint64_t step; /* for dropout masks */
 } cnnb_node_io;
 
 typedef struct cnnb_device_vtable {
@@ -135,8 +135,8 @@ typedef struct cnnb_device_vtable {
    * for labels) into the device's layout of tensor `t`. Gradient buffers use their
    * tensor's layout, so this also converts them (the host relies on it when accumulate
    * is NULL). */
-  cnnb_status (*tensor_from_host)(void *device, const cnnb_graph *g, cnnb_tensor t,
-                                  void *buffer, const void *host);
+  cnnb_status (*tensor_from_host)(void *device, const cnnb_graph *g, cnnb_tensor t, void *buffer,
+                                  const void *host);
   /* [required] [step-thread] display steps: the device's layout of `t` back to logical. */
   cnnb_status (*tensor_to_host)(void *device, const cnnb_graph *g, cnnb_tensor t,
                                 const void *buffer, void *host);

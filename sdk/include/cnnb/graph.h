@@ -45,26 +45,28 @@ typedef struct cnnb_shape {
  * Adding an op: the project's docs/architecture.md, "Adding an op" (its code here, with
  * the minor that adds it, is the first step). */
 typedef enum cnnb_op {
-  CNNB_OP_INPUT = 1,           /* images, fp32 [N, C, H, W]; filled by the executor */
-  CNNB_OP_LABELS = 2,          /* int32 class ids [N, 1, 1, 1]; filled by the executor */
-  CNNB_OP_CONV2D = 3,          /* params: kernel [O, I/groups, KH, KW], bias [O] */
-  CNNB_OP_BATCH_NORM = 4,      /* params: scale [C] (optional), offset [C]; stats: mean, variance */
+  CNNB_OP_INPUT = 1,      /* images, fp32 [N, C, H, W]; filled by the executor */
+  CNNB_OP_LABELS = 2,     /* int32 class ids [N, 1, 1, 1]; filled by the executor */
+  CNNB_OP_CONV2D = 3,     /* params: kernel [O, I/groups, KH, KW], bias [O] */
+  CNNB_OP_BATCH_NORM = 4, /* params: scale [C] (optional), offset [C]; stats: mean, variance */
   CNNB_OP_RELU = 5,
   CNNB_OP_MAX_POOL = 6,
   CNNB_OP_AVG_POOL = 7,        /* padding excluded from the average (TF semantics) */
   CNNB_OP_GLOBAL_AVG_POOL = 8, /* [N, C, H, W] -> [N, C, 1, 1] */
   CNNB_OP_LRN = 9,             /* TF semantics: x / (bias + alpha * sum_{2r+1 channels} x^2)^beta */
-  CNNB_OP_DENSE = 10,          /* input flattened to [N, K]; params: weights [units, K], bias [units] */
-  CNNB_OP_DROPOUT = 11,        /* training: keep with keep_prob, scale by 1/keep_prob; inference: identity */
-  CNNB_OP_CONCAT = 12,         /* along channels */
-  CNNB_OP_ADD = 13,            /* elementwise, equal shapes */
-  CNNB_OP_RESHAPE = 14,        /* same element count per image; data order is logical NCHW */
-  CNNB_OP_SOFTMAX_XENT = 15,   /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1] */
+  CNNB_OP_DENSE = 10, /* input flattened to [N, K]; params: weights [units, K], bias [units] */
+  /* training: keep with keep_prob, scale by 1/keep_prob; inference: identity */
+  CNNB_OP_DROPOUT = 11,
+  CNNB_OP_CONCAT = 12,  /* along channels */
+  CNNB_OP_ADD = 13,     /* elementwise, equal shapes */
+  CNNB_OP_RESHAPE = 14, /* same element count per image; data order is logical NCHW */
+  /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1] */
+  CNNB_OP_SOFTMAX_XENT = 15,
   /* ABI 1.1 */
-  CNNB_OP_RELU6 = 16,          /* min(max(x, 0), 6), tf.nn.relu6; never fused into conv / bn */
+  CNNB_OP_RELU6 = 16, /* min(max(x, 0), 6), tf.nn.relu6; never fused into conv / bn */
   /* ABI 1.2 */
-  CNNB_OP_PAD_CHANNELS = 17,   /* attr.pad: [N, C, H, W] -> [N, before + C + after, H, W], the new
-                                  channels zero (tf.pad on C only) */
+  CNNB_OP_PAD_CHANNELS = 17, /* attr.pad: [N, C, H, W] -> [N, before + C + after, H, W], the new
+                                channels zero (tf.pad on C only) */
   CNNB_OP_COUNT_ = 18
 } cnnb_op;
 
@@ -72,14 +74,14 @@ typedef enum cnnb_op {
  * tf_cnn_benchmarks' conv() and mpool()), so a zeroed desc field never hides an
  * explicit choice of either. */
 typedef enum cnnb_padding {
-  CNNB_PAD_DEFAULT = 0,  /* conv: SAME; pools: VALID */
+  CNNB_PAD_DEFAULT = 0, /* conv: SAME; pools: VALID */
   CNNB_PAD_VALID = 1,
   CNNB_PAD_EXPLICIT = 2, /* pad_top/bottom/left/right as given */
   CNNB_PAD_SAME = 3      /* TF SAME: output ceil(in / stride), extra padding at bottom/right */
 } cnnb_padding;
 
 typedef enum cnnb_init_kind {
-  CNNB_INIT_DEFAULT = 0,          /* the op's tf_cnn_benchmarks default */
+  CNNB_INIT_DEFAULT = 0, /* the op's tf_cnn_benchmarks default */
   CNNB_INIT_ZEROS = 1,
   CNNB_INIT_CONSTANT = 2,         /* a */
   CNNB_INIT_TRUNCATED_NORMAL = 3, /* stddev a, cut at 2 stddev */
@@ -99,30 +101,30 @@ typedef struct cnnb_init {
 
 typedef struct cnnb_conv2d_desc {
   uint32_t struct_size;
-  int32_t filters;                /* required */
-  int32_t kernel_h, kernel_w;     /* required */
-  int32_t stride_h, stride_w;     /* 1 */
-  uint32_t padding;               /* CNNB_PAD_DEFAULT: SAME */
+  int32_t filters;                                  /* required */
+  int32_t kernel_h, kernel_w;                       /* required */
+  int32_t stride_h, stride_w;                       /* 1 */
+  uint32_t padding;                                 /* CNNB_PAD_DEFAULT: SAME */
   int32_t pad_top, pad_bottom, pad_left, pad_right; /* CNNB_PAD_EXPLICIT only */
-  int32_t dilation_h, dilation_w; /* 1 */
-  int32_t groups;                 /* 1; groups == in channels == filters is depthwise */
-  int32_t use_bias;               /* 0: no bias */
-  cnnb_init kernel_init;          /* variance scaling */
-  float bias_init;                /* 0 */
+  int32_t dilation_h, dilation_w;                   /* 1 */
+  int32_t groups;        /* 1; groups == in channels == filters is depthwise */
+  int32_t use_bias;      /* 0: no bias */
+  cnnb_init kernel_init; /* variance scaling */
+  float bias_init;       /* 0 */
 } cnnb_conv2d_desc;
 
 typedef struct cnnb_batch_norm_desc {
   uint32_t struct_size;
-  float epsilon;      /* 0.001 */
-  float decay;        /* 0.999: running = decay * running + (1 - decay) * batch */
-  int32_t scale;      /* 0: offset only (tf_cnn_benchmarks' default); 1: learn a scale too */
+  float epsilon; /* 0.001 */
+  float decay;   /* 0.999: running = decay * running + (1 - decay) * batch */
+  int32_t scale; /* 0: offset only (tf_cnn_benchmarks' default); 1: learn a scale too */
 } cnnb_batch_norm_desc;
 
 typedef struct cnnb_pool_desc {
   uint32_t struct_size;
-  int32_t kernel_h, kernel_w;     /* required */
-  int32_t stride_h, stride_w;     /* kernel size */
-  uint32_t padding;               /* CNNB_PAD_DEFAULT: VALID */
+  int32_t kernel_h, kernel_w; /* required */
+  int32_t stride_h, stride_w; /* kernel size */
+  uint32_t padding;           /* CNNB_PAD_DEFAULT: VALID */
   int32_t pad_top, pad_bottom, pad_left, pad_right;
 } cnnb_pool_desc;
 
@@ -134,17 +136,20 @@ typedef struct cnnb_lrn_desc {
 
 typedef struct cnnb_dense_desc {
   uint32_t struct_size;
-  int32_t units;        /* required */
-  int32_t use_bias;     /* 0: no bias */
-  cnnb_init weight_init;/* truncated normal, stddev sqrt(1 / K) */
-  float bias_init;      /* 0 */
+  int32_t units;         /* required */
+  int32_t use_bias;      /* 0: no bias */
+  cnnb_init weight_init; /* truncated normal, stddev sqrt(1 / K) */
+  float bias_init;       /* 0 */
 } cnnb_dense_desc;
 
-#define CNNB_CONV2D(...) (&(const cnnb_conv2d_desc){.struct_size = sizeof(cnnb_conv2d_desc), __VA_ARGS__})
-#define CNNB_BATCH_NORM(...) (&(const cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc), __VA_ARGS__})
+#define CNNB_CONV2D(...) \
+  (&(const cnnb_conv2d_desc){.struct_size = sizeof(cnnb_conv2d_desc), __VA_ARGS__})
+#define CNNB_BATCH_NORM(...) \
+  (&(const cnnb_batch_norm_desc){.struct_size = sizeof(cnnb_batch_norm_desc), __VA_ARGS__})
 #define CNNB_POOL(...) (&(const cnnb_pool_desc){.struct_size = sizeof(cnnb_pool_desc), __VA_ARGS__})
 #define CNNB_LRN(...) (&(const cnnb_lrn_desc){.struct_size = sizeof(cnnb_lrn_desc), __VA_ARGS__})
-#define CNNB_DENSE(...) (&(const cnnb_dense_desc){.struct_size = sizeof(cnnb_dense_desc), __VA_ARGS__})
+#define CNNB_DENSE(...) \
+  (&(const cnnb_dense_desc){.struct_size = sizeof(cnnb_dense_desc), __VA_ARGS__})
 
 /* ---- the IR as devices and the executor read it ------------------------------------ */
 
@@ -155,40 +160,53 @@ enum {
 typedef struct cnnb_param {
   uint32_t struct_size;
   uint32_t flags;
-  const char *name;   /* "resnet_v1/block1/conv1/kernel" */
+  const char *name; /* "resnet_v1/block1/conv1/kernel" */
   int32_t ndims;
   int32_t dims[4];
-  int64_t count;      /* elements */
-  int64_t offset;     /* elements from the start of its arena (params, or stats) */
-  int32_t node;       /* owning node */
-  int32_t is_stat;    /* 1: lives in the stats arena, never trained */
+  int64_t count;   /* elements */
+  int64_t offset;  /* elements from the start of its arena (params, or stats) */
+  int32_t node;    /* owning node */
+  int32_t is_stat; /* 1: lives in the stats arena, never trained */
   cnnb_init init;
 } cnnb_param;
 
 typedef struct cnnb_node {
   uint32_t struct_size;
-  uint32_t op;              /* cnnb_op */
+  uint32_t op; /* cnnb_op */
   const char *name;
-  cnnb_shape shape;         /* of the output */
+  cnnb_shape shape; /* of the output */
   int32_t num_inputs;
   const cnnb_tensor *inputs;
-  int32_t num_params;       /* indices for cnnb_graph_param() */
-  int32_t params[2];        /* conv: kernel, bias; dense: weights, bias; bn: scale, offset (or offset alone) */
+  int32_t num_params; /* indices for cnnb_graph_param() */
+  int32_t
+      params[2]; /* conv: kernel, bias; dense: weights, bias; bn: scale, offset (or offset alone) */
   int32_t num_stats;
-  int32_t stats[2];         /* bn: mean, variance */
-  int32_t fused_relu;       /* conv / batch norm (1.0); add, only for devices that offer
-                               CNNB_EXT_FUSED_RELU_ADD: a ReLU follows inside this node */
+  int32_t stats[2];   /* bn: mean, variance */
+  int32_t fused_relu; /* conv / batch norm (1.0); add, only for devices that offer
+                         CNNB_EXT_FUSED_RELU_ADD: a ReLU follows inside this node */
   union {
     struct { /* conv2d, max/avg pool (filters, dilation, groups, use_bias unused by pools) */
       int32_t filters, kernel_h, kernel_w, stride_h, stride_w;
       int32_t pad_top, pad_bottom, pad_left, pad_right;
       int32_t dilation_h, dilation_w, groups, use_bias;
     } window;
-    struct { float epsilon, decay; int32_t scale; } batch_norm;
-    struct { int32_t depth_radius; float bias, alpha, beta; } lrn;
-    struct { int32_t units, use_bias; } dense;
-    struct { float keep_prob; } dropout;
-    struct { int32_t before, after; } pad; /* pad_channels (1.2): zero channels added */
+    struct {
+      float epsilon, decay;
+      int32_t scale;
+    } batch_norm;
+    struct {
+      int32_t depth_radius;
+      float bias, alpha, beta;
+    } lrn;
+    struct {
+      int32_t units, use_bias;
+    } dense;
+    struct {
+      float keep_prob;
+    } dropout;
+    struct {
+      int32_t before, after;
+    } pad; /* pad_channels (1.2): zero channels added */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -197,7 +215,8 @@ typedef struct cnnb_node {
 _Static_assert(sizeof(cnnb_shape) == 16, "ABI: cnnb_shape layout");
 _Static_assert(sizeof(cnnb_init) == 8, "ABI: cnnb_init layout");
 _Static_assert(sizeof(cnnb_conv2d_desc) == 72, "ABI: grow cnnb_conv2d_desc only by appending");
-_Static_assert(sizeof(cnnb_batch_norm_desc) == 16, "ABI: grow cnnb_batch_norm_desc only by appending");
+_Static_assert(sizeof(cnnb_batch_norm_desc) == 16,
+               "ABI: grow cnnb_batch_norm_desc only by appending");
 _Static_assert(sizeof(cnnb_pool_desc) == 40, "ABI: grow cnnb_pool_desc only by appending");
 _Static_assert(sizeof(cnnb_lrn_desc) == 20, "ABI: grow cnnb_lrn_desc only by appending");
 _Static_assert(sizeof(cnnb_dense_desc) == 24, "ABI: grow cnnb_dense_desc only by appending");
@@ -219,7 +238,7 @@ CNNB_EXPORT const char *cnnb_graph_error(const cnnb_graph *g); /* "" when none *
 
 /* ---- builder ------------------------------------------------------------------------ */
 
-CNNB_EXPORT cnnb_tensor cnnb_graph_input(cnnb_graph *g);          /* the images */
+CNNB_EXPORT cnnb_tensor cnnb_graph_input(cnnb_graph *g); /* the images */
 CNNB_EXPORT int32_t cnnb_graph_num_classes(const cnnb_graph *g);
 /* The model's logits ([N, num_classes, 1, 1]); the host adds the loss after it. */
 CNNB_EXPORT cnnb_status cnnb_graph_set_logits(cnnb_graph *g, cnnb_tensor logits);
@@ -254,8 +273,8 @@ CNNB_EXPORT cnnb_tensor cnnb_dropout(cnnb_graph *g, const char *name, cnnb_tenso
 CNNB_EXPORT cnnb_tensor cnnb_concat(cnnb_graph *g, const char *name, int32_t count,
                                     const cnnb_tensor *xs);
 CNNB_EXPORT cnnb_tensor cnnb_add(cnnb_graph *g, const char *name, cnnb_tensor a, cnnb_tensor b);
-CNNB_EXPORT cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tensor x,
-                                     int32_t c, int32_t h, int32_t w);
+CNNB_EXPORT cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t c,
+                                     int32_t h, int32_t w);
 CNNB_EXPORT cnnb_tensor cnnb_flatten(cnnb_graph *g, const char *name, cnnb_tensor x);
 
 /* ABI 1.5: the key prefix under which node x's parameters are saved in checkpoints, so

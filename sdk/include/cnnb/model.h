@@ -18,10 +18,10 @@ extern "C" {
 /* tf_cnn_benchmarks' per-model defaults. */
 typedef struct cnnb_model_info {
   uint32_t struct_size;
-  int32_t image_size;            /* height = width */
+  int32_t image_size; /* height = width */
   int32_t default_batch_size;
-  float default_learning_rate;   /* when the model has no schedule of its own; finite, > 0 */
-  const char *description;       /* one line for --help / --list_plugins */
+  float default_learning_rate; /* when the model has no schedule of its own; finite, > 0 */
+  const char *description;     /* one line for --help / --list_plugins */
 } cnnb_model_info;
 
 typedef struct cnnb_model_vtable {
@@ -29,8 +29,7 @@ typedef struct cnnb_model_vtable {
   /* [required] [main-thread] once per run, before build: facts about `name` (one of the
    * plugin's offers) for `dataset` (cnnb_dataset_kind). Returns CNNB_EUNSUPPORTED (with
    * a message) when the model has no variant for that dataset. */
-  cnnb_status (*describe)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                          cnnb_model_info *info);
+  cnnb_status (*describe)(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_model_info *info);
   /* [required] [main-thread] once per run: adds the network from cnnb_graph_input(g) to
    * its logits and calls cnnb_graph_set_logits(). A failure returns its status with a
    * message (cnnb_error); builder errors may be left in the graph (cnnb_graph_status). */
@@ -47,9 +46,8 @@ typedef struct cnnb_model_vtable {
    * and the dataset, as describe and build get it. `examples_per_epoch` is the
    * datasource's epoch (cnnb_datasource_vtable.examples_per_epoch), so epochs mean the
    * same to the model as to the host; 0 when the datasource does not know it. */
-  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                            int64_t global_step, int32_t global_batch_size,
-                            int64_t examples_per_epoch);
+  float (*learning_rate_at)(cnnb_ctx *ctx, const char *name, uint32_t dataset, int64_t global_step,
+                            int32_t global_batch_size, int64_t examples_per_epoch);
 } cnnb_model_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)

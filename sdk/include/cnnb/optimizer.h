@@ -7,7 +7,8 @@
  *   momentum: a = m * a + g;  w -= lr * (nesterov ? g + m * a : a)
  *   rmsprop:  ms = rho * ms + (1 - rho) * g^2;  mom = m * mom + lr * g / sqrt(ms + eps);  w -= mom
  *   adam:     t = step + 1;  lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t)
- *             m1 = b1 m1 + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  w -= lr_t * m1 / (sqrt(v) + eps) */
+ *             m1 = b1 m1 + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  w -= lr_t * m1 / (sqrt(v) + eps)
+ */
 #ifndef CNNB_OPTIMIZER_H
 #define CNNB_OPTIMIZER_H
 
@@ -26,22 +27,22 @@ typedef enum cnnb_optimizer_rule {
 
 typedef struct cnnb_update {
   uint32_t struct_size;
-  uint32_t rule;          /* cnnb_optimizer_rule */
-  int64_t count;          /* elements */
-  float *params;          /* device memory, fp32 master weights */
+  uint32_t rule; /* cnnb_optimizer_rule */
+  int64_t count; /* elements */
+  float *params; /* device memory, fp32 master weights */
   const float *grads;
-  float *slot1;           /* momentum accumulator / rmsprop ms / adam m */
-  float *slot2;           /* rmsprop mom / adam v */
+  float *slot1; /* momentum accumulator / rmsprop ms / adam m */
+  float *slot2; /* rmsprop mom / adam v */
   float learning_rate;
   float weight_decay;
-  float grad_scale;       /* 1 / loss scale */
-  float clip;             /* 0: no clipping */
+  float grad_scale; /* 1 / loss scale */
+  float clip;       /* 0: no clipping */
   float momentum;
-  float rho;              /* rmsprop decay */
+  float rho; /* rmsprop decay */
   float epsilon;
   float beta1, beta2;
   int32_t nesterov;
-  int64_t step;           /* completed updates before this one (adam bias correction) */
+  int64_t step; /* completed updates before this one (adam bias correction) */
 } cnnb_update;
 
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -36,31 +36,31 @@ extern "C" {
 
 typedef struct cnnb_strategy_config {
   uint32_t struct_size;
-  int32_t local_replicas;              /* devices in this process */
-  const cnnb_device_vtable *device;    /* to run device-side copies and kernels */
-  void *const *devices;                /* [local_replicas] device instances; copy what you keep */
-  int64_t param_count;                 /* elements in each arena */
+  int32_t local_replicas;           /* devices in this process */
+  const cnnb_device_vtable *device; /* to run device-side copies and kernels */
+  void *const *devices;             /* [local_replicas] device instances; copy what you keep */
+  int64_t param_count;              /* elements in each arena */
   /* ABI 1.4 */
   /* The arena's variables: variable i is [variable_bounds[i], variable_bounds[i + 1]),
    * in arena order, num_variables + 1 entries ending at param_count (what a parameter
    * server shards by; a bucket never splits a variable). */
   const int64_t *variable_bounds;
   int32_t num_variables;
-  uint32_t precision;                  /* cnnb_precision of the replicas' compute */
-  const char *all_reduce_spec;         /* --all_reduce_spec, "" when not given */
-  double collective_timeout_s;         /* --collective_timeout_s (> 0): the longest wait
-                                          for another process before it counts as lost */
-  int32_t gradient_repacking;          /* --gradient_repacking: 0, or pack into K chunks */
-  int32_t compact_gradient_transfer;   /* --compact_gradient_transfer: send 16-bit
-                                          gradients between processes, sum in fp32 */
+  uint32_t precision;                /* cnnb_precision of the replicas' compute */
+  const char *all_reduce_spec;       /* --all_reduce_spec, "" when not given */
+  double collective_timeout_s;       /* --collective_timeout_s (> 0): the longest wait
+                                        for another process before it counts as lost */
+  int32_t gradient_repacking;        /* --gradient_repacking: 0, or pack into K chunks */
+  int32_t compact_gradient_transfer; /* --compact_gradient_transfer: send 16-bit
+                                        gradients between processes, sum in fp32 */
   /* ABI 1.8 */
-  int32_t auto_loss_scale;             /* --fp16_enable_auto_loss_scale: an update whose
-                                          gradients are not all finite is skipped (and the
-                                          scale lowered): a strategy that applies updates
-                                          itself checks them first */
+  int32_t auto_loss_scale; /* --fp16_enable_auto_loss_scale: an update whose
+                              gradients are not all finite is skipped (and the
+                              scale lowered): a strategy that applies updates
+                              itself checks them first */
   int32_t reserved;
-  const char *device_name;             /* the devices' plugin as the user picked it
-                                          (--device), for messages */
+  const char *device_name; /* the devices' plugin as the user picked it
+                              (--device), for messages */
 } cnnb_strategy_config;
 
 typedef struct cnnb_strategy_vtable {
@@ -80,8 +80,7 @@ typedef struct cnnb_strategy_vtable {
   cnnb_status (*broadcast_params)(void *strategy, float *const *params, int64_t count);
   /* [required] [step-thread] per bucket per training step: grads[replica] + offset ..
    * + count is final on every local replica. May start communication and return. */
-  cnnb_status (*bucket_ready)(void *strategy, float *const *grads, int64_t offset,
-                              int64_t count);
+  cnnb_status (*bucket_ready)(void *strategy, float *const *grads, int64_t offset, int64_t count);
   /* [required] [step-thread] per training step: waits until every announced bucket is
    * averaged on every replica. */
   cnnb_status (*finish_step)(void *strategy, float *const *grads);
@@ -151,7 +150,8 @@ typedef struct cnnb_strategy_optimizer_state {
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_strategy_config, param_count) == 24, "ABI: 1.0 layout moved");
-_Static_assert(offsetof(cnnb_strategy_config, compact_gradient_transfer) == 68, "ABI: 1.4 layout moved");
+_Static_assert(offsetof(cnnb_strategy_config, compact_gradient_transfer) == 68,
+               "ABI: 1.4 layout moved");
 _Static_assert(sizeof(cnnb_strategy_config) == 88, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_strategy_vtable, finish_step) == 56, "ABI: 1.0 layout moved");
 _Static_assert(offsetof(cnnb_strategy_vtable, allgather) == 72, "ABI: 1.3 layout moved");
