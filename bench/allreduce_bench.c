@@ -135,9 +135,7 @@ static int bench_mpi(int64_t min_bytes, int64_t max_bytes) {
   if (rank == 0) {
     char title[160];
     snprintf(title, sizeof title,
-             "MPI_Allreduce across %d ranks (MPI_IN_PLACE); time of the "
-             "slowest rank",
-             size);
+             "MPI_Allreduce across %d ranks (MPI_IN_PLACE); time of the slowest rank", size);
     header(title);
   }
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {

@@ -108,8 +108,7 @@ START_TEST(overfits_a_fixed_batch) {
   int top1 = 0, top5 = 0;
   ck_assert_int_eq(cnnb_executor_accuracy(ex, labels, &top1, &top5), CNNB_OK);
   printf("test_device_overfit (%s): loss %.4f -> %.5f in %d steps, top-1 %d/%d; arena %.1f KiB "
-         "(%.1f KiB "
-         "without reuse)\n",
+         "(%.1f KiB without reuse)\n",
          name, first, loss, STEPS, top1, BATCH, cnnb_executor_peak_bytes(ex) / 1024.0,
          cnnb_executor_naive_bytes(ex) / 1024.0);
   ck_assert_msg(first > 1.5f, "initial loss %g: expected about ln(10)", first);

@@ -200,8 +200,7 @@ static int check_all(tool *t) {
 
 static void usage(void) {
   fprintf(stderr, "usage: checkpoint_keys --model=NAME [--data_name=imagenet] "
-                  "[--num_classes=N] [--extras]\n"
-                  "       checkpoint_keys --all [--num_classes=N]\n");
+                  "[--num_classes=N] [--extras]\n       checkpoint_keys --all [--num_classes=N]\n");
 }
 
 int main(int argc, char **argv) {

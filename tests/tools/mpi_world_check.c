@@ -168,9 +168,8 @@ static void check_nodes(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
     int32_t first = rank / per_node * per_node;
     int32_t want_size = size - first < per_node ? size - first : per_node;
     CHECK(local == rank - first && local_size == want_size,
-          "regrouped by %d: local rank %d of "
-          "%d, want %d of %d",
-          (int)per_node, (int)local, (int)local_size, (int)(rank - first), (int)want_size);
+          "regrouped by %d: local rank %d of %d, want %d of %d", (int)per_node, (int)local,
+          (int)local_size, (int)(rank - first), (int)want_size);
     CHECK(mpi_world_num_nodes(w) == (size + per_node - 1) / per_node, "%d nodes",
           (int)mpi_world_num_nodes(w));
   }

@@ -152,9 +152,8 @@ static void compare(const float *got, const float *want, int64_t n, const char *
   for (int64_t i = 0; i < n; i++)
     if (memcmp(&got[i], &want[i], sizeof *got) != 0 && wrong++ == 0) first = i;
   CHECK(wrong == 0,
-        "%s: %lld of %lld elements differ from the reference, first [%lld]: %.9g, "
-        "want %.9g",
-        what, (long long)wrong, (long long)n, (long long)first, first >= 0 ? got[first] : 0.0,
+        "%s: %lld of %lld elements differ from the reference, first [%lld]: %.9g, want %.9g", what,
+        (long long)wrong, (long long)n, (long long)first, first >= 0 ? got[first] : 0.0,
         first >= 0 ? want[first] : 0.0);
 }
 

@@ -97,13 +97,9 @@ static void emit_levels(void) {
 
 START_TEST(log_prefix_and_level) {
   char *text = capture_stderr(emit_levels);
-  ck_assert_str_eq(text, "cpu: oneDNN 2.6\n"
-                         "cpu: warning: slow path\n"
-                         "cpu: error: bad thing\n"
-                         "cpu: debug: shown at debug\n"
-                         "cnnbench: error: core says hi\n"
-                         "other: still at info\n"
-                         "[rank 3] cpu: error: tagged\n");
+  ck_assert_str_eq(text, "cpu: oneDNN 2.6\ncpu: warning: slow path\ncpu: error: bad thing\n"
+                         "cpu: debug: shown at debug\ncnnbench: error: core says hi\n"
+                         "other: still at info\n[rank 3] cpu: error: tagged\n");
   free(text);
 }
 END_TEST

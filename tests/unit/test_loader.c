@@ -317,8 +317,7 @@ START_TEST(newer_minor_is_accepted) {
   ck_assert_int_eq(st, CNNB_OK);
   char want[128];
   snprintf(want, sizeof want,
-           "libfixture_newer.so: built for cnnbench ABI 1.99, newer than this "
-           "host's %d.%d: loaded",
+           "libfixture_newer.so: built for cnnbench ABI 1.99, newer than this host's %d.%d: loaded",
            CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
   ck_assert_contains(log, want);
   ck_assert_contains(log, "ignored");
@@ -743,14 +742,12 @@ START_TEST(slot_tags_match_the_loader) {
     ck_assert_msg(slots >= 3, "%s: only %zu slots found", kinds[k].vtable, slots);
     size_t num_loader = cnnb_loader_required_slots(kinds[k].kind, loader, 64);
     ck_assert_msg(num_loader == num_tagged,
-                  "%s: the header tags %zu slots [required], the loader "
-                  "checks %zu",
+                  "%s: the header tags %zu slots [required], the loader checks %zu",
                   kinds[k].vtable, num_tagged, num_loader);
     for (size_t i = 0; i < num_tagged; i++)
       ck_assert_msg(strcmp(tagged[i], loader[i]) == 0,
-                    "%s: slot %zu is %s in the header, %s in "
-                    "the loader",
-                    kinds[k].vtable, i, tagged[i], loader[i]);
+                    "%s: slot %zu is %s in the header, %s in the loader", kinds[k].vtable, i,
+                    tagged[i], loader[i]);
   }
   /* The descriptor's function pointers are tagged too (both optional). */
   const char *tagged[8];

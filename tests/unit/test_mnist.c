@@ -652,9 +652,8 @@ START_TEST(render_matches_pad_crop_flip) {
                 want = sy >= 0 && sy < SIDE && sx >= 0 && sx < SIDE ? src[sy * SIDE + sx] : 0;
               }
               ck_assert_msg(out[y * side + x] == want,
-                            "%d: dx %d dy %d flip %d: (%d, %d) is %d, "
-                            "want %d",
-                            side, dx, dy, flip, y, x, out[y * side + x], want);
+                            "%d: dx %d dy %d flip %d: (%d, %d) is %d, want %d", side, dx, dy, flip,
+                            y, x, out[y * side + x], want);
             }
         }
 }
@@ -839,8 +838,7 @@ START_TEST(bad_magic_and_dimensions) {
   gzipped.data[1] = 0x8b;
   gzipped.data[2] = 8;
   refused_with("train-labels-idx1-ubyte", gzipped, CNNB_EDATA,
-               "gzip-compressed (an IDX labels "
-               "file starts with 0x00000801): name it .gz");
+               "gzip-compressed (an IDX labels file starts with 0x00000801): name it .gz");
 }
 END_TEST
 
@@ -909,8 +907,7 @@ START_TEST(bad_gz_files) {
    * there, its CRC and length are not). */
   bytes b = gzip_bytes(images_file(TRAIN, uniform_value));
   refused_with(images, cut(b, b.size / 2), CNNB_EDATA,
-               "truncated gzip stream: the compressed "
-               "data ends after");
+               "truncated gzip stream: the compressed data ends after");
   b = gzip_bytes(images_file(TRAIN, uniform_value));
   refused_with(images, cut(b, 8), CNNB_EDATA,
                "inside a member (before its CRC and length trailer)");

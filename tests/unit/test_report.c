@@ -157,19 +157,11 @@ START_TEST(header_exact) {
                           .all_reduce = NULL};
   char *text = NULL;
   CAPTURE(text, cnnb_report_print_header(out, &h));
-  ck_assert_str_eq(text, "cnnbench:    0.1.0\n"
-                         "Model:       trivial\n"
-                         "Dataset:     imagenet (synthetic)\n"
-                         "Mode:        training\n"
-                         "Batch size:  32 global\n"
-                         "             32 per device\n"
-                         "Num batches: 100\n"
-                         "Num epochs:  0.00\n"
-                         "Devices:     ['/cpu:0']\n"
-                         "Data format: NCHW\n"
-                         "Optimizer:   sgd\n"
-                         "Variables:   independent\n"
-                         "==========\n");
+  ck_assert_str_eq(text, "cnnbench:    0.1.0\nModel:       trivial\n"
+                         "Dataset:     imagenet (synthetic)\nMode:        training\n"
+                         "Batch size:  32 global\n             32 per device\nNum batches: 100\n"
+                         "Num epochs:  0.00\nDevices:     ['/cpu:0']\nData format: NCHW\n"
+                         "Optimizer:   sgd\nVariables:   independent\n==========\n");
   free(text);
 
   static const char *const two[] = {"/cuda:0", "/cuda:1"};

@@ -166,15 +166,12 @@ START_TEST(evaluation_refusals_name_the_flags) {
       {{"--eval", "--num_eval_epochs=0"}, "--num_eval_epochs=0: must be > 0"},
       {{"--eval", "--num_eval_epochs=-1"}, "--num_eval_epochs=-1: must be > 0"},
       {{"--num_eval_batches=3"},
-       "--num_eval_batches sizes an evaluation, and this run "
-       "evaluates nothing"},
+       "--num_eval_batches sizes an evaluation, and this run evaluates nothing"},
       {{"--forward_only", "--num_eval_epochs=1"}, "--num_eval_epochs sizes an evaluation"},
       {{"--num_eval_batches=3", "--num_eval_epochs=1"},
-       "--num_eval_batches and "
-       "--num_eval_epochs both given"},
+       "--num_eval_batches and --num_eval_epochs both given"},
       {{"--eval_during_training_every_n_steps=5", "--eval_during_training_every_n_epochs=1"},
-       "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both "
-       "given"},
+       "--eval_during_training_every_n_steps and --eval_during_training_every_n_epochs both given"},
       {{"--eval_during_training_every_n_steps=5", "--eval"},
        "--eval_during_training_every_n_steps and --eval both given"},
       {{"--eval_during_training_every_n_epochs=1", "--forward_only"},

@@ -218,9 +218,8 @@ void cnnb_trace_event(const cnnb_ctx *ctx, const char *track, const char *name, 
       pthread_mutex_unlock(&t->lock);
       if (warn)
         cnnb_log(ctx, CNNB_LOG_WARN,
-                 "trace event '%s' on '%s': args dropped, not a JSON object "
-                 "(%s)",
-                 name ? name : "", track ? track : "", args ? "another JSON value" : error.text);
+                 "trace event '%s' on '%s': args dropped, not a JSON object (%s)", name ? name : "",
+                 track ? track : "", args ? "another JSON value" : error.text);
       json_decref(args);
       args = NULL;
     }

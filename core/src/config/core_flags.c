@@ -59,8 +59,7 @@ static const core_flag model_and_data[] = {
      "synthetic data is used."},
     {"datasource", CNNB_FLAG_STRING, "", NULL,
      "Datasource plugin to read batches with; empty asks every datasource plugin whether "
-     "it can serve --data_name and --data_dir, and takes the best (synthetic without "
-     "--data_dir)."},
+     "it can serve --data_name and --data_dir, and takes the best (synthetic without --data_dir)."},
     {"num_classes", CNNB_FLAG_INT, "0", NULL,
      "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks)."},
     {"image_size", CNNB_FLAG_INT, "0", NULL,

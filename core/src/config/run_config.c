@@ -103,8 +103,7 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
     return refuse(err, size, "--eval and --forward_only both given: give one of them");
   if (input && (eval || forward))
     return refuse(err, size,
-                  "--input_only and %s both given: --input_only runs no model, so "
-                  "give one of them",
+                  "--input_only and %s both given: --input_only runs no model, so give one of them",
                   eval ? "--eval" : "--forward_only");
   cfg->mode = eval      ? CNNB_MODE_EVAL
               : forward ? CNNB_MODE_FORWARD_ONLY
@@ -141,9 +140,7 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
     double e = cnnb_flags_float(flags, "eval_during_training_every_n_epochs");
     if (!(e > 0.0) || e > 1e9)
       return refuse(err, size,
-                    "--eval_during_training_every_n_epochs=%g: must be > 0 and at "
-                    "most 1e9",
-                    e);
+                    "--eval_during_training_every_n_epochs=%g: must be > 0 and at most 1e9", e);
     cfg->eval_every_n_epochs = e;
   }
   cfg->eval_during_training = by_steps || by_epochs;
@@ -152,8 +149,7 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");
   if (batches && epochs)
     return refuse(err, size,
-                  "--num_eval_batches and --num_eval_epochs both given: give one "
-                  "of them");
+                  "--num_eval_batches and --num_eval_epochs both given: give one of them");
   if ((batches || epochs) && cfg->mode != CNNB_MODE_EVAL && !cfg->eval_during_training)
     return refuse(err, size,
                   "%s sizes an evaluation, and this run evaluates nothing: give it "
@@ -363,8 +359,7 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
     if (!cnnb_flags_is_set(flags, saving[i])) continue;
     if (!*cfg->train_dir)
       return refuse(err, size,
-                    "--%s given without --train_dir: name the directory to save "
-                    "checkpoints in",
+                    "--%s given without --train_dir: name the directory to save checkpoints in",
                     saving[i]);
     if (!training)
       return refuse(err, size, "--%s given with %s: only training saves checkpoints", saving[i],

@@ -756,8 +756,7 @@ cnnb_status cnnb_executor_set_uint8_input(cnnb_executor *ex, const cnnb_device_u
                                           const float *scale, const float *offset) {
   if (!ext || !ext->input_from_host_uint8 || !scale || !offset)
     return cnnb_error(ex->ctx, CNNB_EINVAL,
-                      "executor: uint8 input without the device's "
-                      "conversion or the normalization");
+                      "executor: uint8 input without the device's conversion or the normalization");
   int32_t channels = 0;
   for (int32_t i = 0; i < ex->n; ++i)
     if (cnnb_graph_node(ex->g, i)->op == CNNB_OP_INPUT)

@@ -114,8 +114,7 @@ static cnnb_status alloc_slot(cnnb_trainer *tr, float **slot, float value) {
   float *host = malloc((size_t)chunk_count * sizeof(float));
   if (!host)
     return cnnb_error(tr->ctx, CNNB_ENOMEM,
-                      "trainer: out of memory for %lld floats to "
-                      "initialise the optimizer slots",
+                      "trainer: out of memory for %lld floats to initialise the optimizer slots",
                       (long long)chunk_count);
   for (int64_t i = 0; i < chunk_count; ++i) host[i] = value;
   for (int64_t off = 0; off < count && st == CNNB_OK; off += chunk_count) {

@@ -307,9 +307,7 @@ static bool infer_reshape(cnnb_op_request *r) {
     return cnnb_op_refuse(r, "target [%d, %d, %d] (C, H, W) needs every dimension >= 1", c, h, w);
   if ((int64_t)c * h * w != per)
     return cnnb_op_refuse(
-        r,
-        "input [%d, %d, %d, %d] has %lld elements per image, target [%d, %d, %d, %d] "
-        "has %lld",
+        r, "input [%d, %d, %d, %d] has %lld elements per image, target [%d, %d, %d, %d] has %lld",
         in.n, in.c, in.h, in.w, (long long)per, in.n, c, h, w, (long long)c * h * w);
   r->node.shape = (cnnb_shape){in.n, c, h, w};
   return true;

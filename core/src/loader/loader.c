@@ -494,8 +494,7 @@ void cnnb_loader_register_flags(cnnb_loader *l, cnnb_flags *flags) {
       CNNB_GUARDED(p->path, "register_flags", p->desc.name, st = p->desc.register_flags(registry));
     if (st != CNNB_OK)
       cnnb_log(l->ctx, CNNB_LOG_WARN,
-               "%s (%s): declaring its flags failed (%s)%s%s; they are "
-               "missing from this run",
+               "%s (%s): declaring its flags failed (%s)%s%s; they are missing from this run",
                p->desc.name, p->path, cnnb_status_name(st), cnnb_flags_error(flags)[0] ? ": " : "",
                cnnb_flags_error(flags));
   }

@@ -146,8 +146,7 @@ static cnnb_status reject_dlopen(loader_plugin *p, const char *dlerr) {
   if (loader_elf_problem(p->path, elf, sizeof elf)) {
     if (strstr(elf, "truncated"))
       return reject(p,
-                    "%s: the copy is incomplete or damaged: rebuild or reinstall it "
-                    "(dlopen: %s)",
+                    "%s: the copy is incomplete or damaged: rebuild or reinstall it (dlopen: %s)",
                     elf, dlerr);
     return reject(p,
                   "%s: it is not a cnnbench plugin for this machine; a plugin is a .so built "
@@ -285,8 +284,7 @@ static cnnb_status check_descriptor(cnnb_loader *l, loader_plugin *p, const cnnb
   if (d->struct_size < DESC_SIZE_1_0)
     return reject(p,
                   "its descriptor is %u bytes, ABI %d.0 needs at least %zu: fill it with "
-                  "CNNB_PLUGIN_HEAD(), set its other fields, and rebuild it against the %d.x "
-                  "SDK",
+                  "CNNB_PLUGIN_HEAD(), set its other fields, and rebuild it against the %d.x SDK",
                   d->struct_size, CNNB_ABI_MAJOR, DESC_SIZE_1_0, CNNB_ABI_MAJOR);
   memcpy(&p->desc, d, sizeof p->desc); /* d->struct_size >= sizeof: what the host knows */
   p->desc.struct_size = (uint32_t)sizeof p->desc;

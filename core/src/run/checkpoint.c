@@ -294,8 +294,7 @@ static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safete
   snprintf(mine, sizeof mine, "%d", (int)run->facts.num_classes);
   if (classes && strcmp(classes, mine) != 0)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "checkpoint %s has %s classes, this run %s (--num_classes, "
-                      "--data_name)",
+                      "checkpoint %s has %s classes, this run %s (--num_classes, --data_name)",
                       path, classes, mine);
   return CNNB_OK;
 }
@@ -412,9 +411,8 @@ static cnnb_status restore_optimizer(cnnb_run *run) {
     double v = strtod(scale, &end);
     if (end == scale || *end || !(v > 0) || !isfinite(v))
       return cnnb_error(run->ctx, CNNB_EINVAL,
-                        "checkpoint %s: metadata %s=\"%s\" is not a loss "
-                        "scale",
-                        path, META("loss_scale"), scale);
+                        "checkpoint %s: metadata %s=\"%s\" is not a loss scale", path,
+                        META("loss_scale"), scale);
     state.loss_scale = (float)v;
   }
   state.updates = updates;

@@ -151,9 +151,8 @@ static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
   double steps = ceil(epochs * (double)examples / global);
   if (!(steps >= 1.0 && steps <= (double)(INT64_MAX / 4)))
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "--num_eval_epochs=%g: that is %g batches, more "
-                      "than a run can count",
-                      epochs, steps);
+                      "--num_eval_epochs=%g: that is %g batches, more than a run can count", epochs,
+                      steps);
   e->num_batches = (int64_t)steps;
   return CNNB_OK;
 }
@@ -266,8 +265,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
     st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the evaluation's accuracy");
   if (st != CNNB_OK) return st;
   cnnb_log(run->ctx, CNNB_LOG_INFO,
-           "evaluation at step %lld took %.3f s (left out of the "
-           "training's images/sec)",
+           "evaluation at step %lld took %.3f s (left out of the training's images/sec)",
            (long long)step, cnnb_now_seconds() - start);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);

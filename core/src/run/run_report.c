@@ -69,8 +69,7 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, F
   if (world->size > 1) {
     char note[160];
     snprintf(note, sizeof note,
-             "%d ranks: every rank's images over the slowest rank's time, "
-             "gathered by the strategy",
+             "%d ranks: every rank's images over the slowest rank's time, gathered by the strategy",
              (int)world->size);
     cnnb_report_print_total_note(out, images_per_sec, note);
   } else {

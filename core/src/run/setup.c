@@ -144,8 +144,7 @@ static cnnb_status build_graph(cnnb_run *run) {
                       cnnb_graph_error(run->graph));
   if (cnnb_graph_logits(run->graph) == CNNB_NO_TENSOR)
     return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "%s: it returned OK without setting its logits "
-                      "(cnnb_graph_set_logits)",
+                      "%s: it returned OK without setting its logits (cnnb_graph_set_logits)",
                       what);
   /* The loss is added even for forward-only runs: it costs one small node and lets the
    * report print total_loss as tf_cnn_benchmarks does. */
@@ -380,9 +379,7 @@ static cnnb_status continue_stream(cnnb_run *run, int32_t index) {
     return CNNB_OK;
   }
   char what[256];
-  snprintf(what, sizeof what,
-           "datasource %s (replica %d) continuing its stream after %lld "
-           "batches",
+  snprintf(what, sizeof what, "datasource %s (replica %d) continuing its stream after %lld batches",
            datasource->name, (int)index, (long long)start);
   cnnb_status st;
   CNNB_PLUGIN_CALL(st, run->ctx, datasource, "skip_batches", r->datasource_ctx, what,

@@ -438,10 +438,8 @@ static cnnb_status finish_steps(step_loop *loop) {
     int64_t recorded = 0, replayed = 0;
     cnnb_executor_step_graph_counts(run->replicas[0].executor, &recorded, &replayed);
     cnnb_log(run->ctx, CNNB_LOG_INFO,
-             "--cuda_graphs: %lld recording(s), %lld of %lld steps "
-             "replayed",
-             (long long)recorded, (long long)replayed,
-             (long long)(cfg->num_warmup_batches + loop->steps_run));
+             "--cuda_graphs: %lld recording(s), %lld of %lld steps replayed", (long long)recorded,
+             (long long)replayed, (long long)(cfg->num_warmup_batches + loop->steps_run));
   }
   if (loop->training && *cfg->train_dir && loop->saved_step != end_step &&
       (st = cnnb_checkpoint_save(run, end_step)) != CNNB_OK)

@@ -171,8 +171,7 @@ static cnnb_status check_no_stranger(cnnb_ctx *ctx, const cnnb_safetensors *f, c
       if (v != 1.0f)
         return cnnb_error(ctx, CNNB_EINVAL,
                           "checkpoint %s: '%s' holds a learned batch-norm "
-                          "scale (element %zu is %g), but this model's batch norm '%s' learns "
-                          "none",
+                          "scale (element %zu is %g), but this model's batch norm '%s' learns none",
                           path, t->name, k, (double)v, cnnb_graph_node(g, scale_less)->name);
     }
   }
@@ -198,8 +197,7 @@ cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const 
     shape_text(t->ndims, t->dims, have, sizeof have);
     shape_text(p->ndims, dims, want, sizeof want);
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "checkpoint %s: tensor '%s' is %s %s; this model's "
-                      "parameter %s is F32 %s",
+                      "checkpoint %s: tensor '%s' is %s %s; this model's parameter %s is F32 %s",
                       path, name, t->dtype == CNNB_ST_F32 ? "F32" : "not F32", have, p->name, want);
   }
   *out = t;

@@ -176,8 +176,7 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name,
   int64_t expected = info ? (s->training ? info->train_examples : info->eval_examples) : 0;
   if (cfg->rank == 0 && expected > 0 && count != expected)
     cnnb_log(ctx, CNNB_LOG_WARN,
-             "%s holds %lld %s examples where CIFAR-10 has %lld: an epoch "
-             "here is %lld examples",
+             "%s holds %lld %s examples where CIFAR-10 has %lld: an epoch here is %lld examples",
              dir, (long long)count, s->training ? "training" : "test", (long long)expected,
              (long long)count);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shard %d of %d: %lld %s examples from %s", cfg->rank,

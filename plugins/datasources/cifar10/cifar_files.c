@@ -119,9 +119,7 @@ static int read_file(const char *path, int64_t records, cifar_set *set, int64_t 
     if (fread(record, 1, sizeof record, f) != sizeof record) {
       int bad = ferror(f);
       fclose(f);
-      fail(err, err_size,
-           "%s: %s at record %lld of %lld (did the file change while it was "
-           "read?)",
+      fail(err, err_size, "%s: %s at record %lld of %lld (did the file change while it was read?)",
            path, bad ? "read error" : "ended early", (long long)r, (long long)records);
       return bad ? CIFAR_IO_ERROR : CIFAR_BAD_DATA;
     }

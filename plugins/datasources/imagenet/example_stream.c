@@ -88,8 +88,7 @@ static void start_epoch(example_stream *s) {
 static int end_epoch(example_stream *s, char *err, size_t err_size) {
   if (s->yielded_this_epoch == 0) {
     snprintf(err, err_size,
-             "%s: a whole epoch of shard %d of %d gave no example "
-             "(%lld records or files visited)",
+             "%s: a whole epoch of shard %d of %d gave no example (%lld records or files visited)",
              s->cfg.layout->where, (int)s->cfg.shard, (int)s->cfg.num_shards,
              (long long)s->visited_this_epoch);
     return -1;
@@ -416,9 +415,7 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
   s->record_sharding = layout->kind == LAYOUT_TFRECORD &&
                        layout->num_files < (size_t)cfg->num_shards;
   if (layout->kind == LAYOUT_FOLDER && s->count < (size_t)cfg->num_shards) {
-    snprintf(err, err_size,
-             "%s: %zu images cannot give each of %d shards (ranks x replicas) "
-             "one",
+    snprintf(err, err_size, "%s: %zu images cannot give each of %d shards (ranks x replicas) one",
              layout->where, s->count, (int)cfg->num_shards);
     stream_destroy(s);
     return -1;

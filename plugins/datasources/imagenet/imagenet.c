@@ -85,9 +85,8 @@ static cnnb_status parse_triple(cnnb_ctx *ctx, const char *flag, float out[3], i
     if (end == p || (c < 2 && *end != ',') || (c == 2 && *end != '\0') ||
         (positive && !(out[c] > 0)))
       return cnnb_error(ctx, CNNB_EINVAL,
-                        "--%s=%s: expected three %snumbers separated by "
-                        "commas (R,G,B)",
-                        flag, text, positive ? "positive " : "");
+                        "--%s=%s: expected three %snumbers separated by commas (R,G,B)", flag, text,
+                        positive ? "positive " : "");
     p = end + 1;
   }
   return CNNB_OK;
@@ -169,8 +168,7 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   *out = NULL;
   if (cfg->channels != 3)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "imagenet: the model wants %d input channels; JPEG "
-                      "images give 3 (RGB)",
+                      "imagenet: the model wants %d input channels; JPEG images give 3 (RGB)",
                       cfg->channels);
   if (cfg->batch_size <= 0 || cfg->height <= 0 || cfg->width <= 0)
     return cnnb_error(ctx, CNNB_EINVAL, "imagenet: batch %d of %dx%d images is empty",
@@ -178,8 +176,7 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   int resize = resize_method_parse(cnnb_flag_string(ctx, RESIZE_FLAG));
   if (resize < 0)
     return cnnb_error(ctx, CNNB_EINVAL,
-                      "--%s=%s: expected bilinear, nearest, bicubic, area or "
-                      "round_robin",
+                      "--%s=%s: expected bilinear, nearest, bicubic, area or round_robin",
                       RESIZE_FLAG, cnnb_flag_string(ctx, RESIZE_FLAG));
   int64_t threads = cnnb_flag_int(ctx, THREADS_FLAG);
   if (threads < 0 || threads > 1024)

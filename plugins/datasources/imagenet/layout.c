@@ -209,8 +209,7 @@ int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_
   }
   if (out->folder.num_classes + out->label_offset > num_classes) {
     snprintf(err, err_size,
-             "%s has %d class folders, more than the model's %d classes%s "
-             "(--num_classes)",
+             "%s has %d class folders, more than the model's %d classes%s (--num_classes)",
              out->where, (int)out->folder.num_classes, (int)num_classes,
              imagenet ? " less the unused label 0" : "");
     layout_free(out);

@@ -129,8 +129,7 @@ static cnnb_status start_threads(pipeline *p) {
   for (int64_t i = 0; i < p->num_slots; i++)
     if (!(p->slots[i].image = malloc(bytes)))
       return cnnb_error(p->cfg.ctx, CNNB_ENOMEM,
-                        "imagenet: out of memory for %lld decoded "
-                        "images of %zu bytes",
+                        "imagenet: out of memory for %lld decoded images of %zu bytes",
                         (long long)p->num_slots, bytes);
   int rc = pthread_create(&p->reader, NULL, read_examples, p);
   if (rc != 0)
@@ -245,14 +244,12 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
 cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch) {
   if (p->started || p->stream_moved)
     return cnnb_error(p->cfg.ctx, CNNB_EINVAL,
-                      "imagenet: the stream can be skipped only once, "
-                      "before its first batch");
+                      "imagenet: the stream can be skipped only once, before its first batch");
   p->stream_moved = true;
   char err[1024];
   if (stream_skip(p->stream, examples, epoch, err, sizeof err) != 0)
     return cnnb_error(p->cfg.ctx, CNNB_EDATA,
-                      "imagenet: continuing the stream after %lld "
-                      "examples: %s",
+                      "imagenet: continuing the stream after %lld examples: %s",
                       (long long)examples, err);
   /* No thread runs yet: the counters are the seeds' indices, and slot k % ring_slots is
    * as empty as any. */

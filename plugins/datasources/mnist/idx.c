@@ -83,9 +83,8 @@ static int check_magic(const uint8_t *m, int ndims, const char *name, char *err,
                 name, magic, kind_name(ndims), want);
   if (m[0] != 0 || m[1] != 0)
     return fail(IDX_BAD_DATA, err, err_size,
-                "%s: bad magic 0x%08x: not an IDX file (an IDX %s "
-                "file starts with 0x%08x)",
-                name, magic, kind_name(ndims), want);
+                "%s: bad magic 0x%08x: not an IDX file (an IDX %s file starts with 0x%08x)", name,
+                magic, kind_name(ndims), want);
   if (m[2] != IDX_TYPE_UBYTE)
     return fail(IDX_BAD_DATA, err, err_size,
                 "%s: bad magic 0x%08x: IDX values of type 0x%02x, "
@@ -138,16 +137,14 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   if (rc != IDX_OK) return source_failed(rc, name, err, err_size);
   if (got < MAGIC_BYTES)
     return fail(IDX_BAD_DATA, err, err_size,
-                "%s: truncated: %zu bytes%s, shorter than the "
-                "4-byte IDX magic number",
-                name, got, counted);
+                "%s: truncated: %zu bytes%s, shorter than the 4-byte IDX magic number", name, got,
+                counted);
   if ((rc = check_magic(header, ndims, name, err, err_size)) != IDX_OK) return rc;
   rc = read_full(src, header + MAGIC_BYTES, header_size - MAGIC_BYTES, &got, err, err_size);
   if (rc != IDX_OK) return source_failed(rc, name, err, err_size);
   if (MAGIC_BYTES + got < header_size)
     return fail(IDX_BAD_DATA, err, err_size,
-                "%s: truncated: %zu bytes%s, shorter than the "
-                "%zu-byte header of an IDX %s file",
+                "%s: truncated: %zu bytes%s, shorter than the %zu-byte header of an IDX %s file",
                 name, MAGIC_BYTES + got, counted, header_size, kind_name(ndims));
 
   idx_data d = {.ndims = ndims, .bytes = 1};
@@ -156,9 +153,8 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   for (int i = 0; i < ndims; i++) {
     if (d.dims[i] == 0)
       return fail(IDX_BAD_DATA, err, err_size,
-                  "%s: dimensions %s: dimension %d is 0, so the "
-                  "file holds no %s",
-                  name, dims_text(&d, dims, sizeof dims), i + 1, kind_name(ndims));
+                  "%s: dimensions %s: dimension %d is 0, so the file holds no %s", name,
+                  dims_text(&d, dims, sizeof dims), i + 1, kind_name(ndims));
     d.bytes *= d.dims[i];
     if (d.bytes > IDX_MAX_PAYLOAD) /* checked as it grows: 3 uint32s overflow 64 bits */
       return fail(IDX_BAD_DATA, err, err_size,
@@ -201,8 +197,7 @@ int idx_load(idx_source *src, const char *name, int ndims, idx_data *out, char *
   if (got < d.bytes) {
     idx_data_free(&d);
     return fail(IDX_BAD_DATA, err, err_size,
-                "%s: truncated%s: its dimensions %s need %llu "
-                "bytes, and the data ends after %llu",
+                "%s: truncated%s: its dimensions %s need %llu bytes, and the data ends after %llu",
                 name, counted, dims, (unsigned long long)total,
                 (unsigned long long)(header_size + got));
   }

@@ -238,14 +238,11 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
   int64_t expected = info ? (cfg->training ? info->train_examples : info->eval_examples) : 0;
   if (cfg->rank == 0 && expected > 0 && set->count != expected)
     cnnb_log(ctx, CNNB_LOG_WARN,
-             "%s holds %lld %s examples where MNIST has %lld: an epoch here "
-             "is %lld examples",
+             "%s holds %lld %s examples where MNIST has %lld: an epoch here is %lld examples",
              paths.images, (long long)set->count, cfg->training ? "training" : "test",
              (long long)expected, (long long)set->count);
   if (cfg->rank == 0 && (cfg->height != MNIST_SIDE || cfg->width != MNIST_SIDE))
-    cnnb_log(ctx, CNNB_LOG_INFO,
-             "the 28x28 images are padded with background to the model's "
-             "%dx%d",
+    cnnb_log(ctx, CNNB_LOG_INFO, "the 28x28 images are padded with background to the model's %dx%d",
              cfg->height, cfg->width);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "shard %d of %d: %lld %s examples from %s and %s%s", cfg->rank,
            cfg->world_size, (long long)set->count, cfg->training ? "training" : "test",

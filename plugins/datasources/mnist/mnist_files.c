@@ -81,9 +81,8 @@ int mnist_find_files(const char *data_dir, int training, mnist_paths *paths, cha
                 strerror(errno), wanted);
   if (!S_ISDIR(st.st_mode))
     return fail(-1, err, err_size,
-                "--data_dir=%s is not a directory (looked for the IDX files "
-                "%s in it)",
-                data_dir, wanted);
+                "--data_dir=%s is not a directory (looked for the IDX files %s in it)", data_dir,
+                wanted);
   char missing_top[128], missing_sub[128], sub[4096];
   if (find_in(data_dir, files, paths, missing_top, sizeof missing_top)) return 0;
   snprintf(sub, sizeof sub, "%s/%s", data_dir, SUBFOLDER);
@@ -137,8 +136,7 @@ int mnist_load(const mnist_paths *paths, mnist_set *set, char *err, size_t err_s
   }
   if (labels.dims[0] != images.dims[0]) {
     fail(IDX_BAD_DATA, err, err_size,
-         "%s holds %u labels and %s %u images: the two files of a "
-         "split have one label per image",
+         "%s holds %u labels and %s %u images: the two files of a split have one label per image",
          paths->labels, labels.dims[0], paths->images, images.dims[0]);
     idx_data_free(&images);
     idx_data_free(&labels);

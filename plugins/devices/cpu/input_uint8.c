@@ -38,9 +38,7 @@ cnnb_status cpu_input_from_host_uint8(void *device, const cnnb_graph *g, cnnb_te
   const cnnb_node *node = cnnb_graph_node(g, t);
   if (node->op != CNNB_OP_INPUT)
     return cnnb_error(d->ctx, CNNB_EINVAL,
-                      "cpu: uint8 images go into the graph's input, not "
-                      "node '%s'",
-                      node->name);
+                      "cpu: uint8 images go into the graph's input, not node '%s'", node->name);
   cnnb_shape s = node->shape;
   cpu_threads_apply(d);
   dnnl_memory_desc_t plain = cpu_md_nchw(s, dnnl_f32);

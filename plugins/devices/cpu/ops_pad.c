@@ -138,8 +138,7 @@ cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int
   cnnb_status st = CNNB_OK;
   if (node->num_inputs != 1 || before < 0 || after < 0 || ys.c != before + xs.c + after) {
     st = cnnb_error(d->ctx, CNNB_EINVAL,
-                    "cpu: pad_channels '%s': %d inputs, pads %d, %d, "
-                    "%d channels in, %d out",
+                    "cpu: pad_channels '%s': %d inputs, pads %d, %d, %d channels in, %d out",
                     node->name, node->num_inputs, before, after, xs.c, ys.c);
     goto done;
   }

@@ -177,8 +177,7 @@ cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index,
                       node->name, in.n, in.c, in.h, in.w, (long long)k);
   if (cnnb_graph_param(g, node->params[0])->count != units * k)
     return cnnb_error(d->ctx, CNNB_EINVAL,
-                      "cuda: dense '%s': weights have %lld elements, "
-                      "expected [%lld, %lld]",
+                      "cuda: dense '%s': weights have %lld elements, expected [%lld, %lld]",
                       node->name, (long long)cnnb_graph_param(g, node->params[0])->count,
                       (long long)units, (long long)k);
   if (node->num_params > 1 && cnnb_graph_param(g, node->params[1])->count != units)
@@ -187,8 +186,7 @@ cnnb_status gpu_prepare_dense(gpu_device *d, const cnnb_graph *g, int32_t index,
                       (long long)cnnb_graph_param(g, node->params[1])->count, (long long)units);
   if (node->shape.n != in.n || node->shape.h != 1 || node->shape.w != 1)
     return cnnb_error(d->ctx, CNNB_EINVAL,
-                      "cuda: dense '%s': output [%d, %d, %d, %d] is not "
-                      "[%d, units, 1, 1]",
+                      "cuda: dense '%s': output [%d, %d, %d, %d] is not [%d, units, 1, 1]",
                       node->name, node->shape.n, node->shape.c, node->shape.h, node->shape.w, in.n);
 
   dense_node *s = gpu_node_new(sizeof *s, &dense_ops, g, index);

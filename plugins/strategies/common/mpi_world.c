@@ -584,8 +584,7 @@ static cnnb_status hierarchical_mpi(mpi_world *w, float *buf, int64_t count, uin
     float *grown = realloc(w->node_sums, (size_t)sums * sizeof *grown);
     if (!grown)
       return cnnb_error(w->ctx, CNNB_ENOMEM,
-                        "out of memory for the node's %d pieces of %lld "
-                        "gradients",
+                        "out of memory for the node's %d pieces of %lld gradients",
                         (int)(w->local_size - 1), (long long)piece);
     w->node_sums = grown;
     w->node_sums_count = sums;

@@ -27,9 +27,8 @@ cnnb_status replica_arenas_init(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, 
   for (int32_t r = 0; r < a->n; r++)
     if (!(a->staging[r] = malloc((size_t)a->count * sizeof(float))))
       return cnnb_error(ctx, CNNB_ENOMEM,
-                        "out of memory for a host copy of replica %d's "
-                        "%lld gradients",
-                        (int)r, (long long)a->count);
+                        "out of memory for a host copy of replica %d's %lld gradients", (int)r,
+                        (long long)a->count);
   return CNNB_OK;
 }
 

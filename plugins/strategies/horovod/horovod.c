@@ -159,8 +159,7 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   if (s->hierarchical) {
     snprintf(s->how, sizeof s->how, "MPI hierarchical, %s between nodes", sent);
     snprintf(hierarchy, sizeof hierarchy,
-             "; hierarchical allreduce over %d node%s (local rank "
-             "%d of %d: %s)",
+             "; hierarchical allreduce over %d node%s (local rank %d of %d: %s)",
              (int)mpi_world_num_nodes(s->world), mpi_world_num_nodes(s->world) == 1 ? "" : "s",
              (int)mpi_world_local_rank(s->world), (int)mpi_world_local_size(s->world),
              mpi_world_local_rank(s->world) == 0 ? "the node's leader" : "not a leader");
@@ -168,8 +167,7 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
     snprintf(s->how, sizeof s->how, "MPI %s", sent);
   }
   cnnb_log(ctx, CNNB_LOG_INFO,
-           "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as "
-           "%s%s%s%s",
+           "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as %s%s%s%s",
            (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world), (double)fusion / (1 << 20),
            sent, s->hierarchical ? " between nodes" : "", hierarchy,
            s->arenas.host_memory ? "" : ", staged through host memory");

@@ -116,8 +116,7 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
   if (st == CNNB_OK && (!(s->vars = malloc(arena)) || !(s->grads = malloc(arena)) ||
                         !(s->pack = malloc((size_t)largest * sizeof(float)))))
     st = cnnb_error(ctx, CNNB_ENOMEM,
-                    "parameter_server: out of memory for host copies of "
-                    "%lld parameters",
+                    "parameter_server: out of memory for host copies of %lld parameters",
                     (long long)s->count);
   if (st == CNNB_OK && !s->sync) st = ps_async_open(s);
   if (st != CNNB_OK) {
@@ -130,10 +129,8 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
              "asynchronous with (its replicas are averaged, as tf's on one worker)");
   if (s->rank < s->num_ps)
     cnnb_log(ctx, CNNB_LOG_INFO,
-             "parameter server %d of %d: %lld of %lld parameters in "
-             "host memory",
-             (int)s->rank, (int)s->num_ps, (long long)s->shards.shards[s->rank].count,
-             (long long)s->count);
+             "parameter server %d of %d: %lld of %lld parameters in host memory", (int)s->rank,
+             (int)s->num_ps, (long long)s->shards.shards[s->rank].count, (long long)s->count);
   *out = s;
   return CNNB_OK;
 }

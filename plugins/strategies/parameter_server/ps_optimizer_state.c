@@ -25,14 +25,12 @@ static cnnb_status check_args(ps *s, const char *call, int32_t slot, const void 
                               int64_t count) {
   if (slot != 1 && slot != 2)
     return cnnb_error(s->ctx, CNNB_EINVAL,
-                      "parameter_server: %s: slot %d; an optimizer's "
-                      "slots are 1 and 2",
-                      call, (int)slot);
+                      "parameter_server: %s: slot %d; an optimizer's slots are 1 and 2", call,
+                      (int)slot);
   if (count != s->count)
     return cnnb_error(s->ctx, CNNB_EINVAL,
-                      "parameter_server: %s: %lld elements; the arena "
-                      "has %lld",
-                      call, (long long)count, (long long)s->count);
+                      "parameter_server: %s: %lld elements; the arena has %lld", call,
+                      (long long)count, (long long)s->count);
   if (!host) return cnnb_error(s->ctx, CNNB_EINVAL, "parameter_server: %s: no buffer", call);
   return CNNB_OK;
 }
@@ -115,8 +113,7 @@ static cnnb_status judge(ps *s, const restore_record *all, const restore_record 
     const restore_record *o = &all[r];
     if (o->failed)
       return cnnb_error(s->ctx, CNNB_ENOMEM,
-                        "parameter_server: rank %d has no room for the "
-                        "optimizer slots it restores",
+                        "parameter_server: rank %d has no room for the optimizer slots it restores",
                         (int)r);
     if (o->step != 0)
       return cnnb_error(s->ctx, CNNB_EINVAL,
@@ -137,8 +134,7 @@ static cnnb_status judge(ps *s, const restore_record *all, const restore_record 
     if (o->hash != all[0].hash)
       return cnnb_error(s->ctx, CNNB_EINVAL,
                         "parameter_server: rank %d restores other values of "
-                        "optimizer slot %d than rank 0 (did the ranks read different "
-                        "checkpoints?)",
+                        "optimizer slot %d than rank 0 (did the ranks read different checkpoints?)",
                         (int)r, (int)o->slot);
   }
   return CNNB_OK;

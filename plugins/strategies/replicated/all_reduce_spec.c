@@ -85,9 +85,7 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
     r->nccl = true;
   } else if (span_is(name, "mpi")) {
     return refuse(ctx, text,
-                  "the cross-rank part needs a local algorithm before it "
-                  "(xring/mpi):",
-                  s);
+                  "the cross-rank part needs a local algorithm before it (xring/mpi):", s);
   } else {
     return refuse(ctx, text, "unknown algorithm", name);
   }
@@ -95,9 +93,7 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
   if (shards.p) {
     int64_t v = 0;
     if (!parse_count(shards, false, ALL_REDUCE_SPEC_MAX_SHARDS, &v))
-      return refuse(ctx, text,
-                    "the shard count after '#' must be a number from 1 to 1024, "
-                    "not",
+      return refuse(ctx, text, "the shard count after '#' must be a number from 1 to 1024, not",
                     shards);
     r->shards = (int32_t)v;
   }

@@ -215,8 +215,7 @@ static cnnb_status replicated_finish_step(void *strategy, float *const *grads) {
   /* A range never announced would keep one replica's own gradient: a silent wrong mean. */
   if (st == CNNB_OK && s->announced != s->param_count)
     st = cnnb_error(s->ctx, CNNB_EINTERNAL,
-                    "step %lld: the host announced %lld of the %lld "
-                    "gradients before finish_step",
+                    "step %lld: the host announced %lld of the %lld gradients before finish_step",
                     (long long)s->step, (long long)s->announced, (long long)s->param_count);
   timeline_flush(s->timeline);
   s->num_jobs = 0;
@@ -334,9 +333,7 @@ static cnnb_status allocate(replicated *s, const cnnb_strategy_config *cfg) {
   s->job_views = calloc((size_t)s->max_jobs * (size_t)n, sizeof *s->job_views);
   s->pscpu_scratch = malloc((size_t)LOCAL_REDUCE_PSCPU_BLOCK * sizeof(float));
   if (!s->jobs || !s->job_views || !s->pscpu_scratch)
-    return cnnb_error(s->ctx, CNNB_ENOMEM,
-                      "replicated: out of memory for %d ranges of %d "
-                      "replicas",
+    return cnnb_error(s->ctx, CNNB_ENOMEM, "replicated: out of memory for %d ranges of %d replicas",
                       (int)s->max_jobs, (int)n);
   if (s->exchange && s->arenas.host_memory)
     return comm_thread_start(s->ctx, "replicated", &s->comm);
