@@ -10,7 +10,9 @@
 # - the evaluation datasource instances are created with training=0, the training ones
 #   with training=1;
 # - --eval_during_training_every_n_epochs at tf_cnn_benchmarks' steps;
-# - the default batches per evaluation: one validation epoch, rounded up;
+# - the default batches per evaluation: one validation epoch, rounded up; with one
+#   instance exactly the split's examples are counted (the last batch's excess is not),
+#   with several, whole batches;
 # - the training's images/sec leave the evaluations out: with evaluations far longer than
 #   the training, the training's timed seconds (its images over its images/sec) stay
 #   below the evaluations' (which they would exceed if counted);
@@ -81,6 +83,15 @@ echo "ok: every 0.001 epochs at steps $steps"
   >"$tmp/default.out" 2>"$tmp/default.err" || fail "default eval batches: exit $?"
 grep -qE '^Step 1: .*\[10016 examples\]$' "$tmp/default.out" || fail "want ceil(10000 / 32) = 313 batches, 10016 examples"
 echo "ok: one validation epoch by default (313 batches)"
+# One instance reads the split in order: 157 batches of 64, and exactly its 10000 counted.
+"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=64 --num_batches=2 \
+  --num_warmup_batches=0 --eval_during_training_every_n_steps=1 \
+  >"$tmp/exact.out" 2>"$tmp/exact.err" || fail "exact eval: exit $?"
+[ "$(grep -cE '^Step [12]: .*\[10000 examples\]$' "$tmp/exact.out")" -eq 2 ] ||
+  fail "one instance: want both evaluations over exactly 10000 examples"
+grep -q "157 batches of 64 per replica each time (10000 examples" "$tmp/exact.err" ||
+  fail "the setup line does not say 157 batches count 10000 examples"
+echo "ok: one instance counts the split's 10000 examples exactly (157 batches of 64)"
 
 # 5. The training's images/sec leave the evaluations out. alexnet's training step costs
 # about as much as 7 of its inference batches here; 3 training steps of 4 examples and

@@ -802,12 +802,18 @@ cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host) {
 }
 
 cnnb_status cnnb_executor_accuracy(cnnb_executor *ex, const int32_t *labels, int *top1, int *top5) {
+  return cnnb_executor_accuracy_first(ex, labels, INT32_MAX, top1, top5);
+}
+
+cnnb_status cnnb_executor_accuracy_first(cnnb_executor *ex, const int32_t *labels, int32_t count,
+                                         int *top1, int *top5) {
   cnnb_status st = cnnb_executor_logits(ex, ex->host_logits);
   if (st != CNNB_OK) return st;
   cnnb_shape s = cnnb_graph_node(ex->g, ex->logits)->shape;
   int32_t classes = s.c * s.h * s.w;
+  int32_t examples = count < s.n ? count : s.n;
   int hits1 = 0, hits5 = 0;
-  for (int32_t b = 0; b < s.n; ++b) {
+  for (int32_t b = 0; b < examples; ++b) {
     const float *row = ex->host_logits + (size_t)b * (size_t)classes;
     int32_t label = labels[b];
     if (label < 0 || label >= classes || row[label] != row[label])

@@ -99,6 +99,10 @@ cnnb_status cnnb_executor_step_uint8(cnnb_executor *ex, const uint8_t *images,
 cnnb_status cnnb_executor_loss(cnnb_executor *ex, float *loss);
 cnnb_status cnnb_executor_logits(cnnb_executor *ex, float *host);
 cnnb_status cnnb_executor_accuracy(cnnb_executor *ex, const int32_t *labels, int *top1, int *top5);
+/* The same over the batch's first `count` examples only (count >= N: all of them), for
+ * an evaluation whose last batch runs past the end of its split. */
+cnnb_status cnnb_executor_accuracy_first(cnnb_executor *ex, const int32_t *labels, int32_t count,
+                                         int *top1, int *top5);
 
 /* Device pointers of the arenas (NULL when empty) and their element counts. */
 float *cnnb_executor_params(const cnnb_executor *ex);

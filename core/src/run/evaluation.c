@@ -74,6 +74,10 @@ struct cnnb_evaluation {
   eval_replica *replicas;     /* [facts.replicas] */
   int64_t examples_per_epoch; /* the validation split's; 0: unknown */
   int64_t num_batches;        /* per replica, per evaluation */
+  /* What an evaluation counts when it covers epochs of the split with one instance: its
+   * last batch runs past them, and the examples past them, read again, are not counted
+   * twice. 0: every example of every batch. */
+  int64_t examples;
 };
 
 static cnnb_status create_replica(cnnb_run *run, int32_t index, eval_replica *e) {
@@ -154,6 +158,12 @@ static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
                       "--num_eval_epochs=%g: that is %g batches, more than a run can count", epochs,
                       steps);
   e->num_batches = (int64_t)steps;
+  /* One datasource instance reads the split in order, so an evaluation's examples are the
+   * next ones of its stream: the first epochs * examples of them are each example once
+   * (or as many times as whole epochs ask). Several instances each read a shard whose
+   * size only the datasource knows: they count whole batches, as tf_cnn_benchmarks. */
+  if (run->facts.replicas * run->facts.world.size == 1)
+    e->examples = (int64_t)llround(epochs * (double)examples);
   return CNNB_OK;
 }
 
@@ -180,11 +190,14 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
                      datasource->vt.datasource->examples_per_epoch(e->replicas[0].datasource));
   e->examples_per_epoch = examples > 0 ? examples : 0;
   if ((st = count_eval_batches(run, e)) != CNNB_OK) return st;
+  int64_t read = e->num_batches * f->global_batch;
   cnnb_log(run->ctx, CNNB_LOG_INFO,
-           "evaluating during training: %lld batches of %d per "
-           "replica each time (%lld examples in all)",
+           "evaluating during training: %lld batches of %d per replica each time (%lld "
+           "examples%s)",
            (long long)e->num_batches, (int)f->batch_size,
-           (long long)(e->num_batches * f->global_batch));
+           (long long)(e->examples > 0 ? e->examples : read),
+           e->examples > 0 && e->examples < read ? ", the last batch's excess not counted"
+                                                 : " in all");
   return CNNB_OK;
 }
 
@@ -253,12 +266,15 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
       }
       if ((st = cnnb_executor_step(r->executor, images, labels, 1.0f, (uint64_t)b)) != CNNB_OK)
         break;
+      int32_t counted = run->facts.batch_size;
+      if (e->examples > 0 && e->examples - tally[2] < counted)
+        counted = (int32_t)(e->examples - tally[2]);
       int top1 = 0, top5 = 0;
       CNNB_GUARDED(run->device.label, "tensor_to_host", "logits",
-                   st = cnnb_executor_accuracy(r->executor, labels, &top1, &top5));
+                   st = cnnb_executor_accuracy_first(r->executor, labels, counted, &top1, &top5));
       tally[0] += top1;
       tally[1] += top5;
-      tally[2] += run->facts.batch_size;
+      tally[2] += counted;
     }
   }
   if (st == CNNB_OK)
