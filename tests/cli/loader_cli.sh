@@ -2,7 +2,8 @@
 # loader_cli.sh — the loader as a user meets it through cnnbench: a broken --plugin=FILE
 # is an error (exit 2) whose message names the file, what is wrong and the fix; the same
 # files found on CNNB_PLUGIN_PATH are warnings, the run goes on, and --list_plugins shows
-# them as rejected; wrong-kind and unknown names exit 2 with a useful message.
+# them as rejected; wrong-kind and unknown names exit 2 with a useful message, and so do
+# tf_cnn_benchmarks' models that are not image classifiers (ssd300, deepspeech2, ncf).
 # Uses the fixtures built by tests/fixtures/ into $CNNB_BUILD_DIR/fixtures.
 set -u
 : "${CNNBENCH:?run through ctest (CNNBENCH unset)}"
@@ -78,6 +79,17 @@ run unknown --plugin="$fx/libfixture_good.so" --model=fixture_godo --num_batches
 expect_rc unknown 2
 expect_in unknown err "--model=fixture_godo: no model plugin offers 'fixture_godo' (did you mean 'fixture_good'?)"
 expect_in unknown err "fixture_good"
+
+# ---- tf_cnn_benchmarks' models of other tasks: refused saying what they are, exit 2 -----
+for model in ssd300 deepspeech2 ncf; do
+  run "task_$model" --model="$model" --num_batches=1
+  expect_rc "task_$model" 2
+  expect_in "task_$model" err "--model=$model: '$model' is tf_cnn_benchmarks' "
+  expect_in "task_$model" err ", not an image-classification model: cnnbench trains and benchmarks image classifiers only"
+  grep -qF "no model plugin offers" "$tmp/task_$model.err" && fail "task_$model: refused as an unknown name"
+done
+expect_in task_ssd300 err "SSD300 object detector (COCO)"
+expect_in task_deepspeech2 err "DeepSpeech2 speech recognizer (LibriSpeech)"
 
 # ---- two plugins, one name: the first on the path wins, the other is named -------------
 CNNB_PLUGIN_PATH="$fx/dup_a:$fx/dup_b" run dup --list_plugins

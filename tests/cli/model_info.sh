@@ -13,6 +13,8 @@ check alexnet 61842345
 check vgg16 138361641
 check resnet50 25559081
 check inception3 23819401
+check official_resnet18 11694249
+check official_resnet200_v2 64668201
 out=$("$CNNBENCH" --model=resnet50 --model_info --num_classes=10)
 grep -qx "Trainable parameters: $((25559081 - 2048 * 991 - 991))" <<<"$out" || { echo "FAIL: --num_classes=10"; exit 1; }
 echo PASS

@@ -6,7 +6,10 @@
 set -uo pipefail
 : "${CNNBENCH:?}"
 imagenet=(trivial lenet alexnet overfeat googlenet vgg11 vgg16 vgg19 inception3 inception4
-          resnet50 resnet50_v1.5 resnet50_v2 resnet101 resnet101_v2 resnet152 resnet152_v2 mobilenet)
+          resnet50 resnet50_v1.5 resnet50_v2 resnet101 resnet101_v2 resnet152 resnet152_v2 mobilenet
+          official_resnet18 official_resnet34 official_resnet50 official_resnet101
+          official_resnet152 official_resnet200 official_resnet18_v2 official_resnet34_v2
+          official_resnet50_v2 official_resnet101_v2 official_resnet152_v2 official_resnet200_v2)
 cifar=(trivial alexnet resnet20 resnet20_v2 resnet32 resnet32_v2 resnet44 resnet44_v2 resnet56
        resnet56_v2 resnet110 resnet110_v2 densenet40_k12 densenet100_k12 densenet100_k24)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -41,6 +41,21 @@
  *  - mobilenet: slim's MobileNet v2 1.0/224 is 3,504,872 with 1000 classes (Keras'
  *    trainable count) + 1,281 = 3,506,153 with its 1001-way logits conv; then
  *    tf_cnn_benchmarks adds its affine 1001 -> 1001 (+1,003,002) = 4,509,155.
+ * official_resnet* (TensorFlow's own count, not a derivation): TensorFlow 2.21 (PyPI
+ * tensorflow-cpu with tf-keras, TF_USE_LEGACY_KERAS=1) building tensorflow/models'
+ * official/r1/resnet/resnet_model.py (commit fc5d645) with imagenet_main.py's
+ * ImagenetModel, as tf_cnn_benchmarks' official_resnet_model.py calls it:
+ *     tf.compat.v1.disable_eager_execution()
+ *     images = tf.compat.v1.placeholder(tf.float32, [2, 224, 224, 3])
+ *     ImagenetModel(size, resnet_version=version)(images, True)
+ *     sum(int(np.prod(v.shape)) for v in tf.compat.v1.trainable_variables())
+ *   for size in 18, 34, 50, 101, 152, 200 and version 1, 2. Nothing differs: the same
+ *   1001 classes (ImagenetModel's NUM_CLASSES), no head but the dense layer. Cross-check:
+ *   torchvision's resnet50/101/152 (1000 classes) + 2,049; its resnet18 11,689,512 and
+ *   resnet34 21,797,672 + 513, + the 64 -> 64 projection of stage 1 and its batch norm
+ *   (4,096 + 128), which torchvision's BasicBlock stages do not have; ResNet-200 v2's
+ *   64.7M (He et al. 2016, table 5). The conv and batch-norm counts below are TF's too
+ *   (its 4-d trainable variables, and its gamma variables).
  * Derived only (no published figure for tf_cnn_benchmarks' exact variant):
  *  - v1.5 = v1 (same layers, stride moved); v2: the pre-activation and final batch
  *    norms are offset only, the last conv of each block and the projection carry no
@@ -100,6 +115,33 @@ static const model_case cases[] = {
     /* stem + 17 depthwise + 17 projections + 16 expansions + 1280 conv + logits conv;
      * residual adds in the 10 blocks that keep stride 1 and depth */
     {"mobilenet", "mobilenet", IMAGENET, 224, 32, 0.005f, 4509155, 53, 52, 1, 0, 0, 10},
+    /* stem + 2 (basic) or 3 (bottleneck) convs per block + 4 projections (stage 1's too);
+     * v1: a batch norm after each; v2: none after the stem, the projections and each
+     * block's last conv, one pre-activation per block and one at the end; one add per block */
+    {"official_resnet", "official_resnet18", IMAGENET, 224, 32, 0.0125f, 11694249, 21, 21, 0, 0, 0,
+     8},
+    {"official_resnet", "official_resnet34", IMAGENET, 224, 32, 0.0125f, 21802409, 37, 37, 0, 0, 0,
+     16},
+    {"official_resnet", "official_resnet50", IMAGENET, 224, 128, 0.05f, 25559081, 53, 53, 0, 0, 0,
+     16},
+    {"official_resnet", "official_resnet101", IMAGENET, 224, 32, 0.0125f, 44551209, 104, 104, 0, 0,
+     0, 33},
+    {"official_resnet", "official_resnet152", IMAGENET, 224, 32, 0.0125f, 60194857, 155, 155, 0, 0,
+     0, 50},
+    {"official_resnet", "official_resnet200", IMAGENET, 224, 32, 0.0125f, 64675881, 203, 203, 0, 0,
+     0, 66},
+    {"official_resnet", "official_resnet18_v2", IMAGENET, 224, 32, 0.0125f, 11692329, 21, 17, 0, 0,
+     0, 8},
+    {"official_resnet", "official_resnet34_v2", IMAGENET, 224, 32, 0.0125f, 21800489, 37, 33, 0, 0,
+     0, 16},
+    {"official_resnet", "official_resnet50_v2", IMAGENET, 224, 128, 0.05f, 25551401, 53, 49, 0, 0,
+     0, 16},
+    {"official_resnet", "official_resnet101_v2", IMAGENET, 224, 32, 0.0125f, 44543529, 104, 100, 0,
+     0, 0, 33},
+    {"official_resnet", "official_resnet152_v2", IMAGENET, 224, 32, 0.0125f, 60187177, 155, 151, 0,
+     0, 0, 50},
+    {"official_resnet", "official_resnet200_v2", IMAGENET, 224, 32, 0.0125f, 64668201, 203, 199, 0,
+     0, 0, 66},
     /* stem + 3L blocks + 2 transitions; a batch norm per block, transition and at the end */
     {"densenet", "densenet40_k12", CIFAR, 32, 64, 0.1f, 1020634, 39, 39, 0, 0, 36, 0},
     {"densenet", "densenet100_k12", CIFAR, 32, 64, 0.1f, 6981994, 99, 99, 0, 0, 96, 0},
@@ -107,8 +149,9 @@ static const model_case cases[] = {
 };
 enum { NUM_CASES = sizeof cases / sizeof cases[0] };
 
-static const char *const families[] = {"trivial", "lenet",     "alexnet", "overfeat",  "googlenet",
-                                       "vgg",     "inception", "resnet",  "mobilenet", "densenet"};
+static const char *const families[] = {"trivial",   "lenet",    "alexnet",        "overfeat",
+                                       "googlenet", "vgg",      "inception",      "resnet",
+                                       "mobilenet", "densenet", "official_resnet"};
 enum { NUM_FAMILIES = sizeof families / sizeof families[0] };
 
 /* ---- loading ------------------------------------------------------------------------- */
@@ -354,6 +397,105 @@ START_TEST(test_resnet_stride_placement) {
   }
   ck_assert_int_eq(bare, 17);
   cnnb_graph_destroy(g);
+  cnnb_ctx_destroy(ctx);
+  dlclose(l.handle);
+}
+END_TEST
+
+/* The index of the only reader of node i (asserts there is exactly one). */
+static int32_t only_consumer(const cnnb_graph *g, int32_t i) {
+  int32_t readers = 0;
+  const int32_t *r = cnnb_graph_consumers(g, i, &readers);
+  ck_assert_msg(readers == 1, "'%s' has %d readers, want 1", cnnb_graph_node(g, i)->name, readers);
+  return r[0];
+}
+
+/* Whether an official ResNet conv reads its block's input — the stem's max pool or the
+ * previous block's sum (v1: after its ReLU) — or, in v2, that input's pre-activation
+ * (ReLU of batch norm of it). */
+static int reads_block_input(const cnnb_graph *g, const cnnb_node *conv, int v2) {
+  const cnnb_node *t = cnnb_graph_node(g, conv->inputs[0]);
+  if (v2) {
+    if (t->op != CNNB_OP_RELU) return 0;
+    t = cnnb_graph_node(g, t->inputs[0]);
+    if (t->op != CNNB_OP_BATCH_NORM) return 0;
+    t = cnnb_graph_node(g, t->inputs[0]);
+  } else if (t->op == CNNB_OP_RELU) {
+    t = cnnb_graph_node(g, t->inputs[0]);
+  }
+  return t->op == CNNB_OP_MAX_POOL || t->op == CNNB_OP_ADD;
+}
+
+/* The official ResNets as official/r1/resnet/resnet_model.py builds them: the stride on
+ * the 3x3 (v1 too), a projection opening every stage (stage 1's of the 18 and 34 with
+ * stride 1), the module's batch norm everywhere (decay 0.997, epsilon 1e-5, scale),
+ * v2's stem without batch norm or ReLU and its projections reading the pre-activation,
+ * no conv bias, and one Glorot-initialized dense layer on the spatial mean as the
+ * classifier (no tf_cnn_benchmarks affine). */
+START_TEST(test_official_resnet_details) {
+  loaded l = load_family("official_resnet");
+  cnnb_ctx *ctx = cnnb_ctx_create("official_resnet", NULL);
+  static const char *const names[] = {"official_resnet18", "official_resnet50",
+                                      "official_resnet18_v2", "official_resnet50_v2"};
+  for (size_t m = 0; m < sizeof names / sizeof names[0]; m++) {
+    const char *name = names[m];
+    const int v2 = strstr(name, "_v2") != NULL, basic = strstr(name, "resnet18") != NULL;
+    cnnb_status st;
+    cnnb_graph *g = build(&l, ctx, name, IMAGENET, 224, 1001, &st);
+    ck_assert_msg(st == CNNB_OK, "%s: %s", name, cnnb_error_message(ctx));
+    /* Strided: three 3x3 (explicit pad 1/1, then VALID: 56 -> 28) and three projections;
+     * stage 1's projection keeps stride 1. No strided 1x1 but the projections. */
+    ck_assert_int_eq(count_convs(g, 3, 2), 3);
+    ck_assert_int_eq(count_convs(g, 1, 2), 3);
+    ck_assert_int_eq(count_convs(g, 1, 1), (basic ? 1 : 1 + 16 * 2));
+    const cnnb_node *stem = NULL;
+    int projections = 0;
+    for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) {
+      const cnnb_node *nd = cnnb_graph_node(g, i);
+      if (nd->op == CNNB_OP_CONV2D) {
+        ck_assert_int_eq(nd->attr.window.use_bias, 0);
+        if (!stem) {
+          stem = nd;
+          /* conv2d_fixed_padding: 3 before and after, then VALID: 224 -> 112. */
+          ck_assert_int_eq(nd->attr.window.kernel_h, 7);
+          ck_assert_int_eq(nd->attr.window.pad_top, 3);
+          ck_assert_int_eq(nd->attr.window.pad_bottom, 3);
+          ck_assert_int_eq(nd->shape.h, 112);
+          /* v1: batch norm then ReLU; v2: straight into the max pool. */
+          ck_assert_uint_eq(cnnb_graph_node(g, only_consumer(g, i))->op,
+                            v2 ? CNNB_OP_MAX_POOL : CNNB_OP_BATCH_NORM);
+        }
+        if (nd->attr.window.kernel_h == 3 && nd->attr.window.stride_h == 2) {
+          ck_assert_int_eq(nd->attr.window.pad_top, 1);
+          ck_assert_int_eq(nd->attr.window.pad_bottom, 1);
+        }
+        /* v2: every conv but the stem reads a ReLU (a pre-activation or the one inside
+         * the block). A projection: a 1x1 reading the block's input that goes to the
+         * sum (v1: through its batch norm). */
+        if (v2 && nd != stem)
+          ck_assert_uint_eq(cnnb_graph_node(g, nd->inputs[0])->op, CNNB_OP_RELU);
+        int32_t out = only_consumer(g, i);
+        if (!v2 && cnnb_graph_node(g, out)->op == CNNB_OP_BATCH_NORM) out = only_consumer(g, out);
+        if (nd->attr.window.kernel_h == 1 && cnnb_graph_node(g, out)->op == CNNB_OP_ADD &&
+            reads_block_input(g, nd, v2))
+          projections++;
+      }
+      if (nd->op == CNNB_OP_BATCH_NORM) {
+        ck_assert_float_eq_tol(nd->attr.batch_norm.decay, 0.997f, 1e-7);
+        ck_assert_float_eq_tol(nd->attr.batch_norm.epsilon, 1e-5f, 1e-10);
+        ck_assert_int_eq(nd->attr.batch_norm.scale, 1);
+      }
+    }
+    ck_assert_msg(projections == 4, "%s: %d projections, want 4", name, projections);
+    /* The classifier: the dense layer on the spatial mean, Glorot uniform, with a bias. */
+    const cnnb_node *logits = cnnb_graph_node(g, cnnb_graph_logits(g));
+    ck_assert_uint_eq(cnnb_graph_node(g, logits->inputs[0])->op, CNNB_OP_GLOBAL_AVG_POOL);
+    ck_assert_int_eq(cnnb_graph_node(g, logits->inputs[0])->shape.c, basic ? 512 : 2048);
+    ck_assert_int_eq(count_op(g, CNNB_OP_DENSE), 1);
+    ck_assert_int_eq(logits->num_params, 2);
+    ck_assert_uint_eq(cnnb_graph_param(g, logits->params[0])->init.kind, CNNB_INIT_GLOROT_UNIFORM);
+    cnnb_graph_destroy(g);
+  }
   cnnb_ctx_destroy(ctx);
   dlclose(l.handle);
 }
@@ -747,6 +889,27 @@ START_TEST(test_learning_rates) {
   /* ImageNet: the constant default. */
   ck_assert_float_eq_tol(lr(ctx, "alexnet", IMAGENET, 1000000, 512, 1281167), 0.005f, 1e-9);
   dlclose(l.handle);
+
+  /* The official ResNets: 0.0125 / 32 per example of the batch (0.05 at official_resnet50's
+   * default 128, 0.0125 at the others' 32), from step 0 (no warm-up), 10x drops after
+   * epochs 30, 60, 80, 90. Batch 256: 5004.56 batches per epoch, epoch 30 ends at step
+   * 150136, epoch 90 at 450410. */
+  l = load_family("official_resnet");
+  ck_assert_ptr_null(l.vt->learning_rate);
+  lr = l.vt->learning_rate_at;
+  ck_assert_ptr_nonnull(lr);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet50", IMAGENET, 0, 128, 1281167), 0.05f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet18", IMAGENET, 0, 32, 1281167), 0.0125f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet50_v2", IMAGENET, 0, 256, 1281167), 0.1f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet200", IMAGENET, 150136, 256, 1281167), 0.1f, 1e-8);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet200", IMAGENET, 150137, 256, 1281167), 0.01f,
+                         1e-9);
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet34_v2", IMAGENET, 450411, 256, 0), 0.00001f,
+                         1e-12);
+  /* The datasource's epoch: half the examples, the first drop twice as early. */
+  ck_assert_float_eq_tol(lr(ctx, "official_resnet101", IMAGENET, 75100, 256, 1281167 / 2), 0.01f,
+                         1e-9);
+  dlclose(l.handle);
   cnnb_ctx_destroy(ctx);
 
   /* Models without a schedule of their own leave it to the host. */
@@ -815,6 +978,7 @@ static Suite *models_suite(void) {
   tcase_add_test(tc, test_cifar_models_build_at_32);
   tcase_add_test(tc, test_mnist_models_build_for_one_channel);
   tcase_add_test(tc, test_resnet_stride_placement);
+  tcase_add_test(tc, test_official_resnet_details);
   tcase_add_test(tc, test_inception3_and_alexnet_details);
   tcase_add_test(tc, test_mobilenet_depthwise);
   tcase_add_test(tc, test_mobilenet_relu6);

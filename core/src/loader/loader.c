@@ -16,6 +16,7 @@
 #include "base/crash_guard.h"
 #include "loader/loader_impl.h"
 #include "base/names.h"
+#include "loader/not_classification.h"
 
 #ifndef CNNB_INSTALL_PLUGIN_DIR
 #define CNNB_INSTALL_PLUGIN_DIR "/usr/local/lib/cnnbench/plugins"
@@ -479,6 +480,15 @@ cnnb_status cnnb_loader_find(cnnb_loader *l, uint32_t kind, const char *name,
   if (p) {
     append(err, err_size, "%s, which offers '%s', was rejected: %s", p->path, name, p->why);
     return CNNB_EINVAL;
+  }
+  /* Only now: a plugin that brings one of these models offers it as any other. */
+  const char *other_task = kind == CNNB_KIND_MODEL ? cnnb_not_classification_model(name) : NULL;
+  if (other_task) {
+    append(err, err_size,
+           "'%s' is %s, not an image-classification model: cnnbench trains and benchmarks "
+           "image classifiers only (--list_plugins lists them)",
+           name, other_task);
+    return CNNB_EUNSUPPORTED;
   }
   unknown_name(l, kind, name, err, err_size);
   return CNNB_ENOTFOUND;

@@ -56,7 +56,9 @@ cnnb_status cnnb_loader_discover(cnnb_loader *l, const char *explicit_files, cha
  *  - CNNB_ENOTFOUND: nothing offers the name; lists the names of that kind (and "did you
  *    mean" when one is close);
  *  - CNNB_EINVAL: only a plugin of another kind offers it ("'independent' is a strategy
- *    plugin (FILE), not a model"), or the plugin that offers it was rejected (with why). */
+ *    plugin (FILE), not a model"), or the plugin that offers it was rejected (with why);
+ *  - CNNB_EUNSUPPORTED: a model nothing offers that is one of tf_cnn_benchmarks' models
+ *    of another task than image classification (ssd300, ...: not_classification.h). */
 cnnb_status cnnb_loader_find(cnnb_loader *l, uint32_t kind, const char *name,
                              const cnnb_plugin **out, const char **path, char *err,
                              size_t err_size);
