@@ -182,13 +182,18 @@ static cnnb_status poll(nccl_gpus *g, bool events, const char *doing, const char
 cnnb_status nccl_gpus_open(cnnb_ctx *ctx, const char *who, const cnnb_strategy_config *cfg,
                            mpi_world *world, double timeout_s, nccl_gpus **out) {
   *out = NULL;
-  for (int32_t r = 0; r < cfg->local_replicas; r++)
-    if (!stream_of(cfg->device, cfg->devices[r]))
+  const char *device = cfg->device_name ? cfg->device_name : "of this run";
+  for (int32_t r = 0; r < cfg->local_replicas; r++) {
+    const cnnb_device_vtable *dv = cfg->device;
+    if (dv->get_extension && dv->get_extension(cfg->devices[r], CNNB_EXT_HOST_MEMORY))
+      return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s: NCCL reduces on GPUs; device %s has none", who,
+                        device);
+    if (!stream_of(dv, cfg->devices[r]))
       return cnnb_error(ctx, CNNB_EUNSUPPORTED,
                         "%s: NCCL works on CUDA devices, and replica %d's device (%s) gives no "
                         "CUDA stream (%s)",
-                        who, (int)r, cfg->device_name ? cfg->device_name : "of this run",
-                        CNNB_EXT_CUDA_STREAM);
+                        who, (int)r, device, CNNB_EXT_CUDA_STREAM);
+  }
   const nccl_api *api;
   cnnb_status st = nccl_load(ctx, who, &api);
   if (st != CNNB_OK) return st;

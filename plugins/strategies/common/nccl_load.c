@@ -38,12 +38,16 @@ static cnnb_status open_impl(cnnb_ctx *ctx, const char *who, const nccl_api **ou
   if (impl_path(path, sizeof path) != 0)
     return cnnb_error(ctx, CNNB_EINTERNAL, "%s: cannot find the strategy plugin's own directory",
                       who);
+  const char *given = getenv(NCCL_API_LIBRARY_ENV);
+  if (given && *given && access(path, R_OK) != 0)
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s: %s=%s cannot be read", who, NCCL_API_LIBRARY_ENV,
+                      path);
   if (access(path, R_OK) != 0)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED,
                       "%s: this build has no NCCL (%s is missing): configure with the CUDA "
                       "toolkit and NCCL (cmake says \"component NCCL: on\"), not under "
                       "CNNB_SANITIZE",
-                      who, NCCL_API_IMPL_FILE);
+                      who, path);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s: cannot load %s: %s", who, path, dlerror());

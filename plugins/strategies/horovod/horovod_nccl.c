@@ -40,11 +40,6 @@ const char *horovod_nccl_how(const horovod_nccl *h) { return h->how; }
  * loadable); opens it when it can. */
 static bool try_open(cnnb_ctx *ctx, const char *who, const cnnb_strategy_config *cfg,
                      mpi_world *world, nccl_gpus **gpus, char *why, size_t why_size) {
-  if (!nccl_gpus_devices_qualify(cfg)) {
-    snprintf(why, why_size, "device %s gives no CUDA stream",
-             cfg->device_name ? cfg->device_name : "of this run");
-    return false;
-  }
   if (nccl_gpus_open(ctx, who, cfg, world, cfg->collective_timeout_s, gpus) != CNNB_OK) {
     snprintf(why, why_size, "%s", cnnb_error_message(ctx));
     cnnb_clear_error(ctx);
@@ -64,7 +59,7 @@ cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mp
     return CNNB_OK;
   }
   if (ops == HOROVOD_GPU_OPS_AUTO && !nccl_gpus_devices_qualify(cfg)) {
-    snprintf(why, why_size, "device %s gives no CUDA stream",
+    snprintf(why, why_size, "device %s is no GPU with CUDA streams",
              cfg->device_name ? cfg->device_name : "of this run");
     return CNNB_OK; /* the same device on every rank: no need to ask the others */
   }
@@ -75,7 +70,9 @@ cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mp
       return st;
   } else {
     /* AUTO: NCCL only if every rank can (a collective of some ranks would hang). */
-    float able[1] = {try_open(ctx, who, cfg, world, &gpus, why, why_size) ? 1.0f : 0.0f};
+    float able[1] = {
+        try_open(ctx, "--horovod_gpu_operations=auto", cfg, world, &gpus, why, why_size) ? 1.0f
+                                                                                         : 0.0f};
     if ((st = mpi_world_allreduce_sum(world, ctx, able, 1, 0, "which ranks can use NCCL")) !=
         CNNB_OK) {
       nccl_gpus_close(gpus);
