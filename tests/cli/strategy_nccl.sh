@@ -241,6 +241,21 @@ else
   echo "ok: the real implementation refuses: $(grep -m1 -o 'NCCL cannot run.*' <<<"$out" | cut -c1-120)"
 fi
 
+echo "== what links what"
+# The strategy plugins link no NCCL or CUDA library (they load the implementation on
+# demand), cnnbench links neither MPI nor NCCL, and the implementation is what links NCCL.
+if command -v readelf >/dev/null 2>&1; then
+  for so in "$CNNB_PLUGIN_DIR"/libcnnb_strategy_*.so "$CNNBENCH"; do
+    ! readelf -d "$so" | grep -E 'NEEDED.*(libnccl|libcudart|libcuda\.)' \
+      || fail "$so links NCCL or CUDA"
+  done
+  ! readelf -d "$CNNBENCH" | grep -E 'NEEDED.*libmpi' || fail "cnnbench links MPI"
+  [ ! -e "$impl" ] || readelf -d "$impl" | grep -q 'NEEDED.*libnccl\.so' \
+    || fail "$impl does not link NCCL"
+else
+  echo "(readelf not found: the links are not checked)"
+fi
+
 echo "== across processes (mpirun -np 2, the ranks coupled through the stub's directory)"
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "(skipped: mpirun not found)"
