@@ -17,7 +17,8 @@
 #  - under mpirun -np 2 (real MPI, the stub coupling the ranks through a shared directory):
 #    one communicator over both ranks' GPUs with rank 0's unique id broadcast, nccl/xring's
 #    NCCL-MPI-NCCL (numbers checked: its NCCL parts are within one process), horovod flat,
-#    hierarchical and compact, horovod --horovod_gpu_operations=mpi through host memory;
+#    hierarchical and compact, horovod --horovod_gpu_operations=mpi through host memory, and
+#    auto taking the host path when two ranks share a GPU;
 #  - faults: a rank that stops mid-step (stub "stop") ends the job within the bound, rank 0
 #    naming rank 1 and aborting its communicators; a GPU that hangs (stub "hang") and a
 #    remote error (stub "error") end a one-process run with exit 1 saying so;
@@ -334,6 +335,12 @@ else
     "$PARAMS_COMPARE" 1e-6 "$work/ref2.0.0" "$work/hvd_mpi.0.0" "$work/hvd_mpi.1.0" >/dev/null \
       || fail "horovod through host memory on fixture_gpu differs from 1 x 2b"
   fi
+  # Two ranks on one GPU: auto takes the host path, saying why (NCCL would refuse them).
+  out=$(FIXTURE_GPU_COUNT=1 mpi_run_bounded 60 2 "$CNNBENCH" "${common[@]}" --batch_size=2 \
+        --num_batches=1 --device=fixture_gpu --variable_update=horovod 2>&1) \
+    || fail "horovod auto on a shared GPU: exit $?"
+  grep -q "staged through host memory (ranks 0 and 1 share GPU 0 (NCCL needs a GPU of its own per rank))" <<<"$out" \
+    || { fail "horovod auto on a shared GPU did not take the host path saying why"; grep horovod: <<<"$out"; }
   out=$(mpi_run_bounded 60 2 "$CNNBENCH" "${common[@]}" --batch_size=2 --num_batches=1 --device=fixture_gpu \
         --variable_update=parameter_server --local_parameter_device=gpu 2>&1) && rc=0 || rc=$?
   [ $rc -ne 0 ] && grep -qF -- "--local_parameter_device=gpu keeps the variables on one process's GPU; across the 2 ranks" <<<"$out" \

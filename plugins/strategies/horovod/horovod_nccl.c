@@ -1,9 +1,11 @@
 /* horovod_nccl.c — horovod's allreduce on the GPU through NCCL (horovod_nccl.h). */
+#define _POSIX_C_SOURCE 200809L /* gethostname */
 #include "horovod_nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nccl_gpus.h"
 
@@ -48,6 +50,51 @@ static bool try_open(cnnb_ctx *ctx, const char *who, const cnnb_strategy_config 
   return true;
 }
 
+/* What each rank tells the others before AUTO takes NCCL: whether it can, and which GPU
+ * it has (its host, what CUDA_VISIBLE_DEVICES shows it, the ordinal). */
+typedef struct gpu_offer {
+  int32_t able, ordinal;
+  uint64_t host, visible;
+} gpu_offer;
+
+static uint64_t hash_text(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Every rank's verdict alike: why[] empty when every rank can and no two share a GPU. */
+static cnnb_status agree_on_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mpi_world *world,
+                                 bool able, char *why, size_t why_size) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const cnnb_device_cuda_stream *s =
+      able ? cfg->device->get_extension(cfg->devices[0], CNNB_EXT_CUDA_STREAM) : NULL;
+  gpu_offer mine = {.able = able,
+                    .ordinal = s ? s->ordinal : -1,
+                    .host = hash_text(host),
+                    .visible = hash_text(getenv("CUDA_VISIBLE_DEVICES"))};
+  int32_t n = mpi_world_size(world);
+  gpu_offer *all = calloc((size_t)n, sizeof *all);
+  if (!all) return cnnb_error(ctx, CNNB_ENOMEM, "horovod: out of memory");
+  cnnb_status st = mpi_world_allgather(world, ctx, &mine, all, sizeof mine,
+                                       "which GPUs the ranks have");
+  for (int32_t a = 0; st == CNNB_OK && a < n && !why[0]; a++) {
+    if (!all[a].able) {
+      if (able) snprintf(why, why_size, "rank %d cannot use NCCL", (int)a);
+      break;
+    }
+    for (int32_t b = a + 1; b < n && !why[0]; b++)
+      if (all[b].able && all[a].host == all[b].host && all[a].visible == all[b].visible &&
+          all[a].ordinal == all[b].ordinal)
+        snprintf(why, why_size,
+                 "ranks %d and %d share GPU %d (NCCL needs a GPU of its own per rank)", (int)a,
+                 (int)b, (int)all[a].ordinal);
+  }
+  free(all);
+  return st;
+}
+
 cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mpi_world *world,
                               horovod_gpu_ops ops, bool hierarchical, uint32_t compact16,
                               horovod_nccl **out, char *why, size_t why_size) {
@@ -69,19 +116,12 @@ cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mp
     if ((st = nccl_gpus_open(ctx, who, cfg, world, cfg->collective_timeout_s, &gpus)) != CNNB_OK)
       return st;
   } else {
-    /* AUTO: NCCL only if every rank can (a collective of some ranks would hang). */
-    float able[1] = {
-        try_open(ctx, "--horovod_gpu_operations=auto", cfg, world, &gpus, why, why_size) ? 1.0f
-                                                                                         : 0.0f};
-    if ((st = mpi_world_allreduce_sum(world, ctx, able, 1, 0, "which ranks can use NCCL")) !=
-        CNNB_OK) {
+    /* AUTO: NCCL only if every rank can (a collective of some ranks would hang) and no two
+     * ranks share a GPU (NCCL refuses that; the host path does not mind). */
+    bool able = try_open(ctx, "--horovod_gpu_operations=auto", cfg, world, &gpus, why, why_size);
+    if ((st = agree_on_nccl(ctx, cfg, world, able, why, why_size)) != CNNB_OK || why[0]) {
       nccl_gpus_close(gpus);
       return st;
-    }
-    if (able[0] != (float)mpi_world_size(world)) {
-      if (gpus) snprintf(why, why_size, "another rank cannot use NCCL");
-      nccl_gpus_close(gpus);
-      return CNNB_OK;
     }
   }
   horovod_nccl *h = calloc(1, sizeof *h);
