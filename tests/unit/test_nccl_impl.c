@@ -45,13 +45,13 @@ START_TEST(implementation_fills_the_table) {
   ck_assert_ptr_nonnull(api);
   ck_assert_uint_ge(api->struct_size, sizeof(nccl_api));
   ck_assert_str_eq(api->version, NCCL_API_VERSION);
-  const void *slots[] = {api->unavailable,   api->describe,      api->last_error,
+  const void *slots[] = {api->unavailable,   api->describe,       api->last_error,
                          api->get_unique_id, api->comm_init_rank, api->group_start,
-                         api->group_end,     api->all_reduce,    api->reduce,
-                         api->broadcast,     api->premul_sum,    api->op_destroy,
-                         api->comm_status,   api->comm_finalize, api->comm_destroy,
-                         api->comm_abort,    api->event_create,  api->event_record,
-                         api->event_query,   api->event_destroy, api->convert};
+                         api->group_end,     api->all_reduce,     api->reduce,
+                         api->broadcast,     api->premul_sum,     api->op_destroy,
+                         api->comm_status,   api->comm_finalize,  api->comm_destroy,
+                         api->comm_abort,    api->event_create,   api->event_record,
+                         api->event_query,   api->event_destroy,  api->convert};
   for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
     ck_assert_msg(slots[i] != NULL, "slot %zu is NULL", i);
   /* ncclGetVersion and cudaRuntimeGetVersion need no GPU. */
