@@ -38,6 +38,8 @@ struct nccl_gpus {
   int32_t num_spans;
   bool pending; /* work was enqueued since the last wait */
   bool broken;  /* a fault aborted the communicators: every call fails */
+  bool closing; /* in close: a fault aborts, but meets no rank at a barrier (they may be
+                   gone already, their MPI finalised) */
   char description[256];
 };
 
@@ -82,7 +84,7 @@ static void abort_all(nccl_gpus *g) {
  * layer, which names the ranks that no longer answer. `failure` says what NCCL did. */
 static cnnb_status lost(nccl_gpus *g, const char *failure, const char *doing, const char *what) {
   abort_all(g);
-  if (mpi_world_size(g->world) > 1) {
+  if (mpi_world_size(g->world) > 1 && !g->closing) {
     if (mpi_world_barrier(g->world, g->ctx, "the ranks after NCCL stopped") != CNNB_OK)
       return cnnb_error(g->ctx, CNNB_ECOMM,
                         "NCCL: %s while %s %s (--collective_timeout_s=%g); every NCCL "
@@ -265,6 +267,7 @@ static void close_comms(nccl_gpus *g, nccl_comms *c) {
 
 void nccl_gpus_close(nccl_gpus *g) {
   if (!g) return;
+  g->closing = true;
   if (!g->broken && g->pending && nccl_gpus_wait(g, "the last collectives") != CNNB_OK)
     cnnb_log(g->ctx, CNNB_LOG_WARN, "%s: %s", g->who, cnnb_error_message(g->ctx));
   /* Last made, first freed: the leaders' before the node's. */
