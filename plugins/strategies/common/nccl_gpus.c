@@ -59,6 +59,12 @@ static const cnnb_device_cuda_stream *stream_of(const cnnb_device_vtable *dv, vo
   return s && s->struct_size >= sizeof *s ? s : NULL;
 }
 
+const char *nccl_gpus_device_name(const cnnb_strategy_config *cfg) {
+  bool passed = cfg->struct_size >=
+                offsetof(cnnb_strategy_config, device_name) + sizeof cfg->device_name;
+  return passed && cfg->device_name ? cfg->device_name : "of this run";
+}
+
 bool nccl_gpus_devices_qualify(const cnnb_strategy_config *cfg) {
   for (int32_t r = 0; r < cfg->local_replicas; r++)
     if (!stream_of(cfg->device, cfg->devices[r])) return false;
@@ -184,7 +190,7 @@ static cnnb_status poll(nccl_gpus *g, bool events, const char *doing, const char
 cnnb_status nccl_gpus_open(cnnb_ctx *ctx, const char *who, const cnnb_strategy_config *cfg,
                            mpi_world *world, double timeout_s, nccl_gpus **out) {
   *out = NULL;
-  const char *device = cfg->device_name ? cfg->device_name : "of this run";
+  const char *device = nccl_gpus_device_name(cfg);
   for (int32_t r = 0; r < cfg->local_replicas; r++) {
     const cnnb_device_vtable *dv = cfg->device;
     if (dv->get_extension && dv->get_extension(cfg->devices[r], CNNB_EXT_HOST_MEMORY))

@@ -48,6 +48,10 @@ typedef enum nccl_span {
  * none is host memory: the devices NCCL can work on. */
 bool nccl_gpus_devices_qualify(const cnnb_strategy_config *cfg);
 
+/* The devices' plugin as the user named it (--device), for messages; "of this run" from a
+ * host before ABI 1.8, which does not pass it. */
+const char *nccl_gpus_device_name(const cnnb_strategy_config *cfg);
+
 /* Loads NCCL (nccl_load.h) and takes each device's GPU and stream. `who` names what asked
  * ("--all_reduce_spec=nccl") in refusals, which are one line (CNNB_EUNSUPPORTED).
  * world: the strategy's MPI job (kept, not owned); timeout_s: --collective_timeout_s. */

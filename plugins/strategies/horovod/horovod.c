@@ -176,8 +176,8 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
       (st = mpi_world_open(ctx, name, timeout, &s->world)) != CNNB_OK ||
       (st = timeline_open(ctx, TIMELINE_FLAG, cnnb_flag_string(ctx, TIMELINE_FLAG),
                           mpi_world_rank(s->world), &s->timeline)) != CNNB_OK ||
-      (st = horovod_nccl_open(ctx, cfg, s->world, ops, s->hierarchical, s->compact16, &s->nccl,
-                              staged_why, sizeof staged_why)) != CNNB_OK ||
+      (st = horovod_nccl_open(ctx, cfg, s->world, timeout, ops, s->hierarchical, s->compact16,
+                              &s->nccl, staged_why, sizeof staged_why)) != CNNB_OK ||
       (!s->nccl && (st = comm_thread_start(ctx, name, &s->comm)) != CNNB_OK)) {
     destroy(s);
     return st;

@@ -41,8 +41,9 @@ const char *horovod_nccl_how(const horovod_nccl *h) { return h->how; }
 /* Whether this rank can use NCCL, and if not why (a device without CUDA streams, NCCL not
  * loadable); opens it when it can. */
 static bool try_open(cnnb_ctx *ctx, const char *who, const cnnb_strategy_config *cfg,
-                     mpi_world *world, nccl_gpus **gpus, char *why, size_t why_size) {
-  if (nccl_gpus_open(ctx, who, cfg, world, cfg->collective_timeout_s, gpus) != CNNB_OK) {
+                     mpi_world *world, double timeout_s, nccl_gpus **gpus, char *why,
+                     size_t why_size) {
+  if (nccl_gpus_open(ctx, who, cfg, world, timeout_s, gpus) != CNNB_OK) {
     snprintf(why, why_size, "%s", cnnb_error_message(ctx));
     cnnb_clear_error(ctx);
     return false;
@@ -96,8 +97,8 @@ static cnnb_status agree_on_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
 }
 
 cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mpi_world *world,
-                              horovod_gpu_ops ops, bool hierarchical, uint32_t compact16,
-                              horovod_nccl **out, char *why, size_t why_size) {
+                              double timeout_s, horovod_gpu_ops ops, bool hierarchical,
+                              uint32_t compact16, horovod_nccl **out, char *why, size_t why_size) {
   static const char who[] = "--horovod_gpu_operations=nccl";
   *out = NULL;
   why[0] = '\0';
@@ -106,19 +107,18 @@ cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mp
     return CNNB_OK;
   }
   if (ops == HOROVOD_GPU_OPS_AUTO && !nccl_gpus_devices_qualify(cfg)) {
-    snprintf(why, why_size, "device %s is no GPU with CUDA streams",
-             cfg->device_name ? cfg->device_name : "of this run");
+    snprintf(why, why_size, "device %s is no GPU with CUDA streams", nccl_gpus_device_name(cfg));
     return CNNB_OK; /* the same device on every rank: no need to ask the others */
   }
   nccl_gpus *gpus = NULL;
   cnnb_status st;
   if (ops == HOROVOD_GPU_OPS_NCCL) {
-    if ((st = nccl_gpus_open(ctx, who, cfg, world, cfg->collective_timeout_s, &gpus)) != CNNB_OK)
-      return st;
+    if ((st = nccl_gpus_open(ctx, who, cfg, world, timeout_s, &gpus)) != CNNB_OK) return st;
   } else {
     /* AUTO: NCCL only if every rank can (a collective of some ranks would hang) and no two
      * ranks share a GPU (NCCL refuses that; the host path does not mind). */
-    bool able = try_open(ctx, "--horovod_gpu_operations=auto", cfg, world, &gpus, why, why_size);
+    bool able = try_open(ctx, "--horovod_gpu_operations=auto", cfg, world, timeout_s, &gpus, why,
+                         why_size);
     if ((st = agree_on_nccl(ctx, cfg, world, able, why, why_size)) != CNNB_OK || why[0]) {
       nccl_gpus_close(gpus);
       return st;

@@ -33,10 +33,10 @@ typedef enum horovod_gpu_ops {
  * rank calls it). *out is NULL when horovod goes through host memory instead (MPI asked,
  * or AUTO and some rank cannot: a device without CUDA streams, a build without NCCL);
  * `why` then says why, for the log. who: the flag, for refusals. compact16: 0 or the
- * 16-bit format (cnnb_precision). */
+ * 16-bit format (cnnb_precision); timeout_s: --collective_timeout_s. */
 cnnb_status horovod_nccl_open(cnnb_ctx *ctx, const cnnb_strategy_config *cfg, mpi_world *world,
-                              horovod_gpu_ops ops, bool hierarchical, uint32_t compact16,
-                              horovod_nccl **out, char *why, size_t why_size);
+                              double timeout_s, horovod_gpu_ops ops, bool hierarchical,
+                              uint32_t compact16, horovod_nccl **out, char *why, size_t why_size);
 void horovod_nccl_close(horovod_nccl *h);
 void horovod_nccl_abandon(horovod_nccl *h);
 /* "NCCL 2.28.9 (CUDA runtime 13.0) on GPU 0; 4 GPUs" and "NCCL avg fp32", for logs and
