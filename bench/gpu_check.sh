@@ -27,6 +27,8 @@
 #   inception3 fp16 96 ms -> 3.8 s, fp32 ~190 ms -> 7.6 s
 #   alexnet (batch 512) fp16 12 ms -> 0.5 s, fp32 ~25 ms -> 1.0 s
 #   = ~41 s of steps per framework, ~80 s for both, + 26 runs x ~6 s of start-up ~ 160 s;
+#   the two NCCL rows (resnet50 fp16 through replicated nccl / parameter_server on the GPU;
+#   PyTorch's figure reused): 2 x (1.8 s + ~8 s start-up, NCCL's set-up included) ~ 20 s;
 #   configure ~20 s + build ~90 s (16 cores; nvcc for sm_90 only); gpu tests <= 150 s;
 #   torch.compile of resnet50 (last, only if >= 150 s are left) ~60-120 s.
 #   Total ~7 minutes; the budget drops the last rows rather than overrun.
