@@ -27,6 +27,8 @@
 #   inception3 fp16 96 ms -> 3.8 s, fp32 ~190 ms -> 7.6 s
 #   alexnet (batch 512) fp16 12 ms -> 0.5 s, fp32 ~25 ms -> 1.0 s
 #   = ~41 s of steps per framework, ~80 s for both, + 26 runs x ~6 s of start-up ~ 160 s;
+#   the two NCCL rows (resnet50 fp16 through replicated nccl / parameter_server on the GPU;
+#   PyTorch's figure reused): 2 x (1.8 s + ~8 s start-up, NCCL's set-up included) ~ 20 s;
 #   configure ~20 s + build ~90 s (16 cores; nvcc for sm_90 only); gpu tests <= 150 s;
 #   torch.compile of resnet50 (last, only if >= 150 s are left) ~60-120 s.
 #   Total ~7 minutes; the budget drops the last rows rather than overrun.
@@ -181,7 +183,9 @@ CNNB_TIMEOUTS=0       # after two cnnbench runs time out, the rest are not start
 
 # ---------------------------------------------------------------- rows
 # id | cnnbench model | PyTorch model | precision | batch | mode (train/infer/compile/graphs:
-# training, cnnbench with --cuda_graphs, PyTorch eager as in train) |
+# training, cnnbench with --cuda_graphs, PyTorch eager as in train; nccl / psgpu: training,
+# cnnbench through replicated --all_reduce_spec=nccl / parameter_server
+# --local_parameter_device=gpu on the one GPU, PyTorch eager as in train) |
 # estimated ms per step on an H200 (for the timeout) | target
 ROWS=(
   "resnet50-fp16|resnet50|resnet50|fp16|256|train|44|cnnbench >= 7,000 and >= PyTorch (issue: PyTorch 5,807)"
@@ -193,6 +197,8 @@ ROWS=(
   "vgg16-fp16|vgg16|vgg16|fp16|256|train|69|>= PyTorch (issue: 3,685)"
   "inception3-fp16|inception3|inception3|fp16|256|train|96|>= PyTorch (issue: 2,676)"
   "alexnet-fp16|alexnet|alexnet|fp16|512|train|12|>= PyTorch (issue: 42,642)"
+  "resnet50-fp16-nccl|resnet50|resnet50|fp16|256|nccl|45|replicated nccl, 1 GPU: within 3% of the resnet50-fp16 row"
+  "resnet50-fp16-psgpu|resnet50|resnet50|fp16|256|psgpu|45|parameter_server on the GPU: within 3% of resnet50-fp16"
   "resnet152-fp32|resnet152|resnet152|fp32|256|train|190|>= PyTorch"
   "vgg16-fp32|vgg16|vgg16|fp32|256|train|170|>= PyTorch"
   "inception3-fp32|inception3|inception3|fp32|256|train|190|>= PyTorch"
@@ -243,7 +249,9 @@ write_report() {
     echo "together). PyTorch's is the same nvidia-smi figure / torch.cuda.max_memory_allocated."
     echo "cnnbench runs: \`build-gpu/bin/cnnbench --device=cuda --model=M --batch_size=B"
     echo "--num_batches=$STEPS --num_warmup_batches=$WARMUP --optimizer=momentum --precision=P"
-    echo "--display_every=10 [--forward_only | --cuda_graphs] ${CNNB_FLAGS:-}\`; PyTorch runs: \`python3"
+    echo "--display_every=10 [--forward_only | --cuda_graphs | --variable_update=replicated"
+    echo "--all_reduce_spec=nccl | --variable_update=parameter_server --local_parameter_device=gpu]"
+    echo "${CNNB_FLAGS:-}\`; PyTorch runs: \`python3"
     echo "bench/pytorch_gpu_train.py --model=M --batch_size=B --num_batches=$STEPS"
     echo "--num_warmup_batches=$WARMUP --precision=P [--inference] [--compile]\`. cnnbench's resnet50 and"
     echo "resnet152 are v1 (tf_cnn_benchmarks'), torchvision's v1.5 (6% more FLOPs; the"
@@ -470,6 +478,8 @@ run_row() {
                   --display_every=10)
     [ "$mode" = infer ] && cflags+=(--forward_only)
     [ "$mode" = graphs ] && cflags+=(--cuda_graphs)
+    [ "$mode" = nccl ] && cflags+=(--variable_update=replicated --all_reduce_spec=nccl)
+    [ "$mode" = psgpu ] && cflags+=(--variable_update=parameter_server --local_parameter_device=gpu)
     # shellcheck disable=SC2206  # CNNB_FLAGS is a list of flags, split on purpose
     [ -n "${CNNB_FLAGS:-}" ] && cflags+=(${CNNB_FLAGS})
     run_bench "$log" "$limit" "$CNNBENCH" "${cflags[@]}"
@@ -492,7 +502,7 @@ run_row() {
   # PyTorch (an identical configuration run before is not run again; a graphs row's
   # PyTorch run is the eager training run)
   local tmode=$mode
-  [ "$mode" = graphs ] && tmode=train
+  case "$mode" in graphs|nccl|psgpu) tmode=train ;; esac
   local key="$tm|$prec|$batch|$tmode"
   if [ -n "${TORCH_CACHE[$key]:-}" ]; then
     RES[$id,torch]="${RES[${TORCH_CACHE[$key]},torch]} (= ${TORCH_CACHE[$key]})"

@@ -95,7 +95,7 @@ cnnb_component(JPEG "${_jpeg_found}" "${_jpeg_why}")
 find_package(MPI QUIET COMPONENTS C)
 cnnb_component(MPI "${MPI_C_FOUND}" "MPI not found: apt-get install libopenmpi-dev openmpi-bin")
 
-# CUDA toolkit with cuDNN and NCCL: the cuda device (compiles without a GPU).
+# CUDA toolkit with cuDNN: the cuda device (compiles without a GPU).
 find_package(CUDAToolkit QUIET)
 set(_cuda_ok OFF)
 set(_cuda_why "CUDA toolkit not found (nvcc in /usr/local/cuda)")
@@ -104,17 +104,29 @@ if(CUDAToolkit_FOUND)
   find_library(CNNB_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
   find_path(CNNB_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
             PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE})
-  find_library(CNNB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  find_path(CNNB_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   if(NOT CNNB_CUDNN_LIBRARY OR NOT CNNB_CUDNN_INCLUDE_DIR)
     set(_cuda_why "cuDNN not found beside CUDA ${CUDAToolkit_VERSION}")
-  elseif(NOT CNNB_NCCL_LIBRARY OR NOT CNNB_NCCL_INCLUDE_DIR)
-    set(_cuda_why "NCCL not found beside CUDA ${CUDAToolkit_VERSION}")
   else()
     set(_cuda_ok ON)
   endif()
 endif()
 cnnb_component(CUDA "${_cuda_ok}" "${_cuda_why}")
+
+# NCCL beside CUDA: the strategies' collectives on GPUs (plugins/strategies/nccl_impl;
+# replicated --all_reduce_spec=nccl, horovod and parameter_server on the cuda device).
+set(_nccl_ok OFF)
+set(_nccl_why "needs the CUDA toolkit (nvcc in /usr/local/cuda)")
+if(CUDAToolkit_FOUND)
+  find_library(CNNB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_path(CNNB_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE})
+  if(NOT CNNB_NCCL_LIBRARY OR NOT CNNB_NCCL_INCLUDE_DIR)
+    set(_nccl_why "NCCL not found beside CUDA ${CUDAToolkit_VERSION} (nccl.h, libnccl.so)")
+  else()
+    set(_nccl_ok ON)
+  endif()
+endif()
+cnnb_component(NCCL "${_nccl_ok}" "${_nccl_why}")
 
 if(CNNB_REQUIRE_ALL AND _cnnb_missing)
   string(REPLACE ";" "\n  " _list "${_cnnb_missing}")

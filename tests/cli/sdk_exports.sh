@@ -6,8 +6,9 @@
 #  - every built plugin exports only cnnb_plugin_entry, and every cnnb_* symbol it
 #    needs is one libcnnb exports (they link -z defs against the SDK only);
 #  - a plugin's private library in a subdirectory of the plugin folder (the loader does
-#    not scan those: the cuda device's cuda/libcnnb_cuda_impl.so) exports only its one
-#    cnnb_*_entry, under the same rule for what it needs.
+#    not scan those: the cuda device's cuda/libcnnb_cuda_impl.so, the strategies'
+#    nccl/libcnnb_nccl_impl.so) exports only its one cnnb_*_entry, under the same rule for
+#    what it needs.
 set -euo pipefail
 : "${CNNB_SOURCE_DIR:?}" "${CNNB_BUILD_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
 command -v nm >/dev/null && command -v readelf >/dev/null || { echo "SKIP: needs nm and readelf (binutils)"; exit 77; }
@@ -52,7 +53,9 @@ while IFS= read -r -d '' so; do
     grep -qx 'cnnb_[a-z0-9_]*_entry' <<<"$exports" && [ "$(wc -w <<<"$exports")" -eq 1 ] ||
       fail "$so (a plugin's private library) exports more than its one cnnb_*_entry: $(echo $exports)"
   fi
-  nm -D --undefined-only "$so" | awk '{print $NF}' | sed 's/@.*//' | grep '^cnnb_' | sort -u > "$tmp/needs"
+  # (a library may need no cnnb_* symbol at all: nccl/libcnnb_nccl_impl.so)
+  nm -D --undefined-only "$so" | awk '{print $NF}' | sed 's/@.*//' | { grep '^cnnb_' || true; } |
+    sort -u > "$tmp/needs"
   extra=$(comm -23 "$tmp/needs" "$tmp/exported")
   [ -z "$extra" ] || fail "$so needs cnnb_* symbols libcnnb does not export: $extra"
 done < <(find "$CNNB_PLUGIN_DIR" -name '*.so' -print0)

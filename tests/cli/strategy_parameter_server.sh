@@ -45,7 +45,9 @@ expect_refusal() {
   ! grep -q "total images/sec" "$tmp/out" || fail "$*: trained anyway"
 }
 expect_refusal "--num_ps_ranks=2: must be in [1, 1]" --num_ps_ranks=2
-expect_refusal "--local_parameter_device=gpu:" --local_parameter_device=gpu
+expect_refusal "--local_parameter_device=gpu: device cpu has no GPU: use --local_parameter_device=cpu" \
+  --local_parameter_device=gpu
+expect_refusal "--local_parameter_device=tpu: must be cpu (host memory) or gpu" --local_parameter_device=tpu
 # One process has nothing to be asynchronous with: the same training as synchronous.
 CNNB_PARAMS_OUT="$tmp/sync" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum --batch_size=4 \
   --num_gpus=2 --variable_update=parameter_server >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "sync"; }

@@ -14,8 +14,9 @@
 #  - a size limit takes buckets of at most LIMIT elements (tf's <=), seen in the
 #    strategy's debug line for each bucket;
 #  - refusals: malformed specs and nccl on the cpu device exit 2 naming the flag, the
-#    part and what is supported, before any step runs (nccl on a device without host
-#    memory: this build has no NCCL).
+#    part and what is supported, before any step runs; nccl on a device without host
+#    memory that is no GPU (fixture_minimal) is refused for its missing CUDA stream, not
+#    for a missing NCCL (cli_strategy_nccl runs the nccl forms themselves).
 #
 # Tolerance: params_compare's |a - b| / (1 + |ref|) <= 1e-5. lenet has no batch norm, so
 # N x b and 1 x N*b differ only in float summation order (the loss's mean over the batch
@@ -129,7 +130,7 @@ refused() {
 }
 refused nccl "NCCL reduces on GPUs; device cpu has none: use xring or pscpu"
 refused "pscpu:32k:nccl" "part 'nccl': NCCL reduces on GPUs; device cpu has none: use xring or pscpu"
-grammar="the grammar is ALG[#SHARDS][/mpi][:LIMIT:SPEC] with ALG one of xring, ring, pscpu"
+grammar="the grammar is ALG[#SHARDS][/CROSS][:LIMIT:SPEC] with ALG one of xring, ring, pscpu, nccl (GPUs)"
 refused foo "unknown algorithm 'foo'; $grammar"
 refused "pscpu#0" "the shard count after '#' must be a number from 1 to 1024, not '0'; $grammar"
 refused "xring#" "the shard count after '#' must be a number from 1 to 1024, not ''"
@@ -137,14 +138,18 @@ refused "pscpu:12q:xring" "a limit must be a positive element count (k, m, g: x1
 refused "pscpu:32k" "no algorithm after the last limit '32k'"
 refused "pscpu:32k:" "an algorithm is missing between the ':'s: ''"
 refused "pscpu:64k:xring:32k:pscpu" "limits must increase from left to right: '32k'"
-refused "xring/pscpu" "across ranks only 'mpi' (MPI allreduce) is supported, not 'pscpu'"
-refused "mpi" "the cross-rank part needs a local algorithm before it (xring/mpi): 'mpi'"
+refused "xring/psgpu" "across ranks mpi, xring, pscpu (MPI's allreduce) or nccl are supported, not 'psgpu'"
+refused "xring/nccl" "NCCL across ranks needs NCCL within them (nccl or nccl/nccl), not 'nccl'"
+refused "xring/pscpu#0" "the shard count after '#' must be a number from 1 to 1024, not '0'"
+refused "mpi" "the cross-rank part needs a local algorithm before it (xring/mpi, nccl/mpi): 'mpi'"
 refused "psgpu#4" "unknown algorithm 'psgpu'"
-# A device without host memory is not told it lacks a GPU: this build has no NCCL at all.
+# A device without host memory that gives no CUDA stream is told so, whether or not this
+# build has NCCL: never "built without NCCL".
 out=$(CNNB_PLUGIN_PATH=$with_faults "$CNNBENCH" "${common[@]}" --batch_size=$B --num_gpus=2 \
       --device=fixture_minimal --variable_update=replicated --all_reduce_spec=nccl 2>&1) && rc=0 || rc=$?
-[ $rc -eq 2 ] && grep -qF -- "--all_reduce_spec=nccl: this replicated plugin was built without NCCL" <<<"$out" \
-  || { fail "nccl on fixture_minimal: exit $rc, or no message saying NCCL is not built"; echo "$out"; }
+[ $rc -eq 2 ] && grep -qF -- "--all_reduce_spec=nccl: NCCL works on CUDA devices, and replica 0's device (fixture_minimal) gives no CUDA stream" <<<"$out" \
+  || { fail "nccl on fixture_minimal: exit $rc, or no message naming its missing CUDA stream"; echo "$out"; }
+! grep -qi "without NCCL\|has no NCCL" <<<"$out" || fail "nccl on fixture_minimal blamed NCCL: $out"
 
 echo "== across processes (mpirun)"
 if ! command -v mpirun >/dev/null 2>&1; then
@@ -155,12 +160,15 @@ else
   # suppression can name: these runs check addresses and undefined behaviour, not leaks
   # (the in-process runs above check the strategy's own leaks).
   [ "${CNNB_SANITIZE:-0}" != 1 ] || export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
-  for n in 1 2; do
-    name="np2_x$n"
+  # tf's cross-rank spellings (pscpu/xring, /pscpu#2) mean MPI's allreduce here.
+  for run in "1|" "2|" "2|--all_reduce_spec=pscpu/xring" "2|--all_reduce_spec=xring/pscpu#2"; do
+    n=${run%%|*} spec=${run#*|}
+    name="np2_x$n${spec:+_$(tr -c 'a-z0-9' _ <<<"${spec#*=}")}"
+    # shellcheck disable=SC2086 # an empty spec is no argument
     CNNB_PARAMS_OUT="$work/$name" mpi_run_bounded 120 2 "$TRAIN_PARAMS" "${common[@]}" \
-      --batch_size=$B --num_gpus=$n --variable_update=replicated >"$work/$name.log" 2>&1 \
-      || { fail "mpirun -np 2 x $n replicas exited $?"; cat "$work/$name.log"; continue; }
-    echo "-- 2 ranks x $n replicas vs 1 x $((2 * n))b"
+      --batch_size=$B --num_gpus=$n --variable_update=replicated $spec >"$work/$name.log" 2>&1 \
+      || { fail "mpirun -np 2 x $n replicas $spec exited $?"; cat "$work/$name.log"; continue; }
+    echo "-- 2 ranks x $n replicas $spec vs 1 x $((2 * n))b"
     [ -e "$work/$name.1.$((n - 1))" ] || { fail "$name: rank 1 wrote no parameters"; continue; }
     matches "$name" "ref$((2 * n))"
   done

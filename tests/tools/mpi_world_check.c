@@ -172,7 +172,20 @@ static void check_nodes(cnnb_ctx *ctx, mpi_world *w, int32_t per_node) {
           (int)local_size, (int)(rank - first), (int)want_size);
     CHECK(mpi_world_num_nodes(w) == (size + per_node - 1) / per_node, "%d nodes",
           (int)mpi_world_num_nodes(w));
+    CHECK(mpi_world_node_leader(w) == first, "regrouped by %d: node leader %d, want %d",
+          (int)per_node, (int)mpi_world_node_leader(w), (int)first);
   }
+  /* The leader is the node's first rank; its local rank is 0 (every rank agrees). */
+  int32_t leader = mpi_world_node_leader(w);
+  CHECK(leader >= 0 && leader <= rank && leader < size, "node leader %d of rank %d", (int)leader,
+        (int)rank);
+  int32_t *leaders_of = calloc((size_t)size, sizeof *leaders_of);
+  CALL(ctx, mpi_world_allgather(w, ctx, &leader, leaders_of, sizeof leader, "node leaders"));
+  CHECK(leaders_of[leader] == leader, "rank %d's leader %d names %d as its own", (int)rank,
+        (int)leader, (int)leaders_of[leader]);
+  CHECK(mpi_world_num_nodes(w) > 1 || leader == 0, "one node, yet rank %d's leader is %d",
+        (int)rank, (int)leader);
+  free(leaders_of);
   /* The leaders counted are the ranks with local rank 0. */
   int32_t *locals = calloc((size_t)size, sizeof *locals);
   CALL(ctx, mpi_world_allgather(w, ctx, &local, locals, sizeof local, "local ranks"));

@@ -51,6 +51,7 @@ struct mpi_world {
   char who[64];
   double timeout_s;
   int32_t rank, size, local_rank, local_size;
+  int32_t node_leader; /* the world rank of this node's local rank 0 */
   int32_t num_nodes;
   int32_t max_count; /* elements (or bytes) one MPI call carries */
   bool broken;       /* a rank was lost: every call fails, close does not finalise */
@@ -94,6 +95,7 @@ int32_t mpi_world_rank(const mpi_world *w) { return w->rank; }
 int32_t mpi_world_size(const mpi_world *w) { return w->size; }
 int32_t mpi_world_local_size(const mpi_world *w) { return w->local_size; }
 int32_t mpi_world_local_rank(const mpi_world *w) { return w->local_rank; }
+int32_t mpi_world_node_leader(const mpi_world *w) { return w->node_leader; }
 int32_t mpi_world_num_nodes(const mpi_world *w) { return w->num_nodes; }
 
 void mpi_world_set_max_count(mpi_world *w, int32_t max_count) {
@@ -166,6 +168,17 @@ static cnnb_status adopt_node(mpi_world *w, MPI_Comm node) {
   MPI_Comm_size(node, &local_size);
   w->local_rank = local_rank;
   w->local_size = local_size;
+  /* The leader's world rank, by translating ranks between the groups (no message). */
+  MPI_Group node_group, world_group;
+  int zero = 0, leader_rank = w->rank;
+  if (MPI_Comm_group(node, &node_group) == MPI_SUCCESS) {
+    if (MPI_Comm_group(w->data, &world_group) == MPI_SUCCESS) {
+      MPI_Group_translate_ranks(node_group, 1, &zero, world_group, &leader_rank);
+      MPI_Group_free(&world_group);
+    }
+    MPI_Group_free(&node_group);
+  }
+  w->node_leader = leader_rank;
   free(w->node_reqs);
   free(w->statuses);
   w->node_reqs = calloc((size_t)local_size, sizeof *w->node_reqs);

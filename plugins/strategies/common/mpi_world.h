@@ -58,6 +58,8 @@ int32_t mpi_world_size(const mpi_world *w);
  * shared, ordered by rank); 1 and 0 in a world of one. */
 int32_t mpi_world_local_size(const mpi_world *w);
 int32_t mpi_world_local_rank(const mpi_world *w);
+/* The world rank of this node's local rank 0 (its leader); 0 in a world of one. */
+int32_t mpi_world_node_leader(const mpi_world *w);
 /* Nodes in the job (1 in a world of one). */
 int32_t mpi_world_num_nodes(const mpi_world *w);
 

@@ -18,9 +18,15 @@
  * back within the node (mpi_world_allreduce_sum_hierarchical), so one rank a node sends
  * between nodes.
  *
+ * On a GPU (a device giving CUDA streams) the groups are averaged by NCCL instead, in
+ * place on the GPU, on the replica's stream, as each group completes (horovod_nccl.h,
+ * Horovod's HOROVOD_GPU_OPERATIONS=NCCL): nothing goes through host memory and no thread
+ * is needed, as the step thread only enqueues. --horovod_gpu_operations=mpi keeps the
+ * host path (what two ranks sharing one GPU need: NCCL refuses that).
+ *
  * Every wait is bounded by --collective_timeout_s: a rank that died or stopped ends the
- * step with CNNB_ECOMM naming it (mpi_world.h). Run without mpirun it trains as one
- * process. */
+ * step with CNNB_ECOMM naming it (mpi_world.h, nccl_gpus.h). Run without mpirun it trains
+ * as one process. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +37,12 @@
 #include "../common/mpi_world.h"
 #include "../common/replica_arenas.h"
 #include "../common/timeline.h"
+#include "horovod_nccl.h"
 
 #define FUSION_FLAG "horovod_fusion_threshold"
 #define TIMELINE_FLAG "horovod_timeline"
 #define HIERARCHICAL_FLAG "horovod_hierarchical_allreduce"
+#define GPU_OPS_FLAG "horovod_gpu_operations"
 
 /* A bucket announced and not yet reduced: [offset, offset + count) of the arena, whose
  * host floats start at view. */
@@ -50,7 +58,8 @@ typedef struct group {
 typedef struct horovod {
   cnnb_ctx *ctx;
   mpi_world *world;
-  comm_thread *comm;
+  comm_thread *comm;  /* the host path's allreduces; NULL on NCCL */
+  horovod_nccl *nccl; /* the GPU path, or NULL */
   replica_arenas arenas;
   timeline *timeline;
   int64_t fusion_bytes;
@@ -87,6 +96,12 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "node to its first rank, across those ranks only, then back within the node; one rank "
       "a node sends between nodes. --compact_gradient_transfer then applies between nodes.");
   if (st != CNNB_OK) return st;
+  st = cnnb_flag_declare(
+      registry, GPU_OPS_FLAG, CNNB_FLAG_STRING, "auto",
+      "How gradients on a GPU are averaged (Horovod's HOROVOD_GPU_OPERATIONS): nccl (on the "
+      "GPU, no host copies), mpi (copied to host memory, MPI allreduce), auto (nccl where "
+      "every rank can use it, else mpi).");
+  if (st != CNNB_OK) return st;
   return cnnb_flag_declare(
       registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
       "Write a Chrome trace (chrome://tracing) of each rank's buckets and allreduces "
@@ -97,7 +112,8 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
 static void destroy(void *strategy) {
   horovod *s = strategy;
   if (!s) return;
-  comm_thread_stop(s->comm); /* first: its jobs use everything below */
+  comm_thread_stop(s->comm);   /* first: its jobs use everything below */
+  horovod_nccl_close(s->nccl); /* before the world: its faults meet at an MPI barrier */
   timeline_close(s->timeline);
   mpi_world_close(s->world);
   replica_arenas_free(&s->arenas);
@@ -109,6 +125,15 @@ static void destroy(void *strategy) {
 /* Reads a 1.4 field only from a host that passes it. */
 #define CFG_HAS(cfg, field) \
   ((cfg)->struct_size >= offsetof(cnnb_strategy_config, field) + sizeof((cfg)->field))
+
+static cnnb_status gpu_ops_flag(cnnb_ctx *ctx, horovod_gpu_ops *ops) {
+  const char *v = cnnb_flag_string(ctx, GPU_OPS_FLAG);
+  if (strcmp(v, "auto") == 0) *ops = HOROVOD_GPU_OPS_AUTO;
+  else if (strcmp(v, "nccl") == 0 || strcmp(v, "NCCL") == 0) *ops = HOROVOD_GPU_OPS_NCCL;
+  else if (strcmp(v, "mpi") == 0 || strcmp(v, "MPI") == 0) *ops = HOROVOD_GPU_OPS_MPI;
+  else return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: must be auto, nccl or mpi", GPU_OPS_FLAG, v);
+  return CNNB_OK;
+}
 
 static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_config *cfg,
                           void **out) {
@@ -144,12 +169,16 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   if (CFG_HAS(cfg, compact_gradient_transfer) && cfg->compact_gradient_transfer)
     s->compact16 = precision == CNNB_PRECISION_FP16 ? CNNB_PRECISION_FP16 : CNNB_PRECISION_BF16;
   double timeout = CFG_HAS(cfg, collective_timeout_s) ? cfg->collective_timeout_s : 60;
-  cnnb_status st;
-  if ((st = replica_arenas_init(ctx, cfg, &s->arenas)) != CNNB_OK ||
+  horovod_gpu_ops ops = HOROVOD_GPU_OPS_AUTO;
+  cnnb_status st = gpu_ops_flag(ctx, &ops);
+  char staged_why[512] = "";
+  if (st != CNNB_OK || (st = replica_arenas_init(ctx, cfg, &s->arenas)) != CNNB_OK ||
       (st = mpi_world_open(ctx, name, timeout, &s->world)) != CNNB_OK ||
       (st = timeline_open(ctx, TIMELINE_FLAG, cnnb_flag_string(ctx, TIMELINE_FLAG),
                           mpi_world_rank(s->world), &s->timeline)) != CNNB_OK ||
-      (st = comm_thread_start(ctx, name, &s->comm)) != CNNB_OK) {
+      (st = horovod_nccl_open(ctx, cfg, s->world, timeout, ops, s->hierarchical, s->compact16,
+                              &s->nccl, staged_why, sizeof staged_why)) != CNNB_OK ||
+      (!s->nccl && (st = comm_thread_start(ctx, name, &s->comm)) != CNNB_OK)) {
     destroy(s);
     return st;
   }
@@ -166,11 +195,17 @@ static cnnb_status create(cnnb_ctx *ctx, const char *name, const cnnb_strategy_c
   } else {
     snprintf(s->how, sizeof s->how, "MPI %s", sent);
   }
+  char staged[640] = "";
+  if (!s->arenas.host_memory && !s->nccl)
+    snprintf(staged, sizeof staged, ", staged through host memory (%s)", staged_why);
+  if (s->nccl) {
+    snprintf(s->how, sizeof s->how, "%s", horovod_nccl_how(s->nccl));
+    snprintf(staged, sizeof staged, ", on the GPU by NCCL: %s", horovod_nccl_describe(s->nccl));
+  }
   cnnb_log(ctx, CNNB_LOG_INFO,
            "rank %d of %d; buckets fused up to %.1f MiB; gradients sent as %s%s%s%s",
            (int)mpi_world_rank(s->world), (int)mpi_world_size(s->world), (double)fusion / (1 << 20),
-           sent, s->hierarchical ? " between nodes" : "", hierarchy,
-           s->arenas.host_memory ? "" : ", staged through host memory");
+           sent, s->hierarchical ? " between nodes" : "", hierarchy, staged);
   *out = s;
   return CNNB_OK;
 }
@@ -220,13 +255,34 @@ static cnnb_status reduce_group(void *arg, cnnb_ctx *ctx) {
   return st;
 }
 
-/* [step thread] The open group is complete: to the communication thread. */
-static cnnb_status post_group(horovod *s) {
+/* [step thread] A group on the GPU: NCCL's all-reduce enqueued on the replica's stream. */
+static cnnb_status reduce_group_nccl(horovod *s, const group *g, float *grads) {
+  char buckets[64], what[96];
+  if (g->first == g->last) snprintf(buckets, sizeof buckets, "bucket %d", (int)g->first);
+  else snprintf(buckets, sizeof buckets, "buckets %d-%d", (int)g->first, (int)g->last);
+  snprintf(what, sizeof what, "%s of step %lld", buckets, (long long)g->step);
+  timeline_span span;
+  timeline_allreduce_begin(s->timeline, &span, TIMELINE_STEP_THREAD, g->step, buckets,
+                           g->count * (int64_t)sizeof(float), s->how);
+  cnnb_status st = horovod_nccl_average(s->nccl, grads, g->offset, g->count, what);
+  timeline_allreduce_end(s->timeline, &span);
+  return st;
+}
+
+/* [step thread] The open group is complete: to the communication thread, or to NCCL. */
+static cnnb_status post_group(horovod *s, float *const *grads) {
   if (!s->open) return CNNB_OK;
   group *g = &s->groups[s->posted++];
   s->open = false;
   if (!s->planned) s->plan_last[s->plan_groups++] = g->last;
+  if (s->nccl) return reduce_group_nccl(s, g, grads[0]);
   return comm_thread_post(s->comm, reduce_group, g);
+}
+
+/* A failure ends NCCL's use: nothing may wait for peers from now on. */
+static cnnb_status failed(horovod *s, cnnb_status st) {
+  if (st != CNNB_OK) horovod_nccl_abandon(s->nccl);
+  return st;
 }
 
 /* Whether bucket `index` ends a group in the first step's plan. */
@@ -246,9 +302,9 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
    * thread, as device calls must be. A failing copy records its error in the strategy's
    * ctx while jobs may be recording theirs in the communication thread's; the wait then
    * lets them finish (they use the views) and adds what they failed with. */
-  cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, &view);
+  cnnb_status st = s->nccl ? CNNB_OK : replica_arenas_pull(&s->arenas, grads, offset, count, &view);
   if (st != CNNB_OK) {
-    comm_thread_wait(s->comm);
+    if (s->comm) comm_thread_wait(s->comm);
     return st;
   }
   if (s->announced_hi == s->announced_lo) s->announced_lo = s->announced_hi = offset;
@@ -259,7 +315,7 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
   group *g = s->open ? &s->groups[s->posted] : NULL;
   bool fits = g && offset + count == g->offset &&
               (g->count + count) * (int64_t)sizeof(float) <= s->fusion_bytes;
-  if (g && !fits && (st = post_group(s)) != CNNB_OK) return st;
+  if (g && !fits && (st = post_group(s, grads)) != CNNB_OK) return failed(s, st);
   if (fits) {
     g->offset = offset, g->count += count, g->view = view, g->last = index;
   } else {
@@ -276,18 +332,27 @@ static cnnb_status bucket_ready(void *strategy, float *const *grads, int64_t off
     s->open = true;
   }
   /* From the second step on, the first step's plan says where a group ends. */
-  if (s->planned && plan_ends_group_at(s, index)) return post_group(s);
+  if (s->planned && plan_ends_group_at(s, index)) return failed(s, post_group(s, grads));
   return CNNB_OK;
 }
 
 static cnnb_status finish_step(void *strategy, float *const *grads) {
   horovod *s = strategy;
   timeline_backward_done(s->timeline, s->step);
-  cnnb_status posted = post_group(s); /* the last group ends with backward */
-  cnnb_status st = comm_thread_wait(s->comm);
-  if (st == CNNB_OK) st = posted;
-  if (st == CNNB_OK)
-    st = replica_arenas_push(&s->arenas, grads, s->announced_lo, s->announced_hi - s->announced_lo);
+  cnnb_status posted = post_group(s, grads); /* the last group ends with backward */
+  cnnb_status st = CNNB_OK;
+  if (s->nccl) {
+    char what[64];
+    snprintf(what, sizeof what, "the allreduces of step %lld", (long long)s->step);
+    st = posted == CNNB_OK ? horovod_nccl_wait(s->nccl, what) : posted;
+  } else {
+    st = comm_thread_wait(s->comm);
+    if (st == CNNB_OK) st = posted;
+    if (st == CNNB_OK)
+      st = replica_arenas_push(&s->arenas, grads, s->announced_lo,
+                               s->announced_hi - s->announced_lo);
+  }
+  failed(s, st);
   timeline_flush(s->timeline);
   s->step++;
   s->buckets = 0;
@@ -313,7 +378,8 @@ static const char *const offers[] = {"horovod", NULL};
 
 static const cnnb_plugin descriptor = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "horovod", "0.1.0",
-                     "one replica per MPI process; fused gradient allreduce overlapping backward"),
+                     "one replica per MPI process; fused gradient allreduce overlapping backward "
+                     "(MPI; NCCL on GPUs)"),
     .offers = offers,
     .vtable = &vtable,
     .register_flags = register_flags,

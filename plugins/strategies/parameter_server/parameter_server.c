@@ -14,7 +14,11 @@
  *
  * Updates are synchronous by default (--cross_replica_sync=true); with false, ranks push
  * and pull without waiting for each other (ps_async.h). Within one process the replicas'
- * gradients are always averaged first, as tf's replicas on one worker are. */
+ * gradients are always averaged first, as tf's replicas on one worker are.
+ *
+ * On GPUs the variables may instead live on the first replica's GPU
+ * (--local_parameter_device=gpu, one process): pushes and pulls are NCCL's reduce and
+ * broadcast on the replicas' streams, the update the first GPU's own kernel (ps_gpu.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -24,6 +28,7 @@
 
 #include "parameter_server.h"
 #include "ps_async.h"
+#include "ps_gpu.h"
 #include "ps_optimizer_state.h"
 
 static cnnb_status register_flags(cnnb_flag_registry *registry) {
@@ -33,7 +38,9 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "the updates; every rank also trains.");
   if (st == CNNB_OK)
     st = cnnb_flag_declare(registry, "local_parameter_device", CNNB_FLAG_STRING, "cpu",
-                           "Where the parameter server keeps the variables: cpu (host memory).");
+                           "Where the parameter server keeps the variables: cpu (host memory), "
+                           "or gpu (the first replica's GPU, one process on a GPU device: "
+                           "NCCL pushes and pulls, the update on that GPU).");
   if (st == CNNB_OK)
     st = cnnb_flag_declare(registry, "cross_replica_sync", CNNB_FLAG_BOOL, "true",
                            "Under mpirun: synchronous updates (every rank's gradients averaged, "
@@ -47,6 +54,7 @@ static void ps_destroy(void *strategy) {
   ps *s = strategy;
   if (!s) return;
   ps_async_close(s);
+  ps_gpu_close(s); /* before the world: its faults meet at an MPI barrier */
   mpi_world_close(s->world);
   ps_shards_free(&s->shards);
   replica_arenas_free(&s->replicas);
@@ -62,12 +70,29 @@ static void ps_destroy(void *strategy) {
 
 static cnnb_status read_flags(ps *s, const cnnb_strategy_config *cfg) {
   const char *where = cnnb_flag_string(s->ctx, "local_parameter_device");
-  if (strcmp(where, "cpu") != 0 && strcmp(where, "CPU") != 0)
-    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
-                      "--local_parameter_device=%s: this parameter server keeps the variables "
-                      "in host memory; use --local_parameter_device=cpu (or "
-                      "--variable_update=replicated to keep them on every device)",
+  s->gpu = strcmp(where, "gpu") == 0 || strcmp(where, "GPU") == 0;
+  if (!s->gpu && strcmp(where, "cpu") != 0 && strcmp(where, "CPU") != 0)
+    return cnnb_error(s->ctx, CNNB_EINVAL,
+                      "--local_parameter_device=%s: must be cpu (host memory) or gpu (the first "
+                      "replica's GPU)",
                       where);
+  if (s->gpu && s->world_size > 1)
+    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
+                      "--local_parameter_device=gpu keeps the variables on one process's GPU; "
+                      "across the %d ranks of this job the parameter servers keep them in host "
+                      "memory: use --local_parameter_device=cpu",
+                      (int)s->world_size);
+  const char *device = cfg->struct_size >= offsetof(cnnb_strategy_config, device_name) +
+                                               sizeof cfg->device_name &&
+                               cfg->device_name
+                           ? cfg->device_name
+                           : "of this run";
+  if (s->gpu && cfg->local_replicas > 0 && cfg->device->get_extension &&
+      cfg->device->get_extension(cfg->devices[0], CNNB_EXT_HOST_MEMORY))
+    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
+                      "--local_parameter_device=gpu: device %s has no GPU: use "
+                      "--local_parameter_device=cpu",
+                      device);
   int64_t num_ps = cnnb_flag_int(s->ctx, "num_ps_ranks");
   if (num_ps < 1 || num_ps > s->world_size)
     return cnnb_error(s->ctx, CNNB_EINVAL,
@@ -119,6 +144,7 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
                     "parameter_server: out of memory for host copies of %lld parameters",
                     (long long)s->count);
   if (st == CNNB_OK && !s->sync) st = ps_async_open(s);
+  if (st == CNNB_OK && s->gpu) st = ps_gpu_open(s, cfg);
   if (st != CNNB_OK) {
     ps_destroy(s);
     return st;
@@ -127,7 +153,7 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
     cnnb_log(ctx, CNNB_LOG_INFO,
              "--cross_replica_sync=false: one process, nothing to be "
              "asynchronous with (its replicas are averaged, as tf's on one worker)");
-  if (s->rank < s->num_ps)
+  if (s->rank < s->num_ps && !s->gpu)
     cnnb_log(ctx, CNNB_LOG_INFO,
              "parameter server %d of %d: %lld of %lld parameters in host memory", (int)s->rank,
              (int)s->num_ps, (long long)s->shards.shards[s->rank].count, (long long)s->count);
@@ -180,6 +206,7 @@ static cnnb_status ps_broadcast(void *strategy, float *const *params, int64_t co
     return cnnb_error(s->ctx, CNNB_EINTERNAL, "parameter_server: %lld parameters, %lld at create",
                       (long long)count, (long long)s->count);
   if (s->count == 0) return CNNB_OK;
+  if (s->gpu) return ps_gpu_broadcast(s, params);
   cnnb_status st = CNNB_OK;
   if (s->rank == 0) {
     if (s->replicas.host_memory) memcpy(s->vars, params[0], (size_t)s->count * sizeof(float));
@@ -214,6 +241,7 @@ static cnnb_status ps_finish_step(void *strategy, float *const *grads) {
   ps *s = strategy;
   s->step++;
   if (s->count == 0) return CNNB_OK;
+  if (s->gpu) return ps_gpu_finish_step(s, grads);
   int32_t n = s->replicas.n;
   float **views = calloc((size_t)n, sizeof *views);
   if (!views) return cnnb_error(s->ctx, CNNB_ENOMEM, "parameter_server: out of memory");
@@ -324,6 +352,7 @@ cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard_index, float *
  * kept for the push, which carries this step's updates to every PS rank. */
 static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_update *update) {
   ps *s = strategy;
+  if (s->gpu) return ps_gpu_apply(s, offset, update);
   if (s->sync)
     return s->rank < s->num_ps
                ? ps_apply_to_shard(s, s->ctx, s->rank, s->vars, s->grads, offset, update)
@@ -342,6 +371,7 @@ static cnnb_status ps_apply_update(void *strategy, int64_t offset, const cnnb_up
 static cnnb_status ps_finish_update(void *strategy, float *const *params) {
   ps *s = strategy;
   if (s->count == 0) return CNNB_OK;
+  if (s->gpu) return ps_gpu_finish_update(s, params);
   cnnb_status st = CNNB_OK;
   if (!s->sync) {
     st = ps_async_push_pull(s);
@@ -395,8 +425,9 @@ static const char *const offers[] = {"parameter_server", NULL};
 
 static const cnnb_plugin descriptor = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "parameter_server", "0.1.0",
-                     "variables on parameter servers (host memory; the first --num_ps_ranks "
-                     "ranks under mpirun), updates applied there, in step or asynchronous"),
+                     "variables on parameter servers (host memory, or the first GPU; the first "
+                     "--num_ps_ranks ranks under mpirun), updates applied there, in step or "
+                     "asynchronous"),
     .offers = offers,
     .vtable = &vtable,
     .register_flags = register_flags,

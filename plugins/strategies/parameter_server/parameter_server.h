@@ -12,6 +12,8 @@
 #include "replica_arenas.h"
 
 typedef struct ps_async ps_async;
+typedef struct nccl_gpus nccl_gpus;
+typedef struct nccl_comms nccl_comms;
 
 /* One run of parameters sharing a weight decay, as the host handed it over. */
 typedef struct ps_update {
@@ -45,6 +47,12 @@ typedef struct ps {
   ps_update *updates; /* this step's, asynchronous mode */
   int32_t num_updates, max_updates;
   ps_async *async;
+  /* --local_parameter_device=gpu (ps_gpu.h): the variables are replica 0's arena on its
+   * GPU, the slots beside them there; slot1/slot2 above are then their host mirrors. */
+  bool gpu;
+  nccl_gpus *gpus;
+  nccl_comms *comms; /* the process's GPUs */
+  float *gpu_slot1, *gpu_slot2;
 } ps;
 
 /* Applies `u` (with its arena offset) to shard `shard`'s variables in `vars`, reading

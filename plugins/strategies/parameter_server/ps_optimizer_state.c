@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parameter_server.h"
+#include "ps_gpu.h"
 
 /* Whether `rule` keeps slot `slot` (cnnb_update's slot1 / slot2). */
 static bool rule_has_slot(uint32_t rule, int32_t slot) {
@@ -70,6 +71,8 @@ static cnnb_status ps_get_slot(void *strategy, int32_t slot, float *host, int64_
                       (int)p, ps_rule_name(rule), ps_rule_name(rules[p]));
   free(rules);
   if (st != CNNB_OK || !rule_has_slot(rule, slot)) return st;
+  /* On the GPU the slots are read into their host mirror first. */
+  if (s->gpu && (st = ps_gpu_slot_to_host(s, slot)) != CNNB_OK) return st;
   /* Each shard from its PS rank, as a step's pull. */
   for (int32_t p = 0; st == CNNB_OK && p < s->num_ps; p++) {
     const ps_shard *shard = &s->shards.shards[p];
@@ -155,12 +158,15 @@ static cnnb_status ps_set_slot(void *strategy, uint32_t rule, int32_t slot, cons
   pthread_mutex_lock(&s->slots_lock);
   mine.kept_rule = s->slots_rule;
   if (mine.step == 0 && (!mine.kept_rule || mine.kept_rule == rule) && s->rank < s->num_ps) {
-    if (!s->slots_rule && ps_make_slots(s, s->ctx, rule) != CNNB_OK) mine.failed = 1;
+    if (!s->slots_rule &&
+        (s->gpu ? ps_gpu_make_slots(s, rule) : ps_make_slots(s, s->ctx, rule)) != CNNB_OK)
+      mine.failed = 1;
     const ps_shard *shard = &s->shards.shards[s->rank];
     float *dst = slot_array(s, slot);
     for (int32_t i = 0; !mine.failed && i < shard->num_ranges; i++)
       memcpy(dst + shard->ranges[i].offset, host + shard->ranges[i].offset,
              (size_t)shard->ranges[i].count * sizeof *dst);
+    if (!mine.failed && s->gpu && ps_gpu_slot_to_device(s, slot) != CNNB_OK) mine.failed = 1;
   }
   pthread_mutex_unlock(&s->slots_lock);
   restore_record *all = calloc((size_t)s->world_size, sizeof *all);

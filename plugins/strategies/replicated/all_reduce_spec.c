@@ -6,9 +6,10 @@
 #include <string.h>
 
 const char all_reduce_spec_grammar[] =
-    "the grammar is ALG[#SHARDS][/mpi][:LIMIT:SPEC] with ALG one of xring, ring, pscpu "
-    "(nccl on GPUs), SHARDS 1..1024, LIMIT the largest bucket in elements (suffix k, m, g: "
-    "x1024) taking ALG, increasing, e.g. pscpu:32k:xring";
+    "the grammar is ALG[#SHARDS][/CROSS][:LIMIT:SPEC] with ALG one of xring, ring, pscpu, "
+    "nccl (GPUs), SHARDS 1..1024, CROSS across ranks one of mpi, xring, pscpu (MPI's "
+    "allreduce) or nccl (after nccl), LIMIT the largest bucket in elements (suffix k, m, g: "
+    "x1024) taking ALG, increasing, e.g. pscpu:32k:xring or nccl/xring";
 
 typedef struct span {
   const char *p;
@@ -85,7 +86,8 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
     r->nccl = true;
   } else if (span_is(name, "mpi")) {
     return refuse(ctx, text,
-                  "the cross-rank part needs a local algorithm before it (xring/mpi):", s);
+                  "the cross-rank part needs a local algorithm before it (xring/mpi, nccl/mpi):",
+                  s);
   } else {
     return refuse(ctx, text, "unknown algorithm", name);
   }
@@ -100,7 +102,31 @@ static cnnb_status parse_local(cnnb_ctx *ctx, const char *text, span s, reduce_r
   return CNNB_OK;
 }
 
-/* LOCAL[/mpi]. */
+/* CROSS[#SHARDS]: how the ranks' local sums meet. */
+static cnnb_status parse_cross(cnnb_ctx *ctx, const char *text, span cross, reduce_range *r) {
+  span name, shards;
+  split(cross, '#', &name, &shards);
+  int64_t unused = 0;
+  if (shards.p && !parse_count(shards, false, ALL_REDUCE_SPEC_MAX_SHARDS, &unused))
+    return refuse(ctx, text, "the shard count after '#' must be a number from 1 to 1024, not",
+                  shards);
+  if (span_is(name, "mpi") || span_is(name, "xring") || span_is(name, "ring") ||
+      span_is(name, "pscpu")) {
+    r->cross_nccl = false;
+    return CNNB_OK;
+  }
+  if (span_is(name, "nccl")) {
+    if (!r->nccl)
+      return refuse(ctx, text, "NCCL across ranks needs NCCL within them (nccl or nccl/nccl), not",
+                    cross);
+    return CNNB_OK;
+  }
+  return refuse(ctx, text,
+                "across ranks mpi, xring, pscpu (MPI's allreduce) or nccl are supported, not",
+                name);
+}
+
+/* LOCAL[/CROSS]. */
 static cnnb_status parse_range(cnnb_ctx *ctx, const char *text, span s, reduce_range *r) {
   if (s.len == 0) return refuse(ctx, text, "an algorithm is missing between the ':'s:", s);
   snprintf(r->text, sizeof r->text, "%.*s", (int)s.len, s.p);
@@ -108,11 +134,10 @@ static cnnb_status parse_range(cnnb_ctx *ctx, const char *text, span s, reduce_r
   split(s, '/', &local, &cross);
   cnnb_status st = parse_local(ctx, text, local, r);
   if (st != CNNB_OK) return st;
+  r->cross_nccl = r->nccl; /* nccl alone spans the ranks */
   if (cross.p && memchr(cross.p, '/', cross.len))
-    return refuse(ctx, text, "one '/' at most (LOCAL/mpi):", s);
-  if (cross.p && !span_is(cross, "mpi"))
-    return refuse(ctx, text, "across ranks only 'mpi' (MPI allreduce) is supported, not", cross);
-  return CNNB_OK;
+    return refuse(ctx, text, "one '/' at most (LOCAL/CROSS):", s);
+  return cross.p ? parse_cross(ctx, text, cross, r) : CNNB_OK;
 }
 
 cnnb_status all_reduce_spec_parse(cnnb_ctx *ctx, const char *text, all_reduce_spec *out) {
@@ -163,11 +188,10 @@ void all_reduce_spec_describe(const all_reduce_spec *spec, char *out, size_t siz
   out[0] = '\0';
   for (int32_t i = 0; i < spec->num_ranges && used < size; i++) {
     const reduce_range *r = &spec->ranges[i];
-    char alg[32];
-    if (r->shards > 1)
-      snprintf(alg, sizeof alg, "%s#%d", r->nccl ? "nccl" : local_reduce_alg_name(r->alg),
-               (int)r->shards);
-    else snprintf(alg, sizeof alg, "%s", r->nccl ? "nccl" : local_reduce_alg_name(r->alg));
+    char alg[48], shards[16] = "";
+    if (r->shards > 1) snprintf(shards, sizeof shards, "#%d", (int)r->shards);
+    snprintf(alg, sizeof alg, "%s%s%s", r->nccl ? "nccl" : local_reduce_alg_name(r->alg), shards,
+             r->nccl && !r->cross_nccl ? "/mpi" : "");
     int n;
     if (spec->num_ranges == 1) n = snprintf(out + used, size - used, "%s for every bucket", alg);
     else if (i + 1 < spec->num_ranges)

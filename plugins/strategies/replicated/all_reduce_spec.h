@@ -1,13 +1,18 @@
 /* all_reduce_spec.h — --all_reduce_spec as tf_cnn_benchmarks' parse_all_reduce_spec reads
  * it, for the replicated strategy:
  *   spec  ::= range | range:LIMIT:spec
- *   range ::= alg | alg/mpi                 local algorithm, then the cross-rank one
+ *   range ::= alg | alg/cross               local algorithm, then the cross-rank one
  *   alg   ::= NAME | NAME#SHARDS            NAME: xring, ring, pscpu, nccl
+ *   cross ::= mpi | xring | pscpu | nccl    (#SHARDS allowed and unused)
  * A range before LIMIT takes the buckets of at most LIMIT elements (tf compares a
  * tensor's element count with `<=`; k, m, g multiply by 1024, 1024^2, 1024^3), the
  * spec after it the rest; limits must increase. SHARDS (1..1024) cuts each bucket into
- * that many pieces. The cross-rank part is always MPI here (tf's alternatives ran over
- * gRPC); writing /mpi only says so. Empty: xring.
+ * that many pieces. Across ranks tf's xring and pscpu ran over gRPC; here MPI's allreduce
+ * stands in for them (mpi, xring and pscpu all mean it). nccl is tf's NCCL all-reduce:
+ * alone (or nccl/nccl), one NCCL communicator over every GPU of every rank; nccl/mpi
+ * (nccl/xring, nccl/pscpu) reduces the process's GPUs with NCCL, sums that across ranks
+ * with MPI, and broadcasts it back with NCCL, as tf's nccl/xring. NCCL across ranks needs
+ * NCCL within them: xring/nccl is refused. Empty: xring.
  *
  * Parsing is grammar only and allocates nothing, so a refusal comes before any memory is
  * taken; whether the device can run an algorithm (nccl) is the strategy's to judge. */
@@ -25,6 +30,8 @@ enum { ALL_REDUCE_SPEC_MAX_RANGES = 16, ALL_REDUCE_SPEC_MAX_SHARDS = 1024 };
 typedef struct reduce_range {
   local_reduce_alg alg; /* xring for "ring" too; meaningless when nccl */
   bool nccl;            /* "nccl": needs a device with NCCL */
+  bool cross_nccl;      /* nccl alone or nccl/nccl: one NCCL all-reduce spans the ranks;
+                           false: MPI sums across ranks */
   int32_t shards;       /* >= 1 */
   int64_t limit;        /* the largest bucket (elements) it takes; INT64_MAX for the last */
   char text[64];        /* the range as written (truncated), for messages */

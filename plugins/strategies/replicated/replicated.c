@@ -15,7 +15,10 @@
  * Where the work runs: on a device whose arenas are host memory (CNNB_EXT_HOST_MEMORY)
  * a communication thread reduces each announced range while the step thread goes on with
  * the last replica's backward; otherwise the ranges are staged through host copies, which
- * device calls allow only on the step thread, so the step thread reduces them there.
+ * device calls allow only on the step thread, so the step thread reduces them there. The
+ * nccl ranges of the spec (GPUs: replicated_nccl.h) never leave the GPUs: the step
+ * thread puts each range's NCCL all-reduce on the replicas' streams as it is announced,
+ * and finish_step waits (bounded) for the last one.
  * finish_step waits for all of it. --replicated_timeline=FILE records when each range's
  * all-reduce ran beside the buckets' announcements and the end of backward
  * (../common/timeline.h), the proof that it overlaps the last replica's backward.
@@ -33,6 +36,7 @@
 #include "local_reduce.h"
 #include "mpi_world.h"
 #include "replica_arenas.h"
+#include "replicated_nccl.h"
 #include "timeline.h"
 
 #define TIMELINE_FLAG "replicated_timeline"
@@ -52,10 +56,14 @@ struct replicated {
   all_reduce_spec spec;
   replica_arenas arenas;
   mpi_world *world;
-  comm_thread *comm;  /* NULL: the step thread reduces (staging, or nothing to do) */
-  timeline *timeline; /* --replicated_timeline's file (if given) and --trace_file's events */
+  comm_thread *comm;     /* NULL: the step thread reduces (staging, or nothing to do) */
+  replicated_nccl *nccl; /* the nccl ranges' GPUs and communicators, or NULL */
+  timeline *timeline;    /* --replicated_timeline's file (if given) and --trace_file's events */
   int32_t replicas, world_size, repacking;
-  bool exchange;      /* more than one replica in the world: there is work */
+  bool exchange;      /* more than one replica in the world, or nccl asked for: there is
+                         work (nccl runs even on one GPU: a communicator of one) */
+  bool host_exchange; /* more than one replica in the world: the host ranges have work */
+  bool host_ranges;   /* some range of the spec is a host algorithm (xring, pscpu) */
   float scale;        /* 1 / (replicas * world_size) */
   uint32_t compact16; /* --compact_gradient_transfer's 16-bit type across ranks, or 0 */
   int64_t param_count;
@@ -81,6 +89,10 @@ static void scale_in_place(float *v, int64_t count, float scale) {
 /* "xring#1", "xring#1, then MPI fp32", "MPI bf16": how a range of `count` is reduced. */
 static void describe_how(const replicated *s, int64_t count, char *out, size_t size) {
   const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
+  if (how->nccl) {
+    replicated_nccl_how(s->nccl, how, out, size);
+    return;
+  }
   const char *sent = s->compact16 == CNNB_PRECISION_FP16 ? "fp16" : s->compact16 ? "bf16" : "fp32";
   if (s->world_size == 1)
     snprintf(out, size, "%s#%d", local_reduce_alg_name(how->alg), (int)how->shards);
@@ -130,6 +142,26 @@ static cnnb_status run_job(void *arg, cnnb_ctx *ctx) {
   return average(job->s, job, ctx, TIMELINE_COMM_THREAD);
 }
 
+/* Step thread: an nccl range, put on the GPUs' streams (or, crossing ranks through MPI,
+ * done here). */
+static cnnb_status nccl_range(replicated *s, float *const *grads, int64_t offset, int64_t count,
+                              const char *label) {
+  timeline_span span = {0};
+  if (timeline_recording(s->timeline)) {
+    char how[96];
+    describe_how(s, count, how, sizeof how);
+    timeline_allreduce_begin(s->timeline, &span, TIMELINE_STEP_THREAD, s->step, label,
+                             count * (int64_t)sizeof(float), how);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "%s (gradients [%lld, %lld)) of step %lld", label, (long long)offset,
+           (long long)(offset + count), (long long)s->step);
+  const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
+  cnnb_status st = replicated_nccl_average(s->nccl, grads, offset, count, how, what);
+  timeline_allreduce_end(s->timeline, &span);
+  return st;
+}
+
 /* Step thread: averages grads[.][offset, offset + count), on the communication thread
  * when there is one (host memory: the views are the arenas), else here through staging. */
 static cnnb_status start_range(replicated *s, float *const *grads, int64_t offset, int64_t count,
@@ -139,12 +171,13 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
                       "step %lld: more than %d gradient ranges to "
                       "reduce (the arena has that many variables)",
                       (long long)s->step, (int)s->max_jobs);
-  if (s->step == 1) {
-    const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
+  const reduce_range *how = all_reduce_spec_pick(&s->spec, count);
+  if (s->step == 1)
     cnnb_log(s->ctx, CNNB_LOG_DEBUG, "gradients [%lld, %lld) (%lld elements) by %s#%d",
              (long long)offset, (long long)(offset + count), (long long)count,
-             local_reduce_alg_name(how->alg), (int)how->shards);
-  }
+             how->nccl ? "nccl" : local_reduce_alg_name(how->alg), (int)how->shards);
+  if (how->nccl) return nccl_range(s, grads, offset, count, label);
+  if (!s->host_exchange) return CNNB_OK;
   reduce_job *job = &s->jobs[s->num_jobs++];
   *job = (reduce_job){.s = s,
                       .offset = offset,
@@ -157,8 +190,10 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
     return st != CNNB_OK ? st : comm_thread_post(s->comm, run_job, job);
   }
   /* Staging (on host memory a thread runs whenever there is work): with repacking the
-   * buckets were pulled as they came; otherwise pull now. */
-  cnnb_status st = CNNB_OK;
+   * buckets were pulled as they came; otherwise pull now. The copies synchronize the
+   * streams, where NCCL work of earlier ranges may be: waited for first, bounded. */
+  cnnb_status st = s->nccl ? replicated_nccl_wait(s->nccl, job->label) : CNNB_OK;
+  if (st != CNNB_OK) return st;
   if (s->repacking) {
     for (int32_t r = 0; r < s->replicas; r++) job->views[r] = s->arenas.staging[r] + offset;
   } else {
@@ -171,9 +206,17 @@ static cnnb_status start_range(replicated *s, float *const *grads, int64_t offse
 
 /* ---- the vtable ---------------------------------------------------------------- */
 
+static cnnb_status bucket_ready(replicated *s, float *const *grads, int64_t offset, int64_t count);
+
 static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, int64_t offset,
                                            int64_t count) {
   replicated *s = strategy;
+  cnnb_status st = bucket_ready(s, grads, offset, count);
+  if (st != CNNB_OK) replicated_nccl_abandon(s->nccl); /* nothing may wait for peers now */
+  return st;
+}
+
+static cnnb_status bucket_ready(replicated *s, float *const *grads, int64_t offset, int64_t count) {
   if (count <= 0) return CNNB_OK;
   if (offset < 0 || count > s->param_count - offset || s->announced + count > s->param_count)
     return cnnb_error(s->ctx, CNNB_EINTERNAL,
@@ -191,7 +234,7 @@ static cnnb_status replicated_bucket_ready(void *strategy, float *const *grads, 
   }
   /* Repacking reduces once every gradient is ready (tf concatenates them all first). On
    * staging, each bucket is copied out as it comes, while its device is between kernels. */
-  if (!s->comm) {
+  if (!s->comm && s->host_ranges && s->host_exchange) {
     float **staged = s->job_views; /* [replicas] scratch: no range has started this step */
     cnnb_status st = replica_arenas_pull(&s->arenas, grads, offset, count, staged);
     if (st != CNNB_OK) return st;
@@ -212,6 +255,12 @@ static cnnb_status replicated_finish_step(void *strategy, float *const *grads) {
   replicated *s = strategy;
   timeline_backward_done(s->timeline, s->step);
   cnnb_status st = s->comm ? comm_thread_wait(s->comm) : CNNB_OK;
+  if (st == CNNB_OK && s->nccl) {
+    char what[64];
+    snprintf(what, sizeof what, "the all-reduces of step %lld", (long long)s->step);
+    st = replicated_nccl_wait(s->nccl, what);
+  }
+  if (st != CNNB_OK) replicated_nccl_abandon(s->nccl);
   /* A range never announced would keep one replica's own gradient: a silent wrong mean. */
   if (st == CNNB_OK && s->announced != s->param_count)
     st = cnnb_error(s->ctx, CNNB_EINTERNAL,
@@ -269,7 +318,8 @@ static int32_t replicated_rank(void *strategy) {
 static void replicated_destroy(void *strategy) {
   replicated *s = strategy;
   if (!s) return;
-  comm_thread_stop(s->comm); /* before the world and the timeline its jobs use */
+  comm_thread_stop(s->comm);      /* before the world and the timeline its jobs use */
+  replicated_nccl_close(s->nccl); /* before the world: its faults meet at an MPI barrier */
   timeline_close(s->timeline);
   mpi_world_close(s->world);
   replica_arenas_free(&s->arenas);
@@ -281,28 +331,34 @@ static void replicated_destroy(void *strategy) {
 
 /* ---- create ---------------------------------------------------------------------- */
 
-/* Checked before anything is allocated, so the refusal costs nothing. */
-static cnnb_status refuse_nccl(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
-                               const reduce_range *nccl) {
-  const char *spec = cfg->all_reduce_spec;
-  char part[96] = "";
-  if (strcmp(spec, nccl->text) != 0) snprintf(part, sizeof part, " part '%s':", nccl->text);
+/* "--all_reduce_spec=SPEC" and, when SPEC is more than its nccl range, " part 'nccl'":
+ * who asks for NCCL, in messages. */
+static void nccl_asker(const cnnb_strategy_config *cfg, const reduce_range *nccl, char *out,
+                       size_t size) {
+  if (strcmp(cfg->all_reduce_spec, nccl->text) == 0)
+    snprintf(out, size, "--all_reduce_spec=%s", cfg->all_reduce_spec);
+  else snprintf(out, size, "--all_reduce_spec=%s: part '%s'", cfg->all_reduce_spec, nccl->text);
+}
+
+/* NCCL on a device whose memory is the host's (cpu): refused before anything is
+ * allocated, so the refusal costs nothing. Other devices are judged by opening NCCL on
+ * them (replicated_nccl_open: a device without CUDA streams, a build without NCCL, a
+ * machine without a GPU, each in one line). */
+static cnnb_status refuse_nccl_on_host(cnnb_ctx *ctx, const cnnb_strategy_config *cfg,
+                                       const reduce_range *nccl) {
   bool host_memory = cfg->local_replicas > 0 && cfg->device->get_extension &&
                      cfg->device->get_extension(cfg->devices[0], CNNB_EXT_HOST_MEMORY);
+  if (!host_memory) return CNNB_OK;
   const char *device = cfg->struct_size >= offsetof(cnnb_strategy_config, device_name) +
                                                sizeof cfg->device_name &&
                                cfg->device_name
                            ? cfg->device_name
                            : "of this run";
-  if (host_memory)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
-                      "--all_reduce_spec=%s:%s NCCL reduces on GPUs; "
-                      "device %s has none: use xring or pscpu",
-                      spec, part, device);
+  char who[160];
+  nccl_asker(cfg, nccl, who, sizeof who);
   return cnnb_error(ctx, CNNB_EUNSUPPORTED,
-                    "--all_reduce_spec=%s:%s this replicated plugin "
-                    "was built without NCCL (it comes with the cuda device): use xring or pscpu",
-                    spec, part);
+                    "%s: NCCL reduces on GPUs; device %s has none: use xring or pscpu", who,
+                    device);
 }
 
 /* tf's multi-worker names, and what they are here. */
@@ -353,7 +409,7 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
   cnnb_status st = all_reduce_spec_parse(ctx, cfg->all_reduce_spec, &spec);
   if (st != CNNB_OK) return st;
   const reduce_range *nccl = all_reduce_spec_find_nccl(&spec);
-  if (nccl) return refuse_nccl(ctx, cfg, nccl);
+  if (nccl && (st = refuse_nccl_on_host(ctx, cfg, nccl)) != CNNB_OK) return st;
   explain_name(ctx, name);
 
   replicated *s = calloc(1, sizeof *s);
@@ -372,10 +428,16 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
     return st;
   }
   s->world_size = mpi_world_size(s->world);
-  s->exchange = (int64_t)s->replicas * s->world_size > 1;
+  s->host_exchange = (int64_t)s->replicas * s->world_size > 1;
+  s->exchange = s->host_exchange || nccl;
+  for (int32_t k = 0; k < spec.num_ranges; k++) s->host_ranges |= !spec.ranges[k].nccl;
   s->scale = (float)(1.0 / ((double)s->replicas * (double)s->world_size));
+  char who[160] = "";
+  if (nccl) nccl_asker(cfg, nccl, who, sizeof who);
   if ((st = timeline_open(ctx, TIMELINE_FLAG, cnnb_flag_string(ctx, TIMELINE_FLAG),
                           mpi_world_rank(s->world), &s->timeline)) != CNNB_OK ||
+      (nccl && (st = replicated_nccl_open(ctx, who, cfg, &s->spec, s->world, s->compact16,
+                                          &s->nccl)) != CNNB_OK) ||
       (st = allocate(s, cfg)) != CNNB_OK) {
     replicated_destroy(s);
     return st;
@@ -388,8 +450,9 @@ static cnnb_status replicated_create(cnnb_ctx *ctx, const char *name,
              (int)s->repacking);
   cnnb_log(ctx, CNNB_LOG_DEBUG, "%d local replicas x %d ranks; %s%s%s; reduced on %s",
            (int)s->replicas, (int)s->world_size, how,
-           s->world_size > 1 ? ", then MPI across ranks" : "", repack,
+           s->world_size > 1 && s->host_ranges ? ", then MPI across ranks" : "", repack,
            s->comm ? "a communication thread" : "the step thread");
+  if (s->nccl) cnnb_log(ctx, CNNB_LOG_INFO, "%s", replicated_nccl_describe(s->nccl));
   *out = s;
   return CNNB_OK;
 }
@@ -422,7 +485,7 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
 static const cnnb_plugin descriptor = {
     CNNB_PLUGIN_HEAD(CNNB_KIND_STRATEGY, "replicated", "0.1.0",
                      "every replica keeps the variables; gradients all-reduced (xring, pscpu; "
-                     "MPI across ranks)"),
+                     "MPI across ranks; NCCL on GPUs)"),
     .offers = offers,
     .vtable = &vtable,
     .register_flags = register_flags,

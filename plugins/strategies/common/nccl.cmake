@@ -1,0 +1,31 @@
+# The strategies' NCCL layer (nccl_load.c, nccl_gpus.c) and whether its implementation,
+# libcnnb_nccl_impl.so (../nccl_impl), is built: with the NCCL component, and not under
+# CNNB_SANITIZE (its kernel needs nvcc, which sanitizer builds leave out).
+#
+# cnnb_strategy_nccl(<target> <name>): compiles the layer into a strategy plugin (which
+# links no NCCL and no CUDA: it opens the implementation when a run asks for NCCL), makes
+# building the plugin build the implementation, and says at configure time whether the
+# plugin can use NCCL.
+if(CNNB_HAVE_NCCL AND NOT CNNB_SANITIZE)
+  set(CNNB_NCCL_IMPL ON)
+  set(CNNB_NCCL_WHY "")
+elseif(CNNB_HAVE_NCCL)
+  set(CNNB_NCCL_IMPL OFF)
+  set(CNNB_NCCL_WHY "sanitizer builds leave out its nvcc-built implementation")
+else()
+  set(CNNB_NCCL_IMPL OFF)
+  set(CNNB_NCCL_WHY "component NCCL is off")
+endif()
+
+function(cnnb_strategy_nccl target name)
+  set(_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+  target_sources(${target} PRIVATE "${_dir}/nccl_load.c" "${_dir}/nccl_gpus.c")
+  target_include_directories(${target} PRIVATE "${_dir}")
+  target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+  if(CNNB_NCCL_IMPL)
+    add_dependencies(${target} cnnb_nccl_impl)
+    message(STATUS "cnnbench strategy ${name}: NCCL on (loads nccl/libcnnb_nccl_impl.so on GPUs)")
+  else()
+    message(STATUS "cnnbench strategy ${name}: NCCL off (${CNNB_NCCL_WHY}): host algorithms only")
+  endif()
+endfunction()
