@@ -251,6 +251,9 @@ START_TEST(test_conv_fixed_cases) {
       {2, 3, 12, 11, 16, 7, 7, 2, 2, 1, 1, 1, 0, 0, CNNB_PAD_EXPLICIT, {3, 2, 1, 3}},
       {2, 16, 6, 6, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, CNNB_PAD_SAME, {0}}, /* fused relu */
       {2, 32, 9, 9, 16, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
+      /* 1 input channel, LeNet's first layer on MNIST: on AVX2 the cpu device converts
+       * the input and the gradient for backward weights (ops_conv.c) */
+      {4, 1, 12, 12, 32, 5, 5, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     check_conv(&cases[i], CNNB_PRECISION_FP32, 100 + i);
@@ -288,6 +291,7 @@ START_TEST(test_conv_low_precision) {
   const conv_case cases[] = {
       {2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
       {2, 3, 9, 9, 8, 3, 3, 2, 2, 1, 1, 1, 0, 1, CNNB_PAD_SAME, {0}},
+      {4, 1, 12, 12, 32, 5, 5, 1, 1, 1, 1, 1, 1, 0, CNNB_PAD_SAME, {0}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     check_conv(&cases[i], device_harness_low_precisions[_i], 200 + i);

@@ -6,8 +6,16 @@
  * (format "any"). The output's choice becomes the tensor's layout in the plan; an input
  * in another layout is converted once per step and the copy kept for backward-weights;
  * weights are converted from the arena's plain OIHW fp32 (GOIHW for groups: the same
- * bytes) each step, and weight gradients converted back into it. */
+ * bytes) each step, and weight gradients converted back into it.
+ *
+ * Backward-weights normally reads the forward's input and the plan's output-gradient
+ * layouts as they are. Where oneDNN has no JIT kernel for that pair it would run its
+ * reference kernel, ~100x slower: oneDNN 2.6's AVX2 kernels (no AVX-512) have none for a
+ * "flat" input of fewer channels than one vector, the 1-channel first layer of LeNet on
+ * MNIST (1.5 s of a 1.6 s step). Then oneDNN chooses both layouts, and the input and the
+ * gradient are converted for it each step (bwd_weights_own_layouts). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_device.h"
 
@@ -19,7 +27,9 @@ typedef struct conv_node {
   cpu_weights w;    /* forward (and backward-data when its layout agrees) */
   cpu_weights wd;   /* backward-data weights in their own layout */
   int wd_own;
-  cpu_xform diff_src_out; /* backward-data's input-gradient layout -> the input's */
+  cpu_xform diff_src_out;    /* backward-data's input-gradient layout -> the input's */
+  cpu_xform wsrc_in, wdy_in; /* backward-weights' own layouts, when it needs them */
+  void *wsrc_buf, *wdy_buf;  /* the input and the output gradient converted for it */
 
   dnnl_primitive_t fwd, bwd_data, bwd_weights;
   dnnl_memory_t f_src, f_wei, f_bias, f_dst;
@@ -155,8 +165,18 @@ static cnnb_status conv_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   }
 
   float *dw = cpu_param_ptr(n->g, io->grads, node->params[0]);
-  cpu_bind(s->w_src, cpu_xform_needed(&s->src_in) ? s->src_buf : io->inputs[0]);
-  cpu_bind(s->w_diff_dst, dy);
+  const void *wsrc = cpu_xform_needed(&s->src_in) ? s->src_buf : io->inputs[0];
+  const void *wdy = dy;
+  if (cpu_xform_needed(&s->wsrc_in)) {
+    if ((st = cpu_xform_run(d, &s->wsrc_in, wsrc, s->wsrc_buf, node))) return st;
+    wsrc = s->wsrc_buf;
+  }
+  if (cpu_xform_needed(&s->wdy_in)) {
+    if ((st = cpu_xform_run(d, &s->wdy_in, wdy, s->wdy_buf, node))) return st;
+    wdy = s->wdy_buf;
+  }
+  cpu_bind(s->w_src, wsrc);
+  cpu_bind(s->w_diff_dst, wdy);
   cpu_bind(s->w_diff_wei, s->w.diff_buf ? s->w.diff_buf : (void *)dw);
   dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, s->w_src},
                               {DNNL_ARG_DIFF_DST, s->w_diff_dst},
@@ -202,6 +222,10 @@ static void conv_release(cpu_device *d, cpu_node *n) {
   cpu_fused_relu_fini(&s->relu);
   cpu_xform_fini(&s->src_in);
   cpu_xform_fini(&s->diff_src_out);
+  cpu_xform_fini(&s->wsrc_in);
+  cpu_xform_fini(&s->wdy_in);
+  cpu_free(s->wsrc_buf);
+  cpu_free(s->wdy_buf);
   cpu_weights_fini(&s->w);
   cpu_weights_fini(&s->wd);
   cpu_free(s->src_buf);
@@ -209,6 +233,61 @@ static void conv_release(cpu_device *d, cpu_node *n) {
 }
 
 static const cpu_node_ops conv_ops = {conv_forward, conv_backward, conv_release};
+
+static int pd_is_reference(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+         impl && strncmp(impl, "ref", 3) == 0;
+}
+
+/* A converted copy of a tensor in layout `from` for backward-weights' layout `to`: the
+ * conversion and its buffer, nothing when the two agree. */
+static cnnb_status own_layout(cpu_device *d, cpu_xform *x, void **buf,
+                              const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                              const cnnb_node *node, const char *what) {
+  cnnb_status st = cpu_xform_init(d, x, from, to, node, what);
+  if (st || !cpu_xform_needed(x)) return st;
+  if (!(*buf = cpu_alloc(dnnl_memory_desc_get_size(to))))
+    return cpu_oom(d, node, dnnl_memory_desc_get_size(to), "%s", what);
+  return CNNB_OK;
+}
+
+/* When backward-weights on the forward's layouts (`*wpd`) is oneDNN's reference kernel,
+ * asks again with the input and output-gradient layouts left to oneDNN; takes the answer
+ * when it is a JIT kernel, with the conversions into its layouts (see the top). */
+static cnnb_status bwd_weights_own_layouts(cpu_device *d, conv_node *s, const conv_geometry *c,
+                                           const dnnl_memory_desc_t *src_md,
+                                           const dnnl_memory_desc_t *dst_md,
+                                           const dnnl_memory_desc_t *bias_md,
+                                           const_dnnl_primitive_desc_t fpd,
+                                           dnnl_primitive_desc_t *wpd, const cnnb_node *node) {
+  if (!pd_is_reference(*wpd)) return CNNB_OK;
+  dnnl_memory_desc_t src_any = cpu_md_any(src_md->ndims, src_md->dims, src_md->data_type);
+  dnnl_memory_desc_t dst_any = cpu_md_any(dst_md->ndims, dst_md->dims, dst_md->data_type);
+  dnnl_memory_desc_t dwei_any = cpu_md_any(c->wei_ndims, c->wei_dims, dnnl_f32);
+  dnnl_convolution_desc_t desc;
+  dnnl_primitive_desc_t pd = NULL;
+  cnnb_status st;
+  CPU_TRY(st, d,
+          dnnl_dilated_convolution_backward_weights_desc_init(
+              &desc, dnnl_convolution_direct, &src_any, &dwei_any, s->has_bias ? bias_md : NULL,
+              &dst_any, c->strides, c->dilates, c->pad_l, c->pad_r),
+          node, "conv2d backward weights descriptor (own layouts)");
+  if (cpu_pd_try(d, &pd, &desc, NULL, fpd, node, "conv2d backward weights (own layouts)") ||
+      pd_is_reference(pd))
+    goto done; /* no better kernel: keep the first */
+  if ((st = own_layout(d, &s->wsrc_in, &s->wsrc_buf, src_md, cpu_pd_md(pd, dnnl_query_src_md, 0),
+                       node, "conv2d input for backward weights")) ||
+      (st = own_layout(d, &s->wdy_in, &s->wdy_buf, dst_md, cpu_pd_md(pd, dnnl_query_diff_dst_md, 0),
+                       node, "conv2d output gradient for backward weights")))
+    goto done;
+  dnnl_primitive_desc_destroy(*wpd);
+  *wpd = pd;
+  pd = NULL;
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return st;
+}
 
 cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out) {
@@ -252,13 +331,15 @@ cnnb_status cpu_prepare_conv(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
                 dst_md, c.strides, c.dilates, c.pad_l, c.pad_r),
             node, "conv2d backward weights descriptor");
     if ((st = cpu_pd_create(d, &wpd, &desc, NULL, fpd, node, "conv2d backward weights"))) goto done;
+    if ((st = bwd_weights_own_layouts(d, s, &c, &src_md, dst_md, &bias_md, fpd, &wpd, node)))
+      goto done;
     if ((st = cpu_prim_create(d, &s->bwd_weights, wpd, node, "conv2d backward weights"))) goto done;
     dnnl_memory_desc_t dwei_md = *cpu_pd_md(wpd, dnnl_query_diff_weights_md, 0);
     if ((st = cpu_weights_init_bwd(d, &s->w, &wei_plain, &dwei_md, node))) goto done;
-    if ((st = cpu_mem(d, &s->w_src, &src_md, node)) ||
+    if ((st = cpu_mem(d, &s->w_src, cpu_pd_md(wpd, dnnl_query_src_md, 0), node)) ||
         (st = cpu_mem(d, &s->w_diff_wei, &dwei_md, node)) ||
         (st = cpu_mem(d, &s->w_diff_bias, &bias_md, node)) ||
-        (st = cpu_mem(d, &s->w_diff_dst, dst_md, node)))
+        (st = cpu_mem(d, &s->w_diff_dst, cpu_pd_md(wpd, dnnl_query_diff_dst_md, 0), node)))
       goto done;
 
     cnnb_shape is = cnnb_graph_node(g, in)->shape;
