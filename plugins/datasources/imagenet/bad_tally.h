@@ -7,6 +7,8 @@
  *    examples;
  *  - or every example of the split (`units` of them: stream_item.unit) has been found
  *    unreadable at least once: shuffled shards whose share changes each epoch end here.
+ *    With whole files as units (shards of a known size, not counted, read by file) a
+ *    file is found unreadable when a whole epoch was, since the share read it whole.
  * Also sums the framing losses (stream_item.lost_bytes) for the end-of-run summary. */
 #ifndef IMAGENET_BAD_TALLY_H
 #define IMAGENET_BAD_TALLY_H
@@ -25,14 +27,19 @@ typedef struct bad_tally {
    * (slots may be more: a damaged file's unit sits past the records). NULL: unknown. */
   uint8_t *found;
   int64_t slots, units, found_count;
+  /* Units are files: marked only through a wholly unreadable epoch, from `seen` (the
+   * units of the epoch being taken). */
+  bool file_units;
+  uint8_t *seen;
   /* Framing losses taken, their bytes, and their estimated records (-1 in an estimate:
    * unknown, counted in unknown_records). */
   int64_t framing_losses, lost_records, unknown_records;
   uint64_t lost_bytes;
 } bad_tally;
 
-/* 0, or -1 out of memory. slots/units 0: no distinct count (units unknown). */
-int bad_tally_init(bad_tally *t, bool same_share, int64_t slots, int64_t units);
+/* 0, or -1 out of memory. slots/units 0: no distinct count (units unknown). file_units:
+ * units are whole files (see above). */
+int bad_tally_init(bad_tally *t, bool same_share, int64_t slots, int64_t units, bool file_units);
 /* After a resume: the first epoch is a part of one. */
 void bad_tally_resumed(bad_tally *t);
 /* One example taken. 0; or 1 with why (what was unreadable, how much) when nothing more

@@ -190,7 +190,8 @@ static int lost_framing(example_stream *s, stream_item *item, uint64_t offset, c
   item->lost_bytes = lost;
   item->lost_records = before > 0 ? (int64_t)((lost * (uint64_t)before + offset / 2) / offset) : -1;
   if (item->lost_records == 0 && lost > 0) item->lost_records = 1;
-  item->unit = s->file_first ? s->cfg.layout->examples + (int64_t)s->reader_file : -1;
+  item->unit = s->file_first ? s->cfg.layout->examples + (int64_t)s->reader_file
+                             : (int64_t)s->reader_file;
   snprintf(item->origin, sizeof item->origin, "%s", s->reader_path);
   bad_item(item, "", "");
   if (before > 0)
@@ -241,7 +242,7 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
     if (!item) return 0;
     snprintf(item->origin, sizeof item->origin, "%s, record at byte %llu", s->reader_path,
              (unsigned long long)offset);
-    item->unit = s->file_first ? s->file_first[s->reader_file] + in_file : -1;
+    item->unit = s->file_first ? s->file_first[s->reader_file] + in_file : (int64_t)s->reader_file;
     /* Its length's CRC held: this record alone is lost, the next one is read. */
     if (r == TFRECORD_BAD_DATA) {
       snprintf(item->origin, sizeof item->origin, "%s", s->reader_path); /* why has the byte */

@@ -36,7 +36,8 @@ typedef struct stream_item {
   /* Which example of the split this is, the same in every epoch and on every shard, for
    * counting distinct unreadable ones: a folder's image index; a counted shard set's
    * record (its file's first record + its place in the file), or examples + file index
-   * for a file's lost framing. -1 when unknown (shards of a known size, not counted). */
+   * for a file's lost framing; the file's index for shards of a known size (not
+   * counted). */
   int64_t unit;
   /* A lost framing (the rest of a file cannot be read): the bytes not read, and about how
    * many records they held, at the average size of the file's records before the damage

@@ -160,17 +160,23 @@ cnnb_status pipeline_create(const pipeline_config *cfg, pipeline **out) {
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->changed, NULL);
   /* Distinct examples of the split: a folder's images; a counted shard set's records,
-   * and a unit per file for its lost framing. */
+   * and a unit per file for its lost framing; else whole files, when each is read whole
+   * by one share (example_stream.c gives the same units). */
   const dataset_layout *layout = cfg->stream.layout;
   int64_t slots = 0, units = 0;
+  bool file_units = false;
   if (layout->kind == LAYOUT_FOLDER) {
     slots = units = (int64_t)layout->folder.count;
   } else if (layout->file_records) {
     slots = layout->examples + (int64_t)layout->num_files;
     units = layout->examples + (int64_t)layout->damaged_files;
+  } else if (layout->num_files >= (size_t)cfg->stream.num_shards) {
+    slots = units = (int64_t)layout->num_files;
+    file_units = true;
   }
   bool same_share = !cfg->stream.shuffle || cfg->stream.num_shards == 1;
-  if (!p->slots || !p->decoders || bad_tally_init(&p->tally, same_share, slots, units) != 0) {
+  if (!p->slots || !p->decoders ||
+      bad_tally_init(&p->tally, same_share, slots, units, file_units) != 0) {
     pipeline_destroy(p);
     return cnnb_error(cfg->ctx, CNNB_ENOMEM, "imagenet: out of memory");
   }
