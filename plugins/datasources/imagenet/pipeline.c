@@ -233,7 +233,8 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
                        item->lost_records, why, sizeof why) != 0) {
       cnnb_status st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
                                   "imagenet: %s: %s: no image here can be read (the last: %s)",
-                                  p->cfg.stream.layout->where, why, s->error);
+                                  p->cfg.stream.layout->where, why,
+                                  rc == 0 ? s->error : item->origin);
       give_back(p, s);
       return st;
     }
