@@ -2,7 +2,8 @@
 # The imagenet datasource on TFRecord shards written by cnnbench-mkrecords from a JPEG
 # folder: the records read back as the folder did (labels 1-based, every image once),
 # shards split between ranks by file or, with fewer files than shards, by record, a
-# damaged record is skipped with the rest of its shard and named with its byte offset,
+# damaged record is skipped and named with its byte offset (cli/imagenet_damage.sh: what
+# each kind of damage costs),
 # and cnnbench trains on the shards.
 set -euo pipefail
 if [ -z "${MAKE_IMAGE_FOLDER:-}" ]; then
@@ -45,8 +46,8 @@ for layout in 4 1; do
   [ "$ids" = "$(seq 0 47 | tr '\n' ' ')" ] || fail "$layout file(s), 2 shards: not each image once: $ids"
 done
 
-# A flipped byte inside the second record of a shard: that record and the rest of its
-# shard are skipped, named with the file and the record's byte offset, and counted. (The
+# A flipped byte inside the second record's data: that record is skipped, named with the
+# file and the record's byte offset, and counted. (The
 # validation shard: read in order, so every epoch meets the damage once.)
 shard=$dir/records/validation-00000-of-00001
 first_len=$(od -An -tu8 -N8 "$shard" | tr -d ' ')

@@ -30,6 +30,9 @@ struct example_stream {
   /* TFRecord: the open shard and the record index over the epoch (record sharding). */
   tfrecord_reader *reader;
   const char *reader_path;
+  size_t reader_file;     /* its index in the layout */
+  int64_t reader_records; /* records of it read (or skipped) so far */
+  int64_t *file_first;    /* [files] each file's first record in the split (counted) */
   int record_sharding;
   int64_t record_index;
   file_items *file_items; /* [number of files], counted by the first stream_skip */
@@ -119,10 +122,19 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
     if (!item) return 0;
     const char *path = folder->paths[index];
     snprintf(item->origin, sizeof item->origin, "%s", path);
+    item->label = folder->labels[index];
+    item->unit = (int64_t)index;
     FILE *f = fopen(path, "rb");
     if (!f) {
-      snprintf(err, err_size, "%s: %s", path, strerror(errno));
-      return -1;
+      /* A file this process may not read, or one gone since the listing, is an unreadable
+       * example like a corrupt one; running out of descriptors or memory is no property
+       * of the file. */
+      int e = errno;
+      if (e == EMFILE || e == ENFILE || e == ENOMEM || e == EINTR) {
+        snprintf(err, err_size, "%s: %s", path, strerror(e));
+        return -1;
+      }
+      return bad_item(item, "cannot be opened: ", strerror(e));
     }
     int rc = fseek(f, 0, SEEK_END);
     long size = rc == 0 ? ftell(f) : -1;
@@ -139,7 +151,6 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
       snprintf(err, err_size, "%s: read error", path);
       return -1;
     }
-    item->label = folder->labels[index];
     if (size == 0) return bad_item(item, "empty file", "");
     item->bad = 0;
     item->size = (size_t)size;
@@ -159,8 +170,41 @@ static int open_next_file(example_stream *s, char *err, size_t err_size) {
     tfrecord_result r = tfrecord_open(path, &s->reader, err, err_size);
     if (r != TFRECORD_OK) return -1; /* an unreadable shard is not bad data: stop */
     s->reader_path = path;
+    s->reader_file = s->order[s->position - step];
+    s->reader_records = 0;
     return 0;
   }
+}
+
+/* The reader's message without the file name it starts with (the item's origin has it). */
+static const char *without_path(const char *why, const char *path) {
+  size_t n = strlen(path);
+  return strncmp(why, path, n) == 0 && strncmp(why + n, ": ", 2) == 0 ? why + n + 2 : why;
+}
+
+/* The item for a file whose framing is lost at `offset`: what cannot be read of it. */
+static int lost_framing(example_stream *s, stream_item *item, uint64_t offset, const char *why) {
+  uint64_t size = tfrecord_file_size(s->reader);
+  uint64_t lost = size > offset ? size - offset : 0;
+  int64_t before = s->reader_records;
+  item->lost_bytes = lost;
+  item->lost_records = before > 0 ? (int64_t)((lost * (uint64_t)before + offset / 2) / offset) : -1;
+  if (item->lost_records == 0 && lost > 0) item->lost_records = 1;
+  item->unit = s->file_first ? s->cfg.layout->examples + (int64_t)s->reader_file
+                             : (int64_t)s->reader_file;
+  snprintf(item->origin, sizeof item->origin, "%s", s->reader_path);
+  bad_item(item, "", "");
+  if (before > 0)
+    snprintf(item->why, sizeof item->why,
+             "%s: framing lost, the rest of the file is not read: %llu of its %llu bytes "
+             "(about %lld records at the average size of the %lld before)",
+             without_path(why, s->reader_path), (unsigned long long)lost, (unsigned long long)size,
+             (long long)item->lost_records, (long long)before);
+  else
+    snprintf(item->why, sizeof item->why,
+             "%s: framing lost, the rest of the file is not read: %llu of its %llu bytes",
+             without_path(why, s->reader_path), (unsigned long long)lost, (unsigned long long)size);
+  return 0;
 }
 
 /* item NULL (stream_skip): the same walk over record headers only (no data, no CRC of
@@ -174,28 +218,36 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
     uint64_t offset = tfrecord_offset(s->reader);
     tfrecord_result r = item ? tfrecord_next(s->reader, &data, &size, why, sizeof why)
                              : tfrecord_skip(s->reader, why, sizeof why);
-    if (r == TFRECORD_END || r == TFRECORD_CORRUPT) {
-      /* Framing is lost after a bad record: the rest of the shard is unreachable. */
+    if (r == TFRECORD_CORRUPT) {
+      /* Framing is lost: the rest of the file is unreachable, one bad item. */
+      s->visited_this_epoch++;
+      int rc = item ? lost_framing(s, item, offset, why) : 0;
       tfrecord_close(s->reader);
       s->reader = NULL;
-      if (r == TFRECORD_CORRUPT) {
-        s->visited_this_epoch++;
-        if (!item) return 0;
-        snprintf(item->origin, sizeof item->origin, "the rest of the shard");
-        return bad_item(item, "", why);
-      }
+      return rc;
+    }
+    if (r == TFRECORD_END) {
+      tfrecord_close(s->reader);
+      s->reader = NULL;
       continue;
     }
-    if (r != TFRECORD_OK) {
+    if (r != TFRECORD_OK && r != TFRECORD_BAD_DATA) {
       snprintf(err, err_size, "%s", why);
       return -1;
     }
     int64_t index = s->record_index++;
+    int64_t in_file = s->reader_records++;
     if (s->record_sharding && index % s->cfg.num_shards != s->cfg.shard) continue;
     s->visited_this_epoch++;
     if (!item) return 0;
     snprintf(item->origin, sizeof item->origin, "%s, record at byte %llu", s->reader_path,
              (unsigned long long)offset);
+    item->unit = s->file_first ? s->file_first[s->reader_file] + in_file : (int64_t)s->reader_file;
+    /* Its length's CRC held: this record alone is lost, the next one is read. */
+    if (r == TFRECORD_BAD_DATA) {
+      snprintf(item->origin, sizeof item->origin, "%s", s->reader_path); /* why has the byte */
+      return bad_item(item, "", without_path(why, s->reader_path));
+    }
     example_view view;
     if (example_parse(data, size, &view, why, sizeof why) != 0)
       return bad_item(item, "not a tf.Example: ", why);
@@ -219,9 +271,15 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
 }
 
 static int next_source_example(example_stream *s, stream_item *item, char *err, size_t err_size) {
+  if (item) {
+    item->unit = -1;
+    item->lost_bytes = 0;
+    item->lost_records = 0;
+  }
   int rc = s->cfg.layout->kind == LAYOUT_FOLDER ? next_folder_example(s, item, err, err_size)
                                                 : next_record_example(s, item, err, err_size);
   if (rc == 0) s->yielded_this_epoch++;
+  if (rc == 0 && item) item->epoch = s->epoch;
   return rc;
 }
 
@@ -422,6 +480,12 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
   }
   s->order = malloc((s->count ? s->count : 1) * sizeof *s->order);
   if (!s->order) goto oom;
+  if (layout->kind == LAYOUT_TFRECORD && layout->file_records) {
+    s->file_first = malloc((layout->num_files ? layout->num_files : 1) * sizeof *s->file_first);
+    if (!s->file_first) goto oom;
+    for (size_t i = 0, first = 0; i < layout->num_files; first += (size_t)layout->file_records[i++])
+      s->file_first[i] = (int64_t)first;
+  }
   if (cfg->shuffle && layout->kind == LAYOUT_TFRECORD && cfg->shuffle_buffer > 1) {
     s->buffer_size = cfg->shuffle_buffer;
     s->buffer = calloc((size_t)s->buffer_size, sizeof *s->buffer);
@@ -444,6 +508,7 @@ void stream_destroy(example_stream *s) {
   stream_item_free(&s->next_epoch_first);
   free(s->buffer);
   free(s->file_items);
+  free(s->file_first);
   if (s->reader) tfrecord_close(s->reader);
   free(s->order);
   free(s);

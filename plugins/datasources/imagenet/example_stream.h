@@ -31,7 +31,19 @@ typedef struct stream_item {
    * when its turn comes (in stream order, however far the reader runs ahead): bad is 1
    * and why says what is wrong with it. */
   int bad;
-  char why[640];
+  char why[1024];
+  int64_t epoch; /* of this shard's stream, counted from 0 */
+  /* Which example of the split this is, the same in every epoch and on every shard, for
+   * counting distinct unreadable ones: a folder's image index; a counted shard set's
+   * record (its file's first record + its place in the file), or examples + file index
+   * for a file's lost framing; the file's index for shards of a known size (not
+   * counted). */
+  int64_t unit;
+  /* A lost framing (the rest of a file cannot be read): the bytes not read, and about how
+   * many records they held, at the average size of the file's records before the damage
+   * (-1 when there were none). 0 / 0 for any other item. */
+  uint64_t lost_bytes;
+  int64_t lost_records;
 } stream_item;
 
 void stream_item_free(stream_item *item);
@@ -58,8 +70,8 @@ int stream_next(example_stream *stream, stream_item *item, char *err, size_t err
  * and record sharding, in one step; sharding by file sums this shard's files of each
  * epoch's order), the rest of the last one is walked reading only record headers, and
  * the shuffle buffer is replayed on positions, reading only the records it still holds.
- * Records are counted by their headers, so a record whose data fails its CRC in the
- * skipped part (which drops the rest of its file) shifts the continuation. *epoch: the
+ * Records are counted by their headers; a record whose data fails its CRC counts as one
+ * item, as reading it does. *epoch: the
  * epoch of the next example. 0; or -1 with err as stream_next's (a shard that cannot be
  * read; a whole epoch without examples). */
 int stream_skip(example_stream *stream, int64_t count, int64_t *epoch, char *err, size_t err_size);

@@ -16,6 +16,7 @@
 
 #include "layout.h"
 #include "pipeline.h"
+#include "shard_set.h"
 
 #define THREADS_FLAG "datasets_num_private_threads"
 #define SHUFFLE_FLAG "shuffle_buffer_size"
@@ -24,6 +25,7 @@
 #define MEAN_FLAG "input_mean"
 #define STD_FLAG "input_std"
 #define MAX_SKIPPED_FLAG "max_skipped_examples"
+#define ALLOW_MISSING_FLAG SHARD_SET_ALLOW_FLAG
 
 enum { NAMED_BAD_EXAMPLES = 10 };
 
@@ -66,6 +68,10 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
        "Unreadable examples (corrupt or truncated JPEG, a record failing its CRC) a replica "
        "may skip before the run stops with an error; -1: no limit (each is counted and "
        "the total is in the report)."},
+      {ALLOW_MISSING_FLAG, CNNB_FLAG_BOOL, "false",
+       "Read a TFRecord shard set whose names (train-NNNNN-of-NNNNN) show shards missing, "
+       "with a warning naming them; without it such a set is refused before the first "
+       "step."},
   };
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     cnnb_status st = cnnb_flag_declare(registry, flags[i].name, flags[i].type, flags[i].value,
@@ -146,7 +152,8 @@ static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_dataso
   dataset_layout layout;
   char err[1024];
   if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
-                    known_examples(cfg), &layout, err, sizeof err) != 0) {
+                    known_examples(cfg), cnnb_flag_bool(ctx, ALLOW_MISSING_FLAG), &layout, err,
+                    sizeof err) != 0) {
     cnnb_error(ctx, CNNB_EINVAL, "%s", err);
     return 0;
   }
@@ -203,10 +210,12 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   memcpy(d->std, pre.std, sizeof d->std);
   char err[1024];
   if (layout_detect(cfg->data_dir, cfg->training, is_imagenet(cfg), cfg->num_classes,
-                    known_examples(cfg), &d->layout, err, sizeof err) != 0) {
+                    known_examples(cfg), cnnb_flag_bool(ctx, ALLOW_MISSING_FLAG), &d->layout, err,
+                    sizeof err) != 0) {
     imagenet_destroy(d);
     return cnnb_error(ctx, CNNB_EINVAL, "imagenet: %s", err);
   }
+  if (d->layout.warning[0]) cnnb_log(ctx, CNNB_LOG_WARN, "imagenet: %s", d->layout.warning);
   d->examples_per_epoch = d->layout.examples;
   /* --shuffle_buffer_size is the process's: its replicas share it. */
   int64_t buffer = shuffle / local_replicas(cfg);
@@ -233,9 +242,17 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
     imagenet_destroy(d);
     return st;
   }
-  cnnb_log(ctx, CNNB_LOG_INFO, "imagenet: %s %s, %lld examples, shard %d of %d, %d decoder threads",
+  char damaged[160] = "";
+  if (d->layout.damaged_files)
+    snprintf(damaged, sizeof damaged,
+             " (%zu of the %zu files lose their framing: only the records before the damage "
+             "are counted and read)",
+             d->layout.damaged_files, d->layout.num_files);
+  cnnb_log(ctx, CNNB_LOG_INFO,
+           "imagenet: %s %s, %lld examples%s, shard %d of %d, %d decoder threads",
            d->layout.kind == LAYOUT_TFRECORD ? "TFRecord shards" : "JPEG folder", d->layout.where,
-           (long long)d->examples_per_epoch, (int)cfg->rank, (int)cfg->world_size, (int)decoders);
+           (long long)d->examples_per_epoch, damaged, (int)cfg->rank, (int)cfg->world_size,
+           (int)decoders);
   *out = d;
   return CNNB_OK;
 }

@@ -1,5 +1,5 @@
 /* layout.c — recognising a --data_dir (layout.h). */
-#define _POSIX_C_SOURCE 200809L /* fseeko */
+#define _POSIX_C_SOURCE 200809L
 #include "layout.h"
 
 #include <dirent.h>
@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
+#include "shard_set.h"
+#include "tfrecord.h"
 
 static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -79,36 +80,29 @@ static long shard_total(const char *path) {
   return of ? strtol(of + 4, NULL, 10) : 0;
 }
 
-/* Records in one shard, reading only each record's 12-byte header and seeking over its
- * data: cheap even for large shards. A damaged header ends the count there (reading the
- * shard reports the damage). */
-static int64_t count_shard_records(const char *path, char *err, size_t err_size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, err_size, "%s: %s", path, strerror(errno));
+/* Records in each shard, reading only each record's 12-byte header and seeking over its
+ * data (tfrecord_skip, the walk the stream makes): cheap even for large shards. A lost
+ * framing ends a file's count there (reading the shard reports the damage). */
+static int count_records(dataset_layout *layout, char *err, size_t err_size) {
+  layout->file_records = calloc(layout->num_files, sizeof *layout->file_records);
+  if (!layout->file_records) {
+    snprintf(err, err_size, "out of memory counting the records of %zu shards", layout->num_files);
     return -1;
   }
-  int64_t count = 0;
-  uint8_t header[12];
-  while (fread(header, 1, sizeof header, f) == sizeof header) {
-    uint64_t length = 0;
-    for (int i = 7; i >= 0; i--) length = (length << 8) | header[i];
-    uint32_t stored = (uint32_t)header[8] | (uint32_t)header[9] << 8 | (uint32_t)header[10] << 16 |
-                      (uint32_t)header[11] << 24;
-    if (crc32c_mask(crc32c(header, 8)) != stored || length > ((uint64_t)1 << 40)) break;
-    if (fseeko(f, (off_t)length + 4, SEEK_CUR) != 0) break;
-    count++;
-  }
-  fclose(f);
-  return count;
-}
-
-static int count_records(dataset_layout *layout, char *err, size_t err_size) {
   int64_t total = 0;
   for (size_t i = 0; i < layout->num_files; i++) {
-    int64_t n = count_shard_records(layout->files[i], err, err_size);
-    if (n < 0) return -1;
-    total += n;
+    tfrecord_reader *reader;
+    if (tfrecord_open(layout->files[i], &reader, err, err_size) != TFRECORD_OK) return -1;
+    tfrecord_result r;
+    char why[512];
+    while ((r = tfrecord_skip(reader, why, sizeof why)) == TFRECORD_OK) layout->file_records[i]++;
+    tfrecord_close(reader);
+    if (r == TFRECORD_IO) {
+      snprintf(err, err_size, "%s", why);
+      return -1;
+    }
+    if (r == TFRECORD_CORRUPT) layout->damaged_files++;
+    total += layout->file_records[i];
   }
   layout->examples = total;
   return 0;
@@ -160,7 +154,8 @@ static int detect_folder(const char *data_dir, int training, dataset_layout *out
 }
 
 int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_classes,
-                  int64_t known_examples, dataset_layout *out, char *err, size_t err_size) {
+                  int64_t known_examples, int allow_missing_shards, dataset_layout *out, char *err,
+                  size_t err_size) {
   memset(out, 0, sizeof *out);
   if (!data_dir || !*data_dir) {
     snprintf(err, err_size, "no --data_dir given");
@@ -175,6 +170,9 @@ int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_
   }
   const char *subset = training ? "train" : "validation";
   if (list_shards(data_dir, subset, &out->files, &out->num_files, err, err_size) != 0) return -1;
+  if (shard_set_check(data_dir, subset, out->files, &out->num_files, allow_missing_shards,
+                      out->warning, sizeof out->warning, err, err_size) != 0)
+    return layout_free(out), -1;
   if (out->num_files > 0) {
     out->kind = LAYOUT_TFRECORD;
     snprintf(out->where, sizeof out->where, "%s/%s-*-of-*", data_dir, subset);
@@ -221,6 +219,8 @@ int layout_detect(const char *data_dir, int training, int imagenet, int32_t num_
 
 void layout_free(dataset_layout *layout) {
   free_files(layout->files, layout->num_files);
+  free(layout->file_records);
+  layout->file_records = NULL;
   layout->files = NULL;
   layout->num_files = 0;
   image_folder_free(&layout->folder);

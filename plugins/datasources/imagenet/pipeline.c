@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bad_tally.h"
 #include "prep_rng.h"
 
 typedef enum slot_state { EMPTY, READ, DECODING, DONE, FAILED } slot_state;
@@ -24,7 +25,7 @@ typedef struct slot {
   slot_state state;
   stream_item item;
   void *image;      /* the decoded example: fp32 [3, H, W] or uint8 [H, W, 3] */
-  char error[1100]; /* FAILED: where and why */
+  char error[1500]; /* FAILED: where and why */
 } slot;
 
 struct pipeline {
@@ -49,7 +50,7 @@ struct pipeline {
   int32_t decoders_started;
   bool reader_started;
   _Atomic int64_t skipped;
-  int64_t failed_in_a_row; /* a whole shard's epoch of them: nothing here is readable */
+  bad_tally tally; /* when nothing more can be read; framing losses (next_batch's thread) */
 };
 
 static slot *slot_of(pipeline *p, int64_t index) { return &p->slots[index % p->num_slots]; }
@@ -100,7 +101,7 @@ static void *decode_examples(void *arg) {
     const stream_item *item = &s->item;
     uint64_t seed = example_seed(p->cfg.seed, index);
     int rc;
-    char why[640];
+    char why[1024];
     if (!scratch) {
       snprintf(why, sizeof why, "out of memory for the decoder's buffers");
       rc = -1;
@@ -158,7 +159,24 @@ cnnb_status pipeline_create(const pipeline_config *cfg, pipeline **out) {
   p->decoders = calloc((size_t)cfg->num_threads, sizeof *p->decoders);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->changed, NULL);
-  if (!p->slots || !p->decoders) {
+  /* Distinct examples of the split: a folder's images; a counted shard set's records,
+   * and a unit per file for its lost framing; else whole files, when each is read whole
+   * by one share (example_stream.c gives the same units). */
+  const dataset_layout *layout = cfg->stream.layout;
+  int64_t slots = 0, units = 0;
+  bool file_units = false;
+  if (layout->kind == LAYOUT_FOLDER) {
+    slots = units = (int64_t)layout->folder.count;
+  } else if (layout->file_records) {
+    slots = layout->examples + (int64_t)layout->num_files;
+    units = layout->examples + (int64_t)layout->damaged_files;
+  } else if (layout->num_files >= (size_t)cfg->stream.num_shards) {
+    slots = units = (int64_t)layout->num_files;
+    file_units = true;
+  }
+  bool same_share = !cfg->stream.shuffle || cfg->stream.num_shards == 1;
+  if (!p->slots || !p->decoders ||
+      bad_tally_init(&p->tally, same_share, slots, units, file_units) != 0) {
     pipeline_destroy(p);
     return cnnb_error(cfg->ctx, CNNB_ENOMEM, "imagenet: out of memory");
   }
@@ -209,21 +227,25 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
     slot *s;
     int rc = take(p, &s);
     if (rc < 0) return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
+    char why[256];
+    const stream_item *item = &s->item;
+    if (bad_tally_take(&p->tally, item->epoch, item->unit, rc == 0, item->lost_bytes,
+                       item->lost_records, why, sizeof why) != 0) {
+      cnnb_status st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
+                                  "imagenet: %s: %s: no image here can be read (the last: %s)",
+                                  p->cfg.stream.layout->where, why,
+                                  rc == 0 ? s->error : item->origin);
+      give_back(p, s);
+      return st;
+    }
     if (rc == 0) {
       /* The slot goes back to the reader below: its message is read before that. */
       int64_t n = atomic_fetch_add(&p->skipped, 1) + 1;
       if (n <= p->cfg.max_named)
         cnnb_log(p->cfg.ctx, CNNB_LOG_WARN, "skipped %s%s", s->error,
                  n == p->cfg.max_named ? " (further bad examples are counted, not named)" : "");
-      int64_t shard_examples = p->cfg.stream.layout->examples / p->cfg.stream.num_shards + 1;
       cnnb_status st = CNNB_OK;
-      if (++p->failed_in_a_row > shard_examples)
-        st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
-                        "imagenet: %s: %lld examples in a row were "
-                        "unreadable, more than a whole epoch of this shard: no image here "
-                        "can be read (the last: %s)",
-                        p->cfg.stream.layout->where, (long long)p->failed_in_a_row, s->error);
-      else if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
+      if (p->cfg.max_skipped >= 0 && n > p->cfg.max_skipped)
         st = cnnb_error(p->cfg.ctx, CNNB_EDATA,
                         "imagenet: %lld unreadable examples, more than --max_skipped_examples=%lld "
                         "allows; the last: %s",
@@ -235,7 +257,6 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
     memcpy((uint8_t *)images + (size_t)i * image_bytes, s->image, image_bytes);
     labels[i] = s->item.label;
     give_back(p, s);
-    p->failed_in_a_row = 0;
     i++;
   }
   return CNNB_OK;
@@ -254,13 +275,34 @@ cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch) {
   /* No thread runs yet: the counters are the seeds' indices, and slot k % ring_slots is
    * as empty as any. */
   p->next_read = p->next_decode = p->next_take = examples;
+  if (examples > 0) bad_tally_resumed(&p->tally);
   return CNNB_OK;
 }
 
 int64_t pipeline_skipped(const pipeline *p) { return atomic_load(&((pipeline *)p)->skipped); }
 
+/* What lost framings cost, once at the end: the skipped count has one example for each,
+ * though each stood for the rest of a file. */
+static void report_lost_framing(const pipeline *p) {
+  const bad_tally *t = &p->tally;
+  if (t->framing_losses == 0) return;
+  char records[160] = "";
+  if (t->unknown_records == 0)
+    snprintf(records, sizeof records, ", about %lld records", (long long)t->lost_records);
+  else if (t->lost_records > 0)
+    snprintf(records, sizeof records, ", about %lld records and an unknown number more",
+             (long long)t->lost_records);
+  cnnb_log(p->cfg.ctx, CNNB_LOG_WARN,
+           "imagenet: shard %d of %d: %lld damaged file tails were met (a file's framing "
+           "lost, so the rest of it unread, each time an epoch reaches it): %llu bytes not "
+           "read%s, each tail counted as one skipped example",
+           (int)p->cfg.stream.shard, (int)p->cfg.stream.num_shards, (long long)t->framing_losses,
+           (unsigned long long)t->lost_bytes, records);
+}
+
 void pipeline_destroy(pipeline *p) {
   if (!p) return;
+  report_lost_framing(p);
   pthread_mutex_lock(&p->lock);
   p->stop = true;
   pthread_cond_broadcast(&p->changed);
@@ -272,6 +314,7 @@ void pipeline_destroy(pipeline *p) {
     free(p->slots[i].image);
   }
   stream_destroy(p->stream);
+  bad_tally_free(&p->tally);
   free(p->slots);
   free(p->decoders);
   pthread_cond_destroy(&p->changed);

@@ -91,7 +91,9 @@ static tfrecord_result parse_at(const uint8_t *buf, size_t len, size_t *pos, uin
   if (stored != computed) {
     fail(err, err_size, "record at byte %llu: data CRC mismatch (stored 0x%08x, computed 0x%08x)",
          (unsigned long long)offset, stored, computed);
-    return TFRECORD_CORRUPT;
+    /* The length's CRC held: the next record starts right after this one. */
+    *pos = at + HEADER + (size_t)length + FOOTER;
+    return TFRECORD_BAD_DATA;
   }
   *data = d;
   *size = (size_t)length;
@@ -215,6 +217,11 @@ tfrecord_result tfrecord_next(tfrecord_reader *r, const uint8_t **data, size_t *
   if (res != TFRECORD_OK) return res;
   size_t pos = r->pos;
   res = parse_at(r->buf, r->len, &pos, r->buf_offset, data, size, msg, sizeof msg);
+  if (res == TFRECORD_BAD_DATA) {
+    r->pos = pos; /* framing intact: the next call reads the next record */
+    fail(err, err_size, "%s: %s", r->path, msg);
+    return TFRECORD_BAD_DATA;
+  }
   if (res != TFRECORD_OK) return corrupt(r, msg, err, err_size);
   r->pos = pos;
   return TFRECORD_OK;
@@ -274,6 +281,8 @@ tfrecord_result tfrecord_skip(tfrecord_reader *r, char *err, size_t err_size) {
 }
 
 uint64_t tfrecord_offset(const tfrecord_reader *r) { return r->buf_offset + r->pos; }
+
+uint64_t tfrecord_file_size(const tfrecord_reader *r) { return r->file_size; }
 
 void tfrecord_close(tfrecord_reader *r) {
   if (!r) return;

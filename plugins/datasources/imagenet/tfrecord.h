@@ -2,7 +2,11 @@
  *   uint64 length (little-endian) | uint32 masked crc32c(length) | data[length] |
  *   uint32 masked crc32c(data)
  * Reading checks both CRCs; a mismatch or a record cut short names the file and the byte
- * offset of the record. Writing produces files TensorFlow's TFRecordDataset reads. */
+ * offset of the record. A record whose data fails its CRC while its length's CRC holds
+ * is one bad record (BAD_DATA): the framing is intact, so reading goes on with the next.
+ * A length that fails its CRC, an impossible length or a cut-short record lose the
+ * framing (CORRUPT): nothing after it can be found. Writing produces files TensorFlow's
+ * TFRecordDataset reads. */
 #ifndef IMAGENET_TFRECORD_H
 #define IMAGENET_TFRECORD_H
 
@@ -13,12 +17,14 @@ typedef enum tfrecord_result {
   TFRECORD_OK = 0,      /* a record */
   TFRECORD_END = 1,     /* a clean end of file */
   TFRECORD_CORRUPT = 2, /* bad CRC, impossible length or a truncated record: err says where */
-  TFRECORD_IO = 3       /* the file cannot be opened or read: err says why */
+  TFRECORD_IO = 3,      /* the file cannot be opened or read: err says why */
+  TFRECORD_BAD_DATA = 4 /* the data fails its CRC, its length's holds: err says where; the
+                           position is past the record, the next one can be read */
 } tfrecord_result;
 
 /* One record at *pos in buf[0, len): on TFRECORD_OK, *data and *size point into buf and *pos
- * moves past the record; TFRECORD_END when *pos == len. Pure (no I/O): what the reader
- * and the fuzzer both run. err names only the offset; the reader adds the file. */
+ * moves past the record (on TFRECORD_BAD_DATA too); TFRECORD_END when *pos == len. Pure (no I/O):
+ * what the reader and the fuzzer both run. err names only the offset; the reader adds the file. */
 tfrecord_result tfrecord_parse(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **data,
                                size_t *size, char *err, size_t err_size);
 
@@ -26,8 +32,9 @@ tfrecord_result tfrecord_parse(const uint8_t *buf, size_t len, size_t *pos, cons
  * per reader. */
 typedef struct tfrecord_reader tfrecord_reader;
 tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err, size_t err_size);
-/* The next record; *data is valid until the next call or close. After TFRECORD_CORRUPT
- * the rest of the file is unusable (framing is lost): the caller moves to the next file. */
+/* The next record; *data is valid until the next call or close. After TFRECORD_BAD_DATA
+ * the next call reads the next record; after TFRECORD_CORRUPT the rest of the file is
+ * unusable (framing is lost): the caller moves to the next file. */
 tfrecord_result tfrecord_next(tfrecord_reader *reader, const uint8_t **data, size_t *size,
                               char *err, size_t err_size);
 /* Steps over the next record reading only its header (its length CRC is checked, its
@@ -36,6 +43,8 @@ tfrecord_result tfrecord_next(tfrecord_reader *reader, const uint8_t **data, siz
 tfrecord_result tfrecord_skip(tfrecord_reader *reader, char *err, size_t err_size);
 /* The byte offset of the next record (where tfrecord_next or tfrecord_skip starts). */
 uint64_t tfrecord_offset(const tfrecord_reader *reader);
+/* The file's size when it was opened: with tfrecord_offset, what a lost framing costs. */
+uint64_t tfrecord_file_size(const tfrecord_reader *reader);
 void tfrecord_close(tfrecord_reader *reader);
 
 /* Writing: 0 on success, -1 with err filled. Close flushes and fsyncs. */
