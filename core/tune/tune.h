@@ -51,7 +51,7 @@ typedef struct tune_options {
   char *out_dir;
   char *cnnbench; /* the cnnbench to run */
   char *mpirun;   /* its path, NULL when not on PATH */
-  int max_batch_size;
+  int min_batch_size, max_batch_size;
   int first_steps; /* timed steps of rung 0 */
   int ceilings;    /* finalists whose `independent` ceiling is measured */
 } tune_options;
@@ -146,8 +146,18 @@ typedef enum tune_run_end { TUNE_RUN_DONE, TUNE_RUN_TIMEOUT, TUNE_RUN_INTERRUPTE
 /* Runs argv with stdout and stderr into log_dir, killing it after timeout_s. Fills r's
  * measurement (ok, ips, spread, error...) from the log. */
 tune_run_end tune_child_run(char **argv, const char *log_dir, double timeout_s, tune_result *r);
+/* r's measurement from the benchmark log in log_dir (ok, ips, spread, step_mean; the
+ * summary's error of a failed run). */
+void tune_child_read_log(const char *log_dir, tune_result *r);
 /* Set by SIGINT / SIGTERM: the child is stopped, results kept, the call ends. */
 extern volatile int tune_interrupted;
+/* What the search calls to run a candidate and to read the clock: tune_child_run and
+ * the monotonic clock, unless a test puts a simulation in their place
+ * (tests/unit/test_tune_search.c: a known step time, virtual seconds). */
+typedef tune_run_end (*tune_runner)(char **argv, const char *log_dir, double timeout_s,
+                                    tune_result *r);
+extern tune_runner tune_run;
+extern double (*tune_clock_hook)(void);
 
 /* ---- results ------------------------------------------------------------------- */
 typedef struct tune_results {

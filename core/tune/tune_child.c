@@ -18,8 +18,11 @@
 #include "tune.h"
 
 volatile int tune_interrupted = 0;
+tune_runner tune_run = tune_child_run;
+double (*tune_clock_hook)(void) = NULL;
 
 double tune_now(void) {
+  if (tune_clock_hook) return tune_clock_hook();
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
@@ -60,20 +63,31 @@ static bool mentions_memory(const char *s) {
   return s && (strcasestr(s, "out of memory") || strcasestr(s, "cannot allocate"));
 }
 
-/* The measurement from rank 0's log: the summary's images/sec over the world, and the
- * spread of the per-step rates (global batch / step seconds): 1.96 standard errors. */
-static void read_log(const char *log_dir, tune_result *r) {
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The measurement from rank 0's log: global batch over the median step time, and the
+ * spread of the per-step rates as 1.96 x 1.4826 x their median absolute deviation over
+ * sqrt(steps) (the ~95% interval of a normal's median, read robustly), at least 1% of
+ * the figure. The median, not the mean: on a shared machine a step that waited for a
+ * core says nothing about the configuration, and one such step would move a mean of
+ * three. The summary's status says whether the run ended well. */
+void tune_child_read_log(const char *log_dir, tune_result *r) {
   char *path = tune_format("%s/benchmark_run.rank0.jsonl", log_dir);
   FILE *in = fopen(path, "r");
   free(path);
   if (!in) return;
   char *line = NULL;
-  size_t cap = 0;
-  double global_batch = 0, sum = 0, sum2 = 0, seconds = 0;
-  int n = 0;
-  const char *status = NULL;
-  char *status_copy = NULL;
-  double ips = NAN;
+  size_t cap = 0, n = 0, steps_cap = 64;
+  double global_batch = 0, *steps = tune_alloc(steps_cap * sizeof *steps);
+  char *status = NULL;
   while (getline(&line, &cap, in) >= 0) {
     json_t *rec = json_loads(line, 0, NULL);
     if (!rec) continue; /* a torn last line of a killed run */
@@ -83,42 +97,40 @@ static void read_log(const char *log_dir, tune_result *r) {
       global_batch = (double)json_integer_value(json_object_get(res, "global_batch_size"));
     } else if (kind && strcmp(kind, "step") == 0) {
       double s = json_number_value(json_object_get(rec, "step_seconds"));
-      if (s > 0 && global_batch > 0) {
-        double rate = global_batch / s;
-        sum += rate;
-        sum2 += rate * rate;
-        seconds += s;
-        n++;
+      if (s > 0) {
+        if (n == steps_cap) {
+          steps_cap *= 2;
+          double *grown = realloc(steps, steps_cap * sizeof *steps);
+          if (!grown) exit(TUNE_EXIT_RUNTIME);
+          steps = grown;
+        }
+        steps[n++] = s;
       }
     } else if (kind && strcmp(kind, "summary") == 0) {
-      status = json_string_value(json_object_get(rec, "status"));
-      free(status_copy);
-      status_copy = status ? strdup(status) : NULL;
-      json_t *v = json_object_get(rec, "images_per_sec");
-      ips = json_is_number(v) ? json_number_value(v) : NAN;
+      const char *st = json_string_value(json_object_get(rec, "status"));
+      free(status);
+      status = st ? tune_format("%s", st) : NULL;
     }
     json_decref(rec);
   }
   free(line);
   fclose(in);
-  if (status_copy && strcmp(status_copy, "ok") == 0 && isfinite(ips) && ips > 0) {
+  if (status && strcmp(status, "ok") == 0 && n > 0 && global_batch > 0) {
+    double mid = median(steps, n);
+    double *dev = tune_alloc(n * sizeof *dev);
+    for (size_t i = 0; i < n; i++) dev[i] = fabs(global_batch / steps[i] - global_batch / mid);
+    double mad = median(dev, n);
+    free(dev);
     r->ok = true;
-    r->ips = ips;
-    r->step_mean = n ? seconds / n : 0;
-    double spread = 0;
-    if (n >= 2) {
-      double mean = sum / n, var = (sum2 - n * mean * mean) / (n - 1);
-      spread = 1.96 * sqrt(var > 0 ? var : 0) / sqrt((double)n);
-      /* The per-step rates' mean and the harmonic total differ in scale a little; the
-       * spread is carried over as a fraction of the figure. */
-      spread = mean > 0 ? spread / mean * ips : 0;
-    }
-    r->spread = spread;
-  } else if (status_copy && strcmp(status_copy, "ok") != 0) {
+    r->ips = global_batch / mid;
+    r->step_mean = mid;
+    r->spread = fmax(1.96 * 1.4826 * mad / sqrt((double)n), 0.01 * r->ips);
+  } else if (status && strcmp(status, "ok") != 0) {
     free(r->error);
-    r->error = tune_format("%s", status_copy);
+    r->error = tune_format("%s", status);
   }
-  free(status_copy);
+  free(status);
+  free(steps);
 }
 
 static void stop_group(pid_t pid) {
@@ -178,7 +190,7 @@ tune_run_end tune_child_run(char **argv, const char *log_dir, double timeout_s, 
   r->wall_s = tune_now() - start;
   r->peak_rss_kb = usage.ru_maxrss;
   if (end == TUNE_RUN_DONE && pid > 0) {
-    read_log(log_dir, r);
+    tune_child_read_log(log_dir, r);
     if (!r->ok) {
       char *line = first_error_line(err_path);
       if (!r->error || (line && WIFEXITED(status) && WEXITSTATUS(status) != 0)) {

@@ -38,14 +38,15 @@ static const char usage[] =
     "  --out=DIR            where results go (default cnnbench-tune-out); a directory\n"
     "                       holding other files than cnnbench-tune's is refused\n"
     "  --cnnbench=PATH      the cnnbench to run (default: the one beside this program)\n"
-    "  --max_batch_size=N   batch sizes double up to this (default 128)\n"
+    "  --min_batch_size=N   batch sizes double from this (default 16)...\n"
+    "  --max_batch_size=N   ...up to this (default 128) or the first refused for memory\n"
     "  --first_steps=N      timed steps of each first run (default 3); later rungs double\n"
     "  --ceilings=N         finalists whose independent ceiling is measured (default 3)\n"
     "\nExit status: 0 success; 2 bad input; 1 nothing could be measured; 130 interrupted.\n";
 
 static const char *const option_names[] = {
-    "models",   "device",         "budget",      "num_devices", "processes", "space", "out",
-    "cnnbench", "max_batch_size", "first_steps", "ceilings",    "help",      NULL};
+    "models",   "device",         "budget",         "num_devices", "processes", "space", "out",
+    "cnnbench", "min_batch_size", "max_batch_size", "first_steps", "ceilings",  "help",  NULL};
 
 static bool parse_budget(const char *text, double *out) {
   char *end;
@@ -116,6 +117,7 @@ static bool parse_args(int argc, char **argv, tune_options *o, bool *help, char 
   o->num_devices = 1;
   o->processes = tune_format("auto");
   o->out_dir = tune_format("cnnbench-tune-out");
+  o->min_batch_size = 16;
   o->max_batch_size = 128;
   o->first_steps = 3;
   o->ceilings = 3;
@@ -184,6 +186,8 @@ static bool parse_args(int argc, char **argv, tune_options *o, bool *help, char 
     } else if (strcmp(name, "cnnbench") == 0) {
       free(o->cnnbench);
       o->cnnbench = tune_format("%s", value);
+    } else if (strcmp(name, "min_batch_size") == 0) {
+      if (!parse_count(name, value, 1, &o->min_batch_size, err, err_size)) return false;
     } else if (strcmp(name, "max_batch_size") == 0) {
       if (!parse_count(name, value, 1, &o->max_batch_size, err, err_size)) return false;
     } else if (strcmp(name, "first_steps") == 0) {

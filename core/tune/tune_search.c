@@ -125,7 +125,7 @@ static const tune_result *measure(search *x, const tune_candidate *c, const char
   double timeout = first ? (left > 1 ? left : 1) : fmax(60, 5 * expect);
   char **argv = tune_candidate_argv(c, x->model, x->o, steps, warmup, dir);
   tune_result r = {0};
-  tune_run_end end = tune_child_run(argv, dir, timeout, &r);
+  tune_run_end end = tune_run(argv, dir, timeout, &r);
   tune_argv_free(argv);
   free(dir);
   x->fresh_runs++;
@@ -388,6 +388,14 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     size_t keep = (num_alive + 1) / 2;
     size_t cap = num_alive - 1 > (3 * num_alive + 3) / 4 ? (3 * num_alive + 3) / 4 : num_alive - 1;
     keep += (size_t)count_ties_at(alive, num_alive, keep - 1);
+    /* A few finalists that all tie: noise cannot order them, and a longer rung would
+     * only drop one by chance. They end here, reported as a tie. */
+    if (keep >= num_alive && num_alive <= 3) {
+      x.stop_note = tune_format("stopped after rung %d (%d steps): its %zu finalists tie "
+                                "within the noise",
+                                x.rung, x.steps, num_alive);
+      break;
+    }
     if (keep > cap) keep = cap;
     if (keep < 1) keep = 1;
     /* Would the next rung (and the ceilings after it) fit in what is left? */

@@ -6,7 +6,7 @@
  * as the ceiling), each with its own boolean flags that default to false tried both ways (a
  * flag defaulting to true, such as --cross_replica_sync, is left alone: turning it off
  * changes what is trained, not how fast); the layouts of --num_devices over processes;
- * batch sizes doubled from 16 until the device refuses one for memory (or
+ * batch sizes doubled from --min_batch_size (16) until the device refuses one for memory (or
  * --max_batch_size); each precision --precision accepts, kept when the device takes it;
  * --num_intra_threads 0 (the device's choice) and, under several processes, the cores
  * split between them. The space file's format is in the README ("cnnbench-tune"). */
@@ -443,7 +443,7 @@ bool tune_space_build(const tune_listing *l, const tune_options *o, tune_space *
   for (size_t i = 0; precision && i < precision->allowed.n; i++)
     tune_strings_add(&s->precisions, precision->allowed.v[i]);
   if (!s->precisions.n) tune_strings_add(&s->precisions, "fp32");
-  s->batch_start = 16;
+  s->batch_start = o->min_batch_size;
 
   /* Layouts: processes p dividing the devices, each with devices/p replicas. */
   int only = 0;
