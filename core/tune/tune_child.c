@@ -154,6 +154,8 @@ tune_run_end tune_child_run(char **argv, const char *log_dir, double timeout_s, 
     setpgid(0, 0);
     int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int nothing = open("/dev/null", O_RDONLY); /* mpirun forwards stdin to rank 0 */
+    if (nothing >= 0) dup2(nothing, 0);
     if (out >= 0) dup2(out, 1);
     if (err >= 0) dup2(err, 2);
     signal(SIGINT, SIG_DFL);

@@ -343,6 +343,12 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     knob_product(s, s->strategies.v[i], 0, &cur, emit_candidates, &e);
     tune_strings_free(&cur);
   }
+  /* The space as searched, one command a line, for bench/tune_vs_grid.sh's grid. */
+  char *list_path = tune_format("%s/%s.candidates", o->out_dir, model);
+  FILE *list = fopen(list_path, "w");
+  for (size_t i = 0; list && i < all.n; i++) fprintf(list, "%s\n", all.v[i]->key);
+  if (list) fclose(list);
+  free(list_path);
   entry *alive = tune_alloc((all.n ? all.n : 1) * sizeof *alive);
   size_t num_alive = 0;
   for (size_t i = 0; i < all.n; i++) alive[num_alive++] = (entry){all.v[i], NULL, 0};
