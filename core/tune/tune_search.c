@@ -343,6 +343,17 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     knob_product(s, s->strategies.v[i], 0, &cur, emit_candidates, &e);
     tune_strings_free(&cur);
   }
+  /* Rung 0 in a fixed shuffled order: a budget that runs out before every candidate ran
+   * once leaves a sample of the whole space measured, not its first strategies only.
+   * The same order every call, so a later call continues where this one stopped. */
+  uint64_t state = 0x2545F4914F6CDD1Dull;
+  for (size_t i = all.n; i > 1; i--) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    size_t j = (size_t)((state >> 33) % i);
+    tune_candidate *t = all.v[i - 1];
+    all.v[i - 1] = all.v[j];
+    all.v[j] = t;
+  }
   /* The space as searched, one command a line, for bench/tune_vs_grid.sh's grid. */
   char *list_path = tune_format("%s/%s.candidates", o->out_dir, model);
   FILE *list = fopen(list_path, "w");
