@@ -414,8 +414,12 @@ static bool read_space_file(const tune_listing *l, const tune_options *o, tune_s
   size_t cap = 0;
   bool ok = true;
   for (long number = 1; ok && getline(&line, &cap, in) >= 0; number++) {
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
+    /* '#' starts a comment at the line's start or after a blank: xring#2 is a value. */
+    for (char *hash = line; (hash = strchr(hash, '#')); hash++)
+      if (hash == line || hash[-1] == ' ' || hash[-1] == '\t') {
+        *hash = '\0';
+        break;
+      }
     char *text = trim(line);
     if (!*text) continue;
     char why[768];

@@ -288,11 +288,20 @@ START_TEST(space_file_errors_name_file_and_line) {
   ck_assert_str_eq(err, want);
   tune_space_free(&s);
   f = fopen(space, "w");
-  fputs("precision = fp32, fp64\n", f);
+  fputs("variable_update = replicated # a comment after a blank\n"
+        "\n"
+        "precision = fp32, fp64\n",
+        f);
   fclose(f);
   ck_assert(!tune_space_build(&l, &o, &s, err, sizeof err));
-  ck_assert_msg(strstr(err, ":1: --precision=fp64 is not allowed (one of fp32 bf16 fp16)"), "%s",
+  ck_assert_msg(strstr(err, ":3: --precision=fp64 is not allowed (one of fp32 bf16 fp16)"), "%s",
                 err);
+  tune_space_free(&s);
+  f = fopen(space, "w");
+  fputs("gradient_bucket_mb@replicated = 2#5 # a value with '#' is not a number\n", f);
+  fclose(f);
+  ck_assert(!tune_space_build(&l, &o, &s, err, sizeof err));
+  ck_assert_msg(strstr(err, ":1: --gradient_bucket_mb=2#5: not a number"), "%s", err);
   tune_space_free(&s);
   f = fopen(space, "w");
   fputs("num_batches = 5\n", f);
