@@ -332,7 +332,7 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
                                                              : "the first batch size failed");
     tune_strings_free(&precisions);
     free(batches);
-    return x.budget_out ? TUNE_EXIT_OK : TUNE_EXIT_OK;
+    return TUNE_EXIT_OK;
   }
 
   /* 2. Successive halving. */
@@ -364,6 +364,7 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
   size_t num_alive = 0;
   for (size_t i = 0; i < all.n; i++) alive[num_alive++] = (entry){all.v[i], NULL, 0};
   x.planned += (int)all.n;
+  int full_rung = 0; /* the deepest rung every survivor ran: the ranking's */
   for (x.rung = 0, x.steps = o->first_steps;; x.rung++, x.steps *= 2) {
     size_t measured = 0;
     for (size_t i = 0; i < num_alive; i++) {
@@ -386,21 +387,18 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     qsort(alive, ok, sizeof *alive, by_rung_then_speed);
     if (ok) x.leader = alive[0].r;
     if (measured < num_alive) {
+      const char *why = x.interrupted || tune_interrupted ? "interrupted" : "the budget ran out";
       if (x.rung == 0)
-        x.stop_note = tune_format("the budget ran out after %zu of %zu candidates at rung 0 "
-                                  "(%d steps); the rest were not measured",
-                                  measured, num_alive, x.steps);
+        x.stop_note = tune_format("%s after %zu of %zu candidates at rung 0 (%d steps); the "
+                                  "rest were not measured",
+                                  why, measured, num_alive, x.steps);
       else
-        x.stop_note =
-            tune_format("the budget ran out during rung %d (%d steps): its %zu finalists are "
-                        "those of rung %d",
-                        x.rung, x.steps, num_alive, x.rung - 1);
-      /* Rung r's unmeasured survivors keep their rung r-1 figures. */
-      for (size_t i = measured; i < num_alive; i++) alive[ok++] = alive[i];
-      (void)ok;
+        x.stop_note = tune_format("%s during rung %d (%d steps): the ranking is rung %d's", why,
+                                  x.rung, x.steps, x.rung - 1);
       break;
     }
     num_alive = ok;
+    full_rung = x.rung;
     if (num_alive <= 1 || x.interrupted) break;
     size_t keep = (num_alive + 1) / 2;
     size_t cap = num_alive - 1 > (3 * num_alive + 3) / 4 ? (3 * num_alive + 3) / 4 : num_alive - 1;
@@ -442,7 +440,7 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     /* Find its deepest ok measurement in the results. */
     const tune_result *best = NULL;
     int best_rung = -1;
-    for (int r = 0, steps = o->first_steps; r <= x.rung + 1; r++, steps *= 2) {
+    for (int r = 0, steps = o->first_steps; r <= full_rung; r++, steps *= 2) {
       const tune_result *m = tune_results_find(rs, model, all.v[i]->key, steps);
       if (!m || !m->ok || m->steps != steps) continue;
       best = m;
