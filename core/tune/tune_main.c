@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
     code = TUNE_EXIT_INPUT;
   if (code != TUNE_EXIT_OK) {
     fprintf(stderr, "cnnbench-tune: error: %s\n", err);
-    if (spaced) tune_space_free(&s);
+    tune_space_free(&s);
     tune_results_close(&rs);
     tune_listing_free(&l);
     options_free(&o);
