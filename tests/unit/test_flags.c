@@ -1,13 +1,16 @@
 /* test_flags.c — the flag table: both spellings of values, bools (--x, --x=false, --nox),
  * errors that name the flag (unknown with "did you mean", bad int/float/choice, missing
  * value, stray arguments), the repeatable --plugin, plugin groups in --help, refused
- * duplicate declarations, getters through a ctx, and walking every flag. */
+ * duplicate declarations, getters through a ctx, walking every flag, and --flagfile
+ * (absl's convention: comments, nesting with a depth limit, later flags win, errors that
+ * name the file and line). */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flags/flags.h"
 #include "base/names.h"
@@ -355,6 +358,101 @@ START_TEST(edit_distance_known_values) {
 }
 END_TEST
 
+/* Writes `text` to a fresh file under /tmp and returns its path (static buffer per slot). */
+static const char *flagfile(int slot, const char *text) {
+  static char paths[4][64];
+  snprintf(paths[slot], sizeof paths[slot], "/tmp/test_flags_%d_%d.flags", (int)getpid(), slot);
+  FILE *f = fopen(paths[slot], "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return paths[slot];
+}
+
+START_TEST(flagfile_reads_flags_and_later_ones_win) {
+  const char *inner = flagfile(1, "--momentum=0.5\n");
+  char text[512];
+  snprintf(text, sizeof text,
+           "# the winner of a search\n"
+           "\n"
+           "  --model=resnet20   \n"
+           "// an absl comment\n"
+           "--batch_size=64\r\n"
+           "--use_fp16\n"
+           "--flagfile=%s\n"
+           "--num_batches=9\n",
+           inner);
+  const char *outer = flagfile(0, text);
+  char line[256];
+  snprintf(line, sizeof line, "--num_batches=3 --flagfile=%s --batch_size=32", outer);
+  ck_assert_int_eq(parse(line), CNNB_OK);
+  ck_assert_str_eq(cnnb_flags_string(flags, "model"), "resnet20");
+  ck_assert(cnnb_flags_is_set(flags, "model"));
+  ck_assert(cnnb_flags_bool(flags, "use_fp16"));
+  ck_assert_double_eq_tol(cnnb_flags_float(flags, "momentum"), 0.5, 1e-12); /* nested */
+  ck_assert_int_eq(cnnb_flags_int(flags, "batch_size"), 32); /* the command line after it */
+  ck_assert_int_eq(cnnb_flags_int(flags, "num_batches"), 9); /* the file after the line */
+  /* The spelling with a space works too, and the file is recorded. */
+  snprintf(line, sizeof line, "--flagfile %s", inner);
+  ck_assert_int_eq(parse(line), CNNB_OK);
+  ck_assert_ptr_nonnull(strstr(cnnb_flags_string(flags, "flagfile"), "test_flags_"));
+  unlink(inner);
+  unlink(outer);
+}
+END_TEST
+
+START_TEST(flagfile_errors_name_file_and_line) {
+  char line[256], where[128];
+  const char *bad = flagfile(0, "--model=lenet\n# fine\n--batch_sise=4\n");
+  snprintf(line, sizeof line, "--flagfile=%s", bad);
+  ck_assert_int_eq(parse(line), CNNB_EINVAL);
+  snprintf(where, sizeof where, "%s:3: unknown flag --batch_sise (did you mean --batch_size?)",
+           bad);
+  ck_assert_str_eq(err, where);
+
+  const char *stray = flagfile(1, "--model=lenet\nresnet50\n");
+  snprintf(line, sizeof line, "--flagfile=%s", stray);
+  ck_assert_int_eq(parse(line), CNNB_EINVAL);
+  snprintf(where, sizeof where, "%s:2: 'resnet50' is not a flag", stray);
+  ck_assert_ptr_nonnull(strstr(err, where));
+
+  const char *value = flagfile(2, "--batch_size=many\n");
+  snprintf(line, sizeof line, "--flagfile=%s", value);
+  ck_assert_int_eq(parse(line), CNNB_EINVAL);
+  snprintf(where, sizeof where, "%s:1: ", value);
+  ck_assert_ptr_eq(strstr(err, where), err);
+  ck_assert_ptr_nonnull(strstr(err, "--batch_size"));
+
+  ck_assert_int_eq(parse("--flagfile=/nonexistent/x.flags"), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.flags: cannot open"));
+  ck_assert_int_eq(parse("--flagfile="), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err, "missing value"));
+
+  /* A file that names itself stops at the depth limit instead of recursing forever. */
+  char self[128];
+  snprintf(self, sizeof self, "/tmp/test_flags_%d_3.flags", (int)getpid());
+  char text[192];
+  snprintf(text, sizeof text, "--flagfile=%s\n", self);
+  flagfile(3, text);
+  snprintf(line, sizeof line, "--flagfile=%s", self);
+  ck_assert_int_eq(parse(line), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err, "nested more than 8 deep"));
+
+  /* The first, forgiving pass skips what it cannot read and keeps what it can. */
+  const char *mixed = flagfile(2, "--plugin_flag_unknown=1\n--list_plugins\n");
+  snprintf(line, sizeof line, "--flagfile=%s --flagfile=/nonexistent/y", mixed);
+  char buf[256], *argv[4] = {"cnnbench", buf, "--flagfile=/nonexistent/y", NULL};
+  snprintf(buf, sizeof buf, "--flagfile=%s", mixed);
+  cnnb_flags_parse_known(flags, 3, argv);
+  ck_assert(cnnb_flags_bool(flags, "list_plugins"));
+  unlink(bad);
+  unlink(stray);
+  unlink(value);
+  unlink(self);
+  unlink(mixed);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("flags");
   TCase *tc = tcase_create("flags");
@@ -372,6 +470,8 @@ int main(void) {
   tcase_add_test(tc, getters_through_ctx);
   tcase_add_test(tc, walk_every_flag);
   tcase_add_test(tc, edit_distance_known_values);
+  tcase_add_test(tc, flagfile_reads_flags_and_later_ones_win);
+  tcase_add_test(tc, flagfile_errors_name_file_and_line);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "config/core_flags.h"
 #include "flags/flags.h"
 #include "loader/loader.h"
 
@@ -639,6 +642,85 @@ START_TEST(list_plugins_with_nothing_found) {
 }
 END_TEST
 
+/* --list_plugins --list_format=json: what tools read instead of the table. */
+START_TEST(list_plugins_as_json) {
+  const char *files[] = {"libfixture_abi99.so", NULL};
+  char dir[64];
+  make_dir(dir, sizeof dir, files);
+  cnnb_loader *l = isolated_loader();
+  setenv("CNNB_PLUGIN_PATH", dir, 1);
+  char list[PATH_MAX * 3];
+  snprintf(list, sizeof list, "%s:%s", fixture("libfixture_strategy.so"),
+           fixture("libfixture_good.so"));
+  capture_begin();
+  ck_assert_int_eq(cnnb_loader_discover(l, list, err, sizeof err), CNNB_OK);
+  free(capture_end());
+  cnnb_flags *flags = cnnb_flags_create();
+  ck_assert_int_eq(cnnb_flags_declare_core(flags), CNNB_OK);
+  cnnb_loader_register_flags(l, flags);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  ck_assert_int_eq(cnnb_loader_print_json(l, flags, out), CNNB_OK);
+  fclose(out);
+  json_error_t jerr;
+  json_t *root = json_loads(text, 0, &jerr);
+  ck_assert_msg(root != NULL, "not JSON (%s): %s", jerr.text, text);
+  char abi[16];
+  snprintf(abi, sizeof abi, "%d.%d", CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
+  ck_assert_str_eq(json_string_value(json_object_get(root, "abi")), abi);
+  /* The core's flags with type, default and allowed values. */
+  json_t *precision = NULL, *batch = NULL, *plugin_flag = NULL, *f;
+  size_t i;
+  json_array_foreach(json_object_get(root, "core_flags"), i, f) {
+    const char *name = json_string_value(json_object_get(f, "name"));
+    if (strcmp(name, "precision") == 0) precision = f;
+    if (strcmp(name, "batch_size") == 0) batch = f;
+    ck_assert_msg(strcmp(name, "fixture_good_depth") != 0, "a plugin flag among the core's");
+  }
+  ck_assert_ptr_nonnull(precision);
+  ck_assert_str_eq(json_string_value(json_object_get(precision, "type")), "string");
+  ck_assert_str_eq(json_string_value(json_object_get(precision, "default")), "fp32");
+  json_t *allowed = json_object_get(precision, "allowed");
+  ck_assert_uint_eq(json_array_size(allowed), 3);
+  ck_assert_str_eq(json_string_value(json_array_get(allowed, 1)), "bf16");
+  ck_assert_ptr_nonnull(batch);
+  ck_assert_str_eq(json_string_value(json_object_get(batch, "type")), "int");
+  ck_assert(json_is_integer(json_object_get(batch, "default")));
+  ck_assert_ptr_null(json_object_get(batch, "allowed"));
+  /* Plugins by kind, each with its own flags; the rejected file with why. */
+  json_t *plugins = json_object_get(root, "plugins"), *p;
+  ck_assert_uint_eq(json_array_size(plugins), 2);
+  bool model = false, strategy = false;
+  json_array_foreach(plugins, i, p) {
+    const char *kind = json_string_value(json_object_get(p, "kind"));
+    const char *name = json_string_value(json_object_get(p, "name"));
+    ck_assert(json_is_true(json_object_get(p, "available")));
+    if (strcmp(kind, "model") == 0 && strcmp(name, "fixture_good") == 0) {
+      model = true;
+      ck_assert_str_eq(json_string_value(json_array_get(json_object_get(p, "names"), 0)),
+                       "fixture_good");
+      ck_assert_str_eq(json_string_value(json_object_get(p, "path")),
+                       fixture("libfixture_good.so"));
+      plugin_flag = json_array_get(json_object_get(p, "flags"), 0);
+    }
+    if (strcmp(kind, "strategy") == 0) strategy = true;
+  }
+  ck_assert(model && strategy);
+  ck_assert_ptr_nonnull(plugin_flag);
+  ck_assert_str_eq(json_string_value(json_object_get(plugin_flag, "name")), "fixture_good_depth");
+  ck_assert_str_eq(json_string_value(json_object_get(plugin_flag, "group")), "fixture_good");
+  json_t *rejected = json_object_get(root, "rejected");
+  ck_assert_uint_eq(json_array_size(rejected), 1);
+  ck_assert_contains(json_string_value(json_object_get(json_array_get(rejected, 0), "why")),
+                     "ABI 99.0");
+  json_decref(root);
+  free(text);
+  cnnb_flags_destroy(flags);
+  cnnb_loader_destroy(l);
+}
+END_TEST
+
 /* ---- plugin flags ------------------------------------------------------------------- */
 
 START_TEST(plugin_flags_are_registered_under_the_plugin) {
@@ -784,6 +866,7 @@ int main(void) {
   tcase_add_test(tc, default_install_dir_is_the_build_tree);
   tcase_add_test(tc, list_plugins_shows_accepted_and_rejected);
   tcase_add_test(tc, list_plugins_with_nothing_found);
+  tcase_add_test(tc, list_plugins_as_json);
   tcase_add_test(tc, plugin_flags_are_registered_under_the_plugin);
   tcase_add_test(tc, slot_tags_match_the_loader);
   suite_add_tcase(s, tc);

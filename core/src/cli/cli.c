@@ -119,6 +119,11 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
     code = EXIT_INPUT;
   } else if (cmd->help) {
     print_help(flags);
+  } else if (cmd->list_plugins && strcmp(cnnb_flags_string(flags, "list_format"), "json") == 0) {
+    if (cnnb_loader_print_json(loader, flags, stdout) != CNNB_OK) {
+      fprintf(stderr, "cnnbench: error: writing the plugin list as JSON failed\n");
+      code = EXIT_RUNTIME;
+    }
   } else if (cmd->list_plugins) {
     cnnb_loader_print(loader, stdout);
   }

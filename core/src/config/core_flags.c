@@ -18,6 +18,7 @@ typedef struct core_flag {
   const char *help;
 } core_flag;
 
+static const char *const list_formats[] = {"text", "json", NULL};
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
 static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
@@ -32,6 +33,10 @@ static const core_flag general[] = {
     {"list_plugins", CNNB_FLAG_BOOL, "false", NULL,
      "List every plugin found (kind, names offered, version, ABI, file) and, for rejected "
      "ones, why; then exit."},
+    {"list_format", CNNB_FLAG_STRING, "text", list_formats,
+     "How --list_plugins prints: text (a table for people) or json (every plugin by kind "
+     "with its flags' types, defaults and allowed values, and the core's flags, for tools "
+     "such as cnnbench-tune; keys in the README)."},
     {"model_info", CNNB_FLAG_BOOL, "false", NULL,
      "Print the model's layers, output shapes and parameter counts, and exit."},
     {"log_level", CNNB_FLAG_STRING, "info", log_levels, "Least severe log lines shown on stderr."},
@@ -254,6 +259,14 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
                                      "Load the plugin in FILE as well as those found on the "
                                      "plugin path; repeat the flag for several files. "
                                      "Values are joined with ':'.");
+  }
+  if (st == CNNB_OK) {
+    /* Read where it stands by the parser (flags_parse.c); declared so --help shows it and
+     * the benchmark log records which files a run read. */
+    st = cnnb_flags_declare_repeated(cnnb_flags_theme_registry(flags, "General"), "flagfile", ':',
+                                     "Read more flags from FILE, one --flag=value a line "
+                                     "('#' starts a comment line); a flagfile may name "
+                                     "another. Flags after it on the command line win.");
   }
   if (st == CNNB_OK) st = DECLARE("Model and data", model_and_data);
   if (st == CNNB_OK) st = DECLARE("Devices", devices);

@@ -459,6 +459,10 @@ bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view) 
       .f = f->f,
       .b = f->b,
       .s = f->s ? f->s : "",
+      .default_text = f->default_text,
+      .help = f->help,
+      .choices = (const char *const *)f->choices,
+      .repeated = f->separator != '\0',
   };
   return true;
 }

@@ -53,7 +53,11 @@ typedef struct cnnb_flag_view {
   int64_t i;
   double f;
   bool b;
-  const char *s; /* never NULL for a string flag; borrowed from the table */
+  const char *s;              /* never NULL for a string flag; borrowed from the table */
+  const char *default_text;   /* the declared default, command-line spelling */
+  const char *help;           /* the help text, with what was appended */
+  const char *const *choices; /* NULL-terminated allowed values, or NULL for any */
+  bool repeated;              /* a flag that may be given several times */
 } cnnb_flag_view;
 size_t cnnb_flags_count(const cnnb_flags *flags);
 /* Flag number `index` (< cnnb_flags_count) into *view; false past the end. */

@@ -1,7 +1,16 @@
 /* flags_parse.c — the command line, absl/TF style: --flag=value, --flag value, --bool,
  * --bool=false, --nobool; one dash works as well as two. Everything that is not a flag is
  * an error naming it (cnnbench takes no positional arguments), and an unknown name gets
- * "did you mean" when a declared one is close. The first error stops the parse. */
+ * "did you mean" when a declared one is close. The first error stops the parse.
+ *
+ * --flagfile=FILE reads more flags from FILE where it stands, absl's convention: one
+ * --flag=value a line, blank lines and lines starting with '#' or '//' skipped, leading
+ * and trailing blanks trimmed; a flagfile may name another (at most FLAGFILE_DEPTH
+ * deep, which also stops a file that names itself). Later flags win, so a flag after
+ * --flagfile on the command line overrides the file's. An error in a file names it and
+ * the line ("run.flags:3: unknown flag --x"). */
+#define _POSIX_C_SOURCE 200809L /* getline */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,18 +88,91 @@ static cnnb_status positional(int argc, char **argv, int first, char *err, size_
   return CNNB_EINVAL;
 }
 
+enum { FLAGFILE_DEPTH = 8 };
+
+static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
+                              char *err, size_t err_size);
+
+/* Prefixes err with "where: " (the flagfile and its line). */
+static void prefix_error(char *err, size_t err_size, const char *where) {
+  size_t len = strlen(err), add = strlen(where) + 2;
+  if (len + add + 1 > err_size) len = err_size > add + 1 ? err_size - add - 1 : 0;
+  memmove(err + add, err, len);
+  err[add + len] = '\0';
+  memcpy(err, where, add - 2);
+  memcpy(err + add - 2, ": ", 2);
+}
+
+/* Parses the flags of one flagfile, each line as one argument of its own. */
+static cnnb_status parse_flagfile(cnnb_flags *flags, const char *path, bool lenient, int depth,
+                                  char *err, size_t err_size) {
+  if (!path || !path[0]) {
+    if (lenient) return CNNB_OK;
+    snprintf(err, err_size, "flag --flagfile: missing value (write --flagfile=FILE)");
+    return CNNB_EINVAL;
+  }
+  if (depth >= FLAGFILE_DEPTH) {
+    if (lenient) return CNNB_OK;
+    snprintf(err, err_size,
+             "--flagfile=%s: flagfiles nested more than %d deep (does one name itself?)", path,
+             FLAGFILE_DEPTH);
+    return CNNB_EINVAL;
+  }
+  FILE *in = fopen(path, "r");
+  if (!in) {
+    if (lenient) return CNNB_OK;
+    snprintf(err, err_size, "--flagfile=%s: cannot open: %s", path, strerror(errno));
+    return CNNB_EINVAL;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  cnnb_status st = CNNB_OK;
+  for (long number = 1; st == CNNB_OK && getline(&line, &cap, in) >= 0; number++) {
+    char *p = line, *end = line + strlen(line);
+    while (*p == ' ' || *p == '\t') p++;
+    while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+      *--end = '\0';
+    if (!*p || *p == '#' || strncmp(p, "//", 2) == 0) continue;
+    char where[1024];
+    snprintf(where, sizeof where, "%s:%ld", path, number);
+    if (!is_flag(p)) {
+      if (lenient) continue;
+      snprintf(err, err_size, "'%s' is not a flag (a flagfile holds one --flag=value a line)", p);
+      prefix_error(err, err_size, where);
+      st = CNNB_EINVAL;
+      break;
+    }
+    char *args[2] = {(char *)path, p};
+    st = parse_args(flags, 2, args, lenient, depth + 1, err, err_size);
+    /* A nested flagfile's error keeps its own place after this one: "a:3: b:1: ...". */
+    if (st != CNNB_OK) prefix_error(err, err_size, where);
+  }
+  if (st == CNNB_OK && ferror(in)) {
+    snprintf(err, err_size, "--flagfile=%s: read failed: %s", path, strerror(errno));
+    st = CNNB_EINVAL;
+  }
+  free(line);
+  fclose(in);
+  return lenient ? CNNB_OK : st;
+}
+
 /* The parse behind both entry points. lenient: skip what strict parsing would refuse
  * (unknown names, stray arguments, bad values), so a first pass can read the flags it
  * knows before the rest of the table exists. */
 static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient, char *err,
                          size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  char scratch[2];
+  char scratch[256]; /* the lenient pass reports nothing; its messages land here */
   if (!err || !err_size) err = scratch, err_size = sizeof scratch;
   if (!flags) {
     snprintf(err, err_size, "no flag table");
     return CNNB_EINVAL;
   }
+  return parse_args(flags, argc, argv, lenient, 0, err, err_size);
+}
+
+static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
+                              char *err, size_t err_size) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!arg) continue;
@@ -108,6 +190,15 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     char name[256];
     const char *value;
     split(arg, name, sizeof name, &value);
+    if (strcmp(name, "flagfile") == 0) {
+      if (!value && i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0)
+        value = argv[++i];
+      cnnb_status st = parse_flagfile(flags, value, lenient, depth, err, err_size);
+      if (st != CNNB_OK) return st;
+      cnnb_flag_entry *record = cnnb_flags_find(flags, "flagfile");
+      if (record && value) cnnb_flags_assign(record, value, err, err_size);
+      continue;
+    }
     cnnb_flag_entry *f = cnnb_flags_find(flags, name);
     if (!f && strncmp(name, "no", 2) == 0) {
       cnnb_flag_entry *pos = cnnb_flags_find(flags, name + 2);

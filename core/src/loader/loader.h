@@ -70,6 +70,11 @@ void cnnb_loader_register_flags(cnnb_loader *l, cnnb_flags *flags);
 /* --list_plugins: the accepted plugins (kind, names, version, ABI, file) in aligned
  * columns, then a "Rejected" section with each file and why. */
 void cnnb_loader_print(const cnnb_loader *l, FILE *out);
+/* `--list_plugins --list_format=json`: the same facts as one JSON object for tools
+ * (cnnbench-tune asks it what to search), with every flag of `flags` — the core's, and
+ * each plugin's under its plugin — by type, default and allowed values. CNNB_ENOMEM, or
+ * CNNB_EIO when `out` failed. */
+cnnb_status cnnb_loader_print_json(const cnnb_loader *l, const cnnb_flags *flags, FILE *out);
 
 /* The names users can pick for `kind`, in discovery order. Fills up to `max` entries and
  * returns how many there are in all. */

@@ -1,0 +1,545 @@
+/* tune_search.c — one model's search.
+ *
+ * 1. Probes, one short run each of the cheapest strategy (independent) on one process:
+ *    every precision of the space (the device refuses those it cannot do), then batch
+ *    sizes doubled from the space's first until the device refuses one for memory.
+ * 2. Successive halving over the candidates (strategy x knobs x layout x threads x batch
+ *    x precision): every candidate runs first_steps timed steps; the better half (and
+ *    any that tie with the last one kept) runs twice as many; and so on until one is
+ *    left or the next rung would not fit in the model's share of the budget. Figures of
+ *    one rung are compared only with that rung's.
+ * 3. The independent ceiling of the best finalists: the same layout, batch, precision
+ *    and threads with no exchange at all, at the finalists' length.
+ * Every run goes through measure(): a result of the same command in the result file is
+ * reused; a run that fails is recorded with its first error line and the search goes
+ * on without it. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tune.h"
+
+enum { WARMUP = 2, PROBE_STEPS = 1 };
+
+typedef struct search {
+  const char *model;
+  const tune_options *o;
+  const tune_space *s;
+  tune_results *rs;
+  tune_clock *clock;
+  double deadline;   /* the model's share of the budget ends */
+  double overhead_s; /* a run's wall time beyond its steps (start, setup), measured */
+  double step_s;     /* a typical step, measured */
+  int fresh_runs;    /* run by this call */
+  int done, planned; /* for the progress line */
+  int rung, steps;
+  const tune_result *leader;
+  bool budget_out, interrupted;
+  char *stop_note;
+} search;
+
+double tune_left(const tune_clock *c) { return c->budget_s - (tune_now() - c->start); }
+
+bool tune_intervals_overlap(const tune_result *a, const tune_result *b) {
+  return fabs(a->ips - b->ips) <= a->spread + b->spread;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static bool make_dirs(const char *path) {
+  char *p = tune_format("%s", path);
+  for (char *q = p + 1; *q; q++) {
+    if (*q != '/') continue;
+    *q = '\0';
+    mkdir(p, 0755);
+    *q = '/';
+  }
+  bool ok = mkdir(p, 0755) == 0 || access(p, W_OK) == 0;
+  free(p);
+  return ok;
+}
+
+static void format_left(double s, char *out, size_t size) {
+  if (s < 0) s = 0;
+  if (s >= 60) snprintf(out, size, "%dm%02ds", (int)(s / 60), (int)s % 60);
+  else snprintf(out, size, "%.0fs", s);
+}
+
+static void progress(const search *x) {
+  char left[32];
+  format_left(tune_left(x->clock), left, sizeof left);
+  if (x->leader)
+    fprintf(stderr,
+            "cnnbench-tune: %s rung %d (%d steps): %d/%d runs, leader %s %.1f +- %.1f "
+            "images/sec, %s left\n",
+            x->model, x->rung, x->steps, x->done, x->planned, x->leader->label, x->leader->ips,
+            x->leader->spread, left);
+  else
+    fprintf(stderr, "cnnbench-tune: %s %s: %d/%d runs, no leader yet, %s left\n", x->model,
+            x->rung < 0 ? "probes" : "search", x->done, x->planned, left);
+}
+
+/* The expected wall time of a run of `steps` (NAN before anything was measured). */
+static double estimate(const search *x, const tune_candidate *c, int steps) {
+  (void)c;
+  if (x->step_s <= 0) return NAN;
+  return x->overhead_s + (steps + WARMUP) * x->step_s * 1.2;
+}
+
+/* A measurement of c at `steps`: from the result file, or run now. NULL when the budget
+ * or Ctrl-C stops it (x->budget_out / x->interrupted say which). */
+static const tune_result *measure(search *x, const tune_candidate *c, const char *kind, int steps,
+                                  int warmup, char *err, size_t err_size, int *code) {
+  const tune_result *cached = tune_results_find(x->rs, x->model, c->key, steps);
+  if (cached) return cached;
+  if (x->interrupted || tune_interrupted) {
+    x->interrupted = true;
+    return NULL;
+  }
+  double left = tune_left(x->clock), expect = estimate(x, c, steps);
+  double model_left = x->deadline - tune_now();
+  if (left <= 0 ||
+      (x->fresh_runs > 0 && isfinite(expect) && (expect > left || expect > model_left))) {
+    x->budget_out = true;
+    return NULL;
+  }
+  char *dir = tune_format("%s/runs/%s/%016llx-s%d", x->o->out_dir, x->model,
+                          (unsigned long long)fnv1a(c->key), steps);
+  if (!make_dirs(dir)) {
+    snprintf(err, err_size, "--out: cannot make %s", dir);
+    *code = TUNE_EXIT_RUNTIME;
+    free(dir);
+    return NULL;
+  }
+  /* The first run has only the budget to go by; later ones get five times their
+   * estimate (at least a minute): a child that hangs is stopped and recorded. */
+  bool first = x->fresh_runs == 0 && x->step_s <= 0;
+  double timeout = first ? (left > 1 ? left : 1) : fmax(60, 5 * expect);
+  char **argv = tune_candidate_argv(c, x->model, x->o, steps, warmup, dir);
+  tune_result r = {0};
+  tune_run_end end = tune_run(argv, dir, timeout, &r);
+  tune_argv_free(argv);
+  free(dir);
+  x->fresh_runs++;
+  if (end == TUNE_RUN_INTERRUPTED) {
+    x->interrupted = true;
+    tune_result_free(&r);
+    return NULL;
+  }
+  if (first && (end == TUNE_RUN_TIMEOUT || r.wall_s > x->o->budget_s)) {
+    snprintf(err, err_size,
+             "--budget=%gs is too small for one run of %s: its first, a %d-step probe, %s %.1f s",
+             x->o->budget_s, x->model, steps,
+             end == TUNE_RUN_TIMEOUT ? "did not end within" : "took",
+             end == TUNE_RUN_TIMEOUT ? timeout : r.wall_s);
+    *code = TUNE_EXIT_INPUT;
+    tune_result_free(&r);
+    return NULL;
+  }
+  r.model = tune_format("%s", x->model);
+  r.key = tune_format("%s", c->key);
+  r.label = tune_format("%s", c->label);
+  r.kind = tune_format("%s", kind);
+  r.strategy = tune_format("%s", c->strategy);
+  r.steps = steps;
+  if (r.ok && r.step_mean > 0) {
+    /* What a run costs beyond its steps, and a typical step, from what ran. */
+    double over = r.wall_s - (steps + warmup) * r.step_mean;
+    x->overhead_s = x->overhead_s > 0 ? fmax(x->overhead_s * 0.7 + over * 0.3, 0.05)
+                                      : fmax(over, 0.05);
+    x->step_s = x->step_s > 0 ? fmax(x->step_s, r.step_mean * 0.5) * 0.5 + r.step_mean * 0.5
+                              : r.step_mean;
+  }
+  const tune_result *stored = tune_results_add(x->rs, &r);
+  tune_result_free(&r);
+  x->done++;
+  if (!stored->ok)
+    fprintf(stderr, "cnnbench-tune: %s: %s failed: %s\n", x->model, stored->label,
+            stored->error ? stored->error : "?");
+  return stored;
+}
+
+/* ---- the candidates -------------------------------------------------------------- */
+
+typedef struct cand_list {
+  tune_candidate **v;
+  size_t n, cap;
+} cand_list;
+
+static void cand_push(cand_list *l, tune_candidate *c) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    tune_candidate **v = realloc(l->v, l->cap * sizeof *v);
+    if (!v) exit(TUNE_EXIT_RUNTIME);
+    l->v = v;
+  }
+  l->v[l->n++] = c;
+}
+
+static int cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* The knob settings of `strategy`: the product of its axes' values. */
+static void knob_product(const tune_space *s, const char *strategy, size_t axis, tune_strings *cur,
+                         void (*emit)(void *, const tune_strings *), void *arg) {
+  if (axis == s->num_knobs) {
+    emit(arg, cur);
+    return;
+  }
+  const tune_axis *a = &s->knobs[axis];
+  if (a->strategy && strcmp(a->strategy, strategy) != 0) {
+    knob_product(s, strategy, axis + 1, cur, emit, arg);
+    return;
+  }
+  for (size_t i = 0; i < a->values.n; i++) {
+    size_t before = cur->n;
+    if (a->values.v[i][0]) {
+      char *f = tune_format("--%s=%s", a->flag, a->values.v[i]);
+      tune_strings_add(cur, f);
+      free(f);
+    }
+    knob_product(s, strategy, axis + 1, cur, emit, arg);
+    while (cur->n > before) free(cur->v[--cur->n]);
+    if (cur->v) cur->v[cur->n] = NULL;
+  }
+}
+
+typedef struct emit_ctx {
+  search *x;
+  cand_list *out;
+  const char *strategy;
+  const int *batches;
+  size_t num_batches;
+  const tune_strings *precisions;
+} emit_ctx;
+
+static void emit_candidates(void *arg, const tune_strings *knobs) {
+  emit_ctx *e = arg;
+  const tune_space *s = e->x->s;
+  for (size_t p = 0; p < s->num_processes; p++) {
+    int procs = s->processes[p];
+    int defaults[2] = {0, cores() / procs > 0 ? cores() / procs : 1};
+    const int *threads = s->threads ? s->threads : defaults;
+    size_t nt = s->threads ? s->num_threads : procs > 1 ? 2 : 1;
+    for (size_t t = 0; t < nt; t++)
+      for (size_t b = 0; b < e->num_batches; b++)
+        for (size_t q = 0; q < e->precisions->n; q++)
+          cand_push(e->out,
+                    tune_candidate_new(e->x->model, e->x->o, s, e->strategy, procs, threads[t],
+                                       e->batches[b], e->precisions->v[q], knobs));
+  }
+}
+
+/* ---- ranking --------------------------------------------------------------------- */
+
+typedef struct entry {
+  tune_candidate *c;
+  const tune_result *r; /* the deepest measurement */
+  int rung;
+} entry;
+
+static int by_rung_then_speed(const void *a, const void *b) {
+  const entry *x = a, *y = b;
+  if (x->rung != y->rung) return y->rung - x->rung;
+  return (x->r->ips < y->r->ips) - (x->r->ips > y->r->ips);
+}
+
+static int count_ties_at(const entry *v, size_t n, size_t last) {
+  int extra = 0;
+  for (size_t i = last + 1; i < n; i++)
+    if (tune_intervals_overlap(v[last].r, v[i].r)) extra++;
+  return extra;
+}
+
+/* ---- the search ------------------------------------------------------------------ */
+
+static void fail_list_add(tune_model_outcome *out, const tune_result *r) {
+  for (size_t i = 0; i < out->num_failed; i++)
+    if (out->failed[i] == r) return;
+  const tune_result **v = realloc(out->failed, (out->num_failed + 1) * sizeof *v);
+  if (!v) exit(TUNE_EXIT_RUNTIME);
+  out->failed = v;
+  out->failed[out->num_failed++] = r;
+}
+
+static tune_candidate *probe_candidate(search *x, int batch, const char *precision) {
+  const char *strategy = x->s->have_independent ? "independent" : x->s->strategies.v[0];
+  return tune_candidate_new(x->model, x->o, x->s, strategy, 1, 0, batch, precision, NULL);
+}
+
+int tune_search_model(const char *model, const tune_options *o, const tune_space *s,
+                      tune_results *rs, tune_clock *clock, double model_budget_s,
+                      tune_model_outcome *out, char *err, size_t err_size) {
+  memset(out, 0, sizeof *out);
+  out->model = tune_format("%s", model);
+  search x = {.model = model, .o = o, .s = s, .rs = rs, .clock = clock, .rung = -1};
+  x.deadline = tune_now() + model_budget_s;
+  int code = TUNE_EXIT_OK;
+
+  /* 1. Probes: precisions, then batch sizes. */
+  int first_batch = s->batches ? s->batches[0] : s->batch_start;
+  tune_strings precisions = {0};
+  x.planned = (int)s->precisions.n + (s->batches ? 0 : 4);
+  for (size_t i = 0; i < s->precisions.n && code == TUNE_EXIT_OK; i++) {
+    tune_candidate *c = probe_candidate(&x, first_batch, s->precisions.v[i]);
+    const tune_result *r = measure(&x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
+    tune_candidate_free(c);
+    if (!r) break;
+    if (r->ok) tune_strings_add(&precisions, s->precisions.v[i]);
+    else fail_list_add(out, r);
+    progress(&x);
+  }
+  int *batches = NULL;
+  size_t num_batches = 0;
+  if (code == TUNE_EXIT_OK && !x.interrupted && precisions.n) {
+    if (s->batches) {
+      batches = tune_alloc(s->num_batches * sizeof *batches);
+      memcpy(batches, s->batches, s->num_batches * sizeof *batches);
+      num_batches = s->num_batches;
+    } else {
+      batches = tune_alloc(32 * sizeof *batches);
+      for (int b = s->batch_start; b <= o->max_batch_size && num_batches < 32; b *= 2) {
+        tune_candidate *c = probe_candidate(&x, b, precisions.v[0]);
+        const tune_result *r = measure(&x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
+        tune_candidate_free(c);
+        if (!r) break;
+        progress(&x);
+        if (!r->ok) {
+          fail_list_add(out, r); /* the largest size tried: refused (memory) or failed */
+          break;
+        }
+        batches[num_batches++] = b;
+      }
+    }
+  }
+  if (code != TUNE_EXIT_OK || x.interrupted) {
+    tune_strings_free(&precisions);
+    free(batches);
+    return code != TUNE_EXIT_OK ? code : TUNE_EXIT_INTERRUPTED;
+  }
+  if (!precisions.n || !num_batches) {
+    out->note = tune_format("nothing ran: %s", !precisions.n ? "every precision was refused"
+                                                             : "the first batch size failed");
+    tune_strings_free(&precisions);
+    free(batches);
+    return TUNE_EXIT_OK;
+  }
+
+  /* 2. Successive halving. */
+  cand_list all = {0};
+  for (size_t i = 0; i < s->strategies.n; i++) {
+    emit_ctx e = {&x, &all, s->strategies.v[i], batches, num_batches, &precisions};
+    tune_strings cur = {0};
+    knob_product(s, s->strategies.v[i], 0, &cur, emit_candidates, &e);
+    tune_strings_free(&cur);
+  }
+  /* Rung 0 in a fixed shuffled order: a budget that runs out before every candidate ran
+   * once leaves a sample of the whole space measured, not its first strategies only.
+   * The same order every call, so a later call continues where this one stopped. */
+  uint64_t state = 0x2545F4914F6CDD1Dull;
+  for (size_t i = all.n; i > 1; i--) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    size_t j = (size_t)((state >> 33) % i);
+    tune_candidate *t = all.v[i - 1];
+    all.v[i - 1] = all.v[j];
+    all.v[j] = t;
+  }
+  /* The space as searched, one command a line, for bench/tune_vs_grid.sh's grid. */
+  char *list_path = tune_format("%s/%s.candidates", o->out_dir, model);
+  FILE *list = fopen(list_path, "w");
+  for (size_t i = 0; list && i < all.n; i++) fprintf(list, "%s\n", all.v[i]->key);
+  if (list) fclose(list);
+  free(list_path);
+  entry *alive = tune_alloc((all.n ? all.n : 1) * sizeof *alive);
+  size_t num_alive = 0;
+  for (size_t i = 0; i < all.n; i++) alive[num_alive++] = (entry){all.v[i], NULL, 0};
+  x.planned += (int)all.n;
+  int full_rung = 0; /* the deepest rung every survivor ran: the ranking's */
+  for (x.rung = 0, x.steps = o->first_steps;; x.rung++, x.steps *= 2) {
+    size_t measured = 0;
+    for (size_t i = 0; i < num_alive; i++) {
+      const tune_result *r = measure(&x, alive[i].c, "search", x.steps, WARMUP, err, err_size,
+                                     &code);
+      if (!r) break;
+      alive[i].r = r;
+      alive[i].rung = x.rung;
+      measured = i + 1;
+      if (r->ok && (!x.leader || x.leader->steps < r->steps || r->ips > x.leader->ips))
+        x.leader = r;
+      if (!r->ok) fail_list_add(out, r);
+      progress(&x);
+    }
+    if (code != TUNE_EXIT_OK) break;
+    /* Those measured at this rung that ran, best first; the rest end here. */
+    size_t ok = 0;
+    for (size_t i = 0; i < measured; i++)
+      if (alive[i].r->ok) alive[ok++] = alive[i];
+    qsort(alive, ok, sizeof *alive, by_rung_then_speed);
+    if (ok) x.leader = alive[0].r;
+    if (measured < num_alive) {
+      const char *why = x.interrupted || tune_interrupted ? "interrupted" : "the budget ran out";
+      if (x.rung == 0)
+        x.stop_note = tune_format("%s after %zu of %zu candidates at rung 0 (%d steps); the "
+                                  "rest were not measured",
+                                  why, measured, num_alive, x.steps);
+      else
+        x.stop_note = tune_format("%s during rung %d (%d steps): the ranking is rung %d's", why,
+                                  x.rung, x.steps, x.rung - 1);
+      break;
+    }
+    num_alive = ok;
+    full_rung = x.rung;
+    if (num_alive <= 1 || x.interrupted) break;
+    size_t keep = (num_alive + 1) / 2;
+    size_t cap = num_alive - 1 > (3 * num_alive + 3) / 4 ? (3 * num_alive + 3) / 4 : num_alive - 1;
+    keep += (size_t)count_ties_at(alive, num_alive, keep - 1);
+    /* A few finalists that all tie: noise cannot order them, and a longer rung would
+     * only drop one by chance. They end here, reported as a tie. */
+    if (keep >= num_alive && num_alive <= 3) {
+      x.stop_note = tune_format("stopped after rung %d (%d steps): its %zu finalists tie "
+                                "within the noise",
+                                x.rung, x.steps, num_alive);
+      break;
+    }
+    if (keep > cap) keep = cap;
+    if (keep < 1) keep = 1;
+    /* Would the next rung (and the ceilings after it) fit in what is left? */
+    double cost = 0, ceiling_cost = 0;
+    for (size_t i = 0; i < keep; i++) {
+      const tune_result *cached = tune_results_find(rs, model, alive[i].c->key, x.steps * 2);
+      if (!cached) cost += estimate(&x, alive[i].c, x.steps * 2);
+    }
+    ceiling_cost = (s->have_independent ? (double)o->ceilings : 0) *
+                   estimate(&x, NULL, x.steps * 2);
+    double room = fmin(x.deadline - tune_now(), tune_left(clock));
+    if (!(cost + ceiling_cost <= room)) {
+      x.stop_note = tune_format("stopped after rung %d (%d steps): the next rung's %zu runs "
+                                "would not fit in the time left",
+                                x.rung, x.steps, keep);
+      break;
+    }
+    num_alive = keep;
+    x.planned += (int)keep;
+  }
+  x.interrupted = x.interrupted || tune_interrupted;
+
+  /* The ranking: each candidate's deepest measurement, deeper rungs first. */
+  size_t total = 0;
+  entry *rank = tune_alloc((all.n ? all.n : 1) * sizeof *rank);
+  for (size_t i = 0; i < all.n; i++) {
+    /* Find its deepest ok measurement in the results. */
+    const tune_result *best = NULL;
+    int best_rung = -1;
+    for (int r = 0, steps = o->first_steps; r <= full_rung; r++, steps *= 2) {
+      const tune_result *m = tune_results_find(rs, model, all.v[i]->key, steps);
+      if (!m || !m->ok || m->steps != steps) continue;
+      best = m;
+      best_rung = r;
+    }
+    if (best) rank[total++] = (entry){all.v[i], best, best_rung};
+  }
+  qsort(rank, total, sizeof *rank, by_rung_then_speed);
+
+  /* 3. Ceilings of the best finalists. */
+  int ceiling_steps = total ? rank[0].r->steps : x.steps;
+  if (s->have_independent)
+    x.planned += (int)(total < (size_t)o->ceilings ? total : (size_t)o->ceilings);
+  for (size_t i = 0; s->have_independent && i < total && i < (size_t)o->ceilings; i++) {
+    if (code != TUNE_EXIT_OK || x.interrupted) break;
+    const tune_candidate *c = rank[i].c;
+    tune_candidate *ind = tune_candidate_new(model, o, s, "independent", c->processes, c->threads,
+                                             c->batch, c->precision, NULL);
+    x.budget_out = false;
+    const tune_result *r = measure(&x, ind, "ceiling", ceiling_steps, WARMUP, err, err_size, &code);
+    tune_candidate_free(ind);
+    if (r) progress(&x);
+  }
+
+  out->ranked = tune_alloc((total ? total : 1) * sizeof *out->ranked);
+  out->rank = tune_alloc((total ? total : 1) * sizeof *out->rank);
+  out->efficiency = tune_alloc((total ? total : 1) * sizeof *out->efficiency);
+  out->ceilings = tune_alloc((total ? total : 1) * sizeof *out->ceilings);
+  size_t group = 0;
+  for (size_t i = 0; i < total; i++) {
+    out->ranked[i] = rank[i].r;
+    /* A row shares the rank of its group's first row when their intervals overlap at
+     * the same rung: a tie, never ordered by noise. */
+    if (i > 0 && rank[i].rung == rank[group].rung &&
+        tune_intervals_overlap(rank[group].r, rank[i].r)) {
+      out->rank[i] = out->rank[group];
+    } else {
+      group = i;
+      out->rank[i] = (int)i + 1;
+    }
+    const tune_candidate *c = rank[i].c;
+    tune_candidate *ind = tune_candidate_new(model, o, s, "independent", c->processes, c->threads,
+                                             c->batch, c->precision, NULL);
+    /* The ceiling measured at the row's own length, else the longest there is (never a
+     * one-step probe). */
+    const tune_result *ceiling = NULL;
+    for (size_t k = 0; k < rs->n; k++) {
+      const tune_result *m = &rs->v[k];
+      if (!m->ok || strcmp(m->kind, "probe") == 0 || strcmp(m->model, model) != 0 ||
+          strcmp(m->key, ind->key) != 0)
+        continue;
+      if (!ceiling || (ceiling->steps != rank[i].r->steps &&
+                       (m->steps == rank[i].r->steps || m->steps > ceiling->steps)))
+        ceiling = m;
+    }
+    tune_candidate_free(ind);
+    bool usable = ceiling != NULL;
+    out->efficiency[i] = usable ? rank[i].r->ips / ceiling->ips : NAN;
+    if (usable) {
+      bool seen = false;
+      for (size_t j = 0; j < out->num_ceilings; j++) seen = seen || out->ceilings[j] == ceiling;
+      if (!seen) out->ceilings[out->num_ceilings++] = ceiling;
+    }
+  }
+  out->num_ranked = total;
+  if (total) {
+    out->winner = rank[0].r;
+    for (size_t i = 1; i < total && out->rank[i] == 1; i++)
+      tune_strings_add(&out->tied, rank[i].r->label);
+    /* The winner's candidate outlives the list (its flagfile is written from it). */
+    for (size_t i = 0; i < all.n; i++)
+      if (all.v[i] == rank[0].c) all.v[i] = NULL;
+    out->winner_candidate = rank[0].c;
+  }
+  if (!out->note)
+    out->note = x.stop_note
+                    ? x.stop_note
+                    : tune_format("searched every candidate to rung %d (%d steps)",
+                                  total ? rank[0].rung : 0, total ? rank[0].r->steps : x.steps);
+  else free(x.stop_note);
+  for (size_t i = 0; i < all.n; i++) tune_candidate_free(all.v[i]);
+  free(all.v);
+  free(alive);
+  free(rank);
+  tune_strings_free(&precisions);
+  free(batches);
+  if (code != TUNE_EXIT_OK) return code;
+  return x.interrupted ? TUNE_EXIT_INTERRUPTED : TUNE_EXIT_OK;
+}
+
+void tune_outcome_free(tune_model_outcome *m) {
+  free(m->model);
+  tune_strings_free(&m->tied);
+  free(m->ranked);
+  free(m->rank);
+  free(m->efficiency);
+  free(m->failed);
+  free(m->ceilings);
+  tune_candidate_free(m->winner_candidate);
+  free(m->note);
+  memset(m, 0, sizeof *m);
+}
