@@ -58,7 +58,11 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step);
  * decides). Collective when --save_model_secs is given under several ranks. */
 cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due);
 
-/* Frees the module's state (NULL is fine). */
+/* The checkpoint the run's weights were loaded from (training resumed, or --eval), for
+ * messages that must name it (a loss that says its weights are bad); NULL: none. */
+const char *cnnb_checkpoint_resumed_from(const cnnb_run *run);
+
+/* Frees the module's state (NULL is fine), releasing --train_dir's lock. */
 void cnnb_checkpoints_free(cnnb_checkpoints *c);
 
 /* Loads the parameters and statistics of the safetensors file `path` into `ex` (the
