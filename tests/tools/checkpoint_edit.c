@@ -4,7 +4,12 @@
  *   checkpoint_edit reshape NAME IN OUT    tensor NAME with its two first dims swapped, or
  *                                          (1-D) one element fewer
  *   checkpoint_edit meta KEY VALUE IN OUT  metadata KEY set to VALUE
+ *   checkpoint_edit set NAME I VALUE IN OUT     element I of F32 tensor NAME set to VALUE
+ *                                          (strtof: "nan", "inf", "1e6")
+ *   checkpoint_edit flipbit NAME I BIT IN OUT  bit BIT (0-31) of element I of F32 tensor
+ *                                          NAME flipped (30: the exponent's highest)
  * Exits 2 when IN cannot be read or OUT written, with the reason. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +18,16 @@
 
 int main(int argc, char **argv) {
   bool meta = argc == 6 && strcmp(argv[1], "meta") == 0;
-  if (!(argc == 5 && (strcmp(argv[1], "drop") == 0 || strcmp(argv[1], "reshape") == 0)) && !meta) {
-    fprintf(stderr, "usage: checkpoint_edit drop PREFIX IN OUT | reshape NAME IN OUT | "
-                    "meta KEY VALUE IN OUT\n");
+  bool set = argc == 7 && strcmp(argv[1], "set") == 0;
+  bool flip = argc == 7 && strcmp(argv[1], "flipbit") == 0;
+  if (!(argc == 5 && (strcmp(argv[1], "drop") == 0 || strcmp(argv[1], "reshape") == 0)) && !meta &&
+      !set && !flip) {
+    fprintf(stderr,
+            "usage: checkpoint_edit drop PREFIX IN OUT | reshape NAME IN OUT | "
+            "meta KEY VALUE IN OUT | set NAME I VALUE IN OUT | flipbit NAME I BIT IN OUT\n");
     return 2;
   }
+  float *changed = NULL; /* set / flipbit: the tensor's values, one of them changed */
   const char *in = argv[argc - 2], *out = argv[argc - 1];
   cnnb_ctx *ctx = cnnb_ctx_create_child(NULL, "checkpoint_edit");
   cnnb_safetensors *f = NULL;
@@ -44,6 +54,24 @@ int main(int argc, char **argv) {
         t.dims[0] -= 1;
         t.bytes -= t.bytes / (size_t)(t.dims[0] + 1);
       }
+    }
+    if ((set || flip) && strcmp(t.name, argv[2]) == 0) {
+      size_t at = strtoul(argv[3], NULL, 10);
+      if (t.dtype != CNNB_ST_F32 || at >= t.bytes / 4 || !(changed = malloc(t.bytes))) {
+        fprintf(stderr, "checkpoint_edit: %s is not F32 with an element %zu\n", t.name, at);
+        return 2;
+      }
+      memcpy(changed, t.data, t.bytes);
+      if (set) {
+        changed[at] = strtof(argv[4], NULL);
+      } else {
+        uint32_t bits;
+        memcpy(&bits, &changed[at], 4);
+        bits ^= 1u << (atoi(argv[4]) & 31);
+        memcpy(&changed[at], &bits, 4);
+      }
+      t.data = changed;
+      found = true;
     }
     tensors[kept++] = t;
   }
@@ -79,6 +107,7 @@ int main(int argc, char **argv) {
     code = 2;
   }
   free(tensors);
+  free(changed);
   cnnb_safetensors_close(f);
   cnnb_ctx_destroy(ctx);
   return code;

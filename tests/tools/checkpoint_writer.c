@@ -9,9 +9,11 @@
  *   checkpoint_writer verify DIR
  *       every file with a checkpoint's name (model.ckpt-N.safetensors, in the index or
  *       not: only a temporary file may ever be partial) opens and holds exactly its step's
- *       values, the index parses, and cnnb_checkpoint_dir_latest returns the index's
- *       latest (no fallback to an older one was needed; with no index yet, the one
- *       checkpoint the first save left). Prints
+ *       values, the index parses, and cnnb_checkpoint_dir_latest returns the newest file
+ *       (no fallback to an older one was needed), which is the index's latest or, killed
+ *       between a checkpoint's rename and its index's, newer than all the index lists
+ *       (with no index yet, the one checkpoint the first save left). The writer, like a
+ *       run, rebuilds the index from the files before saving. Prints
  *       "ok step N (K in the index, F files)" or "none" (killed before the first save finished);
  *       exits 1 naming what is wrong. */
 #define _POSIX_C_SOURCE 200809L
@@ -71,9 +73,15 @@ static int check_contents(const cnnb_safetensors *f, const char *path, int64_t s
 
 static int write_loop(cnnb_ctx *ctx, const char *dir, int64_t mb, int32_t max_keep) {
   if (cnnb_checkpoint_dir_prepare(ctx, dir) != CNNB_OK) return 1;
+  cnnb_checkpoint_found *found;
+  if (cnnb_checkpoint_dir_find(ctx, dir, NULL, NULL, &found) != CNNB_OK) return 1;
+  cnnb_checkpoint_found_warn(ctx, found);
+  cnnb_status st = cnnb_checkpoint_dir_reindex(ctx, dir, found);
   cnnb_safetensors *f;
   char *path;
-  if (cnnb_checkpoint_dir_latest(ctx, dir, NULL, NULL, &f, &path) != CNNB_OK) return 1;
+  cnnb_checkpoint_found_take(found, &f, &path);
+  cnnb_checkpoint_found_free(found);
+  if (st != CNNB_OK) return 1;
   int64_t step = f ? read_step(f) + 1 : 1;
   cnnb_safetensors_close(f);
   free(path);
@@ -178,14 +186,21 @@ static int verify(cnnb_ctx *ctx, const char *dir) {
     return bad;
   }
   const char *latest = json_string_value(json_object_get(index, "latest"));
-  if (!latest || strcmp(want, latest) != 0) {
+  json_t *all = json_object_get(index, "all");
+  size_t i;
+  json_t *v;
+  bool listed = false, newer_listed = false;
+  json_array_foreach(all, i, v) {
+    const char *name = json_string_value(v);
+    int64_t s = -1;
+    listed |= strcmp(name, want) == 0;
+    if (sscanf(name, "model.ckpt-%" SCNd64, &s) == 1 && s > step) newer_listed = true;
+  }
+  if (!latest || newer_listed || (strcmp(want, latest) != 0 && listed)) {
     fprintf(stderr, "resumed from %s, but the index's latest is %s\n", path,
             latest ? latest : "(none)");
     bad = 1;
   }
-  json_t *all = json_object_get(index, "all");
-  size_t i;
-  json_t *v;
   json_array_foreach(all, i, v) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, json_string_value(v));

@@ -4,9 +4,12 @@
  * skips a torn or corrupt one with a warning naming it and falls back to the one before,
  * still finds the newest with the index gone or garbled, has none in an empty or missing
  * directory, and returns a `check` refusal as the error instead of trying older ones;
- * preparing the directory removes the temporary files of killed saves, and no others. */
+ * preparing the directory removes the temporary files of killed saves, and no others.
+ * Issue 23: the newest file wins over an index left behind by a failed update, and the
+ * index is rebuilt; files that do not read back whole are never deleted or saved over. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,9 +156,12 @@ START_TEST(save_keeps_newest) {
   ck_assert_str_eq(json_string_value(json_array_get(all, 1)), "model.ckpt-0000000400.safetensors");
   json_decref(j);
 
+  /* The stray file under a checkpoint's name does not read back whole: said, and kept. */
   char *log;
   ck_assert_int_eq(latest_step(&log), 400);
-  ck_assert_str_eq(log, "");
+  ck_assert_msg(strstr(log, "an older checkpoint does not read back whole: ") &&
+                    strstr(log, stray) && strstr(log, "never deleted"),
+                "%s", log);
   free(log);
 
   /* Saving a step again replaces it without listing it twice. */
@@ -236,8 +242,9 @@ START_TEST(corrupt_newest_falls_back) {
   ck_assert_int_eq(latest_step(&log), 200);
   char p[400];
   ckpt_path(p, sizeof p, 300);
-  ck_assert_msg(strstr(log, "warning: skipping an invalid checkpoint: ") && strstr(log, p), "%s",
-                log);
+  ck_assert_msg(strstr(log, "warning: skipping a checkpoint that does not read back whole: ") &&
+                    strstr(log, p),
+                "%s", log);
   ck_assert_msg(strstr(log, _i == 0 ? "run past" : "header"), "%s", log);
   free(log);
   /* Two broken: the oldest; each file tried once (one warning each). */
@@ -252,7 +259,7 @@ START_TEST(corrupt_newest_falls_back) {
   /* All broken: none, said so. */
   corrupt(100, 1);
   ck_assert_int_eq(latest_step(&log), -1);
-  ck_assert_ptr_nonnull(strstr(log, "none of its 3 checkpoint file(s) is valid"));
+  ck_assert_ptr_nonnull(strstr(log, "none of its 3 checkpoint file(s) reads back whole"));
   free(log);
 }
 END_TEST
@@ -260,9 +267,9 @@ END_TEST
 START_TEST(without_index_scans_dir) {
   save(9, 5);
   save(10, 5); /* 10 > 9 though "...09" and "...10" sort the same way: steps compare */
-  save(8, 5);  /* the index's latest is now 8 (the last saved) */
+  save(8, 5);  /* the index's latest is now 8 (the last saved), but 10 is newer */
   char *log;
-  ck_assert_int_eq(latest_step(&log), 8);
+  ck_assert_int_eq(latest_step(&log), 10);
   free(log);
   char index[300];
   snprintf(index, sizeof index, "%s/%s", dir, CNNB_CHECKPOINT_INDEX);
@@ -344,6 +351,134 @@ START_TEST(prepare_removes_stale_tmp) {
 }
 END_TEST
 
+static void copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  ck_assert_ptr_nonnull(in);
+  ck_assert_ptr_nonnull(out);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  ck_assert_int_eq(fclose(out), 0);
+}
+
+static const char *index_all(json_t *j, size_t i) {
+  return json_string_value(json_array_get(json_object_get(j, "all"), i));
+}
+
+/* What a run's rank 0 does before its first save: find, then rebuild the index; returns
+ * the step found (-1: none) and *unreadable the files that do not read back whole. */
+static int64_t find_and_reindex(size_t *unreadable) {
+  cnnb_checkpoint_found *f;
+  cnnb_clear_error(ctx);
+  ck_assert_msg(cnnb_checkpoint_dir_find(ctx, dir, NULL, NULL, &f) == CNNB_OK, "%s",
+                cnnb_error_message(ctx));
+  const char *path = cnnb_checkpoint_found_path(f);
+  int64_t step = -1;
+  if (path) ck_assert_int_eq(sscanf(strrchr(path, '-') + 1, "%" SCNd64, &step), 1);
+  *unreadable = cnnb_checkpoint_found_unreadable(f);
+  ck_assert_msg(cnnb_checkpoint_dir_reindex(ctx, dir, f) == CNNB_OK, "%s", cnnb_error_message(ctx));
+  cnnb_checkpoint_found_free(f);
+  return step;
+}
+
+/* Issue 23, finding 2: the index could not be written after step 22 was saved (a full
+ * disk), so it still names step 20 as the latest. The newest file that reads back whole is
+ * resumed (22, not 20, which would overwrite 22), and the index is rebuilt to list it. */
+START_TEST(index_behind_resumes_newest) {
+  save(16, 5);
+  save(18, 5);
+  save(20, 5);
+  char index[300], copy[300];
+  snprintf(index, sizeof index, "%s/%s", dir, CNNB_CHECKPOINT_INDEX);
+  snprintf(copy, sizeof copy, "%s/index.at20", dir);
+  copy_file(index, copy);
+  save(22, 5);
+  copy_file(copy, index); /* as if writing the index after 22 had failed */
+  char *log;
+  ck_assert_int_eq(latest_step(&log), 22);
+  free(log);
+  size_t bad;
+  fflush(stderr);
+  ck_assert_int_eq(find_and_reindex(&bad), 22);
+  ck_assert_uint_eq(bad, 0);
+  json_t *j = load_index();
+  ck_assert_str_eq(json_string_value(json_object_get(j, "latest")),
+                   "model.ckpt-0000000022.safetensors");
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "all")), 4);
+  ck_assert_str_eq(index_all(j, 0), "model.ckpt-0000000016.safetensors");
+  json_decref(j);
+  /* The next save rotates by the rebuilt index: 22 is kept, 16 and 18 go. */
+  save(24, 3);
+  ck_assert(!step_exists(16) && !step_exists(18));
+  ck_assert(step_exists(20) && step_exists(22) && step_exists(24));
+}
+END_TEST
+
+/* Issue 23, finding 1: files that do not read back whole (here 70 trailing bytes, a cut,
+ * a bad header) are none found; the index that listed them is removed (it knew nothing
+ * whole), later saves never delete them, and a save under one's name moves it aside
+ * instead of replacing it. */
+START_TEST(unreadable_files_are_kept) {
+  save(1, 5);
+  save(2, 5);
+  save(3, 5);
+  char p3[400], kept[420];
+  ckpt_path(p3, sizeof p3, 3);
+  FILE *f = fopen(p3, "ab");
+  ck_assert_ptr_nonnull(f);
+  for (int i = 0; i < 70; i++) fputc('x', f);
+  ck_assert_int_eq(fclose(f), 0);
+  struct stat sb;
+  ck_assert_int_eq(stat(p3, &sb), 0);
+  off_t size3 = sb.st_size;
+  corrupt(2, 0);
+  corrupt(1, 1);
+  cnnb_checkpoint_found *found;
+  ck_assert_int_eq(cnnb_checkpoint_dir_find(ctx, dir, NULL, NULL, &found), CNNB_OK);
+  ck_assert_ptr_null(cnnb_checkpoint_found_path(found));
+  ck_assert_uint_eq(cnnb_checkpoint_found_unreadable(found), 3);
+  int64_t step = -1;
+  const char *why = cnnb_checkpoint_found_why(found, 0, &step);
+  ck_assert_int_eq(step, 3);
+  ck_assert_msg(strstr(why, p3) && strstr(why, "70 trailing bytes"), "%s", why);
+  ck_assert_ptr_null(cnnb_checkpoint_found_why(found, 3, NULL));
+  fflush(stderr);
+  ck_assert_int_eq(cnnb_checkpoint_dir_reindex(ctx, dir, found), CNNB_OK);
+  cnnb_checkpoint_found_free(found);
+  char index[300];
+  snprintf(index, sizeof index, "%s/%s", dir, CNNB_CHECKPOINT_INDEX);
+  ck_assert(!exists(index));
+  /* Starting over anyway: step 3 again moves the unreadable one aside, whole. */
+  save(3, 1);
+  snprintf(kept, sizeof kept, "%s.kept", p3);
+  ck_assert_int_eq(stat(kept, &sb), 0);
+  ck_assert_int_eq(sb.st_size, size3);
+  save(4, 1);
+  save(5, 1);
+  ck_assert(step_exists(1) && step_exists(2) && exists(kept));
+  ck_assert(!step_exists(3) && !step_exists(4) && step_exists(5));
+}
+END_TEST
+
+/* A file the index lists that no longer reads back whole leaves the index at rotation
+ * but is not deleted. */
+START_TEST(rotation_keeps_unreadable) {
+  save(1, 2);
+  save(2, 2);
+  corrupt(1, 0);
+  fflush(stderr);
+  save(3, 2);
+  ck_assert(step_exists(1));
+  json_t *j = load_index();
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "all")), 2);
+  ck_assert_str_eq(index_all(j, 0), "model.ckpt-0000000002.safetensors");
+  json_decref(j);
+  save(4, 2);
+  ck_assert(step_exists(1) && !step_exists(2));
+}
+END_TEST
+
 typedef struct seen {
   int calls;
   char last[400];
@@ -404,6 +539,9 @@ int main(void) {
   tcase_add_test(tc, empty_or_missing_dir);
   tcase_add_test(tc, check_refusal_is_an_error);
   tcase_add_test(tc, prepare_removes_stale_tmp);
+  tcase_add_test(tc, index_behind_resumes_newest);
+  tcase_add_test(tc, unreadable_files_are_kept);
+  tcase_add_test(tc, rotation_keeps_unreadable);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -6,6 +6,7 @@
  * tensor, a learned scale where the graph has none, a missing or reshaped parameter, and
  * an optimizer slot present for only some parameters. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,37 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* Issue 23, finding 11: a NaN or an infinity in a parameter, a statistic or an optimizer
+ * slot is refused, naming the file, the tensor and the first bad element. */
+START_TEST(test_not_finite) {
+  fixture f;
+  setup(&f, CNNB_OPT_MOMENTUM);
+  /* _i: 0 a parameter (NaN), 1 a statistic (+Inf), 2 a momentum slot (-Inf). */
+  float *where = _i == 0 ? f.a.params : _i == 1 ? f.a.stats : f.a.slot[0];
+  float bad = _i == 0 ? NAN : _i == 1 ? INFINITY : -INFINITY;
+  where[1] = bad;
+  write_file(&f, CNNB_OPT_MOMENTUM, NULL);
+  cnnb_safetensors *file = open_file(&f);
+  float *params = calloc(f.np, sizeof(float)), *stats = calloc(f.ns, sizeof(float));
+  cnnb_status st = cnnb_ckpt_read_model(f.ctx, file, f.path, f.g, params, stats);
+  if (_i == 2) {
+    ck_assert_int_eq(st, CNNB_OK);
+    bool present;
+    st = cnnb_ckpt_read_slot(f.ctx, file, f.path, f.g, CNNB_OPT_MOMENTUM, 1, params, &present);
+  }
+  ck_assert_int_eq(st, CNNB_EDATA);
+  ck_assert_error_has(f.ctx, f.path);
+  ck_assert_error_has(f.ctx, "holds 1 value(s) that are not finite (the first, element 1 of");
+  ck_assert_error_has(f.ctx, _i == 0   ? "tensor 'conv1.weight'"
+                             : _i == 1 ? "tensor 'bn1.running_mean'"
+                                       : "tensor 'optimizer.momentum_buffer.conv1.weight'");
+  free(params);
+  free(stats);
+  cnnb_safetensors_close(file);
+  teardown(&f);
+}
+END_TEST
+
 /* A reshaped parameter names both shapes. */
 START_TEST(test_wrong_shape) {
   fixture f;
@@ -225,6 +257,7 @@ int main(void) {
   tcase_add_test(tc, test_round_trip);
   tcase_add_loop_test(tc, test_refusals, 0, (int)(sizeof refusals / sizeof refusals[0]));
   tcase_add_test(tc, test_wrong_shape);
+  tcase_add_loop_test(tc, test_not_finite, 0, 3);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

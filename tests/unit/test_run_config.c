@@ -86,6 +86,32 @@ START_TEST(num_classes_overrides_the_dataset) {
 }
 END_TEST
 
+/* --ignore_unreadable_checkpoints: off by default, for training with --train_dir only. */
+START_TEST(ignore_unreadable_checkpoints) {
+  cnnb_run_config c;
+  ck_assert_int_eq(config(&c, (const char *[]){"--train_dir=/tmp/x", NULL}), CNNB_OK);
+  ck_assert(!c.ignore_unreadable_checkpoints);
+  teardown();
+  setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--train_dir=/tmp/x",
+                                               "--ignore_unreadable_checkpoints", NULL}),
+                   CNNB_OK);
+  ck_assert(c.ignore_unreadable_checkpoints);
+  teardown();
+  setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--ignore_unreadable_checkpoints", NULL}),
+                   CNNB_EINVAL);
+  ck_assert_msg(strstr(err, "--ignore_unreadable_checkpoints given without --train_dir"), "%s",
+                err);
+  teardown();
+  setup();
+  ck_assert_int_eq(config(&c, (const char *[]){"--train_dir=/tmp/x", "--eval",
+                                               "--ignore_unreadable_checkpoints", NULL}),
+                   CNNB_EINVAL);
+  ck_assert_msg(strstr(err, "--ignore_unreadable_checkpoints given with --eval"), "%s", err);
+}
+END_TEST
+
 /* Each refusal names the flag (the full list runs through the CLI in bad_input.sh). */
 START_TEST(refusals_name_the_flag) {
   static const struct {
@@ -206,6 +232,7 @@ int main(void) {
   tcase_add_test(tc, flags_land_in_their_fields);
   tcase_add_test(tc, num_classes_overrides_the_dataset);
   tcase_add_test(tc, refusals_name_the_flag);
+  tcase_add_test(tc, ignore_unreadable_checkpoints);
   tcase_add_test(tc, evaluation_flags);
   tcase_add_test(tc, evaluation_refusals_name_the_flags);
   suite_add_tcase(s, tc);

@@ -78,6 +78,13 @@ static void assert_refused(const char *path, cnnb_status status, const char *wan
   ck_assert_ptr_null(f);
   ck_assert_msg(strstr(msg, path), "message does not name the file: %s", msg);
   ck_assert_msg(strstr(msg, want), "got \"%s\", want \"%s\"", msg, want);
+  /* The header-only check that a resume makes of every file refuses it the same way. */
+  cnnb_clear_error(ctx);
+  st = cnnb_safetensors_check_file(ctx, path);
+  msg = cnnb_error_message(ctx);
+  ck_assert_msg(st == status, "check_file: %s: status %d, want %d (%s)", want, (int)st, (int)status,
+                msg);
+  ck_assert_msg(strstr(msg, want), "check_file: got \"%s\", want \"%s\"", msg, want);
 }
 
 static float f32_4d_values(int i) { return (float)i * 0.25f - 3.0f; }
@@ -292,7 +299,24 @@ START_TEST(refuses_truncated) {
                   "cut at %zu of %zu opened", cuts[k], size);
     ck_assert_ptr_null(f);
     ck_assert_msg(strstr(cnnb_error_message(ctx), cut_path), "%s", cnnb_error_message(ctx));
+    /* The header-only check (what a resume asks of every checkpoint) agrees. */
+    cnnb_clear_error(ctx);
+    ck_assert_msg(cnnb_safetensors_check_file(ctx, cut_path) == CNNB_EINVAL,
+                  "cut at %zu of %zu checked whole", cuts[k], size);
+    ck_assert_msg(strstr(cnnb_error_message(ctx), cut_path), "%s", cnnb_error_message(ctx));
   }
+  ck_assert_int_eq(cnnb_safetensors_check_file(ctx, path), CNNB_OK);
+  /* Bytes past the last tensor: refused by both, saying how many. */
+  unsigned char *longer = malloc(size + 70);
+  memcpy(longer, bytes, size);
+  memset(longer + size, 0, 70);
+  write_file(cut_path, longer, size + 70);
+  free(longer);
+  cnnb_clear_error(ctx);
+  ck_assert_int_eq(cnnb_safetensors_check_file(ctx, cut_path), CNNB_EINVAL);
+  ck_assert_msg(strstr(cnnb_error_message(ctx), "70 trailing bytes"), "%s",
+                cnnb_error_message(ctx));
+  assert_refused(cut_path, CNNB_EINVAL, "70 trailing bytes");
   /* Cutting inside the data names the torn tensor. */
   write_file(cut_path, bytes, size - 1);
   assert_refused(cut_path, CNNB_EINVAL, "tensor 's': data_offsets [256, 264] run past");

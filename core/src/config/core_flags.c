@@ -205,6 +205,9 @@ static const core_flag checkpoints_and_logs[] = {
      "0: off."},
     {"max_ckpts_to_keep", CNNB_FLAG_INT, "5", NULL,
      "With --train_dir, how many of the newest checkpoints to keep; older ones are deleted."},
+    {"ignore_unreadable_checkpoints", CNNB_FLAG_BOOL, "false", NULL,
+     "With --train_dir: when it holds checkpoint files and none reads back whole, train from "
+     "step 0 anyway instead of stopping (the files are kept, never deleted or saved over)."},
     {"benchmark_log_dir", CNNB_FLAG_STRING, "", NULL,
      "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
      "configuration, machine and plugins, every displayed step, and a final summary. Keys "

@@ -370,6 +370,12 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   if (*cfg->train_dir && (cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_INPUT_ONLY))
     return refuse(err, size, "--train_dir given with %s: checkpoints are for training and --eval",
                   cfg->mode == CNNB_MODE_FORWARD_ONLY ? "--forward_only" : "--input_only");
+  cfg->ignore_unreadable_checkpoints = cnnb_flags_bool(flags, "ignore_unreadable_checkpoints");
+  if (cfg->ignore_unreadable_checkpoints && (!*cfg->train_dir || !training))
+    return refuse(err, size,
+                  "--ignore_unreadable_checkpoints %s: it lets training start over the "
+                  "checkpoints of a --train_dir that none reads back whole",
+                  !*cfg->train_dir ? "given without --train_dir" : "given with --eval");
   if ((st = int_in(flags, "save_model_steps", 0, INT64_MAX / 2, " (0: at the end only)",
                    &cfg->save_model_steps, err, size)))
     return st;

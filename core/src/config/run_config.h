@@ -76,14 +76,15 @@ typedef struct cnnb_run_config {
   bool compact_gradient_transfer; /* 16-bit gradients between processes */
 
   /* Checkpoints, logs and traces. Paths are "" when not given. */
-  const char *train_dir;         /* --train_dir */
-  int64_t save_model_steps;      /* 0: at the end only */
-  double save_model_secs;        /* 0: off */
-  int32_t max_ckpts_to_keep;     /* >= 1 */
-  const char *benchmark_log_dir; /* --benchmark_log_dir */
-  const char *trace_file;        /* --trace_file */
-  int64_t trace_steps;           /* timed steps traced, from the first one */
-  double target_accuracy;        /* (0, 1]: stop at this top-1; 0: off */
+  const char *train_dir;              /* --train_dir */
+  int64_t save_model_steps;           /* 0: at the end only */
+  double save_model_secs;             /* 0: off */
+  int32_t max_ckpts_to_keep;          /* >= 1 */
+  bool ignore_unreadable_checkpoints; /* train from step 0 when none reads back whole */
+  const char *benchmark_log_dir;      /* --benchmark_log_dir */
+  const char *trace_file;             /* --trace_file */
+  int64_t trace_steps;                /* timed steps traced, from the first one */
+  double target_accuracy;             /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the
    * caller (cli.c), not by the flags (argc 0: none). */
   int argc;

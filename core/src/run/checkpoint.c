@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/dir_lock.h"
+#include "base/writable.h"
 #include "graph/graph_internal.h"
 #include "report/benchmark_log.h"
 #include "run/world.h"
@@ -23,14 +25,22 @@
 struct cnnb_checkpoints {
   cnnb_safetensors *resume_file; /* found at setup, until its optimizer state is restored */
   char *resume_path;
+  char *resumed_from;    /* the checkpoint the run's weights came from, for the whole run */
   double last_save_time; /* when the last save ended (cnnb_now_seconds) */
+  cnnb_dir_lock *lock;   /* rank 0 of a training run: the one writer of --train_dir */
 };
 
 void cnnb_checkpoints_free(cnnb_checkpoints *c) {
   if (!c) return;
   cnnb_safetensors_close(c->resume_file);
   free(c->resume_path);
+  free(c->resumed_from);
+  cnnb_dir_lock_release(c->lock);
   free(c);
+}
+
+const char *cnnb_checkpoint_resumed_from(const cnnb_run *run) {
+  return run->checkpoints ? run->checkpoints->resumed_from : NULL;
 }
 
 static void arenas_free(cnnb_ckpt_arenas *h) {
@@ -309,6 +319,84 @@ static cnnb_status upload_all(cnnb_run *run, const float *params, const float *s
   return st;
 }
 
+/* Rank 0 of a training run, before anything else touches --train_dir: made, found
+ * writable (a test file), locked for this run alone, and cleared of dead saves' temporary
+ * files (only its one writer may: another host's live pid looks gone from here). */
+static cnnb_status take_train_dir(cnnb_run *run, cnnb_checkpoints *ck) {
+  const char *dir = run->cfg->train_dir;
+  cnnb_status st = cnnb_checkpoint_dir_make(run->ctx, dir);
+  if (st == CNNB_OK) st = cnnb_check_writable(run->ctx, "--train_dir", dir);
+  if (st == CNNB_OK) st = cnnb_dir_lock_take(run->ctx, "--train_dir", dir, &ck->lock);
+  if (st == CNNB_OK) cnnb_checkpoint_dir_tidy(run->ctx, dir);
+  return st;
+}
+
+/* A --train_dir that holds checkpoint files none of which reads back whole: refused,
+ * naming each and why, unless training was told to start over them. */
+static cnnb_status refuse_unreadable(cnnb_run *run, const cnnb_checkpoint_found *found) {
+  const cnnb_run_config *c = run->cfg;
+  bool training = c->mode == CNNB_MODE_TRAIN;
+  size_t bad = cnnb_checkpoint_found_unreadable(found);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  if (!f) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  const char *why;
+  for (size_t k = 0; (why = cnnb_checkpoint_found_why(found, k, NULL)) != NULL; k++)
+    fprintf(f, "\n  %s", why);
+  fclose(f);
+  cnnb_status st =
+      cnnb_error(run->ctx, CNNB_EIO,
+                 "--train_dir=%s holds %zu checkpoint file(s) and none reads back whole, so %s:%s\n"
+                 "fix or move them away%s (no file is deleted or saved over)",
+                 c->train_dir, bad, training ? "nothing was trained" : "there is none to evaluate",
+                 text ? text : "",
+                 training ? ", or give --ignore_unreadable_checkpoints to train from step 0 anyway"
+                          : "");
+  free(text);
+  return st;
+}
+
+/* Every rank learns whether rank 0 could take --train_dir, so none goes on alone. */
+static cnnb_status agree_on_train_dir(cnnb_run *run, cnnb_status st) {
+  int64_t failed = st != CNNB_OK;
+  cnnb_status world = cnnb_world_sum(&run->facts.world, &failed, 1,
+                                     "agreeing that rank 0 could take --train_dir");
+  if (st != CNNB_OK) return st;
+  if (world != CNNB_OK) return world;
+  if (failed)
+    return cnnb_error(run->ctx, CNNB_EIO,
+                      "rank 0 could not take --train_dir=%s (its message says why)",
+                      run->cfg->train_dir);
+  return CNNB_OK;
+}
+
+/* The checkpoint to start from (the newest that reads back whole) into ck, a warning for
+ * each file that does not, and, on the writer, the index made to agree with the files. */
+static cnnb_status find_checkpoint(cnnb_run *run, cnnb_checkpoints *ck, bool writer) {
+  const cnnb_run_config *c = run->cfg;
+  cnnb_checkpoint_found *found;
+  cnnb_status st = cnnb_checkpoint_dir_find(run->ctx, c->train_dir, check_model_name, run, &found);
+  if (st != CNNB_OK) return st;
+  size_t bad = cnnb_checkpoint_found_unreadable(found);
+  bool none = !cnnb_checkpoint_found_path(found);
+  if (none && bad && !(c->mode == CNNB_MODE_TRAIN && c->ignore_unreadable_checkpoints)) {
+    st = refuse_unreadable(run, found);
+  } else {
+    cnnb_checkpoint_found_warn(run->ctx, found);
+    if (none && bad)
+      cnnb_log(run->ctx, CNNB_LOG_WARN,
+               "--ignore_unreadable_checkpoints: training starts at step 0 in %s, over %zu "
+               "checkpoint file(s) that do not read back whole (kept: never deleted or saved "
+               "over)",
+               c->train_dir, bad);
+    if (writer) st = cnnb_checkpoint_dir_reindex(run->ctx, c->train_dir, found);
+  }
+  if (st == CNNB_OK) cnnb_checkpoint_found_take(found, &ck->resume_file, &ck->resume_path);
+  cnnb_checkpoint_found_free(found);
+  return st;
+}
+
 cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
   const cnnb_run_config *c = run->cfg;
   run->facts.start_step = 0;
@@ -317,12 +405,11 @@ cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
   if (!ck) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   ck->last_save_time = cnnb_now_seconds();
   bool training = c->mode == CNNB_MODE_TRAIN;
+  bool writer = training && run->facts.world.rank == 0;
   cnnb_status st = CNNB_OK;
-  if (training && run->facts.world.rank == 0)
-    st = cnnb_checkpoint_dir_prepare(run->ctx, c->train_dir);
-  if (st == CNNB_OK)
-    st = cnnb_checkpoint_dir_latest(run->ctx, c->train_dir, check_model_name, run, &ck->resume_file,
-                                    &ck->resume_path);
+  if (writer) st = take_train_dir(run, ck);
+  if (training) st = agree_on_train_dir(run, st);
+  if (st == CNNB_OK) st = find_checkpoint(run, ck, writer);
   int64_t found = st == CNNB_OK && ck->resume_file;
   if (st == CNNB_OK && !found && !training)
     st = cnnb_error(run->ctx, CNNB_EINVAL,
@@ -339,6 +426,8 @@ cnnb_status cnnb_checkpoint_restore_model(cnnb_run *run) {
     if (st == CNNB_OK)
       st = meta_int(run->ctx, f, ck->resume_path, META("global_step"), 0, &run->facts.start_step);
     if (st == CNNB_OK) st = upload_all(run, params, stats);
+    if (st == CNNB_OK && !(ck->resumed_from = strdup(ck->resume_path)))
+      st = cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
     free(params);
     free(stats);
   }

@@ -25,11 +25,16 @@
  * values after every synchronous step; under the independent strategy each replica trains
  * alone and a checkpoint keeps replica 0's.
  *
- * Resuming: every rank reads the latest valid checkpoint of --train_dir (a shared
- * directory under several machines) and every replica starts from it; the ranks compare
- * the step they resume at. A checkpoint of another model, or one whose tensors do not fit
- * the graph (missing, extra, wrong shape or dtype), is refused naming the file and the
- * tensor; a torn or corrupt newest file is skipped for the previous one, with a warning. */
+ * Resuming: training's rank 0 first takes --train_dir (made, checked writable with a
+ * test file, locked for this run alone: base/dir_lock.h), and every rank learns whether
+ * it could. Every rank reads the newest checkpoint of --train_dir that reads back whole
+ * (a shared directory under several machines) and every replica starts from it; the
+ * ranks compare the step they resume at; rank 0 rebuilds the index when it disagrees
+ * with the files. A checkpoint of another model, one whose tensors do not fit the graph
+ * (missing, extra, wrong shape or dtype) or hold a NaN or an infinity, is refused naming
+ * the file and the tensor; a torn or corrupt newer file is skipped for the previous one,
+ * with a warning. A directory that holds checkpoint files none of which reads back whole
+ * is refused, naming each and why, unless --ignore_unreadable_checkpoints. */
 #ifndef CNNB_CHECKPOINT_H
 #define CNNB_CHECKPOINT_H
 
@@ -58,7 +63,11 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step);
  * decides). Collective when --save_model_secs is given under several ranks. */
 cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due);
 
-/* Frees the module's state (NULL is fine). */
+/* The checkpoint the run's weights were loaded from (training resumed, or --eval), for
+ * messages that must name it (a loss that says its weights are bad); NULL: none. */
+const char *cnnb_checkpoint_resumed_from(const cnnb_run *run);
+
+/* Frees the module's state (NULL is fine), releasing --train_dir's lock. */
 void cnnb_checkpoints_free(cnnb_checkpoints *c);
 
 /* Loads the parameters and statistics of the safetensors file `path` into `ex` (the

@@ -70,6 +70,15 @@ typedef struct target_watch {
   int64_t best_step;
 } target_watch;
 
+/* A checkpoint's weights are watched for their first steps (warm-up included): a loss
+ * that is not finite, or above LOSS_BOUND_PER_LN_CLASS x ln(classes) (the README's
+ * bound: a model guessing uniformly scores ln(classes), and no trained weights are a
+ * hundred times worse), means the weights are bad (a flipped exponent bit, a file edited
+ * by hand), and the run stops naming the checkpoint before it saves anything of them.
+ * Each watched step reads its loss (one wait for the device, as a displayed step's). */
+enum { RESUME_WATCH_STEPS = 5 };
+#define LOSS_BOUND_PER_LN_CLASS 100.0
+
 typedef struct step_loop {
   cnnb_run *run;
   const cnnb_run_config *cfg;
@@ -83,6 +92,8 @@ typedef struct step_loop {
   int64_t steps_run;     /* timed steps done */
   int64_t saved_step;    /* the global step of the last checkpoint; -1: none */
   target_watch target;
+  const char *resumed_from; /* the checkpoint the weights came from; NULL: none */
+  double loss_bound;        /* for its first RESUME_WATCH_STEPS steps */
 } step_loop;
 
 /* One timed step as the report and the log show it. */
@@ -245,6 +256,42 @@ static cnnb_status read_metrics(step_loop *loop, int64_t step, cnnb_benchmark_lo
   return st;
 }
 
+/* Whether optimizer step `step` (0-based global) is one of the first after the weights
+ * came from a checkpoint. */
+static bool watched(const step_loop *loop, int64_t step) {
+  return loop->resumed_from && step - loop->run->facts.start_step < RESUME_WATCH_STEPS;
+}
+
+/* A watched step's loss (above): a bad one stops the run, naming the checkpoint. */
+static cnnb_status check_resumed_loss(const step_loop *loop, int64_t step, double loss) {
+  if (isfinite(loss) && loss <= loop->loss_bound) return CNNB_OK;
+  const cnnb_run *run = loop->run;
+  char why[160];
+  if (isfinite(loss))
+    snprintf(why, sizeof why, "above %g x ln(%d classes) = %.1f", LOSS_BOUND_PER_LN_CLASS,
+             (int)run->facts.num_classes, loop->loss_bound);
+  else snprintf(why, sizeof why, "not finite");
+  return cnnb_error(run->ctx, CNNB_ENUMERIC,
+                    "global step %lld, step %lld after %s %s: the loss is %g, %s: the "
+                    "checkpoint's weights are bad (a corrupted file?), and nothing was saved "
+                    "from them; %s",
+                    (long long)(step + 1), (long long)(step - run->facts.start_step + 1),
+                    loop->training ? "resuming from" : "loading", loop->resumed_from, loss, why,
+                    loop->training ? "resume from an older checkpoint (move this one out of "
+                                     "--train_dir), or start a new --train_dir"
+                                   : "evaluate another checkpoint");
+}
+
+/* Warm-up step `step`'s loss, when watched. */
+static cnnb_status watch_warm_up(step_loop *loop, int64_t step) {
+  if (!watched(loop, step)) return CNNB_OK;
+  cnnb_benchmark_log_step m;
+  cnnb_status st = synchronize_all(loop);
+  if (st == CNNB_OK) st = read_metrics(loop, step, &m);
+  if (st == CNNB_OK) st = check_resumed_loss(loop, step, m.loss);
+  return st;
+}
+
 /* Timed step i: input, forward and backward, the exchange and the update, with the
  * metrics of a displayed step read (untimed) between gradients and update, as
  * tf_cnn_benchmarks fetches the loss of the step's own weights. One of the first
@@ -260,15 +307,18 @@ static cnnb_status timed_step(step_loop *loop, int64_t i, step_result *res) {
   if (traced) cnnb_trace_begin(loop->trace);
   double traced_from = traced ? cnnb_trace_now_us() : 0.0;
   double start = cnnb_now_seconds();
+  bool watch = watched(loop, step), read = res->display || watch;
   cnnb_status st = forward_backward(loop, step, NEXT_BATCH, loop->eval);
   /* An asynchronous device finishes the gradients inside the timed part, not while the
    * metrics wait for them. */
-  if (st == CNNB_OK && res->display) st = synchronize_all(loop);
+  if (st == CNNB_OK && read) st = synchronize_all(loop);
   if (st != CNNB_OK) return st;
   res->seconds = cnnb_now_seconds() - start;
   double t = trace_mark(run);
-  if (res->display && (st = read_metrics(loop, step, &res->metrics)) != CNNB_OK) return st;
-  if (res->display) trace_since(run, "read metrics", t, NULL);
+  if (read && (st = read_metrics(loop, step, &res->metrics)) != CNNB_OK) return st;
+  if (read) trace_since(run, "read metrics", t, NULL);
+  /* Before the update: weights that give such a loss are never trained on, nor saved. */
+  if (watch && (st = check_resumed_loss(loop, step, res->metrics.loss)) != CNNB_OK) return st;
   start = cnnb_now_seconds();
   if ((st = apply_updates(loop, step)) != CNNB_OK || (st = synchronize_all(loop)) != CNNB_OK)
     return st;
@@ -298,6 +348,8 @@ static cnnb_status begin_steps(step_loop *loop, cnnb_run *run, FILE *out, cnnb_t
       .eval = cfg->mode == CNNB_MODE_EVAL,
       .saved_step = -1,
       .target = {.target = cfg->target_accuracy, .start = cnnb_now_seconds()},
+      .resumed_from = cnnb_checkpoint_resumed_from(run),
+      .loss_bound = LOSS_BOUND_PER_LN_CLASS * log((double)run->facts.num_classes),
   };
   cnnb_step_stats_init(&loop->stats);
   loop->inputs = calloc((size_t)run->facts.replicas, sizeof *loop->inputs);
@@ -327,7 +379,8 @@ static cnnb_status warm_up(step_loop *loop) {
   int64_t base = run->facts.start_step;
   cnnb_status st = CNNB_OK;
   for (int64_t i = 0; st == CNNB_OK && i < loop->cfg->num_warmup_batches; i++)
-    if ((st = forward_backward(loop, base + i, use, false)) == CNNB_OK)
+    if ((st = forward_backward(loop, base + i, use, false)) == CNNB_OK &&
+        (st = watch_warm_up(loop, base + i)) == CNNB_OK)
       st = apply_updates(loop, base + i);
   if (st == CNNB_OK) st = synchronize_all(loop);
   if (st != CNNB_OK) return st;
@@ -351,11 +404,17 @@ static cnnb_status show_step(step_loop *loop, int64_t i, step_result *res) {
   m->step_seconds = res->seconds;
   cnnb_status st = cnnb_benchmark_log_step_record(run->log, m);
   if (st != CNNB_OK) return st;
+  if (!isfinite(m->loss) && loop->resumed_from && !loop->training)
+    return cnnb_error(run->ctx, CNNB_ENUMERIC,
+                      "step %lld: the loss is %f with the weights of checkpoint %s (a corrupted "
+                      "file?)",
+                      (long long)(i + 1), m->loss, loop->resumed_from);
   if (!isfinite(m->loss))
     return cnnb_error(run->ctx, CNNB_ENUMERIC,
                       "step %lld: the loss is %f: training diverged (check --init_learning_rate "
-                      "and the optimizer's flags; under --precision=fp16, the loss scale)",
-                      (long long)(i + 1), m->loss);
+                      "and the optimizer's flags; under --precision=fp16, the loss scale)%s%s",
+                      (long long)(i + 1), m->loss, loop->resumed_from ? "; it resumed from " : "",
+                      loop->resumed_from ? loop->resumed_from : "");
   if (loop->out) {
     cnnb_report_print_step(loop->out, i + 1, &loop->stats, m->loss, m->top1, m->top5);
     fflush(loop->out);

@@ -1,5 +1,6 @@
 /* checkpoint_dir.c — a --train_dir's checkpoints: saving with an index and a limit on how
- * many are kept, and finding the newest valid one to resume from (checkpoint_dir.h).
+ * many are kept, finding the newest one that reads back whole to resume from, and the
+ * index rebuilt when it disagrees with the files (checkpoint_dir.h).
  *
  * Only files whose names are checkpoint names (model.ckpt-<digits>.safetensors) are ever
  * opened or deleted from what the index lists, so an edited or foreign index cannot make
@@ -82,7 +83,7 @@ static void remove_stale_tmp(cnnb_ctx *ctx, const char *dir) {
   closedir(d);
 }
 
-cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
+cnnb_status cnnb_checkpoint_dir_make(cnnb_ctx *ctx, const char *dir) {
   if (!dir || !*dir) return cnnb_error(ctx, CNNB_EINVAL, "checkpoint directory: empty path");
   char *p = strdup(dir);
   if (!p) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
@@ -106,8 +107,15 @@ cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
   if (!S_ISDIR(sb.st_mode))
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: exists and is not a directory", dir);
-  remove_stale_tmp(ctx, dir);
   return CNNB_OK;
+}
+
+void cnnb_checkpoint_dir_tidy(cnnb_ctx *ctx, const char *dir) { remove_stale_tmp(ctx, dir); }
+
+cnnb_status cnnb_checkpoint_dir_prepare(cnnb_ctx *ctx, const char *dir) {
+  cnnb_status st = cnnb_checkpoint_dir_make(ctx, dir);
+  if (st == CNNB_OK) remove_stale_tmp(ctx, dir);
+  return st;
 }
 
 /* ---- the index ---------------------------------------------------------------- */
@@ -232,7 +240,74 @@ done:
   return st;
 }
 
+/* The step a checkpoint name stands for (names here were all checked by parse_file_name). */
+static int64_t step_of(const char *name) {
+  int64_t step = -1;
+  parse_file_name(name, &step);
+  return step;
+}
+
+static int cmp_names_by_step(const void *a, const void *b) {
+  const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+  int64_t sx = step_of(x), sy = step_of(y);
+  return sx < sy ? -1 : sx > sy ? 1 : strcmp(x, y);
+}
+
+static bool names_equal(const names *a, const names *b) {
+  if (a->n != b->n) return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp(a->v[i], b->v[i]) != 0) return false;
+  return true;
+}
+
 /* ---- saving ------------------------------------------------------------------- */
+
+/* `name` is about to be saved over, but the index does not list it: a file this
+ * directory's runs did not save, or one that did not read back whole when the run began
+ * (a resume skipped it). Never overwritten: renamed to "<name>.kept" (".kept.2", ...: the
+ * first free name), which no checkpoint code opens or deletes. */
+static cnnb_status keep_aside(cnnb_ctx *ctx, const char *dir, const char *name, const char *path) {
+  size_t size = strlen(path) + 32;
+  char *aside = malloc(size);
+  if (!aside) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+  struct stat sb;
+  for (int i = 1;; i++) {
+    if (i == 1) snprintf(aside, size, "%s.kept", path);
+    else snprintf(aside, size, "%s.kept.%d", path, i);
+    if (lstat(aside, &sb) != 0 && errno == ENOENT) break;
+    if (i == 1000) {
+      free(aside);
+      return cnnb_error(ctx, CNNB_EIO,
+                        "%s exists and is not in the index, and %s.kept to "
+                        "%s.kept.1000 all exist too: not saving over it",
+                        path, path, path);
+    }
+  }
+  cnnb_status st = CNNB_OK;
+  if (rename(path, aside) != 0)
+    st = cnnb_error(ctx, CNNB_EIO,
+                    "%s exists and is not in the index; it cannot be moved aside to %s (%s), "
+                    "and is not saved over",
+                    path, aside, strerror(errno));
+  else
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "%s: %s was there but not in the index (a file that did not read back whole, or "
+             "one this directory's runs did not save): kept as %s, not saved over",
+             dir, name, aside);
+  free(aside);
+  return st;
+}
+
+/* Whether the file just written at `path` reads back whole, as a resume would judge it
+ * (its header against its size: cnnb_safetensors_check_file). The rotation deletes older
+ * checkpoints only after this. */
+static cnnb_status read_back(cnnb_ctx *ctx, const char *path) {
+  cnnb_status st = cnnb_safetensors_check_file(ctx, path);
+  if (st != CNNB_OK)
+    return cnnb_error(ctx, st == CNNB_ENOMEM ? st : CNNB_EIO,
+                      "the checkpoint %s was written but does not read back whole", path);
+  return CNNB_OK;
+}
 
 cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t step, int32_t max_keep,
                                      const cnnb_st_tensor *tensors, size_t num_tensors,
@@ -247,104 +322,335 @@ cnnb_status cnnb_checkpoint_dir_save(cnnb_ctx *ctx, const char *dir, int64_t ste
   cnnb_checkpoint_file_name(step, name, sizeof name);
   char *path = join(dir, name);
   if (!path) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
-  cnnb_status st = cnnb_safetensors_write(ctx, path, tensors, num_tensors, meta, num_meta);
-  if (st != CNNB_OK) {
-    free(path);
-    return st;
-  }
 
-  names list;
+  names list, kept = {0}, doomed = {0};
   index_result r = read_index(ctx, dir, &list);
   if (r == INDEX_BAD) {
     /* Its files are no longer tracked (so never deleted); the new index starts afresh. */
     cnnb_log(ctx, CNNB_LOG_WARN, "%s; writing a new index", cnnb_error_message(ctx));
     cnnb_clear_error(ctx);
   }
+  cnnb_status st = CNNB_OK;
+  struct stat sb;
+  if (lstat(path, &sb) == 0 && !names_has(&list, name) &&
+      (st = keep_aside(ctx, dir, name, path)) != CNNB_OK)
+    goto done;
+  if ((st = cnnb_safetensors_write(ctx, path, tensors, num_tensors, meta, num_meta)) != CNNB_OK ||
+      (st = read_back(ctx, path)) != CNNB_OK)
+    goto done;
+
+  /* The newest max_keep (by step) stay in the index. The rest, older than this one, which
+   * reads back whole, are deleted once the index no longer lists them; one that does not
+   * read back whole itself is left where it is (and leaves the index all the same). */
   if (!names_push(&list, name)) goto oom;
-  /* The newest max_keep stay in the index; the rest are deleted once it is written. */
+  qsort(list.v, list.n, sizeof *list.v, cmp_names_by_step);
   size_t drop = list.n > (size_t)max_keep ? list.n - (size_t)max_keep : 0;
-  names kept = {0};
-  for (size_t i = drop; i < list.n; i++)
-    if (!names_push(&kept, list.v[i])) goto oom_kept;
+  for (size_t i = 0; i < list.n; i++) {
+    bool old = i < drop && step_of(list.v[i]) < step;
+    if (!old) {
+      if (!names_push(&kept, list.v[i])) goto oom;
+      continue;
+    }
+    char *old_path = join(dir, list.v[i]);
+    if (!old_path) goto oom;
+    if (access(old_path, F_OK) == 0) {
+      if (cnnb_safetensors_check_file(ctx, old_path) == CNNB_OK) {
+        if (!names_push(&doomed, old_path)) {
+          free(old_path);
+          goto oom;
+        }
+      } else {
+        cnnb_log(ctx, CNNB_LOG_WARN,
+                 "not deleting the old checkpoint %s, which does not read back whole (%s): "
+                 "it leaves the index and stays",
+                 old_path, cnnb_error_message(ctx));
+        cnnb_clear_error(ctx);
+      }
+    }
+    free(old_path);
+  }
   if ((st = write_index(ctx, dir, &kept)) != CNNB_OK) {
     cnnb_error(ctx, st, "the checkpoint %s was written but is not in the index", path);
-  } else {
-    for (size_t i = 0; i < drop; i++) {
-      if (names_has(&kept, list.v[i])) continue;
-      char *old_path = join(dir, list.v[i]);
-      if (old_path && unlink(old_path) != 0 && errno != ENOENT)
-        /* Training goes on: a file left behind costs disk space, not correctness. */
-        cnnb_log(ctx, CNNB_LOG_WARN, "cannot delete the old checkpoint %s: %s", old_path,
-                 strerror(errno));
-      free(old_path);
-    }
+    goto done;
   }
+  for (size_t i = 0; i < doomed.n; i++)
+    if (unlink(doomed.v[i]) != 0 && errno != ENOENT)
+      /* Training goes on: a file left behind costs disk space, not correctness. */
+      cnnb_log(ctx, CNNB_LOG_WARN, "cannot delete the old checkpoint %s: %s", doomed.v[i],
+               strerror(errno));
+  goto done;
+oom:
+  st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory updating the checkpoint index", dir);
+done:
+  names_free(&doomed);
   names_free(&kept);
   names_free(&list);
   if (st == CNNB_OK && path_out) *path_out = path;
   else free(path);
   return st;
-
-oom_kept:
-  names_free(&kept);
-oom:
-  names_free(&list);
-  free(path);
-  return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory updating the checkpoint index", dir);
 }
 
-/* ---- finding the one to resume from ------------------------------------------- */
+/* ---- what the directory holds ------------------------------------------------- */
 
-typedef struct found {
-  int64_t step;
+/* One checkpoint name, from the index, the directory, or both. */
+typedef struct entry {
   char *name;
-} found;
+  int64_t step;
+  bool on_disk, indexed;
+  bool whole; /* on disk and reads back whole */
+  char *why;  /* on disk and not whole: the reason, naming the file */
+} entry;
 
-static int cmp_step_desc(const void *a, const void *b) {
-  const found *x = a, *y = b;
-  return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
+struct cnnb_checkpoint_found {
+  entry *v; /* newest step first */
+  size_t n, cap;
+  names index; /* as the index lists them (oldest first, latest last) */
+  index_result index_state;
+  char *index_problem; /* INDEX_BAD: what is wrong with it */
+  cnnb_safetensors *file;
+  char *path;
+  int64_t step; /* of file; -1: none */
+};
+
+void cnnb_checkpoint_found_free(cnnb_checkpoint_found *f) {
+  if (!f) return;
+  for (size_t i = 0; i < f->n; i++) {
+    free(f->v[i].name);
+    free(f->v[i].why);
+  }
+  free(f->v);
+  names_free(&f->index);
+  free(f->index_problem);
+  cnnb_safetensors_close(f->file);
+  free(f->path);
+  free(f);
 }
 
-/* The directory's checkpoint files, newest step first, appended to `candidates` unless
- * already there. A missing directory adds none. */
-static cnnb_status scan_dir(cnnb_ctx *ctx, const char *dir, names *candidates) {
+static entry *entry_get(cnnb_checkpoint_found *f, const char *name) {
+  for (size_t i = 0; i < f->n; i++)
+    if (strcmp(f->v[i].name, name) == 0) return &f->v[i];
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? 2 * f->cap : 16;
+    entry *v = realloc(f->v, cap * sizeof *v);
+    if (!v) return NULL;
+    f->v = v;
+    f->cap = cap;
+  }
+  entry *e = &f->v[f->n];
+  *e = (entry){.name = strdup(name), .step = step_of(name)};
+  if (!e->name) return NULL;
+  f->n++;
+  return e;
+}
+
+static int cmp_entry_desc(const void *a, const void *b) {
+  const entry *x = a, *y = b;
+  return x->step < y->step ? 1 : x->step > y->step ? -1 : strcmp(x->name, y->name);
+}
+
+/* The directory's checkpoint files into f. A missing directory holds none. */
+static cnnb_status scan_dir(cnnb_ctx *ctx, const char *dir, cnnb_checkpoint_found *f) {
   DIR *d = opendir(dir);
   if (!d) {
     if (errno == ENOENT) return CNNB_OK;
     return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
   }
-  found *v = NULL;
-  size_t n = 0, cap = 0;
   cnnb_status st = CNNB_OK;
   struct dirent *e;
   for (errno = 0; (e = readdir(d)) != NULL; errno = 0) {
     int64_t step;
     if (!parse_file_name(e->d_name, &step)) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      found *nv = realloc(v, cap * sizeof *v);
-      if (!nv) goto oom;
-      v = nv;
+    entry *x = entry_get(f, e->d_name);
+    if (!x) {
+      st = cnnb_error(ctx, CNNB_ENOMEM, "checkpoint directory %s: out of memory", dir);
+      break;
     }
-    if (!(v[n].name = strdup(e->d_name))) goto oom;
-    v[n++].step = step;
+    x->on_disk = true;
   }
-  if (errno != 0) {
+  if (st == CNNB_OK && errno != 0)
     st = cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
-    goto done;
-  }
-  if (n) qsort(v, n, sizeof *v, cmp_step_desc); /* v is NULL when n is 0 */
-  for (size_t i = 0; i < n; i++)
-    if (!names_has(candidates, v[i].name) && !names_push(candidates, v[i].name)) goto oom;
-  goto done;
-oom:
-  st = cnnb_error(ctx, CNNB_ENOMEM, "checkpoint directory %s: out of memory", dir);
-done:
-  for (size_t i = 0; i < n; i++) free(v[i].name);
-  free(v);
   closedir(d);
   return st;
 }
+
+/* Whether entry e's file reads back whole (e->whole, or e->why); CNNB_ENOMEM only. */
+static cnnb_status check_entry(cnnb_ctx *ctx, const char *dir, entry *e) {
+  char *path = join(dir, e->name);
+  if (!path) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+  cnnb_status st = cnnb_safetensors_check_file(ctx, path);
+  free(path);
+  if (st == CNNB_OK) {
+    e->whole = true;
+    return CNNB_OK;
+  }
+  if (st == CNNB_ENOMEM) return st;
+  if (!(e->why = strdup(cnnb_error_message(ctx))))
+    return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+  cnnb_clear_error(ctx);
+  return CNNB_OK;
+}
+
+cnnb_status cnnb_checkpoint_dir_find(cnnb_ctx *ctx, const char *dir,
+                                     cnnb_status (*check)(void *user, cnnb_ctx *ctx,
+                                                          const cnnb_safetensors *f,
+                                                          const char *path),
+                                     void *user, cnnb_checkpoint_found **out) {
+  *out = NULL;
+  cnnb_checkpoint_found *f = calloc(1, sizeof *f);
+  if (!f) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+  f->step = -1;
+  cnnb_status st = CNNB_OK;
+  f->index_state = read_index(ctx, dir, &f->index);
+  if (f->index_state == INDEX_BAD) {
+    if (!(f->index_problem = strdup(cnnb_error_message(ctx)))) goto oom;
+    cnnb_log(ctx, CNNB_LOG_WARN, "%s; looking for checkpoints in the directory instead",
+             f->index_problem);
+    cnnb_clear_error(ctx);
+  }
+  for (size_t i = 0; i < f->index.n; i++) {
+    entry *e = entry_get(f, f->index.v[i]);
+    if (!e) goto oom;
+    e->indexed = true;
+  }
+  if ((st = scan_dir(ctx, dir, f)) != CNNB_OK) goto fail;
+  if (f->n) qsort(f->v, f->n, sizeof *f->v, cmp_entry_desc); /* v is NULL when n is 0 */
+  for (size_t i = 0; i < f->n; i++)
+    if (f->v[i].on_disk && (st = check_entry(ctx, dir, &f->v[i])) != CNNB_OK) goto fail;
+
+  /* The newest that reads back whole, index or not: a save whose index update failed is
+   * newer than the index's latest, and is what the run reached. */
+  for (size_t i = 0; i < f->n && !f->file; i++) {
+    entry *e = &f->v[i];
+    if (!e->whole) continue;
+    char *path = join(dir, e->name);
+    if (!path) goto oom;
+    cnnb_safetensors *file;
+    if ((st = cnnb_safetensors_open(ctx, path, &file)) != CNNB_OK) {
+      free(path);
+      if (st == CNNB_ENOMEM) goto fail; /* not the file's fault: another would fail the same */
+      e->whole = false;                 /* its header read back, the rest did not */
+      if (!(e->why = strdup(cnnb_error_message(ctx)))) goto oom;
+      cnnb_clear_error(ctx);
+      st = CNNB_OK;
+      continue;
+    }
+    if (check && (st = check(user, ctx, file, path)) != CNNB_OK) {
+      cnnb_safetensors_close(file);
+      free(path);
+      goto fail;
+    }
+    f->file = file;
+    f->path = path;
+    f->step = e->step;
+  }
+  *out = f;
+  return CNNB_OK;
+oom:
+  st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+fail:
+  cnnb_checkpoint_found_free(f);
+  return st;
+}
+
+const char *cnnb_checkpoint_found_path(const cnnb_checkpoint_found *f) { return f->path; }
+
+void cnnb_checkpoint_found_take(cnnb_checkpoint_found *f, cnnb_safetensors **file, char **path) {
+  *file = f->file;
+  *path = f->path;
+  f->file = NULL;
+  f->path = NULL;
+}
+
+size_t cnnb_checkpoint_found_unreadable(const cnnb_checkpoint_found *f) {
+  size_t n = 0;
+  for (size_t i = 0; i < f->n; i++) n += f->v[i].on_disk && !f->v[i].whole;
+  return n;
+}
+
+const char *cnnb_checkpoint_found_why(const cnnb_checkpoint_found *f, size_t k, int64_t *step) {
+  for (size_t i = 0; i < f->n; i++) {
+    if (!f->v[i].on_disk || f->v[i].whole) continue;
+    if (k-- == 0) {
+      if (step) *step = f->v[i].step;
+      return f->v[i].why;
+    }
+  }
+  return NULL;
+}
+
+void cnnb_checkpoint_found_warn(cnnb_ctx *ctx, const cnnb_checkpoint_found *f) {
+  int64_t step;
+  const char *why;
+  for (size_t k = 0; (why = cnnb_checkpoint_found_why(f, k, &step)) != NULL; k++)
+    cnnb_log(ctx, CNNB_LOG_WARN, "%s: %s (the file is kept, never deleted)",
+             step > f->step ? "skipping a checkpoint that does not read back whole"
+                            : "an older checkpoint does not read back whole",
+             why);
+}
+
+/* ---- the index rebuilt ---------------------------------------------------------- */
+
+cnnb_status cnnb_checkpoint_dir_reindex(cnnb_ctx *ctx, const char *dir,
+                                        const cnnb_checkpoint_found *f) {
+  /* What the index should list: its own entries that read back whole, and files newer
+   * than anything it lists (saves whose index update failed). Any other file is one this
+   * directory's index never knew (copied in, or from before the index was lost): used to
+   * resume, never deleted, so never listed. */
+  bool usable = f->index_state == INDEX_OK;
+  int64_t newest_listed = -1;
+  for (size_t i = 0; i < f->index.n; i++)
+    if (step_of(f->index.v[i]) > newest_listed) newest_listed = step_of(f->index.v[i]);
+  names want = {0};
+  size_t gone = 0, broken = 0, added = 0, unknown = 0;
+  cnnb_status st = CNNB_OK;
+  for (size_t i = f->n; i-- > 0;) { /* oldest first */
+    const entry *e = &f->v[i];
+    if (e->indexed && !e->on_disk) gone++;
+    if (e->indexed && e->on_disk && !e->whole) broken++;
+    bool adopt = usable && !e->indexed && e->step > newest_listed;
+    if (e->whole && !e->indexed && !adopt) unknown++;
+    if (!e->whole || !(e->indexed || adopt)) continue;
+    added += adopt;
+    if (!names_push(&want, e->name)) {
+      st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+      goto done;
+    }
+  }
+  if (unknown)
+    cnnb_log(ctx, CNNB_LOG_INFO,
+             "%s: %zu checkpoint file(s) there are not in its index (copied in, or saved "
+             "before the index was lost): they can be resumed from, and are never deleted",
+             dir, unknown);
+  if (usable && names_equal(&want, &f->index)) goto done;
+  if (f->index_state == INDEX_MISSING && want.n == 0) goto done;
+  char *path = join(dir, CNNB_CHECKPOINT_INDEX);
+  if (!path) {
+    st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
+    goto done;
+  }
+  char reasons[512];
+  if (!usable) snprintf(reasons, sizeof reasons, "it was not a usable index");
+  else
+    snprintf(reasons, sizeof reasons,
+             "it listed %zu file(s) that are gone and %zu that do not read back whole, and "
+             "missed %zu newer one(s) (a save whose index update failed)%s",
+             gone, broken, added, gone + broken + added ? "" : "; its order was not the steps'");
+  if (want.n == 0) {
+    if (unlink(path) == 0)
+      cnnb_log(ctx, CNNB_LOG_INFO,
+               "removed the checkpoint index %s: %s, and no checkpoint it knew reads back whole",
+               path, reasons);
+  } else if ((st = write_index(ctx, dir, &want)) == CNNB_OK) {
+    cnnb_log(ctx, CNNB_LOG_INFO, "rebuilt the checkpoint index %s from the files: %s", path,
+             reasons);
+  }
+  free(path);
+done:
+  names_free(&want);
+  return st;
+}
+
+/* ---- the newest, for tools ---------------------------------------------------------- */
 
 cnnb_status cnnb_checkpoint_dir_latest(cnnb_ctx *ctx, const char *dir,
                                        cnnb_status (*check)(void *user, cnnb_ctx *ctx,
@@ -353,58 +659,15 @@ cnnb_status cnnb_checkpoint_dir_latest(cnnb_ctx *ctx, const char *dir,
                                        void *user, cnnb_safetensors **out, char **path_out) {
   *out = NULL;
   *path_out = NULL;
-  /* Candidates newest first: the index's (latest, then "all" backwards), then the rest
-   * of the directory by step. */
-  names candidates = {0}, index;
-  index_result r = read_index(ctx, dir, &index);
-  if (r == INDEX_BAD) {
-    cnnb_log(ctx, CNNB_LOG_WARN, "%s; looking for checkpoints in the directory instead",
-             cnnb_error_message(ctx));
-    cnnb_clear_error(ctx);
-  }
-  cnnb_status st = CNNB_OK;
-  for (size_t i = index.n; i-- > 0;)
-    if (!names_push(&candidates, index.v[i])) {
-      st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
-      goto done;
-    }
-  if ((st = scan_dir(ctx, dir, &candidates)) != CNNB_OK) goto done;
-
-  size_t skipped = 0;
-  for (size_t i = 0; i < candidates.n; i++) {
-    char *path = join(dir, candidates.v[i]);
-    if (!path) {
-      st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
-      goto done;
-    }
-    cnnb_safetensors *f;
-    if ((st = cnnb_safetensors_open(ctx, path, &f)) != CNNB_OK) {
-      if (st == CNNB_ENOMEM) { /* not the file's fault: another one would fail the same */
-        free(path);
-        goto done;
-      }
-      /* The message names the file. */
-      cnnb_log(ctx, CNNB_LOG_WARN, "skipping an invalid checkpoint: %s", cnnb_error_message(ctx));
-      cnnb_clear_error(ctx);
-      free(path);
-      skipped++;
-      st = CNNB_OK;
-      continue;
-    }
-    if (check && (st = check(user, ctx, f, path)) != CNNB_OK) {
-      cnnb_safetensors_close(f);
-      free(path);
-      goto done;
-    }
-    *out = f;
-    *path_out = path;
-    goto done;
-  }
-  if (skipped)
-    cnnb_log(ctx, CNNB_LOG_WARN, "%s: none of its %zu checkpoint file(s) is valid (above)", dir,
-             skipped);
-done:
-  names_free(&index);
-  names_free(&candidates);
-  return st;
+  cnnb_checkpoint_found *f;
+  cnnb_status st = cnnb_checkpoint_dir_find(ctx, dir, check, user, &f);
+  if (st != CNNB_OK) return st;
+  cnnb_checkpoint_found_warn(ctx, f);
+  size_t bad = cnnb_checkpoint_found_unreadable(f);
+  if (!f->file && bad)
+    cnnb_log(ctx, CNNB_LOG_WARN, "%s: none of its %zu checkpoint file(s) reads back whole (above)",
+             dir, bad);
+  cnnb_checkpoint_found_take(f, out, path_out);
+  cnnb_checkpoint_found_free(f);
+  return CNNB_OK;
 }

@@ -3,6 +3,7 @@
 #include "store/checkpoint_tensors.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,30 @@ static cnnb_status check_no_stranger(cnnb_ctx *ctx, const cnnb_safetensors *f, c
   return CNNB_OK;
 }
 
+/* Every value of F32 tensor t finite: a NaN or an infinity in a weight is a corrupt file
+ * (or one saved after training diverged), and training from it would only say "diverged"
+ * and blame the learning rate. */
+static cnnb_status check_finite(cnnb_ctx *ctx, const char *path, const cnnb_st_tensor *t) {
+  size_t n = t->bytes / sizeof(float), bad = 0, first = 0;
+  float first_value = 0;
+  const unsigned char *p = t->data;
+  for (size_t i = 0; i < n; i++) {
+    float v;
+    memcpy(&v, p + i * sizeof v, sizeof v); /* the format does not promise alignment */
+    if (isfinite(v)) continue;
+    if (!bad++) {
+      first = i;
+      first_value = v;
+    }
+  }
+  if (!bad) return CNNB_OK;
+  return cnnb_error(ctx, CNNB_EDATA,
+                    "checkpoint %s: tensor '%s' holds %zu value(s) that are not finite (the "
+                    "first, element %zu of %zu, is %g): a corrupt file, or one saved after "
+                    "training diverged; resume from an older checkpoint (move this one away)",
+                    path, t->name, bad, first, n, (double)first_value);
+}
+
 /* The F32 tensor `name` with the shape of p, or an error naming both. */
 cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
                                 const char *name, const cnnb_param *p, const cnnb_st_tensor **out) {
@@ -200,6 +225,8 @@ cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const 
                       "checkpoint %s: tensor '%s' is %s %s; this model's parameter %s is F32 %s",
                       path, name, t->dtype == CNNB_ST_F32 ? "F32" : "not F32", have, p->name, want);
   }
+  cnnb_status st = check_finite(ctx, path, t);
+  if (st != CNNB_OK) return st;
   *out = t;
   return CNNB_OK;
 }

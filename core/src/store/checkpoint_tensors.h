@@ -43,7 +43,8 @@ bool cnnb_ckpt_add_slots(cnnb_ckpt_tensors *l, const cnnb_graph *g, uint32_t rul
 void cnnb_ckpt_tensors_free(cnnb_ckpt_tensors *l);
 
 /* The F32 tensor `name` of f with the shape of p (*out), or CNNB_EINVAL naming the file,
- * the tensor and both shapes, or its absence. */
+ * the tensor and both shapes, or its absence; CNNB_EDATA naming the file, the tensor and
+ * the first bad element when a value is NaN or infinite. */
 cnnb_status cnnb_ckpt_find_like(cnnb_ctx *ctx, const cnnb_safetensors *f, const char *path,
                                 const char *name, const cnnb_param *p, const cnnb_st_tensor **out);
 

@@ -336,8 +336,11 @@ static cnnb_status parse_metadata(cnnb_ctx *ctx, const char *path, const json_t 
 }
 
 /* Everything about the file except reading it: the header, each entry, and the entries
- * against each other and the data. */
-static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, size_t size) {
+ * against each other and the data. `size` is the file's; f->bytes holds all of it when
+ * `with_data`, else only the size field and the header (cnnb_safetensors_check_file), and
+ * the tensors' data pointers stay NULL. */
+static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, size_t size,
+                         bool with_data) {
   if (size < 8)
     return cnnb_error(ctx, CNNB_EINVAL,
                       "%s: %zu bytes, too short for a safetensors file's 8-byte header size", path,
@@ -428,7 +431,7 @@ static cnnb_status parse(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, s
   /* Tensors in file order, their data pointing into the file. */
   for (size_t k = 0; k < count; k++) {
     f->tensors[k] = parsed[spans[k].index];
-    f->tensors[k].data = f->bytes + 8 + n + spans[k].begin;
+    f->tensors[k].data = with_data ? f->bytes + 8 + n + spans[k].begin : NULL;
     f->by_name[k] = &f->tensors[k];
   }
   f->count = count;
@@ -445,7 +448,7 @@ cnnb_status cnnb_safetensors_open(cnnb_ctx *ctx, const char *path, cnnb_safetens
   if (!f) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", path);
   size_t size = 0;
   cnnb_status st = read_file(ctx, path, &f->bytes, &size);
-  if (st == CNNB_OK) st = parse(ctx, path, f, size);
+  if (st == CNNB_OK) st = parse(ctx, path, f, size, true);
   if (st != CNNB_OK) {
     cnnb_safetensors_close(f);
     return st;
@@ -463,13 +466,63 @@ cnnb_status cnnb_safetensors_open_bytes(cnnb_ctx *ctx, const char *name, const v
     return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", name);
   }
   if (size) memcpy(f->bytes, bytes, size);
-  cnnb_status st = parse(ctx, name, f, size);
+  cnnb_status st = parse(ctx, name, f, size, true);
   if (st != CNNB_OK) {
     cnnb_safetensors_close(f);
     return st;
   }
   *out = f;
   return CNNB_OK;
+}
+
+/* The size field and the header of `path` (no more of it) into f->bytes; *size gets the
+ * file's size. A header size that the file cannot hold reads only the size field: parse
+ * refuses it before looking further. */
+static cnnb_status read_header(cnnb_ctx *ctx, const char *path, cnnb_safetensors *f, size_t *size) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return cnnb_error(ctx, CNNB_EIO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  cnnb_status st = CNNB_OK;
+  if (fstat(fileno(fp), &sb) != 0) {
+    st = cnnb_error(ctx, CNNB_EIO, "%s: cannot stat: %s", path, strerror(errno));
+    goto done;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    st = cnnb_error(ctx, CNNB_EIO, "%s: not a regular file", path);
+    goto done;
+  }
+  *size = (size_t)sb.st_size;
+  size_t want = *size < 8 ? *size : 8;
+  if (!(f->bytes = malloc(8))) goto oom;
+  if (fread(f->bytes, 1, want, fp) != want) goto short_read;
+  if (want < 8) goto done;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = (n << 8) | f->bytes[i];
+  if (n > MAX_HEADER_BYTES || n > *size - 8) goto done;
+  unsigned char *grown = realloc(f->bytes, 8 + (size_t)n);
+  if (!grown) goto oom;
+  f->bytes = grown;
+  if (fread(f->bytes + 8, 1, (size_t)n, fp) != (size_t)n) goto short_read;
+  goto done;
+oom:
+  st = cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory for its header", path);
+  goto done;
+short_read:
+  st = cnnb_error(ctx, CNNB_EIO, "%s: cannot read its header: %s", path,
+                  ferror(fp) ? strerror(errno) : "the file shrank while being read");
+done:
+  fclose(fp);
+  return st;
+}
+
+cnnb_status cnnb_safetensors_check_file(cnnb_ctx *ctx, const char *path) {
+  cnnb_safetensors *f = calloc(1, sizeof *f);
+  if (!f) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", path);
+  size_t size = 0;
+  cnnb_status st = read_header(ctx, path, f, &size);
+  if (st == CNNB_OK) st = parse(ctx, path, f, size, false);
+  cnnb_safetensors_close(f);
+  return st;
 }
 
 void cnnb_safetensors_close(cnnb_safetensors *f) {

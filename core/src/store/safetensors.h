@@ -64,6 +64,11 @@ cnnb_status cnnb_safetensors_open_bytes(cnnb_ctx *ctx, const char *name, const v
                                         size_t size, cnnb_safetensors **out);
 void cnnb_safetensors_close(cnnb_safetensors *f);
 
+/* The same checks as open, reading only the size field and the header and taking the
+ * file's size from the file system: whether `path` reads back whole as far as the format
+ * can tell (the data's bytes carry no checksum to check), at the cost of its header. */
+cnnb_status cnnb_safetensors_check_file(cnnb_ctx *ctx, const char *path);
+
 /* Tensors in file order (by data offset); i in [0, count). */
 size_t cnnb_safetensors_count(const cnnb_safetensors *f);
 const cnnb_st_tensor *cnnb_safetensors_tensor(const cnnb_safetensors *f, size_t i);
