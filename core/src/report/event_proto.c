@@ -1,6 +1,7 @@
 /* event_proto.c — protobuf's wire format for the Event messages of event_proto.h. */
 #include "report/event_proto.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,14 +91,15 @@ static void field_message(cnnb_pb *pb, uint32_t field, cnnb_pb *inner) {
 }
 
 /* Event's head: wall_time, then step (int64: a negative step is its two's complement,
- * ten bytes, as protobuf encodes one). */
+ * ten bytes, as protobuf encodes one). A zero is left out, as proto3 leaves out a field
+ * at its default: the bytes are the ones protobuf itself writes. */
 static void event_head(cnnb_pb *out, double wall_time, int64_t step) {
-  cnnb_pb_field_double(out, EVENT_WALL_TIME, wall_time);
-  cnnb_pb_field_varint(out, EVENT_STEP, (uint64_t)step);
+  if (wall_time != 0 || signbit(wall_time)) cnnb_pb_field_double(out, EVENT_WALL_TIME, wall_time);
+  if (step != 0) cnnb_pb_field_varint(out, EVENT_STEP, (uint64_t)step);
 }
 
 int cnnb_event_encode_file_version(cnnb_pb *out, double wall_time) {
-  cnnb_pb_field_double(out, EVENT_WALL_TIME, wall_time);
+  event_head(out, wall_time, 0);
   cnnb_pb_field_bytes(out, EVENT_FILE_VERSION, FILE_VERSION, strlen(FILE_VERSION));
   return out->failed ? -1 : 0;
 }
