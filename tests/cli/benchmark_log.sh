@@ -11,7 +11,12 @@
 #   whose status is the error message;
 # - a DIR that cannot be made (under a regular file) fails before any step, exit status
 #   != 0, with a message naming it, and no report;
-# - under mpirun -np 2 (horovod), each rank writes its own file with its rank in it.
+# - under mpirun -np 2 (horovod), each rank writes its own file with its rank in it;
+# - rank 0 also writes tf_cnn_benchmarks' benchmark_run.log (one JSON object) and
+#   metric.log (a line per metric: current_examples_per_sec and the accuracies per step
+#   line, average_examples_per_sec at the end, --eval's eval_* metrics), metric.log
+#   appended to by a second run as tf's logger does (cli/tensorboard.sh reads them with
+#   Python's json and compares their values).
 set -euo pipefail
 : "${CNNBENCH:?}" "${JSON_LINES_CHECK:?}" "${CNNB_SOURCE_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
 tmp=$(mktemp -d)
@@ -23,7 +28,8 @@ common=(--model=trivial --batch_size=4 --num_warmup_batches=2 --num_intra_thread
 log=$tmp/logs/train
 "$CNNBENCH" "${common[@]}" --num_batches=7 --display_every=2 --benchmark_log_dir="$log" \
   >"$tmp/train.out" 2>"$tmp/train.err" || fail "training with --benchmark_log_dir: exit $?"
-[ "$(ls "$log")" = "benchmark_run.rank0.jsonl" ] || fail "want exactly benchmark_run.rank0.jsonl in $log, found: $(ls "$log")"
+[ "$(ls "$log" | tr '\n' ' ')" = "benchmark_run.log benchmark_run.rank0.jsonl metric.log " ] \
+  || fail "want exactly benchmark_run.log benchmark_run.rank0.jsonl metric.log in $log, found: $(ls "$log")"
 file=$log/benchmark_run.rank0.jsonl
 "$JSON_LINES_CHECK" "$file" 0 "$tmp/train.out" || fail "the log does not match its schema or the report"
 [ "$(grep -c '"record":"step"' "$file")" -eq 5 ] || fail "want 5 step records (steps 1 2 4 6 7)"
@@ -32,6 +38,22 @@ grep -q '"flags_set":\[[^]]*"display_every"' "$file" || fail "display_every is n
 grep -q '"num_batches":7,' "$file" || fail "num_batches=7 is not recorded"
 grep -q '"learning_rate":0.005,"loss_scale":1.0,' "$file" || fail "the trivial model's learning rate 0.005 (shortest float) and loss scale 1 are not in the step records"
 echo "ok: a training run's log: run, 5 steps, summary; total as printed"
+# tf_cnn_benchmarks' files: Python json.dump's spacing, its keys.
+[ "$(wc -l < "$log/benchmark_run.log")" -eq 1 ] || fail "benchmark_run.log is not one line"
+grep -q '^{"model_name": "trivial", "dataset": {"name": "imagenet"}, "machine_config": {' "$log/benchmark_run.log" \
+  || fail "benchmark_run.log does not start as tf's: $(cut -c1-200 "$log/benchmark_run.log")"
+grep -q '"run_parameters": \[{"name": "batch_size", "long_value": 4}, ' "$log/benchmark_run.log" \
+  || fail "benchmark_run.log has no run_parameters sorted by name"
+[ "$(grep -c '^{"name": "current_examples_per_sec", "value": [0-9.e+-]*, "unit": null, "global_step": [1-7], "timestamp": "[0-9-]*T[0-9:]*\.[0-9]\{6\}Z", "extras": \[\]}$' "$log/metric.log")" -eq 5 ] \
+  || fail "metric.log: want 5 current_examples_per_sec lines in tf's format: $(cat "$log/metric.log")"
+grep -q '"name": "average_examples_per_sec", .*"global_step": 7,' "$log/metric.log" \
+  || fail "metric.log: no average_examples_per_sec at step 7"
+[ "$(wc -l < "$log/metric.log")" -eq 6 ] || fail "metric.log: want 6 lines: $(cat "$log/metric.log")"
+"$CNNBENCH" "${common[@]}" --num_batches=1 --benchmark_log_dir="$log" >"$tmp/again.out" 2>"$tmp/again.err" \
+  || fail "a second run into the same directory: exit $?"
+[ "$(wc -l < "$log/metric.log")" -eq 8 ] || fail "metric.log is not appended to (tf's \"a\"): $(cat "$log/metric.log")"
+[ "$(wc -l < "$log/benchmark_run.log")" -eq 1 ] || fail "benchmark_run.log is not replaced (tf's \"w\")"
+echo "ok: tf_cnn_benchmarks' benchmark_run.log and metric.log, metric.log appended"
 
 # 2. --eval: an eval record with the accuracy the report prints.
 "$CNNBENCH" "${common[@]}" --eval --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
@@ -40,7 +62,12 @@ echo "ok: a training run's log: run, 5 steps, summary; total as printed"
 read -r top1 top5 n < <(sed -nE 's/^Accuracy @ 1 = ([0-9.]+) Accuracy @ 5 = ([0-9.]+) \[([0-9]+) examples\]$/\1 \2 \3/p' "$tmp/eval.out")
 grep -q "\"record\":\"eval\",.*\"step\":3,.*\"examples\":$n}" "$tmp/eval/benchmark_run.rank0.jsonl" \
   || fail "--eval: no eval record of step 3 and $n examples"
-echo "ok: --eval's accuracy in an eval record"
+v=$(sed -n 's/^{"name": "eval_top_1_accuracy", "value": \([^,]*\), .*"global_step": 0, .*/\1/p' "$tmp/eval/metric.log")
+[ -n "$v" ] && [ "$(printf '%.4f' "$v")" = "$top1" ] \
+  || fail "--eval: metric.log has no eval_top_1_accuracy of $top1 at global step 0: $(cat "$tmp/eval/metric.log")"
+grep -q '"name": "eval_average_examples_per_sec", ' "$tmp/eval/metric.log" \
+  || fail "--eval: metric.log has no eval_average_examples_per_sec"
+echo "ok: --eval's accuracy in an eval record and in metric.log"
 
 # 3. A run that fails after setup: the summary says why.
 rc=0
@@ -70,8 +97,10 @@ if command -v mpirun >/dev/null 2>&1 && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_
   mpi_run_bounded 300 2 "$CNNBENCH" "${common[@]}" --variable_update=horovod --num_batches=4 \
     --display_every=2 --benchmark_log_dir="$tmp/mpi" >"$tmp/mpi.out" 2>"$tmp/mpi.err" \
     || fail "mpirun -np 2 with --benchmark_log_dir: exit $?"
-  [ "$(ls "$tmp/mpi" | tr '\n' ' ')" = "benchmark_run.rank0.jsonl benchmark_run.rank1.jsonl " ] \
-    || fail "2 ranks: want one file per rank, found: $(ls "$tmp/mpi")"
+  [ "$(ls "$tmp/mpi" | tr '\n' ' ')" = "benchmark_run.log benchmark_run.rank0.jsonl benchmark_run.rank1.jsonl metric.log " ] \
+    || fail "2 ranks: want one file per rank (and rank 0's tf files), found: $(ls "$tmp/mpi")"
+  [ "$(grep -c current_examples_per_sec "$tmp/mpi/metric.log")" -eq 3 ] \
+    || fail "2 ranks: metric.log is not rank 0's alone (steps 1, 2, 4): $(cat "$tmp/mpi/metric.log")"
   # Only rank 0 prints the report; the world's total is in both summaries.
   "$JSON_LINES_CHECK" "$tmp/mpi/benchmark_run.rank0.jsonl" 0 "$tmp/mpi.out" || fail "rank 0's log"
   "$JSON_LINES_CHECK" "$tmp/mpi/benchmark_run.rank1.jsonl" 1 "$tmp/mpi.out" || fail "rank 1's log"

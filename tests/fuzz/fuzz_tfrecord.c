@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "example.h"
-#include "tfrecord.h"
+#include <tfrecord/tfrecord.h>
 
 static void check_example(const uint8_t *data, size_t size) {
   example_view ex;

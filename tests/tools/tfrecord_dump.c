@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "example.h"
-#include "tfrecord.h"
+#include <tfrecord/tfrecord.h>
 
 static uint64_t fnv1a64(const uint8_t *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -81,7 +81,7 @@ START_TEST(records_are_whole_lines_at_once) {
                                   .loss_scale = 128,
                                   .step_seconds = 0.25};
   ck_assert_int_eq(cnnb_benchmark_log_step_record(log, &step), CNNB_OK);
-  ck_assert_int_eq(cnnb_benchmark_log_eval(log, 10, 0.25, 0.5, 40), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_eval(log, 10, 15, 0.25, 0.5, 40), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_checkpoint(log, 10, "/ckpt/model-\xff.safetensors", 1.5),
                    CNNB_OK);
 
@@ -98,6 +98,7 @@ START_TEST(records_are_whole_lines_at_once) {
   ck_assert_double_eq(json_number_value(json_object_get(r[0], "loss_scale")), 128);
   ck_assert_str_eq(kind(r[1]), "eval");
   ck_assert_int_eq(json_integer_value(json_object_get(r[1], "examples")), 40);
+  ck_assert_int_eq(json_integer_value(json_object_get(r[1], "global_step")), 15);
   ck_assert_double_eq(json_number_value(json_object_get(r[1], "top5")), 0.5);
   ck_assert_str_eq(kind(r[2]), "checkpoint");
   ck_assert_str_eq(json_string_value(json_object_get(r[2], "path")), "/ckpt/model-?.safetensors");
@@ -182,7 +183,7 @@ END_TEST
 START_TEST(null_log_does_nothing) {
   cnnb_benchmark_log_step step = {.step = 1};
   ck_assert_int_eq(cnnb_benchmark_log_step_record(NULL, &step), CNNB_OK);
-  ck_assert_int_eq(cnnb_benchmark_log_eval(NULL, 1, 0, 0, 1), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_eval(NULL, 1, 1, 0, 0, 1), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_checkpoint(NULL, 1, "x", 0), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_summary_extras(NULL, NULL), CNNB_OK);
   ck_assert_int_eq(cnnb_benchmark_log_summary(NULL, NULL), CNNB_OK);

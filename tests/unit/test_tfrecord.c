@@ -1,5 +1,5 @@
-/* test_tfrecord.c — the imagenet datasource's record framing (plugins/datasources/imagenet:
- * crc32c.c, tfrecord.c): CRC-32C against the standard vectors and TensorFlow's own bytes,
+/* test_tfrecord.c — the TFRecord framing (common/tfrecord: crc32c.c, tfrecord.c)
+ * that the imagenet datasource and the core's event files share: CRC-32C against the standard vectors and TensorFlow's own bytes,
  * the SSE4.2 and table paths agreeing at every length and alignment; records written and
  * read back (through the parser and through the file reader with records larger than its
  * read chunk and straddling chunk boundaries); a flipped data byte (its length's CRC
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "tfrecord.h"
+#include <tfrecord/crc32c.h>
+#include <tfrecord/tfrecord.h>
 
 /* TensorFlow 2.21's tf.io.TFRecordWriter writing b"" then b"hello". */
 static const uint8_t tf_records[] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x29, 0x03,

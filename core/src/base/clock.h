@@ -6,5 +6,9 @@
 
 /* Seconds since an arbitrary fixed point; only differences mean anything. [any-thread] */
 double cnnb_now_seconds(void);
+/* The wall clock (CLOCK_REALTIME): Unix seconds, fractional, for the time a record says
+ * it was written (the benchmark log, TensorBoard events), never for a duration.
+ * [any-thread] */
+double cnnb_unix_seconds(void);
 
 #endif

@@ -212,6 +212,20 @@ static const core_flag checkpoints_and_logs[] = {
      "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
      "configuration, machine and plugins, every displayed step, and a final summary. Keys "
      "are documented in the README. Empty: no log."},
+    {"summary_verbosity", CNNB_FLAG_INT, "0", NULL,
+     "TensorBoard summaries, as tf_cnn_benchmarks' levels: 0 none; 1 scalars (total_loss, "
+     "learning_rate, images/sec, loss_scale, training accuracy with "
+     "--print_training_accuracy) every --save_summaries_steps into --train_dir's events "
+     "file, and the evaluations' eval/Accuracy@1 and @5 into --eval_dir; 2 and 3 (tf's "
+     "histograms and images) write level 1's scalars here."},
+    {"save_summaries_steps", CNNB_FLAG_INT, "0", NULL,
+     "With --summary_verbosity and --train_dir, write the training scalars every n timed "
+     "steps; 0: no training events."},
+    {"eval_dir", CNNB_FLAG_STRING, "", NULL,
+     "Directory for the evaluations' TensorBoard events (--eval, --eval_during_training_*): "
+     "given, they are written whatever --summary_verbosity; empty: --train_dir/eval when "
+     "--summary_verbosity is at least 1 (tf_cnn_benchmarks' default, /tmp/tf_cnn_benchmarks/"
+     "eval, is not used: a run writes only where it is told)."},
     {"trace_file", CNNB_FLAG_STRING, "", NULL,
      "Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of --trace_steps "
      "steady-state steps: every node's forward and backward, the optimizer update, the data "

@@ -386,6 +386,14 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   cfg->max_ckpts_to_keep = (int32_t)v;
 
   cfg->benchmark_log_dir = cnnb_flags_string(flags, "benchmark_log_dir");
+  if ((st = int_in(flags, "summary_verbosity", 0, 3, " (tf_cnn_benchmarks' levels)", &v, err,
+                   size)))
+    return st;
+  cfg->summary_verbosity = (int32_t)v;
+  if ((st = int_in(flags, "save_summaries_steps", 0, INT64_MAX / 2, " (0: no training events)",
+                   &cfg->save_summaries_steps, err, size)))
+    return st;
+  cfg->eval_dir = cnnb_flags_string(flags, "eval_dir");
   cfg->trace_file = cnnb_flags_string(flags, "trace_file");
   if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");

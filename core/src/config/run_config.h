@@ -82,6 +82,9 @@ typedef struct cnnb_run_config {
   int32_t max_ckpts_to_keep;          /* >= 1 */
   bool ignore_unreadable_checkpoints; /* train from step 0 when none reads back whole */
   const char *benchmark_log_dir;      /* --benchmark_log_dir */
+  int32_t summary_verbosity;          /* --summary_verbosity, 0..3: TensorBoard scalars from 1 */
+  int64_t save_summaries_steps;       /* training events every n timed steps; 0: none */
+  const char *eval_dir;               /* --eval_dir: the evaluations' events ("": see the flag) */
   const char *trace_file;             /* --trace_file */
   int64_t trace_steps;                /* timed steps traced, from the first one */
   double target_accuracy;             /* (0, 1]: stop at this top-1; 0: off */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <gnu/libc-version.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,11 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/clock.h"
+#include "base/dirs.h"
+#include "report/log_values.h"
+#include "report/tf_logger.h"
 
 #define FILE_PREFIX "benchmark_run.rank"
 #define FILE_SUFFIX ".jsonl"
@@ -28,42 +34,13 @@ struct cnnb_benchmark_log {
   bool has_total, summarized;
   double images_per_sec, images, seconds;
   int64_t steps;
-  json_t *extras; /* the summary's added keys (an object) */
+  json_t *extras;     /* the summary's added keys (an object) */
+  cnnb_tf_logger *tf; /* rank 0: tf_cnn_benchmarks' own files (tf_logger.h); else NULL */
+  bool eval_mode;     /* from the run record: --eval's total is tf's eval_* metric */
+  int64_t start_step; /* from the run record: the checkpoint --eval evaluates */
 };
 
 /* ---- JSON values ------------------------------------------------------------------- */
-
-/* JSON has no NaN or infinity: a number that is not one is null ("not computed"). */
-static json_t *number(double value) { return isfinite(value) ? json_real(value) : json_null(); }
-
-/* A single-precision value (the learning rate, the loss scale) as the shortest decimal
- * that reads back as the same float: 0.005, not the double 0.004999999888241291. */
-static json_t *float_number(double value) {
-  if (!isfinite(value)) return json_null();
-  float f = (float)value;
-  char digits[32];
-  for (int precision = 1; precision < 9; precision++) {
-    snprintf(digits, sizeof digits, "%.*g", precision, (double)f);
-    double shortest = strtod(digits, NULL);
-    if ((float)shortest == f) return json_real(shortest);
-  }
-  return json_real((double)f);
-}
-
-/* jansson takes UTF-8 only; a path or argument in another encoding keeps its ASCII and
- * shows '?' for the rest rather than losing the whole value. NULL is null. */
-static json_t *text(const char *s) {
-  if (!s) return json_null();
-  json_t *value = json_string(s);
-  if (value) return value;
-  char *copy = strdup(s);
-  if (!copy) return NULL;
-  for (char *p = copy; *p; p++)
-    if ((unsigned char)*p >= 0x80) *p = '?';
-  value = json_string(copy);
-  free(copy);
-  return value;
-}
 
 static json_t *abi_text(uint32_t major, uint32_t minor) {
   char abi[32];
@@ -71,18 +48,12 @@ static json_t *abi_text(uint32_t major, uint32_t minor) {
   return json_string(abi);
 }
 
-static double unix_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A record's common head: kind, time, rank. */
 static json_t *new_record(const cnnb_benchmark_log *log, const char *kind) {
   json_t *record = json_object();
   if (!record) return NULL;
   json_object_set_new(record, "record", json_string(kind));
-  json_object_set_new(record, "time", json_real(unix_seconds()));
+  json_object_set_new(record, "time", json_real(cnnb_unix_seconds()));
   json_object_set_new(record, "rank", json_integer(log->rank));
   return record;
 }
@@ -105,37 +76,12 @@ static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
 
 /* ---- opening ---------------------------------------------------------------------- */
 
-/* mkdir -p: every missing component of `dir`, in order. */
-static cnnb_status make_dirs(cnnb_ctx *ctx, const char *dir) {
-  if (!*dir) return cnnb_error(ctx, CNNB_EINVAL, "--benchmark_log_dir: the directory is empty");
-  char *path = strdup(dir);
-  if (!path) return cnnb_error(ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = CNNB_OK;
-  for (char *p = path + 1;; p++) {
-    if (*p != '/' && *p != '\0') continue;
-    char end = *p;
-    *p = '\0';
-    struct stat sb;
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-      st = cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot create directory %s: %s", dir,
-                      path, strerror(errno));
-      break;
-    }
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-      st = cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: %s is not a directory", dir, path);
-      break;
-    }
-    *p = end;
-    if (!end) break;
-  }
-  free(path);
-  return st;
-}
-
 cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank,
                                     cnnb_benchmark_log **out) {
   *out = NULL;
-  cnnb_status st = make_dirs(ctx, dir);
+  char label[64 + PATH_MAX];
+  snprintf(label, sizeof label, "--benchmark_log_dir=%s", dir);
+  cnnb_status st = cnnb_make_dirs(ctx, *dir ? label : "--benchmark_log_dir", dir);
   if (st != CNNB_OK) return st;
   cnnb_benchmark_log *log = calloc(1, sizeof *log);
   if (!log || asprintf(&log->path, "%s/" FILE_PREFIX "%d" FILE_SUFFIX, dir, (int)rank) < 0) {
@@ -146,6 +92,12 @@ cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank
   log->rank = rank;
   log->extras = json_object();
   log->file = fopen(log->path, "we"); /* e: not inherited by a plugin's child processes */
+  if (log->file && log->extras && rank == 0 &&
+      (st = cnnb_tf_logger_open(ctx, dir, &log->tf)) != CNNB_OK) {
+    log->summarized = true;
+    cnnb_benchmark_log_close(log);
+    return st;
+  }
   if (!log->file || !log->extras) {
     st = log->file ? cnnb_error(ctx, CNNB_ENOMEM, "out of memory")
                    : cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot write %s: %s", dir,
@@ -162,6 +114,7 @@ void cnnb_benchmark_log_close(cnnb_benchmark_log *log) {
   if (!log) return;
   if (!log->summarized) (void)cnnb_benchmark_log_summary(log, "closed before the run ended");
   if (log->file) fclose(log->file);
+  cnnb_tf_logger_close(log->tf);
   json_decref(log->extras);
   free(log->path);
   free(log);
@@ -175,8 +128,8 @@ static json_t *flag_value(const cnnb_flag_view *f) {
   switch (f->type) {
     case CNNB_FLAG_BOOL: return json_boolean(f->b);
     case CNNB_FLAG_INT: return json_integer(f->i);
-    case CNNB_FLAG_FLOAT: return number(f->f);
-    case CNNB_FLAG_STRING: return text(f->s);
+    case CNNB_FLAG_FLOAT: return cnnb_log_number(f->f);
+    case CNNB_FLAG_STRING: return cnnb_log_text(f->s);
   }
   return json_null();
 }
@@ -202,7 +155,8 @@ static void add_flags(json_t *record, const cnnb_flags *flags) {
 
 static json_t *command_line(const cnnb_run_config *cfg) {
   json_t *args = json_array();
-  for (int i = 0; cfg->argv && i < cfg->argc; i++) json_array_append_new(args, text(cfg->argv[i]));
+  for (int i = 0; cfg->argv && i < cfg->argc; i++)
+    json_array_append_new(args, cnnb_log_text(cfg->argv[i]));
   return args;
 }
 
@@ -211,24 +165,24 @@ static json_t *command_line(const cnnb_run_config *cfg) {
 static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   int64_t global = f->global_batch;
   json_t *o = json_object();
-  json_object_set_new(o, "model", text(f->model->name));
-  json_object_set_new(o, "dataset", text(cfg->dataset->name));
-  json_object_set_new(o, "data_dir", *cfg->data_dir ? text(cfg->data_dir) : json_null());
-  json_object_set_new(o, "datasource", text(f->datasource->name));
-  json_object_set_new(o, "device", text(f->device->name));
-  json_object_set_new(o, "strategy", text(f->strategy->name));
-  json_object_set_new(o, "mode", text(cnnb_run_mode_name(cfg->mode)));
+  json_object_set_new(o, "model", cnnb_log_text(f->model->name));
+  json_object_set_new(o, "dataset", cnnb_log_text(cfg->dataset->name));
+  json_object_set_new(o, "data_dir", *cfg->data_dir ? cnnb_log_text(cfg->data_dir) : json_null());
+  json_object_set_new(o, "datasource", cnnb_log_text(f->datasource->name));
+  json_object_set_new(o, "device", cnnb_log_text(f->device->name));
+  json_object_set_new(o, "strategy", cnnb_log_text(f->strategy->name));
+  json_object_set_new(o, "mode", cnnb_log_text(cnnb_run_mode_name(cfg->mode)));
   json_object_set_new(o, "batch_size_per_replica", json_integer(f->batch_size));
   json_object_set_new(o, "global_batch_size", json_integer(global));
   json_object_set_new(o, "replicas_per_rank", json_integer(f->replicas));
   json_object_set_new(o, "ranks", json_integer(f->world.size));
   json_object_set_new(o, "image_size", json_integer(f->image_size));
   json_object_set_new(o, "num_classes", json_integer(f->num_classes));
-  json_object_set_new(o, "precision", text(cnnb_precision_name(cfg->precision)));
-  json_object_set_new(o, "input_dtype", text(f->input_uint8 ? "uint8" : "float32"));
+  json_object_set_new(o, "precision", cnnb_log_text(cnnb_precision_name(cfg->precision)));
+  json_object_set_new(o, "input_dtype", cnnb_log_text(f->input_uint8 ? "uint8" : "float32"));
   json_object_set_new(o, "optimizer",
                       cfg->mode == CNNB_MODE_TRAIN
-                          ? text(cnnb_optimizer_rule_name(cfg->trainer.rule))
+                          ? cnnb_log_text(cnnb_optimizer_rule_name(cfg->trainer.rule))
                           : json_null());
   json_object_set_new(o, "num_batches", json_integer(f->num_batches));
   json_object_set_new(o, "num_warmup_batches", json_integer(cfg->num_warmup_batches));
@@ -236,27 +190,10 @@ static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   int64_t epoch = f->examples_per_epoch; /* 0: the datasource does not know */
   json_object_set_new(o, "examples_per_epoch", epoch > 0 ? json_integer(epoch) : json_null());
   json_object_set_new(o, "num_epochs",
-                      epoch > 0 ? number((double)f->num_batches * (double)global / (double)epoch)
-                                : json_null());
+                      epoch > 0
+                          ? cnnb_log_number((double)f->num_batches * (double)global / (double)epoch)
+                          : json_null());
   return o;
-}
-
-/* The first "model name" of /proc/cpuinfo (x86; null where the kernel names none). */
-static json_t *cpu_model(void) {
-  FILE *f = fopen("/proc/cpuinfo", "re");
-  if (!f) return json_null();
-  char line[512];
-  json_t *model = NULL;
-  while (!model && fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) != 0) continue;
-    char *colon = strchr(line, ':');
-    if (!colon) continue;
-    char *start = colon + 1 + strspn(colon + 1, " \t");
-    start[strcspn(start, "\n")] = '\0';
-    model = text(start);
-  }
-  fclose(f);
-  return model ? model : json_null();
 }
 
 static json_t *machine(void) {
@@ -264,13 +201,13 @@ static json_t *machine(void) {
   char host[256] = "";
   if (gethostname(host, sizeof host) != 0) host[0] = '\0';
   host[sizeof host - 1] = '\0';
-  json_object_set_new(o, "hostname", *host ? text(host) : json_null());
+  json_object_set_new(o, "hostname", *host ? cnnb_log_text(host) : json_null());
   struct utsname u;
   bool named = uname(&u) == 0;
-  json_object_set_new(o, "os", named ? text(u.sysname) : json_null());
-  json_object_set_new(o, "os_release", named ? text(u.release) : json_null());
-  json_object_set_new(o, "arch", named ? text(u.machine) : json_null());
-  json_object_set_new(o, "cpu_model", cpu_model());
+  json_object_set_new(o, "os", named ? cnnb_log_text(u.sysname) : json_null());
+  json_object_set_new(o, "os_release", named ? cnnb_log_text(u.release) : json_null());
+  json_object_set_new(o, "arch", named ? cnnb_log_text(u.machine) : json_null());
+  json_object_set_new(o, "cpu_model", cnnb_log_cpu_model());
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   json_object_set_new(o, "logical_cores", cores > 0 ? json_integer(cores) : json_null());
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -282,14 +219,14 @@ static json_t *machine(void) {
 
 static json_t *plugin(const cnnb_bound_plugin *p) {
   json_t *o = json_object();
-  json_object_set_new(o, "name", text(p->name));
-  json_object_set_new(o, "plugin", text(p->plugin ? p->plugin->name : NULL));
-  json_object_set_new(o, "version", text(p->plugin ? p->plugin->version : NULL));
+  json_object_set_new(o, "name", cnnb_log_text(p->name));
+  json_object_set_new(o, "plugin", cnnb_log_text(p->plugin ? p->plugin->name : NULL));
+  json_object_set_new(o, "version", cnnb_log_text(p->plugin ? p->plugin->version : NULL));
   json_object_set_new(o, "abi",
                       p->plugin ? abi_text(p->plugin->abi_major, p->plugin->abi_minor)
                                 : json_null());
-  json_object_set_new(o, "path", text(p->path));
-  json_object_set_new(o, "description", text(p->plugin ? p->plugin->description : NULL));
+  json_object_set_new(o, "path", cnnb_log_text(p->path));
+  json_object_set_new(o, "description", cnnb_log_text(p->plugin ? p->plugin->description : NULL));
   return o;
 }
 
@@ -306,9 +243,9 @@ static json_t *plugins(const cnnb_run_facts *f) {
 static json_t *libraries(void) {
   json_t *o = json_object();
   json_object_set_new(o, "jansson", json_string(JANSSON_VERSION));
-  json_object_set_new(o, "jansson_runtime", text(jansson_version_str()));
-  json_object_set_new(o, "glibc", text(gnu_get_libc_version()));
-  json_object_set_new(o, "compiler", text(__VERSION__));
+  json_object_set_new(o, "jansson_runtime", cnnb_log_text(jansson_version_str()));
+  json_object_set_new(o, "glibc", cnnb_log_text(gnu_get_libc_version()));
+  json_object_set_new(o, "compiler", cnnb_log_text(__VERSION__));
   return o;
 }
 
@@ -324,9 +261,12 @@ cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run_confi
   json_object_set_new(record, "resolved", resolved(cfg, facts));
   json_object_set_new(record, "machine", machine());
   json_object_set_new(record, "plugins", plugins(facts));
-  json_object_set_new(record, "device_description", text(facts->device_description));
+  json_object_set_new(record, "device_description", cnnb_log_text(facts->device_description));
   json_object_set_new(record, "libraries", libraries());
-  return write_record(log, record);
+  cnnb_status st = write_record(log, record);
+  log->eval_mode = cfg->mode == CNNB_MODE_EVAL;
+  log->start_step = facts->start_step;
+  return st == CNNB_OK ? cnnb_tf_logger_run_info(log->tf, cfg, facts) : st;
 }
 
 /* ---- steps, evaluations, checkpoints ---------------------------------------------- */
@@ -338,28 +278,44 @@ cnnb_status cnnb_benchmark_log_step_record(cnnb_benchmark_log *log,
   if (!record) return write_record(log, NULL);
   json_object_set_new(record, "step", json_integer(s->step));
   json_object_set_new(record, "global_step", json_integer(s->global_step));
-  json_object_set_new(record, "images_per_sec", number(s->images_per_sec));
-  json_object_set_new(record, "images_per_sec_uncertainty", number(s->images_per_sec_uncertainty));
-  json_object_set_new(record, "jitter", number(s->jitter));
-  json_object_set_new(record, "loss", number(s->loss));
-  json_object_set_new(record, "top1", number(s->top1));
-  json_object_set_new(record, "top5", number(s->top5));
-  json_object_set_new(record, "learning_rate", float_number(s->learning_rate));
-  json_object_set_new(record, "loss_scale", float_number(s->loss_scale));
-  json_object_set_new(record, "step_seconds", number(s->step_seconds));
-  return write_record(log, record);
+  json_object_set_new(record, "images_per_sec", cnnb_log_number(s->images_per_sec));
+  json_object_set_new(record, "images_per_sec_uncertainty",
+                      cnnb_log_number(s->images_per_sec_uncertainty));
+  json_object_set_new(record, "jitter", cnnb_log_number(s->jitter));
+  json_object_set_new(record, "loss", cnnb_log_number(s->loss));
+  json_object_set_new(record, "top1", cnnb_log_number(s->top1));
+  json_object_set_new(record, "top5", cnnb_log_number(s->top5));
+  json_object_set_new(record, "learning_rate", cnnb_log_float_number(s->learning_rate));
+  json_object_set_new(record, "loss_scale", cnnb_log_float_number(s->loss_scale));
+  json_object_set_new(record, "step_seconds", cnnb_log_number(s->step_seconds));
+  cnnb_status st = write_record(log, record);
+  /* tf_cnn_benchmarks' benchmark_one_step: at its 1-based step, not the global step. */
+  if (st == CNNB_OK)
+    st = cnnb_tf_logger_metric(log->tf, "current_examples_per_sec", s->images_per_sec, NULL,
+                               s->step);
+  if (st == CNNB_OK) st = cnnb_tf_logger_metric(log->tf, "top_1_accuracy", s->top1, NULL, s->step);
+  if (st == CNNB_OK) st = cnnb_tf_logger_metric(log->tf, "top_5_accuracy", s->top5, NULL, s->step);
+  return st;
 }
 
-cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1, double top5,
-                                    int64_t examples) {
+cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, int64_t global_step,
+                                    double top1, double top5, int64_t examples) {
   if (!log) return CNNB_OK;
   json_t *record = new_record(log, "eval");
   if (!record) return write_record(log, NULL);
   json_object_set_new(record, "step", json_integer(step));
-  json_object_set_new(record, "top1", number(top1));
-  json_object_set_new(record, "top5", number(top5));
+  json_object_set_new(record, "global_step", json_integer(global_step));
+  json_object_set_new(record, "top1", cnnb_log_number(top1));
+  json_object_set_new(record, "top5", cnnb_log_number(top5));
   json_object_set_new(record, "examples", json_integer(examples));
-  return write_record(log, record);
+  cnnb_status st = write_record(log, record);
+  /* The eval_results tf_cnn_benchmarks' _eval_once means to log (its set literal makes
+   * the logger drop them: here they are written as meant). */
+  if (st == CNNB_OK)
+    st = cnnb_tf_logger_metric(log->tf, "eval_top_1_accuracy", top1, NULL, global_step);
+  if (st == CNNB_OK)
+    st = cnnb_tf_logger_metric(log->tf, "eval_top_5_accuracy", top5, NULL, global_step);
+  return st;
 }
 
 cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step, const char *path,
@@ -368,8 +324,8 @@ cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step,
   json_t *record = new_record(log, "checkpoint");
   if (!record) return write_record(log, NULL);
   json_object_set_new(record, "step", json_integer(step));
-  json_object_set_new(record, "path", text(path));
-  json_object_set_new(record, "seconds", number(seconds));
+  json_object_set_new(record, "path", cnnb_log_text(path));
+  json_object_set_new(record, "seconds", cnnb_log_number(seconds));
   return write_record(log, record);
 }
 
@@ -399,13 +355,22 @@ cnnb_status cnnb_benchmark_log_summary(cnnb_benchmark_log *log, const char *erro
   log->summarized = true;
   json_t *record = new_record(log, "summary");
   if (!record) return write_record(log, NULL);
-  json_object_set_new(record, "status", text(error ? error : "ok"));
+  json_object_set_new(record, "status", cnnb_log_text(error ? error : "ok"));
   bool t = log->has_total;
-  json_object_set_new(record, "images_per_sec", t ? number(log->images_per_sec) : json_null());
+  json_object_set_new(record, "images_per_sec",
+                      t ? cnnb_log_number(log->images_per_sec) : json_null());
   json_object_set_new(record, "images",
                       t ? json_integer((json_int_t)llround(log->images)) : json_null());
-  json_object_set_new(record, "seconds", t ? number(log->seconds) : json_null());
+  json_object_set_new(record, "seconds", t ? cnnb_log_number(log->seconds) : json_null());
   json_object_set_new(record, "steps", t ? json_integer(log->steps) : json_null());
   json_object_update_missing(record, log->extras); /* the summary's own keys win */
-  return write_record(log, record);
+  cnnb_status st = write_record(log, record);
+  /* The run's average: training's at its last step (tf's average_examples_per_sec),
+   * --eval's at the checkpoint's step. */
+  if (st == CNNB_OK && t && !error)
+    st = log->eval_mode ? cnnb_tf_logger_metric(log->tf, "eval_average_examples_per_sec",
+                                                log->images_per_sec, NULL, log->start_step)
+                        : cnnb_tf_logger_metric(log->tf, "average_examples_per_sec",
+                                                log->images_per_sec, NULL, log->steps);
+  return st;
 }

@@ -18,6 +18,9 @@
  * function return CNNB_EIO with the path in the run's error: a log that silently lost
  * records would be worse than a failed run.
  *
+ * Rank 0 also writes tf_cnn_benchmarks' own benchmark_run.log and metric.log into DIR
+ * (tf_logger.h), from the same records.
+ *
  * Every function accepts log == NULL (no --benchmark_log_dir) and then does nothing, so
  * call sites need no test of their own. */
 #ifndef CNNB_BENCHMARK_LOG_H
@@ -65,10 +68,11 @@ typedef struct cnnb_benchmark_log_step {
 cnnb_status cnnb_benchmark_log_step_record(cnnb_benchmark_log *log,
                                            const cnnb_benchmark_log_step *step);
 
-/* An evaluation's result: after timed step `step`, top-1 / top-5 as fractions over
- * `examples` examples (the world's, as the report's accuracy line). */
-cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, double top1, double top5,
-                                    int64_t examples);
+/* An evaluation's result: after timed step `step` (the model of global step
+ * `global_step`), top-1 / top-5 as fractions over `examples` examples (the world's, as
+ * the report's accuracy line). */
+cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, int64_t global_step,
+                                    double top1, double top5, int64_t examples);
 /* A checkpoint written after timed step `step` to `path`, taking `seconds`. */
 cnnb_status cnnb_benchmark_log_checkpoint(cnnb_benchmark_log *log, int64_t step, const char *path,
                                           double seconds);

@@ -8,7 +8,6 @@
 
 #include "base/clock.h"
 #include "graph/op_device.h"
-#include "report/benchmark_log.h"
 #include "report/report.h"
 #include "run/replica.h"
 #include "run/world.h"
@@ -287,10 +286,6 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
   cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);
   if (out) fflush(out);
-  if (tally[2] > 0 &&
-      (st = cnnb_benchmark_log_eval(run->log, step, (double)tally[0] / tally[2],
-                                    (double)tally[1] / tally[2], tally[2])) != CNNB_OK)
-    return st;
   if (result) {
     double examples = tally[2] > 0 ? (double)tally[2] : 1.0;
     *result = (cnnb_eval_result){tally[0], tally[1], tally[2], (double)tally[0] / examples,

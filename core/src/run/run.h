@@ -22,6 +22,7 @@ typedef struct cnnb_run cnnb_run;
 typedef struct cnnb_benchmark_log cnnb_benchmark_log; /* report/benchmark_log.h */
 typedef struct cnnb_checkpoints cnnb_checkpoints;     /* run/checkpoint.h */
 typedef struct cnnb_evaluation cnnb_evaluation;       /* run/evaluation.h */
+typedef struct cnnb_summaries cnnb_summaries;         /* run/summaries.h */
 
 /* One replica: a device instance, the executor running the graph on it, its optimizer
  * and its own datasource instance, read ahead by its input thread. */
@@ -55,6 +56,7 @@ struct cnnb_run {
   cnnb_benchmark_log *log;       /* --benchmark_log_dir; NULL without */
   cnnb_checkpoints *checkpoints; /* --train_dir; NULL without */
   cnnb_evaluation *evaluation;   /* --eval_during_training_*; NULL without */
+  cnnb_summaries *summaries;     /* --summary_verbosity's TensorBoard events; NULL without */
 };
 
 #endif

@@ -21,6 +21,7 @@
 #include "run/evaluation.h"
 #include "run/input_dtype.h"
 #include "run/replica.h"
+#include "run/summaries.h"
 #include "run/world.h"
 
 /* ---- plugins -------------------------------------------------------------------- */
@@ -540,6 +541,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if (log_dir && *log_dir &&
       (st = cnnb_benchmark_log_open(run->ctx, log_dir, f->world.rank, &run->log)) != CNNB_OK)
     return st;
+  if (model && (st = cnnb_summaries_open(run)) != CNNB_OK) return st; /* the same, for events */
   for (int32_t i = 0; model && i < n; i++)
     if ((st = create_executor(run, i)) != CNNB_OK) return st;
   if (model) st = broadcast_params(run);
@@ -558,11 +560,13 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
       return st;
   }
   if (cfg->eval_during_training && (st = cnnb_evaluation_prepare(run)) != CNNB_OK) return st;
+  if ((st = cnnb_summaries_start(run)) != CNNB_OK) return st;
   return cnnb_benchmark_log_run(run->log, cfg, f, cnnb_ctx_flags(run->ctx));
 }
 
 void cnnb_run_close(cnnb_run *run) {
   cnnb_benchmark_log_close(run->log); /* first: its summary may report through run->ctx */
+  cnnb_summaries_free(run);
   cnnb_checkpoints_free(run->checkpoints);
   cnnb_evaluation_free(run, run->evaluation);
   if (run->strategy.state) run->strategy.vt.strategy->destroy(run->strategy.state);

@@ -22,6 +22,7 @@
 #include "run/evaluation.h"
 #include "run/replica.h"
 #include "run/run_report.h"
+#include "run/summaries.h"
 #include "run/world.h"
 
 /* ---- traced steps ------------------------------------------------------------------ */
@@ -99,8 +100,9 @@ typedef struct step_loop {
 /* One timed step as the report and the log show it. */
 typedef struct step_result {
   bool display;                    /* the report prints a line for it */
+  bool summarize;                  /* it writes TensorBoard's training scalars */
   double seconds;                  /* timed */
-  cnnb_benchmark_log_step metrics; /* read on displayed steps only */
+  cnnb_benchmark_log_step metrics; /* read on displayed and summarized steps only */
 } step_result;
 
 /* The global step before timed step i (0-based): a resumed checkpoint's, the warm-up's. */
@@ -302,21 +304,23 @@ static cnnb_status timed_step(step_loop *loop, int64_t i, step_result *res) {
   int64_t step = global_step(loop, i);
   int64_t num_batches = run->facts.num_batches;
   res->display = cnnb_report_should_display(i + 1, cfg->display_every) || i + 1 == num_batches;
+  res->summarize = loop->training && cnnb_summaries_due(run, i + 1);
   res->metrics = (cnnb_benchmark_log_step){.step = i + 1, .global_step = step + 1};
   bool traced = loop->trace && i < cfg->trace_steps;
   if (traced) cnnb_trace_begin(loop->trace);
   double traced_from = traced ? cnnb_trace_now_us() : 0.0;
   double start = cnnb_now_seconds();
-  bool watch = watched(loop, step), read = res->display || watch;
+  bool watch = watched(loop, step);
+  bool measured = res->display || res->summarize || watch; /* its metrics are read */
   cnnb_status st = forward_backward(loop, step, NEXT_BATCH, loop->eval);
   /* An asynchronous device finishes the gradients inside the timed part, not while the
    * metrics wait for them. */
-  if (st == CNNB_OK && read) st = synchronize_all(loop);
+  if (st == CNNB_OK && measured) st = synchronize_all(loop);
   if (st != CNNB_OK) return st;
   res->seconds = cnnb_now_seconds() - start;
   double t = trace_mark(run);
-  if (read && (st = read_metrics(loop, step, &res->metrics)) != CNNB_OK) return st;
-  if (read) trace_since(run, "read metrics", t, NULL);
+  if (measured && (st = read_metrics(loop, step, &res->metrics)) != CNNB_OK) return st;
+  if (measured) trace_since(run, "read metrics", t, NULL);
   /* Before the update: weights that give such a loss are never trained on, nor saved. */
   if (watch && (st = check_resumed_loss(loop, step, res->metrics.loss)) != CNNB_OK) return st;
   start = cnnb_now_seconds();
@@ -390,20 +394,23 @@ static cnnb_status warm_up(step_loop *loop) {
 }
 
 /* Counts timed step i; a displayed one gets its log record, the divergence check and its
- * report line. Every rank logs what it measured (its own loss and timing). */
+ * report line, a summarized one its TensorBoard scalars. Every rank logs what it
+ * measured (its own loss and timing); rank 0 writes the events. */
 static cnnb_status show_step(step_loop *loop, int64_t i, step_result *res) {
   cnnb_run *run = loop->run;
   loop->total_seconds += res->seconds;
   loop->steps_run = i + 1;
   cnnb_step_stats_add_step(&loop->stats, (double)run->facts.global_batch, res->seconds);
-  if (!res->display) return CNNB_OK;
+  if (!res->display && !res->summarize) return CNNB_OK;
   cnnb_benchmark_log_step *m = &res->metrics;
   m->images_per_sec = cnnb_step_stats_mean(&loop->stats);
   m->images_per_sec_uncertainty = cnnb_step_stats_stderr(&loop->stats);
   m->jitter = cnnb_step_stats_jitter(&loop->stats);
   m->step_seconds = res->seconds;
-  cnnb_status st = cnnb_benchmark_log_step_record(run->log, m);
-  if (st != CNNB_OK) return st;
+  cnnb_status st = CNNB_OK;
+  if (res->summarize && (st = cnnb_summaries_step(run, m)) != CNNB_OK) return st;
+  if (!res->display) return CNNB_OK;
+  if ((st = cnnb_benchmark_log_step_record(run->log, m)) != CNNB_OK) return st;
   if (!isfinite(m->loss) && loop->resumed_from && !loop->training)
     return cnnb_error(run->ctx, CNNB_ENUMERIC,
                       "step %lld: the loss is %f with the weights of checkpoint %s (a corrupted "
@@ -455,10 +462,24 @@ static void check_target(step_loop *loop, const cnnb_eval_result *result, int64_
   fflush(out);
 }
 
+/* What an evaluation measured at timed step `step` (global step `global`), into the
+ * benchmark log and TensorBoard's evaluation events. */
+static cnnb_status record_eval(cnnb_run *run, int64_t step, int64_t global,
+                               const int64_t tally[3]) {
+  if (tally[2] <= 0) return CNNB_OK;
+  double top1 = (double)tally[0] / (double)tally[2], top5 = (double)tally[1] / (double)tally[2];
+  cnnb_status st = cnnb_benchmark_log_eval(run->log, step, global, top1, top5, tally[2]);
+  return st == CNNB_OK ? cnnb_summaries_eval(run, global, top1, top5) : st;
+}
+
 /* One evaluation of the model in memory after timed step `step`, and the target. */
 static cnnb_status evaluate(step_loop *loop, int64_t step, int64_t global) {
   cnnb_eval_result result;
   cnnb_status st = cnnb_evaluation_run(loop->run, step, loop->out, &result);
+  if (st == CNNB_OK) {
+    int64_t tally[3] = {result.top1_hits, result.top5_hits, result.examples};
+    st = record_eval(loop->run, step, global, tally);
+  }
   if (st == CNNB_OK) check_target(loop, &result, step, global);
   return st;
 }
@@ -508,10 +529,8 @@ static cnnb_status finish_steps(step_loop *loop) {
     if ((st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the accuracy")) != CNNB_OK)
       return st;
     cnnb_report_print_accuracy(loop->out, "", tally[0], tally[1], tally[2]);
-    if (tally[2] > 0 &&
-        (st = cnnb_benchmark_log_eval(run->log, run->facts.num_batches,
-                                      (double)tally[0] / (double)tally[2],
-                                      (double)tally[1] / (double)tally[2], tally[2])) != CNNB_OK)
+    /* The checkpoint's global step: --eval's steps update nothing. */
+    if ((st = record_eval(run, run->facts.num_batches, run->facts.start_step, tally)) != CNNB_OK)
       return st;
   }
   /* This process's images; the world's total adds every rank's (world.h). */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/dirs.h"
 
 #define PREFIX "model.ckpt-"
 #define SUFFIX ".safetensors"
@@ -85,28 +87,10 @@ static void remove_stale_tmp(cnnb_ctx *ctx, const char *dir) {
 
 cnnb_status cnnb_checkpoint_dir_make(cnnb_ctx *ctx, const char *dir) {
   if (!dir || !*dir) return cnnb_error(ctx, CNNB_EINVAL, "checkpoint directory: empty path");
-  char *p = strdup(dir);
-  if (!p) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", dir);
-  /* mkdir -p: each prefix ending before a '/', then the whole path. */
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0') continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-      cnnb_status st = cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: cannot create %s: %s",
-                                  dir, p, strerror(errno));
-      free(p);
-      return st;
-    }
-    *s = c;
-    if (c == '\0') break;
-  }
-  free(p);
-  struct stat sb;
-  if (stat(dir, &sb) != 0)
-    return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: %s", dir, strerror(errno));
-  if (!S_ISDIR(sb.st_mode))
-    return cnnb_error(ctx, CNNB_EIO, "checkpoint directory %s: exists and is not a directory", dir);
+  char label[64 + PATH_MAX];
+  snprintf(label, sizeof label, "checkpoint directory %s", dir);
+  cnnb_status st = cnnb_make_dirs(ctx, label, dir);
+  if (st != CNNB_OK) return st;
   return CNNB_OK;
 }
 

@@ -9,7 +9,7 @@
 
 #include "example.h"
 #include "prep_rng.h"
-#include "tfrecord.h"
+#include <tfrecord/tfrecord.h>
 
 /* What one pass over a TFRecord file gives the stream, counted from its record headers
  * (stream_skip): its records up to a damaged header, and the damage as one bad item. */

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 
 #include "shard_set.h"
-#include "tfrecord.h"
+#include <tfrecord/crc32c.h>
+#include <tfrecord/tfrecord.h>
 
 static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);

@@ -23,7 +23,7 @@
 #include "example.h"
 #include "image_folder.h"
 #include "jpeg_image.h"
-#include "tfrecord.h"
+#include <tfrecord/tfrecord.h>
 
 enum { MAX_WARNINGS = 20, MAX_SHARDS = 99999, MAX_THREADS = 256 };
 #define MAX_IMAGE_BYTES ((size_t)1 << 29) /* well under a record's 1 GiB limit */

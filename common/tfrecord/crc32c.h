@@ -1,7 +1,7 @@
 /* crc32c.h — CRC-32C (Castagnoli), and the masked form TFRecord framing stores
  * (TensorFlow's crc32c::Mask: rotate right by 15, add 0xa282ead8). */
-#ifndef IMAGENET_CRC32C_H
-#define IMAGENET_CRC32C_H
+#ifndef CNNB_COMMON_CRC32C_H
+#define CNNB_COMMON_CRC32C_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -300,7 +300,9 @@ struct tfrecord_writer {
   int failed;
 };
 
-int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, size_t err_size) {
+/* fopen's mode: "wbe" replaces, "wbxe" creates only (C11's x: fails when the file exists). */
+static int writer_open(const char *path, const char *mode, tfrecord_writer **out, char *err,
+                       size_t err_size) {
   *out = NULL;
   tfrecord_writer *w = calloc(1, sizeof *w);
   if (!w || !(w->path = strdup(path))) {
@@ -308,15 +310,25 @@ int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, siz
     fail(err, err_size, "%s: out of memory", path);
     return -1;
   }
-  w->file = fopen(path, "wbe");
+  w->file = fopen(path, mode);
   if (!w->file) {
-    fail(err, err_size, "%s: %s", path, strerror(errno));
+    int saved = errno;
+    fail(err, err_size, "%s: %s", path, strerror(saved));
     free(w->path);
     free(w);
+    errno = saved;
     return -1;
   }
   *out = w;
   return 0;
+}
+
+int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, size_t err_size) {
+  return writer_open(path, "wbe", out, err, err_size);
+}
+
+int tfrecord_writer_create(const char *path, tfrecord_writer **out, char *err, size_t err_size) {
+  return writer_open(path, "wbxe", out, err, err_size);
 }
 
 int tfrecord_write(tfrecord_writer *w, const void *data, size_t size, char *err, size_t err_size) {
@@ -332,6 +344,19 @@ int tfrecord_write(tfrecord_writer *w, const void *data, size_t size, char *err,
   if (fwrite(header, 1, HEADER, w->file) != HEADER ||
       (size && fwrite(data, 1, size, w->file) != size) ||
       fwrite(footer, 1, FOOTER, w->file) != FOOTER) {
+    fail(err, err_size, "%s: write: %s", w->path, strerror(errno));
+    w->failed = 1;
+    return -1;
+  }
+  return 0;
+}
+
+int tfrecord_writer_flush(tfrecord_writer *w, char *err, size_t err_size) {
+  if (w->failed) {
+    fail(err, err_size, "%s: an earlier write failed", w->path);
+    return -1;
+  }
+  if (fflush(w->file) != 0) {
     fail(err, err_size, "%s: write: %s", w->path, strerror(errno));
     w->failed = 1;
     return -1;

@@ -6,9 +6,13 @@
  * is one bad record (BAD_DATA): the framing is intact, so reading goes on with the next.
  * A length that fails its CRC, an impossible length or a cut-short record lose the
  * framing (CORRUPT): nothing after it can be found. Writing produces files TensorFlow's
- * TFRecordDataset reads. */
-#ifndef IMAGENET_TFRECORD_H
-#define IMAGENET_TFRECORD_H
+ * TFRecordDataset reads.
+ *
+ * One place for the format, linked by everything that reads or writes it: the imagenet
+ * datasource and cnnbench-mkrecords (shards of tf.Example), and the core's TensorBoard
+ * event files (core/src/report/event_file.c), which are TFRecord files too. */
+#ifndef CNNB_COMMON_TFRECORD_H
+#define CNNB_COMMON_TFRECORD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,9 +53,16 @@ void tfrecord_close(tfrecord_reader *reader);
 
 /* Writing: 0 on success, -1 with err filled. Close flushes and fsyncs. */
 typedef struct tfrecord_writer tfrecord_writer;
+/* Creates or replaces `path`. */
 int tfrecord_writer_open(const char *path, tfrecord_writer **out, char *err, size_t err_size);
+/* Creates `path`, which must not exist: -1 with errno EEXIST (and err) when it does, so a
+ * writer that picks its own file name never replaces a file it did not write. */
+int tfrecord_writer_create(const char *path, tfrecord_writer **out, char *err, size_t err_size);
 int tfrecord_write(tfrecord_writer *writer, const void *data, size_t size, char *err,
                    size_t err_size);
+/* Hands what was written so far to the kernel (no fsync): a reader of the growing file,
+ * or what a killed process leaves, sees whole records up to here. */
+int tfrecord_writer_flush(tfrecord_writer *writer, char *err, size_t err_size);
 int tfrecord_writer_close(tfrecord_writer *writer, char *err, size_t err_size);
 
 #endif
