@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/host_ctx.h"
 #include "exec/loss_scale.h"
 
 /* Largest values that still mean something; beyond them a flag is a typo. */
@@ -95,6 +96,10 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
       return refuse(err, size, "--%s is empty: name a plugin (see --list_plugins)", names[i].flag);
     memcpy((char *)cfg + names[i].offset, &v, sizeof v);
   }
+  /* tf_cnn_benchmarks' device names: gpu (in either case) is the cuda device. */
+  cfg->device_flag = cfg->device;
+  if (strcmp(cfg->device, "gpu") == 0 || strcmp(cfg->device, "GPU") == 0) cfg->device = "cuda";
+  else if (strcmp(cfg->device, "CPU") == 0) cfg->device = "cpu";
   cfg->datasource = cnnb_flags_string(flags, "datasource");
   cfg->model_info = cnnb_flags_bool(flags, "model_info");
   bool eval = cnnb_flags_bool(flags, "eval"), forward = cnnb_flags_bool(flags, "forward_only");
@@ -172,9 +177,21 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   return CNNB_OK;
 }
 
+/* tf_cnn_benchmarks' rule when --data_name is not given: the first known dataset whose
+ * name is inside --data_dir ('imagenet', then 'cifar10'; mnist is ours). tf refuses a path
+ * naming none; we keep imagenet, whose datasource's probe then judges the folder. */
+static const char *guess_dataset(const char *data_dir) {
+  const cnnb_dataset_info *d;
+  for (uint32_t k = 1; data_dir && *data_dir && (d = cnnb_dataset_lookup(k)); k++)
+    if (strstr(data_dir, d->name)) return d->name;
+  return "imagenet";
+}
+
 static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                              size_t size) {
   const char *name = cnnb_flags_string(flags, "data_name");
+  if (!cnnb_flags_is_set(flags, "data_name"))
+    name = guess_dataset(cnnb_flags_string(flags, "data_dir"));
   cfg->dataset = cnnb_dataset_find(name);
   if (!cfg->dataset) {
     size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; known:", name);
@@ -384,6 +401,16 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
   if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
+  if (!cnnb_flags_bool(flags, "use_chrome_trace_format")) {
+    if (*cfg->trace_file)
+      return refuse(err, size,
+                    "--use_chrome_trace_format=false asks for tf's StepStats proto, which "
+                    "cnnbench cannot write: --trace_file=%s writes the Chrome trace format "
+                    "(drop the flag)",
+                    cfg->trace_file);
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "--use_chrome_trace_format=false has no effect here: no --trace_file");
+  }
   if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
     return refuse(err, size,
                   "--trace_file given with --input_only: the trace shows a model's steps");

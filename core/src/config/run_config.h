@@ -32,6 +32,7 @@ typedef struct cnnb_run_config {
   /* Plugins, by the names users pick them with. datasource "" lets the datasources'
    * probes choose. */
   const char *model, *device, *strategy, *datasource;
+  const char *device_flag; /* --device as given: tf's "gpu" where device reads "cuda" */
   cnnb_run_mode mode;
   bool model_info; /* --model_info: describe the model, run nothing */
 

@@ -1,7 +1,8 @@
 /* flags_parse.c — the command line, absl/TF style: --flag=value, --flag value, --bool,
  * --bool=false, --nobool; one dash works as well as two. Everything that is not a flag is
  * an error naming it (cnnbench takes no positional arguments), and an unknown name gets
- * "did you mean" when a declared one is close. The first error stops the parse. */
+ * "did you mean" when a declared one is close. Unknown names are all named in one message
+ * at the end (a tf command line may carry several); any other error stops the parse. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,19 @@ static cnnb_status positional(int argc, char **argv, int first, char *err, size_
   return CNNB_EINVAL;
 }
 
+/* Appends one unknown name (and its "did you mean") to the list in err. */
+static void note_unknown(const cnnb_flags *flags, const char *name, char *err, size_t err_size,
+                         int *count) {
+  size_t len = strlen(err);
+  if (len >= err_size) return;
+  bool neg = false;
+  const char *near = cnnb_flags_suggest(flags, name, &neg);
+  len += (size_t)snprintf(err + len, err_size - len, "%s--%s", *count ? ", " : "", name);
+  if (near && len < err_size)
+    snprintf(err + len, err_size - len, " (did you mean --%s%s?)", neg ? "no" : "", near);
+  ++*count;
+}
+
 /* The parse behind both entry points. lenient: skip what strict parsing would refuse
  * (unknown names, stray arguments, bad values), so a first pass can read the flags it
  * knows before the rest of the table exists. */
@@ -91,6 +105,8 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     snprintf(err, err_size, "no flag table");
     return CNNB_EINVAL;
   }
+  char unknown[4096];
+  int unknown_count = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!arg) continue;
@@ -124,7 +140,11 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     }
     if (!f) {
       if (lenient) continue;
-      return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+      if (unknown_count == 0) unknown[0] = '\0';
+      note_unknown(flags, name, unknown, sizeof unknown, &unknown_count);
+      /* "--name value": the value goes with the unknown name, not on as an argument. */
+      if (!value && i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1])) i++;
+      continue;
     }
     if (!value) {
       if (f->type == CNNB_FLAG_BOOL) {
@@ -140,7 +160,12 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
     if (st != CNNB_OK && !lenient) return st;
   }
-  return CNNB_OK;
+  if (unknown_count == 1 && !strstr(unknown, "(did you mean"))
+    snprintf(err, err_size, "unknown flag %s (cnnbench --help lists the flags)", unknown);
+  else if (unknown_count == 1) snprintf(err, err_size, "unknown flag %s", unknown);
+  else if (unknown_count > 1)
+    snprintf(err, err_size, "unknown flags %s: cnnbench --help lists the flags", unknown);
+  return unknown_count ? CNNB_EINVAL : CNNB_OK;
 }
 
 cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size) {
