@@ -126,6 +126,16 @@ done
 "$CNNBENCH" "${tiny[@]}" --trace_file="$tmp/t.json" --use_chrome_trace_format >"$tmp/out" 2>"$tmp/err" \
   && [ -s "$tmp/t.json" ] || fail "--use_chrome_trace_format --trace_file: no trace: $(cat "$tmp/err")"
 
+# --graph_file: the model report --model_info prints, written before the run.
+"$CNNBENCH" "${tiny[@]}" --graph_file="$tmp/graph.txt" >"$tmp/out" 2>"$tmp/err" \
+  || fail "--graph_file: exit $?: $(cat "$tmp/err")"
+"$CNNBENCH" "${tiny[@]}" --model_info >"$tmp/info" 2>/dev/null || fail "--model_info: exit $?"
+cmp -s "$tmp/graph.txt" "$tmp/info" || fail "--graph_file is not --model_info's report: $(head -3 "$tmp/graph.txt")"
+grep -q "^Layer " "$tmp/graph.txt" || fail "--graph_file holds no layer table"
+"$CNNBENCH" "${tiny[@]}" --graph_file="$tmp/no/such/dir/g.txt" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -qF -- "--graph_file=$tmp/no/such/dir/g.txt: No such file" "$tmp/err" \
+  || fail "--graph_file into a missing folder: exit $rc: $(cat "$tmp/err")"
+
 # tf's device names: CPU is cpu; gpu without a usable GPU stops saying so.
 "$CNNBENCH" "${tiny[@]}" --device=CPU >"$tmp/out" 2>"$tmp/err" || fail "--device=CPU: exit $?"
 grep -q "^Devices:     \['/cpu:0'\]" "$tmp/out" || fail "--device=CPU did not run on the cpu device"

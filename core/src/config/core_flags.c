@@ -208,6 +208,10 @@ static const core_flag checkpoints_and_logs[] = {
      "added to the name under several ranks). Empty: no trace."},
     {"trace_steps", CNNB_FLAG_INT, "3", NULL,
      "With --trace_file, how many timed steps to trace, from the first step after warm-up."},
+    {"graph_file", CNNB_FLAG_STRING, "", NULL,
+     "Write the model's graph to this file before the run: every layer, its output shape "
+     "and parameters, as --model_info prints them (tf_cnn_benchmarks writes a GraphDef "
+     "there). Empty: none."},
     {"use_chrome_trace_format", CNNB_FLAG_BOOL, "true", NULL,
      "tf_cnn_benchmarks' choice of --trace_file's format: true (its default), the Chrome "
      "trace format, the only one written here; false (tf's StepStats proto) is refused."},

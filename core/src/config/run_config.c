@@ -398,6 +398,9 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
 
   cfg->benchmark_log_dir = cnnb_flags_string(flags, "benchmark_log_dir");
   cfg->trace_file = cnnb_flags_string(flags, "trace_file");
+  cfg->graph_file = cnnb_flags_string(flags, "graph_file");
+  if (*cfg->graph_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
+    return refuse(err, size, "--graph_file given with --input_only: the run builds no model");
   if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
   if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;

@@ -83,6 +83,7 @@ typedef struct cnnb_run_config {
   int32_t max_ckpts_to_keep;     /* >= 1 */
   const char *benchmark_log_dir; /* --benchmark_log_dir */
   const char *trace_file;        /* --trace_file */
+  const char *graph_file;        /* --graph_file: the model report, written before the run */
   int64_t trace_steps;           /* timed steps traced, from the first one */
   double target_accuracy;        /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the
