@@ -136,6 +136,29 @@ grep -q "^Layer " "$tmp/graph.txt" || fail "--graph_file holds no layer table"
 [ $rc -eq 1 ] && grep -qF -- "--graph_file=$tmp/no/such/dir/g.txt: No such file" "$tmp/err" \
   || fail "--graph_file into a missing folder: exit $rc: $(cat "$tmp/err")"
 
+# --eval_during_training_at_specified_steps / _epochs: after those steps, and at the end.
+evals() { grep -c "Accuracy @ 1 = " "$tmp/out"; }
+"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=4 --num_batches=6 --num_warmup_batches=0 \
+  --num_intra_threads=1 --num_eval_batches=1 --eval_during_training_at_specified_steps=2,5 \
+  >"$tmp/out" 2>"$tmp/err" || fail "at_specified_steps: exit $?: $(cat "$tmp/err")"
+[ "$(evals)" -eq 3 ] && grep -q "^Step 2: Accuracy" "$tmp/out" && grep -q "^Step 5: Accuracy" "$tmp/out" \
+  || fail "at_specified_steps=2,5 over 6 steps: not steps 2, 5 and the end: $(grep Accuracy "$tmp/out")"
+if [ -n "${MAKE_CIFAR:-}" ]; then
+  # 320 examples an epoch in batches of 8: epochs 0.1 and 0.2 end at steps 39 // 8 = 4 and 71 // 8 = 8.
+  # No --data_name: tf's guess finds 'cifar10' in the path.
+  mkdir "$tmp/cifar10" && "$MAKE_CIFAR" "$tmp/cifar10" 64 7 >/dev/null
+  "$CNNBENCH" --model=trivial --data_dir="$tmp/cifar10" --batch_size=8 --num_batches=10 \
+    --num_warmup_batches=0 --num_intra_threads=1 --num_eval_batches=1 \
+    --eval_during_training_at_specified_epochs=0.2,0.1 >"$tmp/out" 2>"$tmp/err" \
+    || fail "at_specified_epochs: exit $?: $(cat "$tmp/err")"
+  grep -q "^Dataset:     cifar10 (cifar10)" "$tmp/out" || fail "--data_name not guessed from --data_dir=$tmp/cifar10"
+  [ "$(evals)" -eq 3 ] && grep -q "^Step 4: Accuracy" "$tmp/out" && grep -q "^Step 8: Accuracy" "$tmp/out" \
+    || fail "at_specified_epochs=0.2,0.1: not steps 4, 8 and the end: $(grep Accuracy "$tmp/out") $(cat "$tmp/err")"
+fi
+"$CNNBENCH" "${tiny[@]}" --eval_during_training_at_specified_steps=2,x >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -qF -- "--eval_during_training_at_specified_steps: 'x' is not a step" "$tmp/err" \
+  || fail "a bad step: exit $rc: $(cat "$tmp/err")"
+
 # tf's device names: CPU is cpu; gpu without a usable GPU stops saying so.
 "$CNNBENCH" "${tiny[@]}" --device=CPU >"$tmp/out" 2>"$tmp/err" || fail "--device=CPU: exit $?"
 grep -q "^Devices:     \['/cpu:0'\]" "$tmp/out" || fail "--device=CPU did not run on the cpu device"

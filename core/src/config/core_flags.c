@@ -91,6 +91,13 @@ static const core_flag model_and_data[] = {
     {"eval_during_training_every_n_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "As --eval_during_training_every_n_steps, after every n training epochs (the first "
      "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off."},
+    {"eval_during_training_at_specified_steps", CNNB_FLAG_STRING, "", NULL,
+     "As --eval_during_training_every_n_steps, after each of these timed steps "
+     "(comma-separated, e.g. 1000,5000), and once more at the end."},
+    {"eval_during_training_at_specified_epochs", CNNB_FLAG_STRING, "", NULL,
+     "As --eval_during_training_every_n_epochs, after each of these epochs (comma-separated "
+     "numbers, e.g. 1,2.5: the step completing each, as tf_cnn_benchmarks), and once more "
+     "at the end."},
     {"input_only", CNNB_FLAG_BOOL, "false", NULL,
      "Run only the input pipeline (the datasource and its prefetch, no model) and report "
      "its images/sec, to see whether input or compute bounds a run. Not with --eval, "

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -119,17 +120,58 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
 
 /* --num_eval_batches / --num_eval_epochs and the --eval_during_training_* pair, after
  * the steps (under --eval they replace --num_batches / --num_epochs). */
+/* A comma-separated list of steps (integers >= 1) or epochs (numbers > 0), as tf's
+ * DEFINE_list takes them; empty items are skipped. */
+static cnnb_status read_points(const cnnb_flags *flags, const char *name, bool integers,
+                               int64_t *steps, double *epochs, size_t *count, char *err,
+                               size_t size) {
+  const char *p = cnnb_flags_string(flags, name);
+  *count = 0;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    char item[64];
+    if (len >= sizeof item)
+      return refuse(err, size, "--%s: '%.20s...' is not a %s", name, p,
+                    integers ? "step" : "number of epochs");
+    memcpy(item, p, len);
+    item[len] = '\0';
+    p += len + (p[len] == ',');
+    if (!len) continue;
+    if (*count == CNNB_MAX_EVAL_POINTS)
+      return refuse(err, size, "--%s: more than %d evaluations", name, CNNB_MAX_EVAL_POINTS);
+    char *end = NULL;
+    if (integers) {
+      long long v = strtoll(item, &end, 10);
+      if (*end || v < 1 || v > INT64_MAX / 2)
+        return refuse(err, size, "--%s: '%s' is not a step (an integer >= 1)", name, item);
+      steps[(*count)++] = v;
+    } else {
+      double v = strtod(item, &end);
+      if (*end || !(v > 0.0) || v > 1e9)
+        return refuse(err, size, "--%s: '%s' is not a number of epochs (> 0)", name, item);
+      epochs[(*count)++] = v;
+    }
+  }
+  return CNNB_OK;
+}
+
 static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                              size_t size) {
+  static const char *const ways[] = {
+      "eval_during_training_every_n_steps", "eval_during_training_every_n_epochs",
+      "eval_during_training_at_specified_steps", "eval_during_training_at_specified_epochs"};
+  const char *given = NULL;
+  for (size_t i = 0; i < 4; i++) {
+    if (!cnnb_flags_is_set(flags, ways[i])) continue;
+    if (given)
+      return refuse(err, size, "--%s and --%s both given: give one of them", given, ways[i]);
+    given = ways[i];
+  }
   bool by_steps = cnnb_flags_is_set(flags, "eval_during_training_every_n_steps");
   bool by_epochs = cnnb_flags_is_set(flags, "eval_during_training_every_n_epochs");
-  if (by_steps && by_epochs)
-    return refuse(err, size,
-                  "--eval_during_training_every_n_steps and "
-                  "--eval_during_training_every_n_epochs both given: give one of them");
-  const char *during = by_steps ? "--eval_during_training_every_n_steps"
-                                : "--eval_during_training_every_n_epochs";
-  if ((by_steps || by_epochs) && cfg->mode != CNNB_MODE_TRAIN)
+  char during[64];
+  snprintf(during, sizeof during, "--%s", given ? given : "");
+  if (given && cfg->mode != CNNB_MODE_TRAIN)
     return refuse(err, size,
                   "%s and %s both given: evaluating during training needs "
                   "training; give one of them",
@@ -148,7 +190,13 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
                     "--eval_during_training_every_n_epochs=%g: must be > 0 and at most 1e9", e);
     cfg->eval_every_n_epochs = e;
   }
-  cfg->eval_during_training = by_steps || by_epochs;
+  if ((st = read_points(flags, ways[2], true, cfg->eval_at_steps, NULL, &cfg->eval_at_steps_count,
+                        err, size)) ||
+      (st = read_points(flags, ways[3], false, NULL, cfg->eval_at_epochs,
+                        &cfg->eval_at_epochs_count, err, size)))
+    return st;
+  cfg->eval_during_training = by_steps || by_epochs || cfg->eval_at_steps_count ||
+                              cfg->eval_at_epochs_count;
 
   bool batches = cnnb_flags_is_set(flags, "num_eval_batches");
   bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");

@@ -58,7 +58,13 @@ typedef struct cnnb_run_config {
   double num_eval_epochs;     /* > 0 when --num_eval_epochs was given */
   int64_t eval_every_n_steps; /* --eval_during_training_every_n_steps; 0: off */
   double eval_every_n_epochs; /* --eval_during_training_every_n_epochs; 0: off */
-  bool eval_during_training;  /* either of the two */
+  /* --eval_during_training_at_specified_steps / _epochs, in the order given. */
+#define CNNB_MAX_EVAL_POINTS 256
+  int64_t eval_at_steps[CNNB_MAX_EVAL_POINTS];
+  size_t eval_at_steps_count;
+  double eval_at_epochs[CNNB_MAX_EVAL_POINTS];
+  size_t eval_at_epochs_count;
+  bool eval_during_training; /* any of the four */
 
   /* Devices. */
   int32_t num_replicas;         /* --num_gpus */
