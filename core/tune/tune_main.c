@@ -325,7 +325,7 @@ int main(int argc, char **argv) {
     free(err);
     return TUNE_EXIT_RUNTIME;
   }
-  tune_space s;
+  tune_space s = {0}; /* freed on every path, also before tune_space_build ran */
   int code = TUNE_EXIT_OK;
   bool spaced = false;
   if (!check_names(&o, &l, err, ERR_SIZE) ||

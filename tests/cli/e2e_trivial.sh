@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; cat 
 
 for line in 'Model:       trivial' 'Dataset:     imagenet (synthetic)' 'Mode:        training' \
             'Batch size:  8 global' '             8 per device' 'Num batches: 20' \
-            "Devices:     \['/cpu:0'\]" 'Optimizer:   momentum' 'Variables:   independent' \
+            "Devices:     \['/cpu:0'\]" 'Optimizer:   momentum' 'Variables:   parameter_server' \
             '^==========$' $'^Step\tImg/sec\ttotal_loss$'; do
   grep -q -- "$line" "$out" || fail "missing header line: $line"
 done

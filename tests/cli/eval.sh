@@ -30,7 +30,7 @@ accuracy_of() {
 }
 
 # 1. Synthetic data, 3 replicas of batch 4, 5 timed steps after 3 warm-up steps.
-"$CNNBENCH" --eval --num_eval_batches=5 --num_batches=50 --batch_size=4 --num_gpus=3 \
+"$CNNBENCH" --eval --num_eval_batches=5 --num_batches=50 --batch_size=4 --num_gpus=3 --variable_update=independent \
   --num_warmup_batches=3 --display_every=2 >"$tmp/eval.out" 2>"$tmp/eval.err" || fail "--eval: exit $?"
 grep -q '^Mode:        evaluation$' "$tmp/eval.out" || fail "--eval: mode is not evaluation"
 grep -q '^Num batches: 5$' "$tmp/eval.out" || fail "--eval: --num_eval_batches should replace --num_batches"
@@ -52,7 +52,7 @@ read -r _ _ n < <(accuracy_of "$tmp/count.out")
 # cifar10's validation split is 10000 examples: 0.01 epochs of a global batch of 16 is
 # ceil(100 / 16) = 7 batches, 112 examples (rounded up to whole batches).
 for flag in --num_eval_epochs=0.01 --num_epochs=0.01; do
-  "$CNNBENCH" --eval --model=trivial --data_name=cifar10 "$flag" --batch_size=8 --num_gpus=2 \
+  "$CNNBENCH" --eval --model=trivial --data_name=cifar10 "$flag" --batch_size=8 --num_gpus=2 --variable_update=independent \
     --num_warmup_batches=1 >"$tmp/epochs.out" 2>"$tmp/epochs.err" || fail "--eval $flag: exit $?"
   read -r _ _ n < <(accuracy_of "$tmp/epochs.out")
   [ "$n" -eq 112 ] || fail "--eval $flag: $n examples, want 7 batches x 16 = 112"
@@ -62,7 +62,7 @@ echo "ok: evaluation batches from --num_batches, --num_eval_epochs and --num_epo
 # 3. Exact accuracy and the stats extension, on the fixture (instance and descriptor).
 for ds in eval_data eval_data_desc; do
   "$CNNBENCH" --plugin="$fixtures/libfixture_$ds.so" --datasource=$ds --eval --num_eval_batches=5 \
-    --batch_size=4 --num_gpus=2 --num_warmup_batches=2 --display_every=100 \
+    --batch_size=4 --num_gpus=2 --variable_update=independent --num_warmup_batches=2 --display_every=100 \
     >"$tmp/$ds.out" 2>"$tmp/$ds.err" || fail "$ds: exit $?"
   read -r top1 top5 n < <(accuracy_of "$tmp/$ds.out")
   [ "$top1 $top5 $n" = "1.0000 1.0000 40" ] || fail "$ds: accuracy '$top1 $top5 [$n]', want '1.0000 1.0000 [40]'"

@@ -55,7 +55,7 @@ echo "ok: batch-norm model evaluated on its moving statistics: top-1 $bn"
 
 # 2. Which split each instance reads, 2 replicas, examples counted over both.
 "$CNNBENCH" --plugin="$fixtures/libfixture_eval_data.so" --datasource=eval_data --batch_size=4 \
-  --num_gpus=2 --num_batches=6 --num_warmup_batches=1 --eval_during_training_every_n_steps=3 \
+  --num_gpus=2 --variable_update=independent --num_batches=6 --num_warmup_batches=1 --eval_during_training_every_n_steps=3 \
   --num_eval_batches=2 >"$tmp/split.out" 2>"$tmp/split.err" || fail "eval_data: exit $?"
 for t in 0 1; do
   for shard in 0 1; do
@@ -78,7 +78,7 @@ steps=$(sed -nE 's/^Step ([0-9]+): Accuracy.*/\1/p' "$tmp/epochs.out" | tr '\n' 
 echo "ok: every 0.001 epochs at steps $steps"
 
 # 4. The default: one validation epoch (cifar10: 10000 examples) in batches of 2 x 16.
-"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_gpus=2 --num_batches=2 \
+"$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_gpus=2 --variable_update=independent --num_batches=2 \
   --num_warmup_batches=0 --eval_during_training_every_n_steps=1 \
   >"$tmp/default.out" 2>"$tmp/default.err" || fail "default eval batches: exit $?"
 grep -qE '^Step 1: .*\[10016 examples\]$' "$tmp/default.out" || fail "want ceil(10000 / 32) = 313 batches, 10016 examples"

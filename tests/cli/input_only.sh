@@ -17,7 +17,7 @@ fixtures=$CNNB_BUILD_DIR/fixtures/data
 
 # A model whose graph would take seconds to plan and gigabytes to allocate: --input_only
 # must not build it onto the device.
-"$CNNBENCH" --input_only --model=vgg16 --batch_size=8 --num_gpus=2 --num_batches=20 \
+"$CNNBENCH" --input_only --model=vgg16 --batch_size=8 --num_gpus=2 --variable_update=independent --num_batches=20 \
   --num_warmup_batches=2 --display_every=5 --log_level=debug >"$tmp/in.out" 2>"$tmp/in.err" \
   || fail "--input_only: exit $?"
 grep -q '^Mode:        input-only$' "$tmp/in.out" || fail "mode line"
@@ -32,7 +32,7 @@ echo "ok: input-only report, $total images/sec over 2 replicas, no executor"
 
 # The training split, every replica's shard, and the stats extension (shards skip 1 + 2).
 "$CNNBENCH" --plugin="$fixtures/libfixture_eval_data.so" --datasource=eval_data --input_only \
-  --batch_size=4 --num_gpus=2 --num_batches=6 >"$tmp/fx.out" 2>"$tmp/fx.err" || fail "fixture: exit $?"
+  --batch_size=4 --num_gpus=2 --variable_update=independent --num_batches=6 >"$tmp/fx.out" 2>"$tmp/fx.err" || fail "fixture: exit $?"
 for shard in 0 1; do
   grep -q "eval_data: shard $shard of 2, training=1" "$tmp/fx.err" || fail "shard $shard not read from the training split"
 done

@@ -74,7 +74,7 @@ echo "ok: one report (rank 0's); log lines tagged [rank N]"
 # One process, no mpirun: a world of one, trains exactly as a single replica does.
 CNNB_PARAMS_OUT=$tmp/alone "$TRAIN_PARAMS" "${args[@]}" --batch_size=$b --variable_update=horovod \
   >/dev/null 2>"$tmp/alone.err" || fail "horovod without mpirun: $(cat "$tmp/alone.err")"
-CNNB_PARAMS_OUT=$tmp/indep "$TRAIN_PARAMS" "${args[@]}" --batch_size=$b >/dev/null 2>&1
+CNNB_PARAMS_OUT=$tmp/indep "$TRAIN_PARAMS" "${args[@]}" --batch_size=$b --variable_update=independent >/dev/null 2>&1
 "$PARAMS_COMPARE" 0 "$tmp/indep.0.0" "$tmp/alone.0.0" || fail "horovod alone differs from independent"
 echo "ok: one process without mpirun"
 

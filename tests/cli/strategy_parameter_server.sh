@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 for optimizer in momentum sgd rmsprop; do
   CNNB_PARAMS_OUT="$tmp/one" "$TRAIN_PARAMS" "${common[@]}" --optimizer=$optimizer \
-    --batch_size=8 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "1 replica ($optimizer)"; }
+    --batch_size=8 --variable_update=independent >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "1 replica ($optimizer)"; }
   for n in 2 4; do
     CNNB_PARAMS_OUT="$tmp/ps$n" "$TRAIN_PARAMS" "${common[@]}" --optimizer=$optimizer \
       --batch_size=$((8 / n)) --num_gpus=$n --variable_update=parameter_server >"$tmp/out" 2>&1 \
@@ -45,15 +45,23 @@ expect_refusal() {
   ! grep -q "total images/sec" "$tmp/out" || fail "$*: trained anyway"
 }
 expect_refusal "--num_ps_ranks=2: must be in [1, 1]" --num_ps_ranks=2
-expect_refusal "--local_parameter_device=gpu: device cpu has no GPU: use --local_parameter_device=cpu" \
-  --local_parameter_device=gpu
 expect_refusal "--local_parameter_device=tpu: must be cpu (host memory) or gpu" --local_parameter_device=tpu
+# gpu (tf's default, and given by name) on the cpu device is host memory, quietly, as
+# tf's soft placement: the same training as cpu.
+for where in cpu gpu; do
+  CNNB_PARAMS_OUT="$tmp/lpd_$where" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum \
+    --batch_size=4 --num_gpus=2 --variable_update=parameter_server \
+    --local_parameter_device=$where >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--local_parameter_device=$where"; }
+  grep -q "parameters in host memory" "$tmp/out" || { cat "$tmp/out"; fail "$where: not in host memory"; }
+  ! grep -qi "warn" "$tmp/out" || { cat "$tmp/out"; fail "$where: a warning for tf's soft placement"; }
+done
+"$PARAMS_COMPARE" 0 "$tmp/lpd_cpu.0.0" "$tmp/lpd_gpu.0.0" || fail "--local_parameter_device=gpu differs from cpu"
 # One process has nothing to be asynchronous with: the same training as synchronous.
 CNNB_PARAMS_OUT="$tmp/sync" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum --batch_size=4 \
   --num_gpus=2 --variable_update=parameter_server >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "sync"; }
 CNNB_PARAMS_OUT="$tmp/async" "$TRAIN_PARAMS" "${common[@]}" --optimizer=momentum --batch_size=4 \
   --num_gpus=2 --variable_update=parameter_server --cross_replica_sync=false >"$tmp/out" 2>&1 \
   || { cat "$tmp/out"; fail "async in one process"; }
-grep -q "one process, nothing to be asynchronous with" "$tmp/out" || { cat "$tmp/out"; fail "async note"; }
+grep -q "cross_replica_sync=false has no effect here: one process, nothing to be asynchronous with" "$tmp/out" || { cat "$tmp/out"; fail "async note"; }
 "$PARAMS_COMPARE" 0 "$tmp/sync.0.0" "$tmp/async.0.0" || fail "async in one process differs from sync"
 echo "PASS: parameter_server matches one replica of the whole batch (2 and 4 replicas; momentum, sgd, rmsprop)"

@@ -85,8 +85,13 @@ static void remove_dataset(char *dir) {
 
 /* ---- the plugin -------------------------------------------------------------------- */
 
+static cnnb_flags *flags;
+
+/* The plugin's flags declared and --distortions on (training images are cropped and
+ * flipped only then, as tf_cnn_benchmarks), so the augmentation cases below see it. */
 static void load_plugin(void) {
-  ctx = cnnb_ctx_create("test", NULL);
+  flags = cnnb_flags_create();
+  ctx = cnnb_ctx_create("test", flags);
   loader = cnnb_loader_create(ctx);
   const char *dir = getenv("CNNB_PLUGIN_DIR");
   if (dir && *dir) cnnb_loader_set_install_dir(loader, dir);
@@ -99,6 +104,11 @@ static void load_plugin(void) {
     exit(77);
   }
   vt = plugin->vtable;
+  cnnb_loader_register_flags(loader, flags);
+  if (cnnb_flags_set(flags, "distortions", "true", err, sizeof err) != CNNB_OK) {
+    printf("the cifar10 datasource declares no --distortions: %s\n", err);
+    exit(1);
+  }
 }
 
 static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
@@ -327,6 +337,31 @@ START_TEST(training_pads_and_crops) {
 }
 END_TEST
 
+/* tf's --nodistortions (the default): training images are taken as they are, no padding
+ * shifted in, the same image at every epoch. */
+START_TEST(training_without_distortions_is_plain) {
+  char err[256];
+  ck_assert_int_eq(cnnb_flags_set(flags, "distortions", "false", err, sizeof err), CNNB_OK);
+  char *dir = make_dataset(8, 10);
+  cnnb_datasource_config c = config(dir, 1, 40, 0, 1, 1);
+  void *s = create(&c);
+  const cnnb_datasource_uint8 *ext = uint8_ext(s);
+  uint8_t *images = malloc(40 * PIXELS);
+  int32_t labels[40];
+  ck_assert_int_eq(ext->next_batch_uint8(s, images, labels), CNNB_OK);
+  int zeros = 0;
+  for (size_t p = 0; p < (size_t)40 * PIXELS; p += 3) zeros += images[p] == 0;
+  ck_assert_int_eq(zeros, 0);
+  free(images);
+  vt->destroy(s);
+  remove_dataset(dir);
+  if (cnnb_flags_set(flags, "distortions", "true", err, sizeof err) != CNNB_OK) {
+    printf("the cifar10 datasource declares no --distortions: %s\n", err);
+    exit(1);
+  }
+}
+END_TEST
+
 /* The crop and flip rule itself: pad to 40x40 (4 each side), crop 32x32 at (dx, dy),
  * mirror left-right after the crop. */
 START_TEST(render_matches_pad_crop_flip) {
@@ -470,6 +505,7 @@ int main(void) {
   tcase_add_test(tc, float_batches_are_the_normalized_uint8_batches);
   tcase_add_test(tc, eval_hands_over_the_files_unchanged_in_order);
   tcase_add_test(tc, training_pads_and_crops);
+  tcase_add_test(tc, training_without_distortions_is_plain);
   tcase_add_test(tc, render_matches_pad_crop_flip);
   tcase_add_test(tc, probe_claims_what_it_can_read);
   tcase_add_test(tc, bad_files_and_configs_are_refused);
@@ -480,5 +516,6 @@ int main(void) {
   srunner_free(sr);
   cnnb_loader_destroy(loader);
   cnnb_ctx_destroy(ctx);
+  cnnb_flags_destroy(flags);
   return failed ? 1 : 0;
 }

@@ -33,6 +33,31 @@ START_TEST(every_n_steps_skips_the_last) {
 }
 END_TEST
 
+START_TEST(at_specified_steps_and_epochs_as_tf_cnn_benchmarks) {
+  /* tf: the steps as given (a set: order and repeats do not matter), never the last;
+   * epochs at int(e * examples + batch - 1) // batch: 0.001 and 0.003 of 50000 in steps
+   * of 16 are 65 // 16 = 4 and 165 // 16 = 10. */
+  static const int64_t at[] = {7, 3, 7, 12, 40};
+  cnnb_eval_schedule s = {
+      .num_batches = 12, .global_batch = 16, .at_steps = at, .at_steps_count = 5};
+  int64_t steps[16];
+  ck_assert_int_eq(due_steps(&s, steps, 16), 2);
+  ck_assert_int_eq(steps[0], 3);
+  ck_assert_int_eq(steps[1], 7);
+  static const double epochs[] = {0.003, 0.001};
+  cnnb_eval_schedule e = {.num_batches = 12,
+                          .global_batch = 16,
+                          .examples_per_epoch = 50000,
+                          .at_epochs = epochs,
+                          .at_epochs_count = 2};
+  ck_assert_int_eq(due_steps(&e, steps, 16), 2);
+  ck_assert_int_eq(steps[0], 4);
+  ck_assert_int_eq(steps[1], 10);
+  e.examples_per_epoch = 0; /* unknown: nothing is due */
+  ck_assert_int_eq(due_steps(&e, steps, 16), 0);
+}
+END_TEST
+
 START_TEST(every_n_epochs_as_tf_cnn_benchmarks) {
   /* 50000 examples an epoch, 16 a step, 12 steps = 0.00384 epochs; n = 0.001:
    * arange(0.001, 0.00384, 0.001) = 0.001, 0.002, 0.003, each at
@@ -177,6 +202,7 @@ int main(void) {
   TCase *tc = tcase_create("schedule");
   tcase_add_test(tc, every_n_steps_skips_the_last);
   tcase_add_test(tc, every_n_epochs_as_tf_cnn_benchmarks);
+  tcase_add_test(tc, at_specified_steps_and_epochs_as_tf_cnn_benchmarks);
   tcase_add_test(tc, every_n_epochs_far_into_a_run);
   suite_add_tcase(s, tc);
   tc = tcase_create("world");

@@ -2,6 +2,7 @@
  * each flag landing in its typed field, the spelling a precision refusal will name, and
  * refusals that name the flag (the command-line side is tests/cli/bad_input.sh). */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "flags/flags.h"
@@ -26,12 +27,52 @@ static cnnb_status config(cnnb_run_config *cfg, const char *const *args) {
   return cnnb_run_config_from_flags(flags, cfg, err, sizeof err);
 }
 
+/* tf_cnn_benchmarks' rule: without --data_name, the first known name inside --data_dir
+ * (imagenet before cifar10; mnist is ours); none, or no --data_dir, is imagenet; a given
+ * --data_name wins. --device's tf spellings land on the plugins' names. */
+START_TEST(tf_names_and_guesses) {
+  static const struct {
+    const char *arg, *dataset;
+  } cases[] = {{"--data_dir=/data/cifar10", "cifar10"},
+               {"--data_dir=/d/imagenet/cifar10-copy", "imagenet"},
+               {"--data_dir=/datasets/fashion-mnist", "mnist"},
+               {"--data_dir=/data/somewhere", "imagenet"},
+               {"--num_batches=1", "imagenet"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    teardown();
+    setup();
+    cnnb_run_config c;
+    ck_assert_int_eq(config(&c, (const char *[]){cases[i].arg, NULL}), CNNB_OK);
+    ck_assert_msg(strcmp(c.dataset->name, cases[i].dataset) == 0, "%s: %s, want %s", cases[i].arg,
+                  c.dataset->name, cases[i].dataset);
+  }
+  teardown();
+  setup();
+  cnnb_run_config c;
+  ck_assert_int_eq(config(&c,
+                          (const char *[]){"--data_dir=/data/cifar10", "--data_name=mnist", NULL}),
+                   CNNB_OK);
+  ck_assert_str_eq(c.dataset->name, "mnist");
+  static const char *const devices[][2] = {
+      {"gpu", "cuda"}, {"GPU", "cuda"}, {"CPU", "cpu"}, {"cpu", "cpu"}, {"cuda", "cuda"}};
+  for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+    teardown();
+    setup();
+    char arg[64];
+    snprintf(arg, sizeof arg, "--device=%s", devices[i][0]);
+    ck_assert_int_eq(config(&c, (const char *[]){arg, NULL}), CNNB_OK);
+    ck_assert_str_eq(c.device, devices[i][1]);
+    ck_assert_str_eq(c.device_flag, devices[i][0]);
+  }
+}
+END_TEST
+
 START_TEST(defaults) {
   cnnb_run_config c;
   ck_assert_int_eq(config(&c, (const char *[]){NULL}), CNNB_OK);
   ck_assert_str_eq(c.model, "trivial");
   ck_assert_str_eq(c.device, "cpu");
-  ck_assert_str_eq(c.strategy, "independent");
+  ck_assert_str_eq(c.strategy, "parameter_server");
   ck_assert_str_eq(c.datasource, "");
   ck_assert_int_eq(c.mode, CNNB_MODE_TRAIN);
   ck_assert_str_eq(c.dataset->name, "imagenet");
@@ -229,6 +270,7 @@ int main(void) {
   TCase *tc = tcase_create("run_config");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, defaults);
+  tcase_add_test(tc, tf_names_and_guesses);
   tcase_add_test(tc, flags_land_in_their_fields);
   tcase_add_test(tc, num_classes_overrides_the_dataset);
   tcase_add_test(tc, refusals_name_the_flag);

@@ -25,6 +25,7 @@
 #include "loader/loader.h"
 #include "config/run_config.h"
 #include "config/core_flags.h"
+#include "config/tf_flags.h"
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
 enum { ERR_SIZE = 8192 };
@@ -133,7 +134,8 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   }
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
-    st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
+    st = cnnb_tf_flags_check(flags, argc, argv, err, ERR_SIZE);
+    if (st == CNNB_OK) st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
     cfg.argc = argc;
     cfg.argv = argv;
     if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
@@ -183,6 +185,8 @@ int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   } else {
     cnnb_status discovered = cnnb_loader_discover(loader, cmd.plugin_files, discover_err, ERR_SIZE);
     cnnb_loader_register_flags(loader, flags);
+    if (cnnb_tf_flags_declare_unserved(flags) != CNNB_OK)
+      fprintf(stderr, "cnnbench: error: %s\n", cnnb_flags_error(flags));
     note_installed(loader, flags);
     code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv, hooks);
   }

@@ -9,6 +9,7 @@
 #include <cnnb/dataset.h>
 
 #include "config/core_flags.h"
+#include "config/tf_flags.h"
 
 typedef struct core_flag {
   const char *name;
@@ -20,7 +21,6 @@ typedef struct core_flag {
 
 static const char *const list_formats[] = {"text", "json", NULL};
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
-static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
 static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
 static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
@@ -57,8 +57,10 @@ static const core_flag model_and_data[] = {
     {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
      "counts the dataset's training set). When not given, --num_batches counts the steps."},
-    {"data_name", CNNB_FLAG_STRING, "imagenet", NULL,
-     "Name of the dataset (its classes, image channels and epoch sizes are known facts)."},
+    {"data_name", CNNB_FLAG_STRING, "", NULL,
+     "Name of the dataset (its classes, image channels and epoch sizes are known facts). "
+     "When not given, guessed from --data_dir as tf_cnn_benchmarks does: the first known "
+     "name inside the path (imagenet, cifar10, mnist); else imagenet."},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
      "Path to the dataset, read by a datasource that understands what it holds. If empty, "
      "synthetic data is used."},
@@ -94,6 +96,13 @@ static const core_flag model_and_data[] = {
     {"eval_during_training_every_n_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "As --eval_during_training_every_n_steps, after every n training epochs (the first "
      "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off."},
+    {"eval_during_training_at_specified_steps", CNNB_FLAG_STRING, "", NULL,
+     "As --eval_during_training_every_n_steps, after each of these timed steps "
+     "(comma-separated, e.g. 1000,5000), and once more at the end."},
+    {"eval_during_training_at_specified_epochs", CNNB_FLAG_STRING, "", NULL,
+     "As --eval_during_training_every_n_epochs, after each of these epochs (comma-separated "
+     "numbers, e.g. 1,2.5: the step completing each, as tf_cnn_benchmarks), and once more "
+     "at the end."},
     {"input_only", CNNB_FLAG_BOOL, "false", NULL,
      "Run only the input pipeline (the datasource and its prefetch, no model) and report "
      "its images/sec, to see whether input or compute bounds a run. Not with --eval, "
@@ -107,23 +116,18 @@ static const core_flag model_and_data[] = {
 
 static const core_flag devices[] = {
     {"device", CNNB_FLAG_STRING, "cpu", NULL,
-     "Device plugin to compute on (tf_cnn_benchmarks defaults to gpu; we default to what "
-     "every machine has)."},
+     "Device plugin to compute on; tf_cnn_benchmarks' names work too: gpu or GPU is cuda, "
+     "CPU is cpu (tf_cnn_benchmarks defaults to gpu; we default to what every machine "
+     "has)."},
     {"num_gpus", CNNB_FLAG_INT, "1", NULL,
      "Number of devices to run on (replicas in this process), whatever their kind."},
     {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
      "Threads for intra-op parallelism; 0 lets the device choose. At most 4 per core."},
-    {"num_inter_threads", CNNB_FLAG_INT, "0", NULL,
-     "Accepted so tf_cnn_benchmarks command lines run unchanged; cnnbench runs one op "
-     "at a time, so it has no effect."},
     {"cuda_graphs", CNNB_FLAG_BOOL, "false", NULL,
      "Record the device work of one step after two ordinary ones and replay it every later "
      "step: one launch a step instead of one per kernel (CUDA graphs; any device offering "
      "CNNB_EXT_STEP_GRAPH). Needs one replica in one process, a batch that never changes "
      "(synthetic data) and no dropout; otherwise a warning says why steps run as usual."},
-    {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
-     "Accepted so tf_cnn_benchmarks command lines run unchanged and shown in the report; "
-     "devices pick their own physical layouts whatever it says."},
     {"input_dtype", CNNB_FLAG_STRING, "auto", input_dtypes,
      "How batches travel from the datasource to the device: auto sends uint8 NHWC pixels "
      "that the device normalizes (a quarter of the bytes) when both offer it, else float32; "
@@ -142,9 +146,9 @@ static const core_flag devices[] = {
 };
 
 static const core_flag distribution[] = {
-    {"variable_update", CNNB_FLAG_STRING, "independent", NULL,
-     "Strategy plugin for variables and gradients (tf_cnn_benchmarks' default needs a "
-     "parameter server; we default to independent, which works on any number of devices)."},
+    {"variable_update", CNNB_FLAG_STRING, "parameter_server", NULL,
+     "Strategy plugin for variables and gradients; tf_cnn_benchmarks' default, "
+     "parameter_server (one replica trains as with independent)."},
     {"all_reduce_spec", CNNB_FLAG_STRING, "", NULL,
      "All-reduce algorithm for replicated strategies, e.g. nccl, xring, pscpu; empty lets "
      "the strategy choose."},
@@ -233,10 +237,18 @@ static const core_flag checkpoints_and_logs[] = {
      "added to the name under several ranks). Empty: no trace."},
     {"trace_steps", CNNB_FLAG_INT, "3", NULL,
      "With --trace_file, how many timed steps to trace, from the first step after warm-up."},
+    {"graph_file", CNNB_FLAG_STRING, "", NULL,
+     "Write the model's graph to this file before the run: every layer, its output shape "
+     "and parameters, as --model_info prints them (tf_cnn_benchmarks writes a GraphDef "
+     "there). Empty: none."},
+    {"use_chrome_trace_format", CNNB_FLAG_BOOL, "true", NULL,
+     "tf_cnn_benchmarks' choice of --trace_file's format: true (its default), the Chrome "
+     "trace format, the only one written here; false (tf's StepStats proto) is refused."},
     {"target_accuracy", CNNB_FLAG_FLOAT, "0", NULL,
      "Time to accuracy (as MLPerf): stop training once top-1 accuracy on the validation set "
      "reaches this fraction at one of the --eval_during_training_* evaluations, and report "
-     "the wall time, images and epochs it took. Needs an evaluation during training; 0: off."},
+     "the wall time, images and epochs it took (tf_cnn_benchmarks' "
+     "--stop_at_top_1_accuracy, which also works). Needs an evaluation during training; 0: off."},
 };
 
 static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const core_flag *list,
@@ -291,6 +303,10 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
   if (st == CNNB_OK) st = DECLARE("Optimization", optimization);
   if (st == CNNB_OK) st = DECLARE("Checkpoints and logs", checkpoints_and_logs);
   if (st == CNNB_OK) st = cnnb_flags_alias(flags, "tf_random_seed", "seed");
+  /* tf's name for the same stop: at an evaluation during training, top-1 reaching it. */
+  if (st == CNNB_OK) st = cnnb_flags_alias(flags, "stop_at_top_1_accuracy", "target_accuracy");
+  /* The rest of tf_cnn_benchmarks' flags, so its command lines parse (tf_flags.h). */
+  if (st == CNNB_OK) st = cnnb_tf_flags_declare(flags);
   if (st == CNNB_OK) st = note_datasets(flags);
   return st;
 }

@@ -8,9 +8,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/host_ctx.h"
 #include "exec/loss_scale.h"
 
 /* Largest values that still mean something; beyond them a flag is a typo. */
@@ -95,6 +97,10 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
       return refuse(err, size, "--%s is empty: name a plugin (see --list_plugins)", names[i].flag);
     memcpy((char *)cfg + names[i].offset, &v, sizeof v);
   }
+  /* tf_cnn_benchmarks' device names: gpu (in either case) is the cuda device. */
+  cfg->device_flag = cfg->device;
+  if (strcmp(cfg->device, "gpu") == 0 || strcmp(cfg->device, "GPU") == 0) cfg->device = "cuda";
+  else if (strcmp(cfg->device, "CPU") == 0) cfg->device = "cpu";
   cfg->datasource = cnnb_flags_string(flags, "datasource");
   cfg->model_info = cnnb_flags_bool(flags, "model_info");
   bool eval = cnnb_flags_bool(flags, "eval"), forward = cnnb_flags_bool(flags, "forward_only");
@@ -114,17 +120,58 @@ static cnnb_status read_plugins_and_mode(const cnnb_flags *flags, cnnb_run_confi
 
 /* --num_eval_batches / --num_eval_epochs and the --eval_during_training_* pair, after
  * the steps (under --eval they replace --num_batches / --num_epochs). */
+/* A comma-separated list of steps (integers >= 1) or epochs (numbers > 0), as tf's
+ * DEFINE_list takes them; empty items are skipped. */
+static cnnb_status read_points(const cnnb_flags *flags, const char *name, bool integers,
+                               int64_t *steps, double *epochs, size_t *count, char *err,
+                               size_t size) {
+  const char *p = cnnb_flags_string(flags, name);
+  *count = 0;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    char item[64];
+    if (len >= sizeof item)
+      return refuse(err, size, "--%s: '%.20s...' is not a %s", name, p,
+                    integers ? "step" : "number of epochs");
+    memcpy(item, p, len);
+    item[len] = '\0';
+    p += len + (p[len] == ',');
+    if (!len) continue;
+    if (*count == CNNB_MAX_EVAL_POINTS)
+      return refuse(err, size, "--%s: more than %d evaluations", name, CNNB_MAX_EVAL_POINTS);
+    char *end = NULL;
+    if (integers) {
+      long long v = strtoll(item, &end, 10);
+      if (*end || v < 1 || v > INT64_MAX / 2)
+        return refuse(err, size, "--%s: '%s' is not a step (an integer >= 1)", name, item);
+      steps[(*count)++] = v;
+    } else {
+      double v = strtod(item, &end);
+      if (*end || !(v > 0.0) || v > 1e9)
+        return refuse(err, size, "--%s: '%s' is not a number of epochs (> 0)", name, item);
+      epochs[(*count)++] = v;
+    }
+  }
+  return CNNB_OK;
+}
+
 static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                              size_t size) {
+  static const char *const ways[] = {
+      "eval_during_training_every_n_steps", "eval_during_training_every_n_epochs",
+      "eval_during_training_at_specified_steps", "eval_during_training_at_specified_epochs"};
+  const char *given = NULL;
+  for (size_t i = 0; i < 4; i++) {
+    if (!cnnb_flags_is_set(flags, ways[i])) continue;
+    if (given)
+      return refuse(err, size, "--%s and --%s both given: give one of them", given, ways[i]);
+    given = ways[i];
+  }
   bool by_steps = cnnb_flags_is_set(flags, "eval_during_training_every_n_steps");
   bool by_epochs = cnnb_flags_is_set(flags, "eval_during_training_every_n_epochs");
-  if (by_steps && by_epochs)
-    return refuse(err, size,
-                  "--eval_during_training_every_n_steps and "
-                  "--eval_during_training_every_n_epochs both given: give one of them");
-  const char *during = by_steps ? "--eval_during_training_every_n_steps"
-                                : "--eval_during_training_every_n_epochs";
-  if ((by_steps || by_epochs) && cfg->mode != CNNB_MODE_TRAIN)
+  char during[64];
+  snprintf(during, sizeof during, "--%s", given ? given : "");
+  if (given && cfg->mode != CNNB_MODE_TRAIN)
     return refuse(err, size,
                   "%s and %s both given: evaluating during training needs "
                   "training; give one of them",
@@ -143,7 +190,13 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
                     "--eval_during_training_every_n_epochs=%g: must be > 0 and at most 1e9", e);
     cfg->eval_every_n_epochs = e;
   }
-  cfg->eval_during_training = by_steps || by_epochs;
+  if ((st = read_points(flags, ways[2], true, cfg->eval_at_steps, NULL, &cfg->eval_at_steps_count,
+                        err, size)) ||
+      (st = read_points(flags, ways[3], false, NULL, cfg->eval_at_epochs,
+                        &cfg->eval_at_epochs_count, err, size)))
+    return st;
+  cfg->eval_during_training = by_steps || by_epochs || cfg->eval_at_steps_count ||
+                              cfg->eval_at_epochs_count;
 
   bool batches = cnnb_flags_is_set(flags, "num_eval_batches");
   bool epochs = cnnb_flags_is_set(flags, "num_eval_epochs");
@@ -172,9 +225,21 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   return CNNB_OK;
 }
 
+/* tf_cnn_benchmarks' rule when --data_name is not given: the first known dataset whose
+ * name is inside --data_dir ('imagenet', then 'cifar10'; mnist is ours). tf refuses a path
+ * naming none; we keep imagenet, whose datasource's probe then judges the folder. */
+static const char *guess_dataset(const char *data_dir) {
+  const cnnb_dataset_info *d;
+  for (uint32_t k = 1; data_dir && *data_dir && (d = cnnb_dataset_lookup(k)); k++)
+    if (strstr(data_dir, d->name)) return d->name;
+  return "imagenet";
+}
+
 static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                              size_t size) {
   const char *name = cnnb_flags_string(flags, "data_name");
+  if (!cnnb_flags_is_set(flags, "data_name"))
+    name = guess_dataset(cnnb_flags_string(flags, "data_dir"));
   cfg->dataset = cnnb_dataset_find(name);
   if (!cfg->dataset) {
     size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; known:", name);
@@ -395,9 +460,22 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
     return st;
   cfg->eval_dir = cnnb_flags_string(flags, "eval_dir");
   cfg->trace_file = cnnb_flags_string(flags, "trace_file");
+  cfg->graph_file = cnnb_flags_string(flags, "graph_file");
+  if (*cfg->graph_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
+    return refuse(err, size, "--graph_file given with --input_only: the run builds no model");
   if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
   if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
+  if (!cnnb_flags_bool(flags, "use_chrome_trace_format")) {
+    if (*cfg->trace_file)
+      return refuse(err, size,
+                    "--use_chrome_trace_format=false asks for tf's StepStats proto, which "
+                    "cnnbench cannot write: --trace_file=%s writes the Chrome trace format "
+                    "(drop the flag)",
+                    cfg->trace_file);
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "--use_chrome_trace_format=false has no effect here: no --trace_file");
+  }
   if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
     return refuse(err, size,
                   "--trace_file given with --input_only: the trace shows a model's steps");

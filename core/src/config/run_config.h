@@ -32,6 +32,7 @@ typedef struct cnnb_run_config {
   /* Plugins, by the names users pick them with. datasource "" lets the datasources'
    * probes choose. */
   const char *model, *device, *strategy, *datasource;
+  const char *device_flag; /* --device as given: tf's "gpu" where device reads "cuda" */
   cnnb_run_mode mode;
   bool model_info; /* --model_info: describe the model, run nothing */
 
@@ -57,7 +58,13 @@ typedef struct cnnb_run_config {
   double num_eval_epochs;     /* > 0 when --num_eval_epochs was given */
   int64_t eval_every_n_steps; /* --eval_during_training_every_n_steps; 0: off */
   double eval_every_n_epochs; /* --eval_during_training_every_n_epochs; 0: off */
-  bool eval_during_training;  /* either of the two */
+  /* --eval_during_training_at_specified_steps / _epochs, in the order given. */
+#define CNNB_MAX_EVAL_POINTS 256
+  int64_t eval_at_steps[CNNB_MAX_EVAL_POINTS];
+  size_t eval_at_steps_count;
+  double eval_at_epochs[CNNB_MAX_EVAL_POINTS];
+  size_t eval_at_epochs_count;
+  bool eval_during_training; /* any of the four */
 
   /* Devices. */
   int32_t num_replicas;         /* --num_gpus */
@@ -86,6 +93,7 @@ typedef struct cnnb_run_config {
   int64_t save_summaries_steps;       /* training events every n timed steps; 0: none */
   const char *eval_dir;               /* --eval_dir: the evaluations' events ("": see the flag) */
   const char *trace_file;             /* --trace_file */
+  const char *graph_file;             /* --graph_file: the model report, written before the run */
   int64_t trace_steps;                /* timed steps traced, from the first one */
   double target_accuracy;             /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the

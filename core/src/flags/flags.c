@@ -131,6 +131,20 @@ static cnnb_status declare(cnnb_flag_registry *registry, const char *name, cnnb_
   if (type < CNNB_FLAG_BOOL || type > CNNB_FLAG_STRING)
     return refuse(flags, group, "cannot declare flag --%s: unknown type %d", name, (int)type);
   cnnb_flag_entry *old = cnnb_flags_find(flags, name);
+  /* Two plugins of one kind may read one flag of tf_cnn_benchmarks (--distortions, read
+   * by each image datasource): the same name, type and default from plugin groups is one
+   * flag, its help telling what each plugin does with it. Anything else is a clash. */
+  if (old && !flags->groups[old->group].theme && !flags->groups[registry->group].theme &&
+      old->group != registry->group && old->type == type && !choices && !old->choices &&
+      separator == '\0' && old->separator == '\0' && strcmp(old->name, name) == 0 &&
+      strcmp(old->default_text, default_value ? default_value : old->default_text) == 0) {
+    char also[160];
+    snprintf(also, sizeof also, "Plugin %s:", group);
+    if (cnnb_flags_append_help(flags, name, also) != CNNB_OK ||
+        cnnb_flags_append_help(flags, name, help ? help : "") != CNNB_OK)
+      return CNNB_ENOMEM;
+    return CNNB_OK;
+  }
   if (old) {
     char by[160];
     describe_group(flags, old->group, by, sizeof by);
@@ -231,6 +245,10 @@ cnnb_status cnnb_flags_append_help(cnnb_flags *flags, const char *name, const ch
   memcpy(help + have, text, add + 1);
   f->help = help;
   return CNNB_OK;
+}
+
+bool cnnb_flags_declared(const cnnb_flags *flags, const char *name) {
+  return cnnb_flags_find(flags, name) != NULL;
 }
 
 cnnb_flag_entry *cnnb_flags_find(const cnnb_flags *flags, const char *name) {

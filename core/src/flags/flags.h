@@ -41,6 +41,8 @@ double cnnb_flags_float(const cnnb_flags *flags, const char *name);
 bool cnnb_flags_bool(const cnnb_flags *flags, const char *name);
 const char *cnnb_flags_string(const cnnb_flags *flags, const char *name);
 bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name);
+/* Whether `name` is declared (or an alias of a declared flag). */
+bool cnnb_flags_declared(const cnnb_flags *flags, const char *name);
 
 /* Every declared flag in declaration order (the core's themes first, then each plugin's
  * group), for records that show the whole configuration (the benchmark log). */

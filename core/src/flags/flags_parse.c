@@ -1,7 +1,9 @@
 /* flags_parse.c — the command line, absl/TF style: --flag=value, --flag value, --bool,
  * --bool=false, --nobool; one dash works as well as two. Everything that is not a flag is
  * an error naming it (cnnbench takes no positional arguments), and an unknown name gets
- * "did you mean" when a declared one is close. The first error stops the parse.
+ * "did you mean" when a declared one is close. Unknown names of the command line are all
+ * named in one message at the end (a tf command line may carry several); any other error
+ * stops the parse, as an unknown name in a flagfile does (naming its file and line).
  *
  * --flagfile=FILE reads more flags from FILE where it stands, absl's convention: one
  * --flag=value a line, blank lines and lines starting with '#' or '//' skipped, leading
@@ -88,10 +90,29 @@ static cnnb_status positional(int argc, char **argv, int first, char *err, size_
   return CNNB_EINVAL;
 }
 
+/* Appends one unknown name (and its "did you mean") to the list in err. */
+static void note_unknown(const cnnb_flags *flags, const char *name, char *err, size_t err_size,
+                         int *count) {
+  size_t len = strlen(err);
+  if (len >= err_size) return;
+  bool neg = false;
+  const char *near = cnnb_flags_suggest(flags, name, &neg);
+  len += (size_t)snprintf(err + len, err_size - len, "%s--%s", *count ? ", " : "", name);
+  if (near && len < err_size)
+    snprintf(err + len, err_size - len, " (did you mean --%s%s?)", neg ? "no" : "", near);
+  ++*count;
+}
+
+/* The unknown names of the command line, named together at the end. */
+typedef struct unknown_list {
+  char names[4096];
+  int count;
+} unknown_list;
+
 enum { FLAGFILE_DEPTH = 8 };
 
 static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
-                              char *err, size_t err_size);
+                              unknown_list *unknown, char *err, size_t err_size);
 
 /* Prefixes err with "where: " (the flagfile and its line). */
 static void prefix_error(char *err, size_t err_size, const char *where) {
@@ -143,7 +164,7 @@ static cnnb_status parse_flagfile(cnnb_flags *flags, const char *path, bool leni
       break;
     }
     char *args[2] = {(char *)path, p};
-    st = parse_args(flags, 2, args, lenient, depth + 1, err, err_size);
+    st = parse_args(flags, 2, args, lenient, depth + 1, NULL, err, err_size);
     /* A nested flagfile's error keeps its own place after this one: "a:3: b:1: ...". */
     if (st != CNNB_OK) prefix_error(err, err_size, where);
   }
@@ -168,11 +189,19 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     snprintf(err, err_size, "no flag table");
     return CNNB_EINVAL;
   }
-  return parse_args(flags, argc, argv, lenient, 0, err, err_size);
+  unknown_list unknown = {.count = 0};
+  cnnb_status st = parse_args(flags, argc, argv, lenient, 0, &unknown, err, err_size);
+  if (st != CNNB_OK || !unknown.count) return st;
+  if (unknown.count == 1 && !strstr(unknown.names, "(did you mean"))
+    snprintf(err, err_size, "unknown flag %s (cnnbench --help lists the flags)", unknown.names);
+  else if (unknown.count == 1) snprintf(err, err_size, "unknown flag %s", unknown.names);
+  else snprintf(err, err_size, "unknown flags %s: cnnbench --help lists the flags", unknown.names);
+  return CNNB_EINVAL;
 }
 
+/* `unknown` collects the unknown names; NULL (a flagfile's line): the first is an error. */
 static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
-                              char *err, size_t err_size) {
+                              unknown_list *unknown, char *err, size_t err_size) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!arg) continue;
@@ -215,7 +244,12 @@ static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool len
     }
     if (!f) {
       if (lenient) continue;
-      return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+      if (!unknown) return cnnb_flags_set(flags, name, value, err, err_size); /* the message */
+      if (unknown->count == 0) unknown->names[0] = '\0';
+      note_unknown(flags, name, unknown->names, sizeof unknown->names, &unknown->count);
+      /* "--name value": the value goes with the unknown name, not on as an argument. */
+      if (!value && i + 1 < argc && argv[i + 1] && !is_flag(argv[i + 1])) i++;
+      continue;
     }
     if (!value) {
       if (f->type == CNNB_FLAG_BOOL) {

@@ -35,9 +35,14 @@ static cnnb_status run_prepared(cnnb_run *run, FILE *out, cnnb_trace **trace,
                                 const cnnb_run_hooks *hooks) {
   FILE *report = run->facts.world.rank == 0 ? out : NULL;
   bool input_only = run->cfg->mode == CNNB_MODE_INPUT_ONLY;
-  cnnb_status st;
-  if (input_only) st = cnnb_input_only_run(run, report);
-  else if ((st = open_trace(run, trace)) == CNNB_OK) st = cnnb_run_model_steps(run, report, *trace);
+  cnnb_status st = cnnb_run_write_graph_file(run);
+  if (st != CNNB_OK) {
+    /* said: the file could not be written */
+  } else if (input_only) {
+    st = cnnb_input_only_run(run, report);
+  } else if ((st = open_trace(run, trace)) == CNNB_OK) {
+    st = cnnb_run_model_steps(run, report, *trace);
+  }
   /* A hook reads the model's arenas, which --input_only never made. */
   if (st == CNNB_OK && hooks && hooks->after_steps && !input_only)
     st = hooks->after_steps(run, hooks->user);

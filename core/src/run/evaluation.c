@@ -24,6 +24,11 @@ static int64_t step_of_epoch(double e, const cnnb_eval_schedule *s) {
 bool cnnb_eval_schedule_due(const cnnb_eval_schedule *s, int64_t step) {
   if (step < 1 || step >= s->num_batches) return false;
   if (s->every_n_steps > 0) return step % s->every_n_steps == 0;
+  for (size_t i = 0; i < s->at_steps_count; i++)
+    if (s->at_steps[i] == step) return true;
+  for (size_t i = 0; s->examples_per_epoch > 0 && s->global_batch > 0 && i < s->at_epochs_count;
+       i++)
+    if (step_of_epoch(s->at_epochs[i], s) == step) return true;
   if (!(s->every_n_epochs > 0) || s->examples_per_epoch <= 0 || s->global_batch <= 0) return false;
   /* numpy.arange(n, num_epochs, n): e_i = n + i * n while e_i < num_epochs. The steps grow
    * with i, so start a little before the i whose step is near `step` and walk up. */
@@ -51,6 +56,10 @@ bool cnnb_evaluation_due(const cnnb_run *run, int64_t step) {
       .examples_per_epoch = run->facts.examples_per_epoch,
       .global_batch = run->facts.global_batch,
       .num_batches = run->facts.num_batches,
+      .at_steps = cfg->eval_at_steps,
+      .at_steps_count = cfg->eval_at_steps_count,
+      .at_epochs = cfg->eval_at_epochs,
+      .at_epochs_count = cfg->eval_at_epochs_count,
   };
   return cnnb_eval_schedule_due(&s, step);
 }
@@ -175,6 +184,12 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
                       "how many examples a training epoch holds; give "
                       "--eval_during_training_every_n_steps instead",
                       cfg->eval_every_n_epochs, run->datasource.name);
+  if (cfg->eval_at_epochs_count && f->examples_per_epoch <= 0)
+    return cnnb_error(run->ctx, CNNB_EINVAL,
+                      "--eval_during_training_at_specified_epochs: datasource %s does not say "
+                      "how many examples a training epoch holds; give "
+                      "--eval_during_training_at_specified_steps instead",
+                      run->datasource.name);
   cnnb_evaluation *e = run->evaluation = calloc(1, sizeof *run->evaluation);
   if (!e || !(e->replicas = calloc((size_t)f->replicas, sizeof *e->replicas)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");

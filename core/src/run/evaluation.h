@@ -26,6 +26,11 @@ typedef struct cnnb_eval_schedule {
   int64_t examples_per_epoch; /* the training split's (needed with every_n_epochs) */
   int64_t global_batch;       /* images per step over every replica and rank */
   int64_t num_batches;        /* timed steps of the run */
+  /* --eval_during_training_at_specified_steps / _epochs (tf: a set of steps). */
+  const int64_t *at_steps;
+  size_t at_steps_count;
+  const double *at_epochs;
+  size_t at_epochs_count;
 } cnnb_eval_schedule;
 
 /* Whether to evaluate after timed step `step`. Never after the last step: the final

@@ -1,7 +1,10 @@
 /* run_report.c — a run's report pieces (run_report.h). */
 #include "run/run_report.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "graph/model_info.h"
 #include "report/benchmark_log.h"
@@ -20,6 +23,17 @@ cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out) {
   cnnb_model_info_print(run->graph, &report, out);
   cnnb_model_report_free(&report);
   return CNNB_OK;
+}
+
+cnnb_status cnnb_run_write_graph_file(cnnb_run *run) {
+  const char *path = run->cfg->graph_file;
+  if (!path || !*path || run->facts.world.rank != 0) return CNNB_OK;
+  FILE *f = fopen(path, "w");
+  if (!f) return cnnb_error(run->ctx, CNNB_EIO, "--graph_file=%s: %s", path, strerror(errno));
+  cnnb_status st = cnnb_run_print_model_info(run, f);
+  if (fclose(f) != 0 && st == CNNB_OK)
+    st = cnnb_error(run->ctx, CNNB_EIO, "--graph_file=%s: %s", path, strerror(errno));
+  return st;
 }
 
 void cnnb_run_print_header(const cnnb_run *run, FILE *out) {

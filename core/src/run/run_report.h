@@ -19,5 +19,7 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, F
 cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out);
 /* --model_info: the model's layers, shapes, parameters and FLOPs (after cnnb_run_open). */
 cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out);
+/* --graph_file: the same report written to that file, by rank 0 (nothing when not given). */
+cnnb_status cnnb_run_write_graph_file(cnnb_run *run);
 
 #endif

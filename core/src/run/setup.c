@@ -464,13 +464,24 @@ static cnnb_status bind_plugins(cnnb_run *run, cnnb_loader *loader) {
   const cnnb_run_config *cfg = run->cfg;
   cnnb_datasource_config probe_cfg = cnnb_replica_datasource_config(run, 0,
                                                                     reads_training_split(run));
-  cnnb_status st;
-  if ((st = cnnb_bound_plugin_open(&run->device, loader, CNNB_KIND_DEVICE, cfg->device,
-                                   run->ctx)) ||
-      (st = cnnb_bound_plugin_open(&run->strategy, loader, CNNB_KIND_STRATEGY, cfg->strategy,
-                                   run->ctx)) ||
-      (st = choose_datasource(run, loader, &probe_cfg)))
-    return st;
+  cnnb_status st = cnnb_bound_plugin_open(&run->device, loader, CNNB_KIND_DEVICE, cfg->device,
+                                          run->ctx);
+  if (st != CNNB_OK && cfg->device_flag && strcmp(cfg->device_flag, cfg->device) != 0)
+    return cnnb_error(run->ctx, st,
+                      "--device=%s is tf_cnn_benchmarks' name for the %s device: no GPU can "
+                      "run here (no %s device plugin is installed)",
+                      cfg->device_flag, cfg->device, cfg->device);
+  if (st == CNNB_OK)
+    st = cnnb_bound_plugin_open(&run->strategy, loader, CNNB_KIND_STRATEGY, cfg->strategy,
+                                run->ctx);
+  if (st == CNNB_OK) st = choose_datasource(run, loader, &probe_cfg);
+  if (st != CNNB_OK) return st;
+  /* A flag that only one strategy reads says so once when the run's is another. */
+  if (cfg->gradient_repacking && strcmp(run->strategy.plugin->name, "replicated") != 0)
+    cnnb_log(run->ctx, CNNB_LOG_WARN,
+             "--gradient_repacking=%d has no effect here: only the replicated strategy packs "
+             "gradients, and --variable_update=%s does not",
+             (int)cfg->gradient_repacking, cfg->strategy);
   return check_device_available(run);
 }
 

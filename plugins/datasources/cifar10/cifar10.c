@@ -7,6 +7,10 @@
  * as uint8 NHWC with the normalization (CNNB_EXT_DATASOURCE_UINT8): a quarter of the
  * bytes, the same numbers.
  *
+ * Training images are padded, cropped and flipped only under --distortions, as
+ * tf_cnn_benchmarks' Cifar10ImagePreprocessor (its --nodistortions, the default, takes
+ * them as they are).
+ *
  * Its probe claims --data_name=cifar10 runs whose --data_dir holds the split's files,
  * above synthetic (priority 1); otherwise it says which files it looked for where. */
 #define _POSIX_C_SOURCE 200809L
@@ -21,6 +25,8 @@
 #include "cifar_files.h"
 #include "cifar_image.h"
 #include "cifar_order.h"
+
+#define DISTORTIONS_FLAG "distortions"
 
 enum { PROBE_PRIORITY = 10 };
 
@@ -86,6 +92,7 @@ typedef struct cifar10 {
   loaded *data;
   cifar_order order;
   int training;
+  int augment; /* training under --distortions: pad, crop and flip */
   int32_t batch;
   uint64_t seed;
   uint8_t image[CIFAR_PIXELS]; /* one rendered example, HWC (the float path) */
@@ -151,6 +158,7 @@ static cnnb_status cifar10_create(cnnb_ctx *ctx, const char *name,
   if (!s) return cnnb_error(ctx, CNNB_ENOMEM, "cifar10: out of memory");
   s->ctx = ctx;
   s->training = cfg->training != 0;
+  s->augment = s->training && cnnb_flag_bool(ctx, DISTORTIONS_FLAG);
   s->batch = cfg->batch_size;
   s->seed = cfg->seed;
   if (!(s->data = acquire(dir, s->training, &st, err, sizeof err))) {
@@ -191,7 +199,7 @@ static void next_example(cifar10 *s, uint8_t *out, int32_t *label) {
   int64_t index = cifar_order_next(&s->order, &epoch);
   const cifar_set *set = &s->data->set;
   cifar_augment aug = cifar_order_augment(s->seed, epoch, index);
-  cifar_image_render(set->pixels + (size_t)index * CIFAR_PIXELS, s->training ? &aug : NULL, out);
+  cifar_image_render(set->pixels + (size_t)index * CIFAR_PIXELS, s->augment ? &aug : NULL, out);
   *label = set->labels[index];
 }
 
@@ -280,6 +288,15 @@ static const cnnb_datasource_vtable vtable = {
     .get_extension = cifar10_instance_extension,
 };
 
+/* tf_cnn_benchmarks' flag, which the imagenet datasource reads too: the same name, type
+ * and default make it one flag (flags.h). */
+static cnnb_status register_flags(cnnb_flag_registry *registry) {
+  return cnnb_flag_declare(registry, DISTORTIONS_FLAG, CNNB_FLAG_BOOL, "false",
+                           "CIFAR-10 training images padded by 4, randomly cropped back to "
+                           "32x32 and flipped, as tf_cnn_benchmarks' --distortions; without "
+                           "it they are taken as they are (tf's --nodistortions).");
+}
+
 static const char *const offers[] = {"cifar10", NULL};
 
 static const cnnb_plugin descriptor = {
@@ -288,6 +305,7 @@ static const cnnb_plugin descriptor = {
     .offers = offers,
     .vtable = &vtable,
     .get_extension = cifar10_extension,
+    .register_flags = register_flags,
 };
 
 CNNB_PLUGIN_ENTRY {

@@ -55,9 +55,10 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       {RESIZE_FLAG, CNNB_FLAG_STRING, "bilinear",
        "How images are resized to the model's input: bilinear, nearest, bicubic, area, or "
        "round_robin (one of the four per image), as tf_cnn_benchmarks."},
-      {DISTORTIONS_FLAG, CNNB_FLAG_BOOL, "true",
-       "Colour distortions (brightness, saturation, hue, contrast) on training images, as "
-       "tf_cnn_benchmarks' --distortions; the random crop and flip happen either way."},
+      {DISTORTIONS_FLAG, CNNB_FLAG_BOOL, "false",
+       "Colour distortions (brightness, saturation, hue, contrast) on ImageNet training "
+       "images, as tf_cnn_benchmarks' --distortions (off by default, as there); the random "
+       "crop and flip happen either way."},
       {MEAN_FLAG, CNNB_FLAG_STRING, "0.5,0.5,0.5",
        "Per-channel (R,G,B) mean subtracted from pixels scaled to [0, 1]; with --input_std "
        "0.5 this is tf_cnn_benchmarks' [-1, 1]. torchvision's: 0.485,0.456,0.406."},

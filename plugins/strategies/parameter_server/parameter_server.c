@@ -37,10 +37,13 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "Under mpirun: how many ranks (the first ones) keep shards of the variables and apply "
       "the updates; every rank also trains.");
   if (st == CNNB_OK)
-    st = cnnb_flag_declare(registry, "local_parameter_device", CNNB_FLAG_STRING, "cpu",
+    st = cnnb_flag_declare(registry, "local_parameter_device", CNNB_FLAG_STRING, "gpu",
                            "Where the parameter server keeps the variables: cpu (host memory), "
                            "or gpu (the first replica's GPU, one process on a GPU device: "
-                           "NCCL pushes and pulls, the update on that GPU).");
+                           "NCCL pushes and pulls, the update on that GPU). As tf_cnn_benchmarks' "
+                           "soft placement, gpu (its default) on a device without GPU memory "
+                           "(the cpu device) means host memory, and so does the default across "
+                           "ranks.");
   if (st == CNNB_OK)
     st = cnnb_flag_declare(registry, "cross_replica_sync", CNNB_FLAG_BOOL, "true",
                            "Under mpirun: synchronous updates (every rank's gradients averaged, "
@@ -76,6 +79,10 @@ static cnnb_status read_flags(ps *s, const cnnb_strategy_config *cfg) {
                       "--local_parameter_device=%s: must be cpu (host memory) or gpu (the first "
                       "replica's GPU)",
                       where);
+  /* tf's soft placement: its default, gpu, lands on the host wherever a GPU cannot hold
+   * the variables, quietly; asked for by name across ranks it is refused below. */
+  if (s->gpu && s->world_size > 1 && !cnnb_flag_is_set(s->ctx, "local_parameter_device"))
+    s->gpu = false;
   if (s->gpu && s->world_size > 1)
     return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
                       "--local_parameter_device=gpu keeps the variables on one process's GPU; "
@@ -88,11 +95,13 @@ static cnnb_status read_flags(ps *s, const cnnb_strategy_config *cfg) {
                            ? cfg->device_name
                            : "of this run";
   if (s->gpu && cfg->local_replicas > 0 && cfg->device->get_extension &&
-      cfg->device->get_extension(cfg->devices[0], CNNB_EXT_HOST_MEMORY))
-    return cnnb_error(s->ctx, CNNB_EUNSUPPORTED,
-                      "--local_parameter_device=gpu: device %s has no GPU: use "
-                      "--local_parameter_device=cpu",
-                      device);
+      cfg->device->get_extension(cfg->devices[0], CNNB_EXT_HOST_MEMORY)) {
+    cnnb_log(s->ctx, CNNB_LOG_DEBUG,
+             "--local_parameter_device=gpu: device %s keeps its tensors in host memory, so "
+             "the variables stay there (tf's soft placement)",
+             device);
+    s->gpu = false;
+  }
   int64_t num_ps = cnnb_flag_int(s->ctx, "num_ps_ranks");
   if (num_ps < 1 || num_ps > s->world_size)
     return cnnb_error(s->ctx, CNNB_EINVAL,
@@ -144,14 +153,26 @@ static cnnb_status ps_create(cnnb_ctx *ctx, const char *name, const cnnb_strateg
                     "parameter_server: out of memory for host copies of %lld parameters",
                     (long long)s->count);
   if (st == CNNB_OK && !s->sync) st = ps_async_open(s);
-  if (st == CNNB_OK && s->gpu) st = ps_gpu_open(s, cfg);
+  if (st == CNNB_OK && s->gpu) {
+    st = ps_gpu_open(s, cfg);
+    if (st != CNNB_OK && !cnnb_flag_is_set(ctx, "local_parameter_device")) {
+      /* The default asked for no GPU by name: placed softly, as tf, on the host. */
+      cnnb_log(ctx, CNNB_LOG_WARN,
+               "the variables stay in host memory: the default --local_parameter_device=gpu "
+               "cannot place them on the GPU (%s)",
+               cnnb_error_message(ctx));
+      ps_gpu_close(s);
+      s->gpu = false;
+      st = CNNB_OK;
+    }
+  }
   if (st != CNNB_OK) {
     ps_destroy(s);
     return st;
   }
   if (!cnnb_flag_bool(ctx, "cross_replica_sync") && s->sync)
-    cnnb_log(ctx, CNNB_LOG_INFO,
-             "--cross_replica_sync=false: one process, nothing to be "
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "--cross_replica_sync=false has no effect here: one process, nothing to be "
              "asynchronous with (its replicas are averaged, as tf's on one worker)");
   if (s->rank < s->num_ps && !s->gpu)
     cnnb_log(ctx, CNNB_LOG_INFO,
