@@ -34,7 +34,7 @@ grep -q '"learning_rate":0.005,"loss_scale":1.0,' "$file" || fail "the trivial m
 echo "ok: a training run's log: run, 5 steps, summary; total as printed"
 
 # 2. --eval: an eval record with the accuracy the report prints.
-"$CNNBENCH" "${common[@]}" --eval --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
+"$CNNBENCH" "${common[@]}" --eval --eval_random_weights --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
   >"$tmp/eval.out" 2>"$tmp/eval.err" || fail "--eval with --benchmark_log_dir: exit $?"
 "$JSON_LINES_CHECK" "$tmp/eval/benchmark_run.rank0.jsonl" 0 "$tmp/eval.out" || fail "--eval: the log does not match"
 read -r top1 top5 n < <(sed -nE 's/^Accuracy @ 1 = ([0-9.]+) Accuracy @ 5 = ([0-9.]+) \[([0-9]+) examples\]$/\1 \2 \3/p' "$tmp/eval.out")
