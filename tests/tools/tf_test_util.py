@@ -158,6 +158,7 @@ class Cnnbench:
 
     def __init__(self, binary, workdir):
         self.binary, self.workdir, self.runs = binary, workdir, 0
+        self.stdout = {}  # run type: the lines of its last run
 
     def command(self, params):
         argv = [self.binary, '--num_intra_threads=1']
@@ -181,7 +182,14 @@ class Cnnbench:
         assert done.returncode == 0, '%s: exit %d: %s (stderr in %s)' % (
             run_type, done.returncode, ' '.join(argv), err)
         print('%s: %s' % (run_type, ' '.join(argv[1:])))
-        return [done.stdout.splitlines()]
+        self.stdout[run_type] = done.stdout.splitlines()
+        return [self.stdout[run_type]]
+
+    def expect_lines(self, run_type, *wanted):
+        """The header and progress lines tf's print_info and its loop print, as they print
+        them (tf's constants.BenchmarkMode strings)."""
+        for line in wanted:
+            assert line in self.stdout[run_type], '%s: no line %r' % (run_type, line)
 
 
 def parsers_reject_foreign_lines():
@@ -223,6 +231,10 @@ def main():
         params = dict(get_params(train_dir('accuracy' if accuracy else 'plain')),
                       print_training_accuracy=accuracy)
         train_and_eval(run_fn, params, check_output_values=False)
+        run_fn.expect_lines('InitialTraining', 'Mode:        training',
+                            'Generating training model', 'Running warm up', 'Done warm up')
+        run_fn.expect_lines('Evaluation', 'Mode:        evaluation', 'Generating evaluation model')
+        assert not any(l.startswith('AllReduce:') for l in run_fn.stdout['InitialTraining'])
         print('ok: train_and_eval, print_training_accuracy=%s: 20, then 15 resumed step '
               'lines, one evaluation' % accuracy)
 
@@ -231,6 +243,7 @@ def main():
     params = dict(get_params(None), forward_only=True, print_training_accuracy=False)
     train_and_eval(run_fn, params, check_output_values=False,
                    skip='eval_and_train_from_checkpoint')
+    run_fn.expect_lines('InitialTraining', 'Mode:        forward only')
     print('ok: forward only: 20 step lines with accuracies')
 
     # tf's testEvalDuringTraining: 7 steps, an evaluation every 2 and a final one:
@@ -242,7 +255,17 @@ def main():
     assert len(get_training_outputs_from_logs(lines, False)) == 7
     evaluations = get_evaluation_outputs_from_logs(lines)
     assert len(evaluations) == 7 // 2 + 1, '%d evaluations, want 4' % len(evaluations)
+    run_fn.expect_lines('EvalDuringTraining', 'Mode:        training + evaluation',
+                        'Running evaluation at global_step 2', 'Resuming training',
+                        'Running final evaluation at global_step 7')
     print('ok: eval during training: 7 step lines, 4 evaluation lines')
+
+    # print_info's AllReduce line for replicated: None without --all_reduce_spec.
+    params = dict(get_params(None), variable_update='replicated', num_batches=1,
+                  num_warmup_batches=0)
+    assert len(get_training_outputs_from_logs(run_fn('Replicated', params)[0], True)) == 1
+    run_fn.expect_lines('Replicated', 'Variables:   replicated', 'AllReduce:   None')
+    print('ok: replicated prints tf\'s AllReduce line')
     return 0
 
 
