@@ -149,6 +149,15 @@ void cnnb_report_print_eval_step(FILE *out, int64_t step, double examples_per_se
   if (out) fprintf(out, "%lld\t%.1f examples/sec\n", (long long)step, examples_per_sec);
 }
 
+void cnnb_report_print_progress(FILE *out, const cnnb_ctx *log_ctx, const char *line) {
+  if (out) {
+    fprintf(out, "%s\n", line);
+    fflush(out);
+  } else if (log_ctx) {
+    cnnb_log(log_ctx, CNNB_LOG_INFO, "%s", line);
+  }
+}
+
 void cnnb_report_print_skipped(FILE *out, int64_t skipped) {
   if (out && skipped > 0) fprintf(out, "skipped %lld unreadable examples\n", (long long)skipped);
 }

@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <cnnb/abi.h>
+#include <cnnb/ctx.h>
 
 /* Everything the header block shows. Strings may be NULL (printed as "None", as Python
  * would), except all_reduce, whose NULL omits the line: tf_cnn_benchmarks prints
@@ -110,6 +111,11 @@ void cnnb_report_print_accuracy(FILE *out, int64_t top1_hits, int64_t top5_hits,
 /* An evaluation's progress line every --display_every batches (tf's _eval_once):
  *   "%d\t%.1f examples/sec" */
 void cnnb_report_print_eval_step(FILE *out, int64_t step, double examples_per_sec);
+/* One of tf_cnn_benchmarks' progress lines ("Running warm up", "Running evaluation at
+ * global_step 20", ...), on stdout where tf prints it: on `out` (rank 0's report), flushed;
+ * a rank without a report (out NULL) logs it through `log_ctx` instead (stderr, tagged with
+ * its rank). */
+void cnnb_report_print_progress(FILE *out, const cnnb_ctx *log_ctx, const char *line);
 /* "skipped N unreadable examples" when N > 0 (the datasources' stats extension); nothing
  * otherwise. */
 void cnnb_report_print_skipped(FILE *out, int64_t skipped);

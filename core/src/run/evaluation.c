@@ -11,7 +11,6 @@
 #include "report/benchmark_log.h"
 #include "report/report.h"
 #include "run/replica.h"
-#include "run/run_report.h"
 #include "run/world.h"
 
 /* Floats staged through the host per copy: bounded memory whatever the model's size. */
@@ -247,7 +246,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step
   char line[96];
   snprintf(line, sizeof line, "Running %sevaluation at global_step %lld", final ? "final " : "",
            (long long)global_step);
-  cnnb_run_progress(run, out, line);
+  cnnb_report_print_progress(out, run->ctx, line);
   double start = cnnb_now_seconds();
   int64_t largest = cnnb_graph_param_arena_count(run->graph);
   if (cnnb_graph_stat_arena_count(run->graph) > largest)

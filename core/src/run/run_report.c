@@ -36,15 +36,6 @@ static const char *all_reduce_line(const cnnb_run *run) {
   return spec && *spec ? spec : NULL;
 }
 
-void cnnb_run_progress(const cnnb_run *run, FILE *out, const char *line) {
-  if (out) {
-    fprintf(out, "%s\n", line);
-    fflush(out);
-  } else {
-    cnnb_log(run->ctx, CNNB_LOG_INFO, "%s", line);
-  }
-}
-
 void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   const cnnb_run_config *cfg = run->cfg;
   const cnnb_run_facts *f = &run->facts;

@@ -9,10 +9,6 @@
 
 #include "run/run.h"
 
-/* One of tf_cnn_benchmarks' progress lines ("Running warm up", "Running evaluation at
- * global_step 20", ...): on stdout where tf prints it, i.e. on rank 0's `out`; the other
- * ranks (out NULL) log it on stderr, tagged with their rank. */
-void cnnb_run_progress(const cnnb_run *run, FILE *out, const char *line);
 /* The header block, from the configuration and the facts. */
 void cnnb_run_print_header(const cnnb_run *run, FILE *out);
 /* The total over every rank's images and the slowest rank's seconds (collective), also

@@ -321,10 +321,12 @@ static cnnb_status begin_steps(step_loop *loop, cnnb_run *run, FILE *out, cnnb_t
   if (out) cnnb_run_print_header(run, out);
   /* tf_cnn_benchmarks' progress lines after the header (its graph's build and start; here
    * setup has done both). */
-  cnnb_run_progress(run, out,
-                    loop->eval ? "Generating evaluation model" : "Generating training model");
-  if (cfg->eval_during_training) cnnb_run_progress(run, out, "Generating evaluation model");
-  cnnb_run_progress(run, out, "Initializing graph");
+  cnnb_report_print_progress(out, run->ctx,
+                             loop->eval ? "Generating evaluation model"
+                                        : "Generating training model");
+  if (cfg->eval_during_training)
+    cnnb_report_print_progress(out, run->ctx, "Generating evaluation model");
+  cnnb_report_print_progress(out, run->ctx, "Initializing graph");
   if (run->replicas[0].trainer)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "optimizer: %s",
              cnnb_trainer_describe(run->replicas[0].trainer));
@@ -344,7 +346,7 @@ static void end_steps(step_loop *loop) {
 /* The untimed warm-up steps (--eval's rerun the first batch). */
 static cnnb_status warm_up(step_loop *loop) {
   cnnb_run *run = loop->run;
-  cnnb_run_progress(run, loop->out, "Running warm up");
+  cnnb_report_print_progress(loop->out, run->ctx, "Running warm up");
   batch_use use = loop->eval ? HOLD_FIRST_BATCH : NEXT_BATCH;
   int64_t base = run->facts.start_step;
   cnnb_status st = CNNB_OK;
@@ -353,7 +355,7 @@ static cnnb_status warm_up(step_loop *loop) {
       st = apply_updates(loop, base + i);
   if (st == CNNB_OK) st = synchronize_all(loop);
   if (st != CNNB_OK) return st;
-  cnnb_run_progress(run, loop->out, "Done warm up");
+  cnnb_report_print_progress(loop->out, run->ctx, "Done warm up");
   /* --eval prints tf's "N<TAB>X examples/sec" lines, which have no header. */
   if (loop->out && !loop->eval) cnnb_report_print_step_header(loop->out, loop->cfg->print_accuracy);
   return CNNB_OK;
@@ -436,7 +438,8 @@ static cnnb_status evaluate(step_loop *loop, int64_t step, int64_t global, bool 
   cnnb_status st = cnnb_evaluation_run(loop->run, step, global, final, loop->out, &result);
   if (st != CNNB_OK) return st;
   check_target(loop, &result, step, global);
-  if (!final && !loop->target.reached) cnnb_run_progress(loop->run, loop->out, "Resuming training");
+  if (!final && !loop->target.reached)
+    cnnb_report_print_progress(loop->out, loop->run->ctx, "Resuming training");
   return CNNB_OK;
 }
 
