@@ -217,19 +217,21 @@ static cnnb_status synchronize_all(step_loop *loop) {
   return st;
 }
 
-/* The step line's loss and accuracies over every replica of every rank, as
- * tf_cnn_benchmarks' average_loss (the mean of its towers' losses) and top_1_accuracy
- * (the hits of all its towers over their examples); and for the benchmark log the
- * learning rate and loss scale of the step's update (optimizer step `step`, replica 0's,
- * the same everywhere), read before the update, which may change the scale. Collective
- * over the ranks: every rank displays the same steps. */
+/* The step line's loss and accuracies over every replica of this process, as
+ * tf_cnn_benchmarks' average_loss (the mean of its worker's towers' losses) and
+ * top_1_accuracy (the hits of all its towers over their examples); each rank its own, as
+ * each tf worker prints its own: a collective here would be one more meeting point per
+ * displayed step, which the asynchronous parameter server does not have and which a
+ * stopped rank would turn into a wait. And for the benchmark log the learning rate and
+ * loss scale of the step's update (optimizer step `step`, replica 0's, the same
+ * everywhere), read before the update, which may change the scale. */
 static cnnb_status read_metrics(step_loop *loop, int64_t step, cnnb_benchmark_log_step *m) {
   cnnb_run *run = loop->run;
   cnnb_replica *first = &run->replicas[0];
   m->learning_rate = first->trainer ? cnnb_trainer_learning_rate(first->trainer, step) : NAN;
   m->loss_scale = first->trainer ? cnnb_trainer_loss_scale(first->trainer) : NAN;
   m->top1 = m->top5 = NAN;
-  /* Summed here, then over ranks: losses, replicas, hits at 1, hits at 5, examples. */
+  /* Summed over the replicas: losses, replicas, hits at 1, hits at 5, examples. */
   double sums[5] = {0, 0, 0, 0, 0};
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
@@ -250,8 +252,6 @@ static cnnb_status read_metrics(step_loop *loop, int64_t step, cnnb_benchmark_lo
     sums[3] += hits5;
     sums[4] += run->facts.batch_size;
   }
-  if (st == CNNB_OK)
-    st = cnnb_world_sum_real(&run->facts.world, sums, 5, "averaging the step's loss");
   if (st != CNNB_OK) return st;
   m->loss = sums[0] / sums[1];
   if (run->cfg->print_accuracy) {
@@ -363,7 +363,7 @@ static cnnb_status warm_up(step_loop *loop) {
 
 /* Counts timed step i; a displayed one gets its log record, the divergence check and its
  * report line: training's and --forward_only's "N<TAB>images/sec: ..." line, --eval's
- * "N<TAB>X examples/sec". Every rank logs its own timing and the world's mean loss. */
+ * "N<TAB>X examples/sec". Every rank logs what it measured (its own loss and timing). */
 static cnnb_status show_step(step_loop *loop, int64_t i, step_result *res) {
   cnnb_run *run = loop->run;
   loop->total_seconds += res->seconds;

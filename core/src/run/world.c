@@ -212,23 +212,6 @@ cnnb_status cnnb_world_sum(const cnnb_world *w, int64_t *values, int32_t count, 
   return st;
 }
 
-cnnb_status cnnb_world_sum_real(const cnnb_world *w, double *values, int32_t count,
-                                const char *what) {
-  if (w->size <= 1 || count <= 0) return CNNB_OK;
-  if (!w->strategy->vt.strategy->allgather) return no_allgather(w, what);
-  size_t n = (size_t)count;
-  double *all = calloc((size_t)w->size * n, sizeof *all);
-  if (!all) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_status st = allgather(w, values, all, (int64_t)(n * sizeof *values), what);
-  if (st == CNNB_OK) {
-    for (size_t k = 0; k < n; k++) values[k] = 0;
-    for (int32_t r = 0; r < w->size; r++)
-      for (size_t k = 0; k < n; k++) values[k] += all[(size_t)r * n + k];
-  }
-  free(all);
-  return st;
-}
-
 /* Every rank's value of one counter, allgathered; NULL on a world of one. */
 static cnnb_status gather_one(const cnnb_world *w, int64_t value, const char *what, int64_t **all) {
   *all = NULL;

@@ -27,10 +27,6 @@ cnnb_status cnnb_world_total(const cnnb_world *w, double images, double seconds,
  * sums on every rank. Collective: every rank calls it with the same count; a world of
  * one returns at once. `what` names the exchange in a failure ("summing the accuracy"). */
 cnnb_status cnnb_world_sum(const cnnb_world *w, int64_t *values, int32_t count, const char *what);
-/* The same for real numbers (a step's losses): every rank adds the ranks' values in rank
- * order, so every rank holds the same sums, bit for bit. */
-cnnb_status cnnb_world_sum_real(const cnnb_world *w, double *values, int32_t count,
-                                const char *what);
 
 /* Whether every rank holds the same `value` (the step a resumed run starts at): CNNB_EINVAL
  * on every rank, naming what and the first rank that differs from rank 0. Collective. */
