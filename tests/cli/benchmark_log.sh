@@ -56,7 +56,7 @@ grep -q '"name": "average_examples_per_sec", .*"global_step": 7,' "$log/metric.l
 echo "ok: tf_cnn_benchmarks' benchmark_run.log and metric.log, metric.log appended"
 
 # 2. --eval: an eval record with the accuracy the report prints.
-"$CNNBENCH" "${common[@]}" --eval --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
+"$CNNBENCH" "${common[@]}" --eval --eval_random_weights --num_batches=3 --display_every=1 --benchmark_log_dir="$tmp/eval" \
   >"$tmp/eval.out" 2>"$tmp/eval.err" || fail "--eval with --benchmark_log_dir: exit $?"
 "$JSON_LINES_CHECK" "$tmp/eval/benchmark_run.rank0.jsonl" 0 "$tmp/eval.out" || fail "--eval: the log does not match"
 read -r top1 top5 n < <(sed -nE 's/^Accuracy @ 1 = ([0-9.]+) Accuracy @ 5 = ([0-9.]+) \[([0-9]+) examples\]$/\1 \2 \3/p' "$tmp/eval.out")

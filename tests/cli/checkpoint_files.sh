@@ -32,7 +32,8 @@ grep -q '"latest": *"model.ckpt-0000000010.safetensors"' "$tmp/d/checkpoint" || 
 # A torn newest file: the previous one, with a warning naming the torn one.
 cp -r "$tmp/d" "$tmp/torn"
 truncate -s -1000 "$(ckpt "$tmp/torn" 10)"
-run --num_batches=1 --train_dir="$tmp/torn" >"$tmp/torn.out" 2>"$tmp/torn.err" || fail "torn: exit $?"
+# (--num_batches is the total on resume: one step more than the step-9 checkpoint.)
+run --num_batches=10 --train_dir="$tmp/torn" >"$tmp/torn.out" 2>"$tmp/torn.err" || fail "torn: exit $?"
 grep -i warn "$tmp/torn.err" | grep -q "model.ckpt-0000000010.safetensors" \
   || fail "torn: no warning naming the torn file"
 grep -q "resuming from .*model.ckpt-0000000009.safetensors (global step 9)" "$tmp/torn.err" \
@@ -40,7 +41,7 @@ grep -q "resuming from .*model.ckpt-0000000009.safetensors (global step 9)" "$tm
 # A corrupt header byte: the same.
 cp -r "$tmp/d" "$tmp/bad"
 printf 'X' | dd of="$(ckpt "$tmp/bad" 10)" bs=1 seek=12 conv=notrunc status=none
-run --num_batches=1 --train_dir="$tmp/bad" >"$tmp/bad.out" 2>"$tmp/bad.err" || fail "bad header: exit $?"
+run --num_batches=10 --train_dir="$tmp/bad" >"$tmp/bad.out" 2>"$tmp/bad.err" || fail "bad header: exit $?"
 grep -q "resuming from .*model.ckpt-0000000009.safetensors" "$tmp/bad.err" || fail "bad header: no fallback"
 
 # Wrong shape, missing tensor, more classes: refused, naming file and tensor.
@@ -78,7 +79,7 @@ run --num_batches=3 --save_model_secs=0.000001 --train_dir="$tmp/secs" >"$tmp/se
 if command -v mpirun >/dev/null && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ]; then
   for pass in 1 2; do
     mpi_run_bounded 120 2 "$CNNBENCH" --model=resnet20 --data_name=cifar10 --batch_size=2 \
-      --num_warmup_batches=0 --num_batches=2 --variable_update=horovod --train_dir="$tmp/mpi" \
+      --num_warmup_batches=0 --num_batches=$((2 * pass)) --variable_update=horovod --train_dir="$tmp/mpi" \
       >"$tmp/mpi$pass.out" 2>"$tmp/mpi$pass.err" || fail "2 ranks, pass $pass: exit $?"
   done
   # Counted as matches, not lines: mpirun forwards the ranks' stderr, and two ranks' lines

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Resuming continues a run as if it had never stopped: 20 steps straight and 10 steps, then
-# 10 more resumed from --train_dir, print the same loss at every step and end with the
-# same checkpoint (parameters, batch-norm statistics, optimizer slots: equal within 1e-6
+# 10 more resumed from --train_dir (--num_batches=20: the total on resume, as
+# tf_cnn_benchmarks' end_local_step = num_batches - global_step), print the same loss at
+# every step and end with the same checkpoint (parameters, batch-norm statistics, optimizer slots: equal within 1e-6
 # of 1 + |value|; the cpu device computes the same sums in the same order, so in practice
 # bit for bit). The run uses what a resume must carry: momentum slots, Adam's update count,
 # a learning-rate schedule whose boundary falls in the resumed half, batch-norm moving
 # statistics; and the same under parameter_server, which keeps the optimizer's slots itself.
 # Losing the momentum on resume makes the comparison fail. Then: --eval --train_dir
 # evaluates the latest checkpoint, and a checkpoint is refused by another model and by
-# another optimizer, naming both.
+# another optimizer, naming both; a checkpoint already at --num_batches is refused (nothing
+# left to train), and tf's own train_and_eval count holds with warm-up steps: a run of 20
+# after 5 warm-up steps ends at global step 25, so --num_batches=40 resumed runs 15.
 set -euo pipefail
 : "${CNNBENCH:?}" "${CHECKPOINT_COMPARE:?}" "${CHECKPOINT_EDIT:?}"
 tmp=$(mktemp -d)
@@ -30,11 +33,13 @@ for optimizer in momentum adam; do
     || fail "$optimizer: first half exit $?"
   grep -q "no checkpoint in .* yet: training starts at step 0" "$tmp/first.err" \
     || fail "$optimizer: the first half did not say it starts fresh"
-  run --num_batches=10 --train_dir="$tmp/$optimizer-resumed" >"$tmp/second.out" 2>"$tmp/second.err" \
+  run --num_batches=20 --train_dir="$tmp/$optimizer-resumed" >"$tmp/second.out" 2>"$tmp/second.err" \
     || fail "$optimizer: second half exit $?"
   grep -q "resuming from .*model.ckpt-0000000010.safetensors (global step 10)" "$tmp/second.err" \
     || fail "$optimizer: the second half did not resume from step 10"
   [ "$(losses "$tmp/straight.out" | wc -l)" -eq 20 ] || fail "$optimizer: 20 step lines expected"
+  [ "$(losses "$tmp/second.out" | wc -l)" -eq 10 ] || fail "$optimizer: the resumed half should run 10 of the 20"
+  grep -q '^Num batches: 20$' "$tmp/second.out" || fail "$optimizer: the header should show the total, 20"
   diff <(losses "$tmp/straight.out") <(cat <(losses "$tmp/first.out") <(losses "$tmp/second.out")) \
     >"$tmp/loss.diff" || fail "$optimizer: the losses differ: $(cat "$tmp/loss.diff")"
   # The resumed half must not just repeat the first: the losses move.
@@ -52,7 +57,7 @@ ps=(--variable_update=parameter_server --num_gpus=2 --optimizer=momentum)
 "$CNNBENCH" "${common[@]}" "${ps[@]}" --num_batches=6 --train_dir="$tmp/ps-straight" \
   >"$tmp/ps1.out" 2>"$tmp/ps1.err" || fail "parameter_server straight: exit $?"
 for half in 1 2; do
-  "$CNNBENCH" "${common[@]}" "${ps[@]}" --num_batches=3 --train_dir="$tmp/ps-resumed" \
+  "$CNNBENCH" "${common[@]}" "${ps[@]}" --num_batches=$((3 * half)) --train_dir="$tmp/ps-resumed" \
     >"$tmp/ps-half$half.out" 2>"$tmp/ps-half$half.err" || fail "parameter_server half $half: exit $?"
 done
 grep -q "resuming from .*(global step 3)" "$tmp/ps-half2.err" || fail "parameter_server: no resume"
@@ -70,7 +75,7 @@ echo "parameter_server: 6 losses equal; $(cat "$tmp/compare.out")"
 mkdir "$tmp/no-slots"
 "$CHECKPOINT_EDIT" drop optimizer. "$tmp/momentum-resumed/model.ckpt-0000000010.safetensors" \
   "$tmp/no-slots/model.ckpt-0000000010.safetensors" || fail "checkpoint_edit failed"
-"$CNNBENCH" "${common[@]}" --optimizer=momentum --num_batches=10 --train_dir="$tmp/no-slots" \
+"$CNNBENCH" "${common[@]}" --optimizer=momentum --num_batches=20 --train_dir="$tmp/no-slots" \
   >"$tmp/no-slots.out" 2>"$tmp/no-slots.err" || fail "resume without slots: exit $?"
 if "$CHECKPOINT_COMPARE" 1e-6 "$tmp/momentum-straight/model.ckpt-0000000020.safetensors" \
      "$tmp/no-slots/model.ckpt-0000000020.safetensors" >"$tmp/compare.out"; then
@@ -97,10 +102,34 @@ if "$CNNBENCH" --model=resnet32 --data_name=cifar10 --batch_size=4 --num_batches
   fail "resnet32 resumed from a resnet20 checkpoint"
 fi
 grep -q "is of model 'resnet20', this run's is 'resnet32'" "$tmp/model.err" || fail "wrong model: unclear message"
-if "$CNNBENCH" "${common[@]}" --optimizer=adam --num_batches=1 --train_dir="$tmp/momentum-resumed" \
+# (21: one step past the checkpoint, so the optimizer, not the count, is what is refused.)
+if "$CNNBENCH" "${common[@]}" --optimizer=adam --num_batches=21 --train_dir="$tmp/momentum-resumed" \
      >"$tmp/opt.out" 2>"$tmp/opt.err"; then
   fail "adam resumed from a momentum checkpoint"
 fi
 grep -q "trained with --optimizer=momentum, this run asks for --optimizer=adam" "$tmp/opt.err" \
   || fail "wrong optimizer: unclear message"
+# Nothing left to train: the step-20 checkpoint with --num_batches=20 (or fewer) is refused,
+# exit 2, saying the count is the total; no step runs and no checkpoint is written.
+set +e
+"$CNNBENCH" "${common[@]}" --optimizer=momentum --num_batches=20 --train_dir="$tmp/momentum-resumed" \
+  >"$tmp/done.out" 2>"$tmp/done.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "a resume with nothing left to train: exit $rc, want 2"
+grep -q -- "--num_batches=20 is 20 steps in all, and --train_dir's checkpoint is at global step 20 already" \
+  "$tmp/done.err" || fail "nothing left to train: unclear message"
+grep -q 'images/sec' "$tmp/done.out" && fail "nothing left to train, yet steps ran"
+[ "$(ls "$tmp/momentum-resumed" | grep -c safetensors)" -eq 2 ] || fail "nothing left to train, yet a checkpoint was written"
+
+# tf_cnn_benchmarks' train_and_eval count: 20 timed steps after 5 warm-up steps (global
+# step 25), then --num_batches=40 resumed: 40 - 25 = 15 step lines.
+tf=(--model=trivial --batch_size=2 --num_gpus=2 --num_warmup_batches=5 --display_every=1
+    --optimizer=sgd --num_intra_threads=1 --train_dir="$tmp/tf")
+"$CNNBENCH" "${tf[@]}" --num_batches=20 >"$tmp/tf1.out" 2>"$tmp/tf1.err" || fail "tf count, first run: exit $?"
+"$CNNBENCH" "${tf[@]}" --num_batches=40 >"$tmp/tf2.out" 2>"$tmp/tf2.err" || fail "tf count, resumed: exit $?"
+grep -q "resuming from .*(global step 25)" "$tmp/tf2.err" || fail "tf count: not resumed from global step 25"
+[ "$(losses "$tmp/tf1.out" | wc -l)" -eq 20 ] || fail "tf count: 20 step lines expected first"
+[ "$(losses "$tmp/tf2.out" | wc -l)" -eq 15 ] || fail "tf count: 15 step lines expected on resume (tf's train_and_eval)"
+[ -f "$tmp/tf/model.ckpt-0000000045.safetensors" ] || fail "tf count: the resumed run should end at global step 45"
 echo PASS

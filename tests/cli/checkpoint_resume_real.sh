@@ -26,8 +26,10 @@ ckpt() { echo "$tmp/$1/model.ckpt-00000000$2.safetensors"; }
 
 "$CNNBENCH" "${common[@]}" --num_batches=12 --train_dir="$tmp/straight" >"$tmp/straight.out" \
   2>"$tmp/straight.err" || fail "straight run: exit $?"
+# --num_batches is the total on resume (tf_cnn_benchmarks' end_local_step): 6, then to 12.
 for half in first second; do
-  "$CNNBENCH" "${common[@]}" --num_batches=6 --train_dir="$tmp/resumed" >"$tmp/$half.out" \
+  total=6; [ "$half" = second ] && total=12
+  "$CNNBENCH" "${common[@]}" --num_batches=$total --train_dir="$tmp/resumed" >"$tmp/$half.out" \
     2>"$tmp/$half.err" || fail "$half half: exit $?"
 done
 grep -q "resuming from .*(global step 6)" "$tmp/second.err" || fail "the second half did not resume"
@@ -61,7 +63,7 @@ if [ -f "$fixture_data" ]; then
   fixture=(--model=lenet --num_classes=5 --batch_size=2 --num_warmup_batches=0 --num_intra_threads=1
            --plugin="$fixture_data" --datasource=fixture_data --train_dir="$tmp/fixture")
   for half in 1 2; do
-    "$CNNBENCH" "${fixture[@]}" --num_batches=1 >"$tmp/fixture$half.out" 2>"$tmp/fixture$half.err" \
+    "$CNNBENCH" "${fixture[@]}" --num_batches=$half >"$tmp/fixture$half.out" 2>"$tmp/fixture$half.err" \
       || fail "fixture_data half $half: exit $?"
   done
   grep -q "datasource 'fixture_data' cannot continue its stream: a resumed run reads from the start of its data order again" \
@@ -72,7 +74,7 @@ fi
 if grep -q "cannot continue its stream" "$tmp/second.err"; then fail "imagenet warned"; fi
 # Synthetic data is the same every step: its no-op answer means no warning.
 for half in 1 2; do
-  "$CNNBENCH" --model=lenet --batch_size=2 --num_batches=1 --num_warmup_batches=0 --num_intra_threads=1 \
+  "$CNNBENCH" --model=lenet --batch_size=2 --num_batches=$half --num_warmup_batches=0 --num_intra_threads=1 \
     --train_dir="$tmp/synthetic" >"$tmp/synthetic.out" 2>"$tmp/synthetic.err" || fail "synthetic: exit $?"
 done
 grep -q "resuming from" "$tmp/synthetic.err" || fail "synthetic: no resume"

@@ -38,9 +38,10 @@ run "${common[@]}" --data_dir="$work/archive" --num_epochs=1
 grep -q 'Num batches: 20' "$out" || fail "one epoch of 320 in batches of 16 is not 20 batches"
 
 # Evaluation reads test_batch.bin and reports accuracy.
-run "${common[@]}" --data_dir="$data" --num_batches=4 --eval
+run "${common[@]}" --data_dir="$data" --num_batches=4 --eval --eval_random_weights
 grep -q 'Mode:        evaluation' "$out" || fail "--eval did not evaluate"
-grep -qP '^1\timages/sec: .*\t\d+\.\d{3}\t\d\.\d{3}\t\d\.\d{3}$' "$out" || fail "no accuracy in --eval steps"
+grep -qP '^1\t\d+\.\d examples/sec$' "$out" || fail "no tf-style examples/sec line in --eval steps"
+grep -qP '^Accuracy @ 1 = \d\.\d{4} Accuracy @ 5 = \d\.\d{4} \[64 examples\]$' "$out" || fail "no accuracy line"
 
 # uint8 batches (normalized by the device) and float32 ones train identically: the same
 # loss at every step and the same final parameters, for ResNet-20 (conv, batch norm) and
@@ -94,7 +95,7 @@ mkdir "$work/empty"
 refused "${common[@]}" --data_dir="$work/empty" --num_batches=1 \
   "looked for data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin, data_batch_5.bin"
 refused "${common[@]}" --data_dir="$work/nonexistent" --num_batches=1 "$work/nonexistent: No such file"
-refused "${common[@]}" --data_dir="$work/empty" --num_batches=1 --eval "looked for test_batch.bin"
+refused "${common[@]}" --data_dir="$work/empty" --num_batches=1 --eval --eval_random_weights "looked for test_batch.bin"
 # Wrong image size: ResNet-20 builds at 28x28 too, the data does not.
 refused --model=resnet20 --data_name=cifar10 --batch_size=4 --data_dir="$data" --num_batches=1 \
   --image_size=28 "its images are 32x32 with 3 channels, and the model asks for 28x28"
@@ -106,6 +107,6 @@ refused "${common[@]}" --data_dir="$work/short" --num_batches=1 \
   "data_batch_3.bin: 5000 bytes is not a whole, non-zero number of 3073-byte records"
 cp -r "$data" "$work/label"
 printf '\x0c' | dd of="$work/label/test_batch.bin" bs=1 seek=$((3073 * 5)) conv=notrunc status=none
-refused "${common[@]}" --data_dir="$work/label" --num_batches=1 --eval \
+refused "${common[@]}" --data_dir="$work/label" --num_batches=1 --eval --eval_random_weights \
   "test_batch.bin: record 5 (byte offset 15365) has label 12"
 echo "PASS"

@@ -20,7 +20,12 @@ steps=$(grep -cP '^\d+\timages/sec: \d+\.\d \+/- \d+\.\d \(jitter = \d+\.\d\)\t\
 [ "$steps" -eq 20 ] || fail "expected 20 step lines, got $steps"
 grep -qP '^total images/sec: \d+\.\d\d$' "$out" || fail "no total images/sec line"
 [ "$(grep -c '^-\{64\}$' "$out")" -eq 2 ] || fail "total line is not framed by dashes"
-grep -q 'Running warm up' "$out.err" || fail "progress logs should go to stderr"
+# tf_cnn_benchmarks' progress lines, on stdout where it prints them, between the header
+# and the step lines.
+progress=$(sed -n '/^==========$/,/^Step\t/p' "$out" | tr '\n' '|')
+[ "$progress" = $'==========|Generating training model|Initializing graph|Running warm up|Done warm up|Step\tImg/sec\ttotal_loss|' ] \
+  || fail "progress lines: $progress"
+grep -q 'Running warm up' "$out.err" && fail "progress lines went to stderr too"
 
 # trivial squeezes every image through one unit, so it learns slowly: the loss must fall
 # at every fifth step and by a clear margin overall, not by a fixed fraction.

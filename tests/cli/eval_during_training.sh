@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # --eval_during_training_every_n_steps / _every_n_epochs (tf_cnn_benchmarks' flags):
-# - the "Step S: Accuracy @ 1 = ... [N examples]" lines come after the right step lines
-#   (every n steps but the last, then once after the total), N = --num_eval_batches x
-#   batch x replicas;
+# - tf_cnn_benchmarks' lines: "Running evaluation at global_step G", "B<TAB>R examples/sec"
+#   every --display_every evaluation batches, "Accuracy @ 1 = ... [N examples]" (12 fields,
+#   no step), "Resuming training"; after the right step lines (every n steps but the last,
+#   then "Running final evaluation ..." after the total), N = --num_eval_batches x batch x
+#   replicas, G the global step (warm-up steps count);
 # - the model evaluated is the one in memory: alexnet on synthetic data (a fixed batch per
 #   replica, which the evaluation's datasource instance, for the validation split, draws
 #   alike) is near chance before training and fits the batch within 16 steps, and the
@@ -24,6 +26,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*; do echo "--- $f"; cat "$f"; done; exit 1; }
 fixtures=$CNNB_BUILD_DIR/fixtures/data
+source "$CNNB_SOURCE_DIR/tests/support/eval_lines.sh"
 acc_re='Accuracy @ 1 = [0-9]\.[0-9]{4} Accuracy @ 5 = [0-9]\.[0-9]{4} \[[0-9]+ examples\]'
 
 # 1. The in-memory model, evaluated at steps 8 and 16.
@@ -31,13 +34,14 @@ acc_re='Accuracy @ 1 = [0-9]\.[0-9]{4} Accuracy @ 5 = [0-9]\.[0-9]{4} \[[0-9]+ e
   --num_warmup_batches=0 --display_every=8 --optimizer=momentum --init_learning_rate=0.01 \
   --eval_during_training_every_n_steps=8 --num_eval_batches=1 --print_training_accuracy \
   >"$tmp/fit.out" 2>"$tmp/fit.err" || fail "alexnet: exit $?"
-grep -E "^Step [0-9]+: " "$tmp/fit.out" | grep -vqE "^Step [0-9]+: $acc_re$" && fail "evaluation line format"
-[ "$(grep -cE '^Step [0-9]+: Accuracy' "$tmp/fit.out")" -eq 2 ] || fail "want evaluations at steps 8 and 16 only"
+grep -E "Accuracy @" "$tmp/fit.out" | grep -vqE "^$acc_re$" && fail "evaluation line format"
+[ "$(eval_lines "$tmp/fit.out" | grep -cE '^Step (8|16): Accuracy')" -eq 2 ] || fail "want evaluations at steps 8 and 16 only"
 # Order: step line 8, its evaluation, step line 16, the total, the final evaluation.
-order=$(grep -nE $'^(8|16)\t|^Step (8|16): |^total images/sec' "$tmp/fit.out" | cut -d: -f2- | cut -c1-8 | tr '\n' '|')
-[ "$order" = $'8\timages|Step 8: |16\timage|total im|Step 16:|' ] || fail "order of lines: $order"
+order=$(sed -nE $'s/^(8|16)\timages\/sec: .*/step \\1/p; s/^Running (final )?evaluation at global_step ([0-9]+)$/\\1eval \\2/p;
+  s/^Accuracy @ 1 = .*/accuracy/p; s/^Resuming training$/resume/p; s/^total images\/sec: .*/total/p' "$tmp/fit.out" | tr '\n' '|')
+[ "$order" = "step 8|eval 8|accuracy|resume|step 16|total|final eval 16|accuracy|" ] || fail "order of lines: $order"
 first=$(awk -F'\t' '$1 == 1 {print $4}' "$tmp/fit.out")
-final=$(sed -nE 's/^Step 16: Accuracy @ 1 = ([0-9.]+) .*\[8 examples\]$/\1/p' "$tmp/fit.out")
+final=$(eval_lines "$tmp/fit.out" | sed -nE 's/^Step 16: Accuracy @ 1 = ([0-9.]+) .*\[8 examples\]$/\1/p')
 [ -n "$final" ] || fail "no final evaluation of 8 examples"
 awk -v a="$first" -v b="$final" 'BEGIN { exit !(a <= 0.5 && b >= 0.85) }' \
   || fail "the evaluated model did not learn: training top-1 at step 1 $first, evaluation at step 16 $final"
@@ -49,21 +53,27 @@ echo "ok: evaluation of the model in memory: top-1 $first at step 1 (training), 
   --num_warmup_batches=0 --optimizer=momentum --init_learning_rate=0.05 \
   --eval_during_training_every_n_steps=10 --num_eval_batches=1 >"$tmp/bn.out" 2>"$tmp/bn.err" \
   || fail "resnet20: exit $?"
-bn=$(sed -nE 's/^Step 20: Accuracy @ 1 = ([0-9.]+) .*/\1/p' "$tmp/bn.out")
+bn=$(eval_lines "$tmp/bn.out" | sed -nE 's/^Step 20: Accuracy @ 1 = ([0-9.]+) .*/\1/p')
 awk -v b="$bn" 'BEGIN { exit !(b >= 0.85) }' || fail "resnet20: evaluation at step 20 '$bn', want >= 0.85"
 echo "ok: batch-norm model evaluated on its moving statistics: top-1 $bn"
 
 # 2. Which split each instance reads, 2 replicas, examples counted over both.
 "$CNNBENCH" --plugin="$fixtures/libfixture_eval_data.so" --datasource=eval_data --batch_size=4 \
   --num_gpus=2 --variable_update=independent --num_batches=6 --num_warmup_batches=1 --eval_during_training_every_n_steps=3 \
-  --num_eval_batches=2 >"$tmp/split.out" 2>"$tmp/split.err" || fail "eval_data: exit $?"
+  --num_eval_batches=2 --display_every=1 >"$tmp/split.out" 2>"$tmp/split.err" || fail "eval_data: exit $?"
+# tf's _eval_once: with --display_every=1, each evaluation's 2 batches print one
+# "B<TAB>R examples/sec" line each, between the announcement and the accuracy.
+shape=$(grep -E $'^Running (final )?evaluation|^[0-9]+\t[0-9.]+ examples/sec$|^Accuracy @' "$tmp/split.out" \
+  | sed -E $'s/^Running .*/R/; s/^([0-9]+)\t.*/\\1/; s/^Accuracy.*/A/' | tr -d '\n')
+[ "$shape" = "R12AR12A" ] || fail "evaluation lines: '$shape', want R12AR12A (announce, 2 examples/sec lines, accuracy)"
 for t in 0 1; do
   for shard in 0 1; do
     grep -q "eval_data: shard $shard of 2, training=$t" "$tmp/split.err" || fail "shard $shard, training=$t not created"
   done
 done
-[ "$(grep -cE "^Step (3|6): $acc_re$" "$tmp/split.out")" -eq 2 ] || fail "evaluations at 3 and 6"
-grep -qE '^Step 3: .*\[16 examples\]$' "$tmp/split.out" || fail "2 batches x 4 x 2 replicas = 16 examples"
+# Timed steps 3 and 6 after one warm-up step: global steps 4 and 7.
+[ "$(eval_lines "$tmp/split.out" | grep -cE "^Step (4|7): $acc_re$")" -eq 2 ] || fail "evaluations at 4 and 7"
+eval_lines "$tmp/split.out" | grep -qE '^Step 4: .*\[16 examples\]$' || fail "2 batches x 4 x 2 replicas = 16 examples"
 # Training shards skip 1 + 2, evaluation shards 1 + 2 again.
 [ "$(tail -1 "$tmp/split.out")" = "skipped 6 unreadable examples" ] || fail "skipped count of both sets"
 echo "ok: training=1 and training=0 instances for both replicas, 16 examples per evaluation"
@@ -73,7 +83,7 @@ echo "ok: training=1 and training=0 instances for both replicas, 16 examples per
 "$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_batches=12 \
   --num_warmup_batches=0 --eval_during_training_every_n_epochs=0.001 --num_eval_batches=1 \
   >"$tmp/epochs.out" 2>"$tmp/epochs.err" || fail "every_n_epochs: exit $?"
-steps=$(sed -nE 's/^Step ([0-9]+): Accuracy.*/\1/p' "$tmp/epochs.out" | tr '\n' ' ')
+steps=$(eval_lines "$tmp/epochs.out" | sed -nE 's/^Step ([0-9]+): Accuracy.*/\1/p' | tr '\n' ' ')
 [ "$steps" = "4 7 10 12 " ] || fail "every 0.001 epochs: evaluations at '$steps', want '4 7 10 12 '"
 echo "ok: every 0.001 epochs at steps $steps"
 
@@ -81,13 +91,13 @@ echo "ok: every 0.001 epochs at steps $steps"
 "$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=16 --num_gpus=2 --variable_update=independent --num_batches=2 \
   --num_warmup_batches=0 --eval_during_training_every_n_steps=1 \
   >"$tmp/default.out" 2>"$tmp/default.err" || fail "default eval batches: exit $?"
-grep -qE '^Step 1: .*\[10016 examples\]$' "$tmp/default.out" || fail "want ceil(10000 / 32) = 313 batches, 10016 examples"
+eval_lines "$tmp/default.out" | grep -qE '^Step 1: .*\[10016 examples\]$' || fail "want ceil(10000 / 32) = 313 batches, 10016 examples"
 echo "ok: one validation epoch by default (313 batches)"
 # One instance reads the split in order: 157 batches of 64, and exactly its 10000 counted.
 "$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=64 --num_batches=2 \
   --num_warmup_batches=0 --eval_during_training_every_n_steps=1 \
   >"$tmp/exact.out" 2>"$tmp/exact.err" || fail "exact eval: exit $?"
-[ "$(grep -cE '^Step [12]: .*\[10000 examples\]$' "$tmp/exact.out")" -eq 2 ] ||
+[ "$(eval_lines "$tmp/exact.out" | grep -cE '^Step [12]: .*\[10000 examples\]$')" -eq 2 ] ||
   fail "one instance: want both evaluations over exactly 10000 examples"
 grep -q "157 batches of 64 per replica each time (10000 examples" "$tmp/exact.err" ||
   fail "the setup line does not say 157 batches count 10000 examples"
@@ -115,7 +125,8 @@ if command -v mpirun >/dev/null 2>&1 && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_
     --datasource=eval_data --batch_size=4 --num_batches=4 --num_warmup_batches=1 \
     --eval_during_training_every_n_steps=2 --num_eval_batches=3 --num_intra_threads=1 \
     >"$tmp/mpi.out" 2>"$tmp/mpi.err" || fail "mpirun -np 2: exit $?"
-  [ "$(grep -cE '^Step (2|4): .*\[24 examples\]$' "$tmp/mpi.out")" -eq 2 ] || fail "2 ranks: want 2 evaluations of 3 x 4 x 2 = 24 examples"
+  # Timed steps 2 and 4 after one warm-up step: global steps 3 and 5.
+  [ "$(eval_lines "$tmp/mpi.out" | grep -cE '^Step (3|5): .*\[24 examples\]$')" -eq 2 ] || fail "2 ranks: want 2 evaluations of 3 x 4 x 2 = 24 examples"
   grep -q '^skipped 6 unreadable examples$' "$tmp/mpi.out" || fail "2 ranks: skipped count"
   echo "ok: 2 ranks"
 fi

@@ -10,6 +10,7 @@ if [ -z "${MAKE_IMAGE_FOLDER:-}" ]; then
   echo "SKIP: the build has no JPEG component (libjpeg-turbo), so no imagenet datasource"; exit 77
 fi
 : "${CNNBENCH:?}" "${CNNB_SOURCE_DIR:?}"
+source "$CNNB_SOURCE_DIR/tests/support/eval_lines.sh"
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 out=$dir/out
 fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out" 2>/dev/null; echo "--- stderr"; cat "$out.err" 2>/dev/null; exit 1; }
@@ -22,7 +23,7 @@ learn() {
     --init_learning_rate=0.01 --distortions=false --eval_during_training_every_n_steps=20 "$@" \
     >"$out" 2>"$out.err" || fail "exit $? ($*)"
   grep -q "JPEG folder" "$out.err" || fail "the imagenet datasource did not read the folder"
-  final=$(grep -oP '^Step 60: Accuracy @ 1 = \K[0-9.]+' "$out") || fail "no evaluation at step 60"
+  final=$(eval_lines "$out" | grep -oP '^Step 60: Accuracy @ 1 = \K[0-9.]+') || fail "no evaluation at step 60"
   awk -v a="$final" 'BEGIN { exit !(a >= 0.9) }' || fail "top-1 $final after 60 steps (chance 0.25) ($*)"
   echo "top-1 $final ($*)"
 }

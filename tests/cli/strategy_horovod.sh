@@ -66,9 +66,13 @@ out=$tmp/hvd2.out err=$tmp/hvd2.err
 [ "$(grep -c "^Model:" "$out")" = 1 ] || fail "report header printed more than once: $(cat "$out")"
 [ "$(grep -c "^Batch size:  4 global" "$out")" = 1 ] || fail "global batch: $(cat "$out")"
 for r in 0 1; do
-  grep -q "^\[rank $r\] cnnbench: Running warm up" "$err" || fail "no [rank $r] lines: $(cat "$err")"
+  grep -q "^\[rank $r\] cnnbench: activation memory planned" "$err" || fail "no [rank $r] lines: $(cat "$err")"
 done
-! grep -q "^cnnbench: Running warm up" "$err" || fail "an untagged log line: $(cat "$err")"
+! grep -q "^cnnbench: activation memory planned" "$err" || fail "an untagged log line: $(cat "$err")"
+# tf's progress lines: on rank 0's stdout, as tf prints them; the other ranks log them.
+grep -q "^Running warm up$" "$out" || fail "rank 0's progress lines are not on stdout"
+grep -q "^\[rank 1\] cnnbench: Running warm up" "$err" || fail "rank 1 did not log its progress"
+! grep -q "^\[rank 0\] cnnbench: Running warm up" "$err" || fail "rank 0's progress went to stderr too"
 echo "ok: one report (rank 0's); log lines tagged [rank N]"
 
 # One process, no mpirun: a world of one, trains exactly as a single replica does.

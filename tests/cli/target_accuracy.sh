@@ -9,7 +9,8 @@ set -euo pipefail
 if [ -z "${MAKE_IMAGE_FOLDER:-}" ]; then
   echo "SKIP: the build has no JPEG component (libjpeg-turbo), so no imagenet datasource"; exit 77
 fi
-: "${CNNBENCH:?}"
+: "${CNNBENCH:?}" "${CNNB_SOURCE_DIR:?}"
+source "$CNNB_SOURCE_DIR/tests/support/eval_lines.sh"
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 out=$dir/out
 fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out" 2>/dev/null; echo "--- stderr"; cat "$out.err" 2>/dev/null; exit 1; }
@@ -29,14 +30,14 @@ step=$(grep -oP 'at step \K\d+' <<<"$line")
 top1=$(grep -oP 'top-1 \K[0-9.]+' <<<"$line")
 awk -v a="$top1" 'BEGIN { exit !(a >= 0.9) }' || fail "stopped at top-1 $top1 < 0.9"
 [ $((step % 10)) -eq 0 ] && [ "$step" -lt 300 ] || fail "stopped at step $step: not an epoch's end before the last step"
-[ "$(grep -oP "^Step $step: Accuracy @ 1 = \K[0-9.]+" "$out")" = "$top1" ] || fail "the line's top-1 is not step $step's evaluation"
+[ "$(eval_lines "$out" | grep -oP "^Step $step: Accuracy @ 1 = \K[0-9.]+")" = "$top1" ] || fail "the line's top-1 is not step $step's evaluation"
 last=$(grep -oP '^\d+(?=\timages/sec)' "$out" | tail -1)
 [ "$last" -eq "$step" ] || fail "steps ran after the target was reached (last $last, target at $step)"
 grep -q "^$((step * 16)) images" <<<"$(grep -oP '\d+ images' <<<"$line")" || fail "images: $(grep -oP '\d+ images' <<<"$line"), expected $((step * 16))"
 grep -q ", $(awk -v s="$step" 'BEGIN { printf "%.3f", s / 10 }') epochs$" <<<"$line" || fail "epochs: $line"
 grep -qP '^total images/sec: \d+\.\d\d$' "$out" || fail "no total after stopping"
 # Earlier evaluations stayed below the target (else it stopped late).
-grep -oP '^Step \d+: Accuracy @ 1 = \K[0-9.]+' "$out" | head -n -1 \
+eval_lines "$out" | grep -oP '^Step \d+: Accuracy @ 1 = \K[0-9.]+' | head -n -1 \
   | awk '$1 >= 0.9 { bad = 1 } END { exit bad }' || fail "an earlier evaluation already reached 0.9"
 echo "reached 0.9 at step $step (top-1 $top1)"
 

@@ -9,7 +9,8 @@
  *   every display_every-th, and the last, each with global_step = step + warm-up;
  * - a finished run's summary: status "ok", steps = num_batches, this rank's images;
  *   with REPORT (the console report of the same run): the same step numbers as its step
- *   lines, and images_per_sec equal to "total images/sec: X" within X's rounding;
+ *   lines (--eval's "N<TAB>X examples/sec" lines too), and images_per_sec equal to
+ *   "total images/sec: X" within X's rounding;
  * - with -failed: the summary's status is a message, not "ok".
  * Prints what it found wrong and exits 1; 2 on bad usage or an unreadable file. */
 #define _POSIX_C_SOURCE 200809L /* getline */
@@ -121,7 +122,8 @@ static bool displayed(long long step, long long every, long long last) {
   return step == 1 || (every > 0 && step % every == 0) || step == last;
 }
 
-/* The numbers at the start of the report's step lines, and its total. */
+/* The numbers at the start of the report's step lines (an --eval run's included), and
+ * its total. */
 static int read_report(const char *path, long long *steps, int max, double *total, int *decimals) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
@@ -131,7 +133,12 @@ static int read_report(const char *path, long long *steps, int max, double *tota
   while (fgets(line, sizeof line, f)) {
     long long step;
     char rest[16];
-    if (sscanf(line, "%lld\timages/sec%15s", &step, rest) == 2 && n < max) steps[n++] = step;
+    double rate;
+    /* Training's "N<TAB>images/sec: ..." and --eval's "N<TAB>X examples/sec". */
+    if ((sscanf(line, "%lld\timages/sec%15s", &step, rest) == 2 ||
+         sscanf(line, "%lld\t%lf examples/sec%c", &step, &rate, rest) == 3) &&
+        n < max)
+      steps[n++] = step;
     const char *t = "total images/sec: ";
     if (strncmp(line, t, strlen(t)) == 0) {
       *total = atof(line + strlen(t));

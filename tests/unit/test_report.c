@@ -190,17 +190,22 @@ END_TEST
 START_TEST(accuracy_and_skipped_lines_exact) {
   char *text = NULL;
   /* tf_cnn_benchmarks: 'Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]'. */
-  CAPTURE(text, cnnb_report_print_accuracy(out, "", 6, 7, 8));
+  CAPTURE(text, cnnb_report_print_accuracy(out, 6, 7, 8));
   ck_assert_str_eq(text, "Accuracy @ 1 = 0.7500 Accuracy @ 5 = 0.8750 [8 examples]\n");
   free(text);
-  CAPTURE(text, cnnb_report_print_accuracy(out, "Step 100: ", 1, 2, 3));
-  ck_assert_str_eq(text, "Step 100: Accuracy @ 1 = 0.3333 Accuracy @ 5 = 0.6667 [3 examples]\n");
+  CAPTURE(text, cnnb_report_print_accuracy(out, 1, 2, 3));
+  ck_assert_str_eq(text, "Accuracy @ 1 = 0.3333 Accuracy @ 5 = 0.6667 [3 examples]\n");
   free(text);
-  CAPTURE(text, cnnb_report_print_accuracy(out, NULL, 0, 0, 0));
+  /* tf's get_evaluation_outputs_from_logs splits this line into exactly 12 fields. */
+  CAPTURE(text, cnnb_report_print_accuracy(out, 0, 0, 0));
   ck_assert_str_eq(text, "Accuracy @ 1 = 0.0000 Accuracy @ 5 = 0.0000 [0 examples]\n");
   free(text);
-  CAPTURE(text, cnnb_report_print_accuracy(out, "", 50000, 50000, 50000));
+  CAPTURE(text, cnnb_report_print_accuracy(out, 50000, 50000, 50000));
   ck_assert_str_eq(text, "Accuracy @ 1 = 1.0000 Accuracy @ 5 = 1.0000 [50000 examples]\n");
+  free(text);
+  /* tf's _eval_once: '%i\t%.1f examples/sec'. */
+  CAPTURE(text, cnnb_report_print_eval_step(out, 20, 1234.56));
+  ck_assert_str_eq(text, "20\t1234.6 examples/sec\n");
   free(text);
   CAPTURE(text, cnnb_report_print_skipped(out, 0));
   ck_assert_str_eq(text, "");

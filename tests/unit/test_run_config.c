@@ -188,18 +188,23 @@ END_TEST
 START_TEST(evaluation_flags) {
   cnnb_run_config c;
   /* tf_cnn_benchmarks: under --eval the eval counts replace the run's own. */
-  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30", NULL}), CNNB_OK);
+  /* (--eval_random_weights: --eval without --train_dir is refused, see below.) */
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--eval_random_weights",
+                                               "--num_batches=30", NULL}),
+                   CNNB_OK);
   ck_assert_int_eq(c.mode, CNNB_MODE_EVAL);
   ck_assert_int_eq(c.num_batches, 30);
   ck_assert(c.print_accuracy);
   teardown(), setup();
-  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_batches=30", "--num_eval_batches=7",
-                                               NULL}),
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--train_dir=/nonexistent",
+                                               "--num_batches=30", "--num_eval_batches=7", NULL}),
                    CNNB_OK);
   ck_assert_int_eq(c.num_batches, 7);
   ck_assert(c.num_epochs == 0.0);
   teardown(), setup();
-  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--num_eval_epochs=0.5", NULL}), CNNB_OK);
+  ck_assert_int_eq(config(&c, (const char *[]){"--eval", "--eval_random_weights",
+                                               "--num_eval_epochs=0.5", NULL}),
+                   CNNB_OK);
   ck_assert(c.num_epochs == 0.5);
   teardown(), setup();
   /* While training they size each evaluation and leave the training's steps alone. */
@@ -251,6 +256,9 @@ START_TEST(evaluation_refusals_name_the_flags) {
        "--eval_during_training_every_n_epochs=-2: must be > 0"},
       {{"--input_only", "--eval"}, "--input_only and --eval both given"},
       {{"--input_only", "--forward_only"}, "--input_only and --forward_only both given"},
+      /* tf_cnn_benchmarks: "Trained model directory not specified". */
+      {{"--eval"}, "--eval: no trained model to evaluate"},
+      {{"--eval_random_weights"}, "--eval_random_weights given without --eval"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     teardown();

@@ -77,7 +77,12 @@ static const core_flag model_and_data[] = {
      "Evaluate instead of training: forward passes in inference mode over the validation "
      "set, top-1/top-5 hits summed over every timed step, replica and process, and the "
      "report prints 'Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]' as "
-     "tf_cnn_benchmarks. Warm-up steps rerun the first batch and are not counted."},
+     "tf_cnn_benchmarks. Warm-up steps rerun the first batch and are not counted. It evaluates "
+     "--train_dir's latest checkpoint; without --train_dir it is refused (tf_cnn_benchmarks: "
+     "'Trained model directory not specified') unless --eval_random_weights is given."},
+    {"eval_random_weights", CNNB_FLAG_BOOL, "false", NULL,
+     "With --eval and no --train_dir: evaluate the model's initial (random) weights, to time "
+     "inference with its accuracy counted; the accuracy then means nothing."},
     {"num_eval_batches", CNNB_FLAG_INT, "0", NULL,
      "Number of evaluation batches (per replica, excluding warmup) for --eval and for "
      "each --eval_during_training_* evaluation. When neither it nor --num_eval_epochs is "

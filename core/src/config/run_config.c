@@ -52,11 +52,17 @@ const char *cnnb_precision_name(uint32_t precision) {
 const char *cnnb_run_mode_name(cnnb_run_mode mode) {
   switch (mode) {
     case CNNB_MODE_TRAIN: return "training";
-    case CNNB_MODE_FORWARD_ONLY: return "forward-only";
+    case CNNB_MODE_FORWARD_ONLY: return "forward only"; /* tf's constants.BenchmarkMode */
     case CNNB_MODE_EVAL: return "evaluation";
     case CNNB_MODE_INPUT_ONLY: return "input-only";
   }
   return "unknown";
+}
+
+const char *cnnb_run_config_mode_label(const cnnb_run_config *cfg) {
+  /* tf's get_mode_from_params: training that evaluates on the way is its own mode. */
+  if (cfg->mode == CNNB_MODE_TRAIN && cfg->eval_during_training) return "training + evaluation";
+  return cnnb_run_mode_name(cfg->mode);
 }
 
 /* An int flag inside [lo, hi]; `meaning` finishes the sentence "must be in [lo, hi]". */
@@ -441,6 +447,18 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
                   "--ignore_unreadable_checkpoints %s: it lets training start over the "
                   "checkpoints of a --train_dir that none reads back whole",
                   !*cfg->train_dir ? "given without --train_dir" : "given with --eval");
+  /* --eval with nothing to evaluate would print the accuracy of random weights as if it
+   * were a model's: tf_cnn_benchmarks refuses it ("Trained model directory not specified"),
+   * and so does this, unless the random weights are asked for by name. */
+  cfg->eval_random_weights = cnnb_flags_bool(flags, "eval_random_weights");
+  if (cfg->eval_random_weights && (cfg->mode != CNNB_MODE_EVAL || *cfg->train_dir))
+    return refuse(err, size, "--eval_random_weights given %s: it is for --eval without --train_dir",
+                  cfg->mode != CNNB_MODE_EVAL ? "without --eval" : "with --train_dir");
+  if (cfg->mode == CNNB_MODE_EVAL && !*cfg->train_dir && !cfg->eval_random_weights)
+    return refuse(err, size,
+                  "--eval: no trained model to evaluate (tf_cnn_benchmarks: \"Trained model "
+                  "directory not specified\"): give --train_dir=DIR holding a checkpoint, or "
+                  "--eval_random_weights to evaluate the initial weights");
   if ((st = int_in(flags, "save_model_steps", 0, INT64_MAX / 2, " (0: at the end only)",
                    &cfg->save_model_steps, err, size)))
     return st;

@@ -84,6 +84,7 @@ typedef struct cnnb_run_config {
 
   /* Checkpoints, logs and traces. Paths are "" when not given. */
   const char *train_dir;              /* --train_dir */
+  bool eval_random_weights;           /* --eval without --train_dir: the initial weights */
   int64_t save_model_steps;           /* 0: at the end only */
   double save_model_secs;             /* 0: off */
   int32_t max_ckpts_to_keep;          /* >= 1 */
@@ -118,7 +119,11 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
 
 /* "fp32" | "bf16" | "fp16", as --precision spells them; "unknown" otherwise. */
 const char *cnnb_precision_name(uint32_t precision);
-/* "training" | "forward-only" | "evaluation" | "input-only". */
+/* "training" | "forward only" | "evaluation" | "input-only" (tf_cnn_benchmarks' names of
+ * its modes; input-only is cnnbench's own). */
 const char *cnnb_run_mode_name(cnnb_run_mode mode);
+/* The mode as the report's "Mode:" line and the benchmark log show it: the above, or
+ * "training + evaluation" for training with --eval_during_training_* (tf's TRAIN_AND_EVAL). */
+const char *cnnb_run_config_mode_label(const cnnb_run_config *cfg);
 
 #endif

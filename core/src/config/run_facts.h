@@ -31,7 +31,10 @@ typedef struct cnnb_run_facts {
   int64_t global_batch;           /* images per step over every replica and process */
   int64_t examples_per_epoch;     /* the datasource's epoch (the split the run reads); 0:
                                      unknown */
-  int64_t num_batches;            /* timed steps: --num_batches, or --num_epochs in steps */
+  int64_t total_batches;          /* --num_batches, or --num_epochs in steps: the total a
+                                     training run counts to, resumed or not, as tf */
+  int64_t num_batches;            /* this run's timed steps: total_batches, less a resumed
+                                     training run's start_step (tf's end_local_step) */
   int64_t start_step;             /* global steps before the first: a resumed checkpoint's */
   bool input_uint8;               /* batches travel as uint8 NHWC, normalized by the device */
   const char *device_description; /* replica 0's describe(), or the plugin's description */

@@ -171,7 +171,7 @@ static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   json_object_set_new(o, "datasource", cnnb_log_text(f->datasource->name));
   json_object_set_new(o, "device", cnnb_log_text(f->device->name));
   json_object_set_new(o, "strategy", cnnb_log_text(f->strategy->name));
-  json_object_set_new(o, "mode", cnnb_log_text(cnnb_run_mode_name(cfg->mode)));
+  json_object_set_new(o, "mode", cnnb_log_text(cnnb_run_config_mode_label(cfg)));
   json_object_set_new(o, "batch_size_per_replica", json_integer(f->batch_size));
   json_object_set_new(o, "global_batch_size", json_integer(global));
   json_object_set_new(o, "replicas_per_rank", json_integer(f->replicas));

@@ -136,14 +136,26 @@ void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats
           cnnb_step_stats_jitter(stats));
 }
 
-void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits, int64_t top5_hits,
-                                int64_t examples) {
+void cnnb_report_print_accuracy(FILE *out, int64_t top1_hits, int64_t top5_hits, int64_t examples) {
   if (!out) return;
   /* tf_cnn_benchmarks averages per-batch fractions over equal batches: the same as the
    * hits over the examples, which is exact here. */
   double n = examples > 0 ? (double)examples : 1.0;
-  fprintf(out, "%sAccuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples]\n", prefix ? prefix : "",
-          (double)top1_hits / n, (double)top5_hits / n, (long long)examples);
+  fprintf(out, "Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%lld examples]\n", (double)top1_hits / n,
+          (double)top5_hits / n, (long long)examples);
+}
+
+void cnnb_report_print_eval_step(FILE *out, int64_t step, double examples_per_sec) {
+  if (out) fprintf(out, "%lld\t%.1f examples/sec\n", (long long)step, examples_per_sec);
+}
+
+void cnnb_report_print_progress(FILE *out, const cnnb_ctx *log_ctx, const char *line) {
+  if (out) {
+    fprintf(out, "%s\n", line);
+    fflush(out);
+  } else if (log_ctx) {
+    cnnb_log(log_ctx, CNNB_LOG_INFO, "%s", line);
+  }
 }
 
 void cnnb_report_print_skipped(FILE *out, int64_t skipped) {

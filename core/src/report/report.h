@@ -1,6 +1,8 @@
-/* report.h — the console report, in tf_cnn_benchmarks' format so its parsers keep
- * working on cnnbench output (stdout only; progress logs such as "Running warm up" go
- * to stderr through cnnb_log):
+/* report.h — the console report, in tf_cnn_benchmarks' format so its parsers (test_util.py's
+ * get_training_outputs_from_logs and get_evaluation_outputs_from_logs) keep working on
+ * cnnbench output. Everything here goes to stdout, tf's progress lines included, where tf
+ * prints them ("Generating training model", "Running warm up", "Done warm up", "Running
+ * evaluation at global_step N", ...):
  *
  *   cnnbench:    0.1.0
  *   Model:       trivial
@@ -16,6 +18,10 @@
  *   Optimizer:   sgd
  *   Variables:   independent
  *   ==========
+ *   Generating training model
+ *   Initializing graph
+ *   Running warm up
+ *   Done warm up
  *   Step	Img/sec	total_loss
  *   1	images/sec: 12.3 +/- 0.0 (jitter = 0.0)	7.012
  *   10	images/sec: 12.1 +/- 0.1 (jitter = 0.2)	6.901
@@ -35,6 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <cnnb/abi.h>
+#include <cnnb/ctx.h>
 
 /* Everything the header block shows. Strings may be NULL (printed as "None", as Python
  * would), except all_reduce, whose NULL omits the line: tf_cnn_benchmarks prints
@@ -43,7 +50,8 @@ typedef struct cnnb_report_header {
   const char *version;  /* cnnbench's version, "0.1.0" */
   const char *model;    /* "resnet50" */
   const char *dataset;  /* "imagenet (synthetic)" */
-  const char *mode;     /* "training" | "forward-only" | "evaluation" */
+  const char *mode;     /* tf's: "training" | "forward only" | "evaluation" |
+                           "training + evaluation" */
   int64_t global_batch; /* images per step over all devices and processes */
   int64_t per_device_batch;
   int64_t num_batches;
@@ -95,12 +103,19 @@ bool cnnb_report_should_display(int64_t step, int64_t display_every);
 /* --input_only's lines: "Step\tImg/sec", and the step line above without a loss. */
 void cnnb_report_print_input_step_header(FILE *out);
 void cnnb_report_print_input_step(FILE *out, int64_t step, const cnnb_step_stats *stats);
-/* tf_cnn_benchmarks' evaluation line, after `prefix` ("" under --eval; "Step 100: "
- * while training):
+/* tf_cnn_benchmarks' evaluation line (_eval_once), under --eval and after each evaluation
+ * during training alike:
  *   "Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]"
  * from hits summed over every example evaluated (0 examples print 0). */
-void cnnb_report_print_accuracy(FILE *out, const char *prefix, int64_t top1_hits, int64_t top5_hits,
-                                int64_t examples);
+void cnnb_report_print_accuracy(FILE *out, int64_t top1_hits, int64_t top5_hits, int64_t examples);
+/* An evaluation's progress line every --display_every batches (tf's _eval_once):
+ *   "%d\t%.1f examples/sec" */
+void cnnb_report_print_eval_step(FILE *out, int64_t step, double examples_per_sec);
+/* One of tf_cnn_benchmarks' progress lines ("Running warm up", "Running evaluation at
+ * global_step 20", ...), on stdout where tf prints it: on `out` (rank 0's report), flushed;
+ * a rank without a report (out NULL) logs it through `log_ctx` instead (stderr, tagged with
+ * its rank). */
+void cnnb_report_print_progress(FILE *out, const cnnb_ctx *log_ctx, const char *line);
 /* "skipped N unreadable examples" when N > 0 (the datasources' stats extension); nothing
  * otherwise. */
 void cnnb_report_print_skipped(FILE *out, int64_t skipped);

@@ -59,9 +59,6 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
   if (st == CNNB_OK && cfg->model_info) {
     st = cnnb_run_print_model_info(&run, out);
   } else if (st == CNNB_OK) {
-    if (cfg->mode != CNNB_MODE_INPUT_ONLY)
-      cnnb_log(run.ctx, CNNB_LOG_INFO, "Generating %s model",
-               cfg->mode == CNNB_MODE_TRAIN ? "training" : "inference");
     if ((st = cnnb_run_prepare(&run, loader)) == CNNB_OK)
       st = run_prepared(&run, out, &trace, hooks);
     else (void)cnnb_benchmark_log_summary(run.log, cnnb_error_message(run.ctx));

@@ -254,9 +254,13 @@ static cnnb_status load_model(cnnb_run *run, float *staging) {
   return st;
 }
 
-cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result) {
+cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step, bool final,
+                                FILE *out, cnnb_eval_result *result) {
   cnnb_evaluation *e = run->evaluation;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "Running evaluation at step %lld", (long long)step);
+  char line[96];
+  snprintf(line, sizeof line, "Running %sevaluation at global_step %lld", final ? "final " : "",
+           (long long)global_step);
+  cnnb_report_print_progress(out, run->ctx, line);
   double start = cnnb_now_seconds();
   int64_t largest = cnnb_graph_param_arena_count(run->graph);
   if (cnnb_graph_stat_arena_count(run->graph) > largest)
@@ -268,6 +272,8 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   free(staging);
   /* hits at 1, hits at 5, examples: summed over replicas here, then over ranks. */
   int64_t tally[3] = {0, 0, 0};
+  int64_t display_every = run->cfg->display_every;
+  double shown_at = cnnb_now_seconds();
   for (int64_t b = 0; st == CNNB_OK && b < e->num_batches; b++) {
     for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
       eval_replica *r = &e->replicas[i];
@@ -290,6 +296,14 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
       tally[1] += top5;
       tally[2] += counted;
     }
+    /* tf's _eval_once: every --display_every batches, their examples over their time. */
+    if (st == CNNB_OK && display_every > 0 && (b + 1) % display_every == 0) {
+      double now = cnnb_now_seconds();
+      double examples = (double)display_every * (double)run->facts.global_batch;
+      cnnb_report_print_eval_step(out, b + 1, now > shown_at ? examples / (now - shown_at) : 0);
+      if (out) fflush(out);
+      shown_at = now;
+    }
   }
   if (st == CNNB_OK)
     st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the evaluation's accuracy");
@@ -297,9 +311,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eva
   cnnb_log(run->ctx, CNNB_LOG_INFO,
            "evaluation at step %lld took %.3f s (left out of the training's images/sec)",
            (long long)step, cnnb_now_seconds() - start);
-  char prefix[64];
-  snprintf(prefix, sizeof prefix, "Step %lld: ", (long long)step);
-  cnnb_report_print_accuracy(out, prefix, tally[0], tally[1], tally[2]);
+  cnnb_report_print_accuracy(out, tally[0], tally[1], tally[2]);
   if (out) fflush(out);
   if (result) {
     double examples = tally[2] > 0 ? (double)tally[2] : 1.0;

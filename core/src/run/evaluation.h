@@ -60,9 +60,14 @@ typedef struct cnnb_eval_result {
   double top1, top5; /* fractions of examples */
 } cnnb_eval_result;
 
-/* One evaluation of the current parameters: every replica's batches per evaluation, hits summed
- * over replicas and ranks (collective), and on `out` (rank 0's; NULL elsewhere) "Step <step>:
- * Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]". result (may be NULL) receives the sums. */
-cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, FILE *out, cnnb_eval_result *result);
+/* One evaluation of the current parameters after timed step `step` (global step
+ * `global_step`, warm-up and a resumed checkpoint's steps included): every replica's batches
+ * per evaluation, hits summed over replicas and ranks (collective), and on `out` (rank 0's;
+ * NULL elsewhere) tf_cnn_benchmarks' lines: "Running evaluation at global_step G" ("Running
+ * final evaluation ..." when `final`), "B<TAB>X examples/sec" every --display_every batches,
+ * "Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]". result (may be NULL) receives the
+ * sums. */
+cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step, bool final,
+                                FILE *out, cnnb_eval_result *result);
 
 #endif

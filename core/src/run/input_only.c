@@ -30,7 +30,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   if (out) fflush(out);
   cnnb_status st = CNNB_OK;
   /* The warm-up fills the queues and the datasource's caches (file pages, decoders). */
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "Running warm up");
+  cnnb_report_print_progress(out, run->ctx, "Running warm up");
   for (int64_t i = 0; i < cfg->num_warmup_batches && st == CNNB_OK; i++) st = read_step(run);
   /* Batches the threads queued meanwhile were read before timing starts: left in the
    * queues, the first timed steps would take them at no cost and flatter the pipeline. */
@@ -40,7 +40,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
       st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
   }
   if (st != CNNB_OK) return st;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
+  cnnb_report_print_progress(out, run->ctx, "Done warm up");
 
   cnnb_step_stats stats;
   cnnb_step_stats_init(&stats);

@@ -36,6 +36,19 @@ cnnb_status cnnb_run_write_graph_file(cnnb_run *run) {
   return st;
 }
 
+/* tf's print_info shows "AllReduce:" for the strategies that all-reduce (replicated and
+ * its distributed names), "None" when no --all_reduce_spec was given; others show it only
+ * when a spec was given (it then says what they were told). */
+static const char *all_reduce_line(const cnnb_run *run) {
+  const char *spec = run->cfg->all_reduce_spec;
+  const char *name = run->facts.strategy->name;
+  static const char *const all_reducing[] = {"replicated", "distributed_all_reduce",
+                                             "collective_all_reduce"};
+  for (size_t i = 0; i < sizeof all_reducing / sizeof all_reducing[0]; i++)
+    if (name && strcmp(name, all_reducing[i]) == 0) return spec ? spec : "";
+  return spec && *spec ? spec : NULL;
+}
+
 void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   const cnnb_run_config *cfg = run->cfg;
   const cnnb_run_facts *f = &run->facts;
@@ -55,11 +68,12 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
       .version = CNNB_VERSION_STRING,
       .model = f->model->name,
       .dataset = dataset,
-      .mode = cnnb_run_mode_name(cfg->mode),
+      .mode = cnnb_run_config_mode_label(cfg),
       .global_batch = f->global_batch,
       .per_device_batch = f->batch_size,
-      .num_batches = f->num_batches,
-      .num_epochs = f->examples_per_epoch > 0 ? (double)f->num_batches * (double)f->global_batch /
+      /* tf prints --num_batches as given: a resumed run's total, not what is left. */
+      .num_batches = f->total_batches,
+      .num_epochs = f->examples_per_epoch > 0 ? (double)f->total_batches * (double)f->global_batch /
                                                     (double)f->examples_per_epoch
                                               : NAN,
       .devices = devices,
@@ -69,7 +83,7 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
       .optimizer = cfg->mode == CNNB_MODE_TRAIN ? cnnb_optimizer_rule_name(cfg->trainer.rule)
                                                 : NULL,
       .variable_update = f->strategy->name,
-      .all_reduce = *cfg->all_reduce_spec ? cfg->all_reduce_spec : NULL,
+      .all_reduce = all_reduce_line(run),
   };
   cnnb_report_print_header(out, &header);
 }

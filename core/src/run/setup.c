@@ -388,12 +388,13 @@ static cnnb_status continue_stream(cnnb_run *run, int32_t index) {
   return st;
 }
 
-/* The timed steps: --num_batches, or --num_epochs over the datasource's epoch. */
-static cnnb_status count_batches(cnnb_run *run) {
+/* The steps a training run counts to: --num_batches, or --num_epochs over the
+ * datasource's epoch. */
+static cnnb_status count_total_batches(cnnb_run *run) {
   const cnnb_run_config *cfg = run->cfg;
   cnnb_run_facts *f = &run->facts;
   if (!(cfg->num_epochs > 0.0)) {
-    f->num_batches = cfg->num_batches;
+    f->total_batches = cfg->num_batches;
     return CNNB_OK;
   }
   /* Under --eval, --num_eval_epochs may be what set it (run_config.c): name that. */
@@ -412,8 +413,31 @@ static cnnb_status count_batches(cnnb_run *run) {
                       "%s=%g: that is %g steps of %g images over %lld examples per "
                       "epoch, more than a run can count",
                       flag, cfg->num_epochs, steps, global, (long long)f->examples_per_epoch);
-  f->num_batches = (int64_t)steps;
+  f->total_batches = (int64_t)steps;
   return CNNB_OK;
+}
+
+/* The timed steps. A resumed training run counts --num_batches / --num_epochs as the
+ * total, as tf_cnn_benchmarks' end_local_step = num_batches - global_step: a checkpoint
+ * at global step G (warm-up steps count) leaves total - G timed steps, after the warm-up.
+ * A checkpoint already there has nothing left to train: refused, saying how to go on. */
+static cnnb_status count_batches(cnnb_run *run) {
+  cnnb_run_facts *f = &run->facts;
+  cnnb_status st = count_total_batches(run);
+  if (st != CNNB_OK) return st;
+  f->num_batches = f->total_batches;
+  if (run->cfg->mode != CNNB_MODE_TRAIN || f->start_step <= 0) return CNNB_OK;
+  f->num_batches = f->total_batches - f->start_step;
+  if (f->num_batches > 0) return CNNB_OK;
+  bool epochs = run->cfg->num_epochs > 0.0;
+  return cnnb_error(run->ctx, CNNB_EINVAL,
+                    "%s=%g is %lld steps in all, and --train_dir's checkpoint is at global step "
+                    "%lld already: nothing is left to train (on resume %s counts the total, as "
+                    "tf_cnn_benchmarks; give more to train further)",
+                    epochs ? "--num_epochs" : "--num_batches",
+                    epochs ? run->cfg->num_epochs : (double)run->cfg->num_batches,
+                    (long long)f->total_batches, (long long)f->start_step,
+                    epochs ? "--num_epochs" : "--num_batches");
 }
 
 static cnnb_status strategy_apply_update(void *user, int64_t offset, const cnnb_update *update) {

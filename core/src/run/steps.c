@@ -89,6 +89,8 @@ typedef struct step_loop {
   replica_input *inputs; /* [replicas] */
   int64_t tally[3];      /* --eval: hits at 1, at 5, examples */
   cnnb_step_stats stats; /* the timed steps' images/sec */
+  double shown_seconds;  /* --eval: timed seconds since the last displayed step */
+  int64_t shown_step;    /* --eval: the last displayed step (0: none yet) */
   double total_seconds;  /* timed */
   int64_t steps_run;     /* timed steps done */
   int64_t saved_step;    /* the global step of the last checkpoint; -1: none */
@@ -228,34 +230,48 @@ static cnnb_status synchronize_all(step_loop *loop) {
   return st;
 }
 
-/* Loss (and accuracy) of replica 0's step, as tf_cnn_benchmarks prints tower 0's, and
- * for the benchmark log the learning rate and loss scale of the step's update (optimizer
- * step `step`): read before the update, which may change the scale. */
+/* The step line's loss and accuracies over every replica of this process, as
+ * tf_cnn_benchmarks' average_loss (the mean of its worker's towers' losses) and
+ * top_1_accuracy (the hits of all its towers over their examples); each rank its own, as
+ * each tf worker prints its own: a collective here would be one more meeting point per
+ * displayed step, which the asynchronous parameter server does not have and which a
+ * stopped rank would turn into a wait. And for the benchmark log the learning rate and
+ * loss scale of the step's update (optimizer step `step`, replica 0's, the same
+ * everywhere), read before the update, which may change the scale. */
 static cnnb_status read_metrics(step_loop *loop, int64_t step, cnnb_benchmark_log_step *m) {
   cnnb_run *run = loop->run;
-  cnnb_replica *r = &run->replicas[0];
-  m->learning_rate = r->trainer ? cnnb_trainer_learning_rate(r->trainer, step) : NAN;
-  m->loss_scale = r->trainer ? cnnb_trainer_loss_scale(r->trainer) : NAN;
+  cnnb_replica *first = &run->replicas[0];
+  m->learning_rate = first->trainer ? cnnb_trainer_learning_rate(first->trainer, step) : NAN;
+  m->loss_scale = first->trainer ? cnnb_trainer_loss_scale(first->trainer) : NAN;
   m->top1 = m->top5 = NAN;
-  float value = NAN;
-  cnnb_status st;
-  CNNB_GUARDED(run->device.label, "tensor_to_host", "loss", {
-    st = cnnb_executor_loss(r->executor, &value);
-    m->loss = value;
-    if (st == CNNB_OK && r->trainer) {
-      double decay_loss = 0;
+  /* Summed over the replicas: losses, replicas, hits at 1, hits at 5, examples. */
+  double sums[5] = {0, 0, 0, 0, 0};
+  cnnb_status st = CNNB_OK;
+  for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++) {
+    cnnb_replica *r = &run->replicas[i];
+    float value = NAN;
+    double decay_loss = 0;
+    int hits1 = 0, hits5 = 0;
+    CNNB_GUARDED(run->device.label, "tensor_to_host", "loss", {
+      st = cnnb_executor_loss(r->executor, &value);
       /* total_loss includes the L2 term, as tf_cnn_benchmarks' total_loss does. */
-      st = cnnb_trainer_weight_decay_loss(r->trainer, &decay_loss);
-      m->loss += decay_loss;
-    }
-    if (st == CNNB_OK && run->cfg->print_accuracy) {
-      int hits1 = 0, hits5 = 0;
-      st = cnnb_executor_accuracy(r->executor, loop->inputs[0].labels, &hits1, &hits5);
-      m->top1 = (double)hits1 / run->facts.batch_size;
-      m->top5 = (double)hits5 / run->facts.batch_size;
-    }
-  });
-  return st;
+      if (st == CNNB_OK && r->trainer) st = cnnb_trainer_weight_decay_loss(r->trainer, &decay_loss);
+      if (st == CNNB_OK && run->cfg->print_accuracy)
+        st = cnnb_executor_accuracy(r->executor, loop->inputs[i].labels, &hits1, &hits5);
+    });
+    sums[0] += (double)value + decay_loss;
+    sums[1] += 1;
+    sums[2] += hits1;
+    sums[3] += hits5;
+    sums[4] += run->facts.batch_size;
+  }
+  if (st != CNNB_OK) return st;
+  m->loss = sums[0] / sums[1];
+  if (run->cfg->print_accuracy) {
+    m->top1 = sums[2] / sums[4];
+    m->top5 = sums[3] / sums[4];
+  }
+  return CNNB_OK;
 }
 
 /* Whether optimizer step `step` (0-based global) is one of the first after the weights
@@ -359,6 +375,14 @@ static cnnb_status begin_steps(step_loop *loop, cnnb_run *run, FILE *out, cnnb_t
   loop->inputs = calloc((size_t)run->facts.replicas, sizeof *loop->inputs);
   if (!loop->inputs) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   if (out) cnnb_run_print_header(run, out);
+  /* tf_cnn_benchmarks' progress lines after the header (its graph's build and start; here
+   * setup has done both). */
+  cnnb_report_print_progress(out, run->ctx,
+                             loop->eval ? "Generating evaluation model"
+                                        : "Generating training model");
+  if (cfg->eval_during_training)
+    cnnb_report_print_progress(out, run->ctx, "Generating evaluation model");
+  cnnb_report_print_progress(out, run->ctx, "Initializing graph");
   if (run->replicas[0].trainer)
     cnnb_log(run->ctx, CNNB_LOG_INFO, "optimizer: %s",
              cnnb_trainer_describe(run->replicas[0].trainer));
@@ -378,7 +402,7 @@ static void end_steps(step_loop *loop) {
 /* The untimed warm-up steps (--eval's rerun the first batch). */
 static cnnb_status warm_up(step_loop *loop) {
   cnnb_run *run = loop->run;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "Running warm up");
+  cnnb_report_print_progress(loop->out, run->ctx, "Running warm up");
   batch_use use = loop->eval ? HOLD_FIRST_BATCH : NEXT_BATCH;
   int64_t base = run->facts.start_step;
   cnnb_status st = CNNB_OK;
@@ -388,19 +412,22 @@ static cnnb_status warm_up(step_loop *loop) {
       st = apply_updates(loop, base + i);
   if (st == CNNB_OK) st = synchronize_all(loop);
   if (st != CNNB_OK) return st;
-  cnnb_log(run->ctx, CNNB_LOG_INFO, "Done warm up");
-  if (loop->out) cnnb_report_print_step_header(loop->out, loop->cfg->print_accuracy);
+  cnnb_report_print_progress(loop->out, run->ctx, "Done warm up");
+  /* --eval prints tf's "N<TAB>X examples/sec" lines, which have no header. */
+  if (loop->out && !loop->eval) cnnb_report_print_step_header(loop->out, loop->cfg->print_accuracy);
   return CNNB_OK;
 }
 
 /* Counts timed step i; a displayed one gets its log record, the divergence check and its
- * report line, a summarized one its TensorBoard scalars. Every rank logs what it
- * measured (its own loss and timing); rank 0 writes the events. */
+ * report line: training's and --forward_only's "N<TAB>images/sec: ..." line, --eval's
+ * "N<TAB>X examples/sec"; a summarized one its TensorBoard scalars. Every rank logs what
+ * it measured (its own loss and timing); rank 0 writes the events. */
 static cnnb_status show_step(step_loop *loop, int64_t i, step_result *res) {
   cnnb_run *run = loop->run;
   loop->total_seconds += res->seconds;
   loop->steps_run = i + 1;
   cnnb_step_stats_add_step(&loop->stats, (double)run->facts.global_batch, res->seconds);
+  loop->shown_seconds += res->seconds;
   if (!res->display && !res->summarize) return CNNB_OK;
   cnnb_benchmark_log_step *m = &res->metrics;
   m->images_per_sec = cnnb_step_stats_mean(&loop->stats);
@@ -422,10 +449,17 @@ static cnnb_status show_step(step_loop *loop, int64_t i, step_result *res) {
                       "and the optimizer's flags; under --precision=fp16, the loss scale)%s%s",
                       (long long)(i + 1), m->loss, loop->resumed_from ? "; it resumed from " : "",
                       loop->resumed_from ? loop->resumed_from : "");
-  if (loop->out) {
+  if (loop->out && loop->eval) {
+    /* tf's _eval_once: the examples of the steps since the last line over their time. */
+    double examples = (double)(i + 1 - loop->shown_step) * (double)run->facts.global_batch;
+    cnnb_report_print_eval_step(loop->out, i + 1,
+                                loop->shown_seconds > 0 ? examples / loop->shown_seconds : 0);
+  } else if (loop->out) {
     cnnb_report_print_step(loop->out, i + 1, &loop->stats, m->loss, m->top1, m->top5);
-    fflush(loop->out);
   }
+  if (loop->out) fflush(loop->out);
+  loop->shown_step = i + 1;
+  loop->shown_seconds = 0;
   return CNNB_OK;
 }
 
@@ -472,16 +506,19 @@ static cnnb_status record_eval(cnnb_run *run, int64_t step, int64_t global,
   return st == CNNB_OK ? cnnb_summaries_eval(run, global, top1, top5) : st;
 }
 
-/* One evaluation of the model in memory after timed step `step`, and the target. */
-static cnnb_status evaluate(step_loop *loop, int64_t step, int64_t global) {
+/* One evaluation of the model in memory after timed step `step` (global step `global`),
+ * and the target. Between steps, tf's "Resuming training" follows unless the target
+ * stops the run. */
+static cnnb_status evaluate(step_loop *loop, int64_t step, int64_t global, bool final) {
   cnnb_eval_result result;
-  cnnb_status st = cnnb_evaluation_run(loop->run, step, loop->out, &result);
-  if (st == CNNB_OK) {
-    int64_t tally[3] = {result.top1_hits, result.top5_hits, result.examples};
-    st = record_eval(loop->run, step, global, tally);
-  }
-  if (st == CNNB_OK) check_target(loop, &result, step, global);
-  return st;
+  cnnb_status st = cnnb_evaluation_run(loop->run, step, global, final, loop->out, &result);
+  if (st != CNNB_OK) return st;
+  int64_t tally[3] = {result.top1_hits, result.top5_hits, result.examples};
+  if ((st = record_eval(loop->run, step, global, tally)) != CNNB_OK) return st;
+  check_target(loop, &result, step, global);
+  if (!final && !loop->target.reached)
+    cnnb_report_print_progress(loop->out, loop->run->ctx, "Resuming training");
+  return CNNB_OK;
 }
 
 /* --eval_during_training_*: evaluates after timed step i when due, outside the timed part
@@ -490,7 +527,7 @@ static cnnb_status evaluate(step_loop *loop, int64_t step, int64_t global) {
 static cnnb_status evaluate_if_due(step_loop *loop, int64_t i) {
   if (i + 1 >= loop->run->facts.num_batches || !cnnb_evaluation_due(loop->run, i + 1))
     return CNNB_OK;
-  return evaluate(loop, i + 1, global_step(loop, i) + 1);
+  return evaluate(loop, i + 1, global_step(loop, i) + 1, false);
 }
 
 /* --train_dir: a checkpoint after timed step i when one is due (checkpoint.h). */
@@ -528,7 +565,7 @@ static cnnb_status finish_steps(step_loop *loop) {
   if (loop->eval) {
     if ((st = cnnb_world_sum(&run->facts.world, tally, 3, "summing the accuracy")) != CNNB_OK)
       return st;
-    cnnb_report_print_accuracy(loop->out, "", tally[0], tally[1], tally[2]);
+    cnnb_report_print_accuracy(loop->out, tally[0], tally[1], tally[2]);
     /* The checkpoint's global step: --eval's steps update nothing. */
     if ((st = record_eval(run, run->facts.num_batches, run->facts.start_step, tally)) != CNNB_OK)
       return st;
@@ -538,7 +575,7 @@ static cnnb_status finish_steps(step_loop *loop) {
   if ((st = cnnb_run_print_total(run, images, loop->total_seconds, loop->out)) != CNNB_OK)
     return st;
   if (cfg->eval_during_training && !loop->target.reached &&
-      (st = evaluate(loop, loop->steps_run, end_step)) != CNNB_OK)
+      (st = evaluate(loop, loop->steps_run, end_step, true)) != CNNB_OK)
     return st;
   if ((st = cnnb_run_print_skipped(run, loop->out)) != CNNB_OK) return st;
   const target_watch *w = &loop->target;
