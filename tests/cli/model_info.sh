@@ -15,6 +15,8 @@ check resnet50 25559081
 check inception3 23819401
 check official_resnet18 11694249
 check official_resnet200_v2 64668201
+check nasnet 5291035 # cli/nasnet.sh says where the NASNet counts come from
+check nasnetlarge 88757183
 out=$("$CNNBENCH" --model=resnet50 --model_info --num_classes=10)
 grep -qx "Trainable parameters: $((25559081 - 2048 * 991 - 991))" <<<"$out" || { echo "FAIL: --num_classes=10"; exit 1; }
 echo PASS

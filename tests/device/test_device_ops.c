@@ -696,6 +696,140 @@ START_TEST(test_pad_channels_low_precision) {
 }
 END_TEST
 
+/* ---- pad_spatial --------------------------------------------------------------------- */
+
+/* pad_spatial came after the cuda device: a device that says it does not run it (its
+ * supports_op; the host then refuses graphs that use it, naming the op) skips these
+ * checks, saying so. Nonzero: skip. */
+static int pad_spatial_unsupported(device_harness *h) {
+  if (!h->dv->supports_op || h->dv->supports_op(h->dev, CNNB_OP_PAD_SPATIAL)) return 0;
+  printf("%s does not run pad_spatial (supports_op): its checks skipped\n", h->name);
+  return 1;
+}
+
+/* pad_spatial on the images (plain NCHW): a copy plus zeros, exact in fp32; backward is
+ * the part of dy over x. Pads in [-3, 3]: padding, cutting, and both on one axis. */
+static void check_pad_spatial_on_images(int n, int c, int hh, int ww, int top, int bottom, int left,
+                                        int right, uint32_t precision, int training,
+                                        uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, training)) return;
+  if (pad_spatial_unsupported(&h)) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor y = cnnb_pad_spatial(g, "shift", x, top, bottom, left, right);
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
+  op_result o = run_op(&h, g, y, &seed, training);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, ys = cnnb_graph_node(g, y)->shape;
+  ck_assert_int_eq(ys.h, top + hh + bottom);
+  ck_assert_int_eq(ys.w, left + ww + right);
+  float *want = zeros(o.y_count), *dx = zeros(o.x_count);
+  ref_pad_spatial_forward(o.images, xs, top, bottom, left, right, want);
+  char what[160];
+  snprintf(what, sizeof what, "pad_spatial %dx%dx%dx%d by %d, %d, %d, %d (%s, %s): forward", n, c,
+           hh, ww, top, bottom, left, right, test_precision_name(precision),
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, o.y_count, precision == CNNB_PRECISION_FP32 ? 0.0 : tol->forward);
+  for (int64_t k = 0; k < o.y_count; k++) /* the added rows and columns are exactly zero */
+    if (want[k] == 0.0f)
+      ck_assert_msg(o.y[k] == 0.0f, "%s: element %lld holds %g for 0", what, (long long)k,
+                    (double)o.y[k]);
+  if (training) {
+    ref_pad_spatial_backward(o.dy, xs, top, bottom, left, right, dx);
+    strcpy(strrchr(what, ':'), ": backward");
+    expect_close(what, o.dx, dx, o.x_count, precision == CNNB_PRECISION_FP32 ? 0.0 : tol->backward);
+  }
+  free(want);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+/* conv -> pad_spatial, as NASNet's factorized reduction shifts a layer's output: the pad
+ * reads a conv's layout (blocked on the cpu device) and its gradient flows back into the
+ * conv's weights. */
+static void check_pad_spatial_after_conv(int filters, int size, int top, int bottom, int left,
+                                         int right, uint32_t precision, uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, 1)) return;
+  if (pad_spatial_unsupported(&h)) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(2, 3, size, size, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = cnnb_pad_spatial(g, "shift", c, top, bottom, left, right);
+  ck_assert_msg(cnnb_graph_status(g) == CNNB_OK, "%s", cnnb_graph_error(g));
+  op_result o = run_op(&h, g, y, &seed, 1);
+  const cnnb_node *cn = cnnb_graph_node(g, c);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, cs = cn->shape;
+  ref_window win = ref_window_of(cn);
+  const float *w = param_of(g, o.params, cn, 0);
+  int64_t wn = cnnb_graph_param(g, cn->params[0])->count, cc = cnnb_shape_count(cs);
+  float *conv_y = zeros(cc), *want = zeros(o.y_count), *dc = zeros(cc), *dx = zeros(o.x_count),
+        *dw = zeros(wn);
+  ref_conv2d_forward(o.images, xs, w, NULL, &win, conv_y, cs);
+  ref_pad_spatial_forward(conv_y, cs, top, bottom, left, right, want);
+  char what[160];
+  snprintf(what, sizeof what, "conv %d -> pad_spatial %d, %d, %d, %d on %dx%d (%s): forward",
+           filters, top, bottom, left, right, size, size, test_precision_name(precision));
+  expect_close(what, o.y, want, o.y_count, tol->forward);
+  ref_pad_spatial_backward(o.dy, cs, top, bottom, left, right, dc);
+  ref_conv2d_backward_data(dc, cs, w, &win, dx, xs);
+  strcpy(strrchr(what, ':'), ": backward data");
+  expect_close(what, o.dx, dx, o.x_count, tol->backward);
+  ref_conv2d_backward_weights(o.images, xs, dc, cs, &win, dw, NULL);
+  strcpy(strrchr(what, ':'), ": backward weights");
+  expect_close(what, param_of(g, o.dparams, cn, 0), dw, wn, tol->backward);
+  free(conv_y);
+  free(want);
+  free(dc);
+  free(dx);
+  free(dw);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_pad_spatial) {
+  uint64_t s = 220;
+  for (int i = 0; i < 6; i++) {
+    int n = rand_int(&s, 1, 3), c = rand_int(&s, 1, 9), hh = rand_int(&s, 7, 9),
+        ww = rand_int(&s, 7, 9); /* at least 1 left after cutting 3 + 3 */
+    int top = rand_int(&s, -3, 3), bottom = rand_int(&s, -3, 3), left = rand_int(&s, -3, 3),
+        right = rand_int(&s, -3, 3);
+    check_pad_spatial_on_images(n, c, hh, ww, top, bottom, left, right, CNNB_PRECISION_FP32, 1,
+                                230 + (uint64_t)i);
+    check_pad_spatial_on_images(n, c, hh, ww, top, bottom, left, right, CNNB_PRECISION_FP32, 0,
+                                240 + (uint64_t)i);
+  }
+  /* NASNet's shift, odd and even sizes; a copy; a cut that leaves nothing of x. */
+  check_pad_spatial_on_images(2, 3, 7, 6, -1, 1, -1, 1, CNNB_PRECISION_FP32, 1, 250);
+  check_pad_spatial_on_images(2, 3, 4, 5, 0, 0, 0, 0, CNNB_PRECISION_FP32, 1, 251);
+  check_pad_spatial_on_images(1, 2, 3, 3, -3, 3, 0, 0, CNNB_PRECISION_FP32, 1, 252);
+  /* After convs of 16 (one channel block) and 5 (a padded block) channels. */
+  check_pad_spatial_after_conv(16, 7, -1, 1, -1, 1, CNNB_PRECISION_FP32, 253);
+  check_pad_spatial_after_conv(5, 6, -1, 1, -1, 1, CNNB_PRECISION_FP32, 254);
+  check_pad_spatial_after_conv(32, 5, 2, -1, 0, 3, CNNB_PRECISION_FP32, 255);
+}
+END_TEST
+
+START_TEST(test_pad_spatial_low_precision) {
+  const uint32_t precision = device_harness_low_precisions[_i];
+  check_pad_spatial_on_images(2, 5, 7, 7, -1, 1, -1, 1, precision, 1, 260);
+  check_pad_spatial_after_conv(16, 7, -1, 1, -1, 1, precision, 261);
+  check_pad_spatial_after_conv(5, 6, 1, -2, -1, 2, precision, 262);
+}
+END_TEST
+
 /* A device must refuse a node whose op it does not know (a graph from a newer SDK), naming
  * the op, in tensor_bytes and prepare alike (graph.h) — never guess — and say no to it in
  * supports_op where it has that. The pad node stands in for it, its op number patched to
@@ -1381,6 +1515,8 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_relu6_low_precision, 0, 2);
   tcase_add_test(tc, test_pad_channels);
   tcase_add_loop_test(tc, test_pad_channels_low_precision, 0, 2);
+  tcase_add_test(tc, test_pad_spatial);
+  tcase_add_loop_test(tc, test_pad_spatial_low_precision, 0, 2);
   tcase_add_test(tc, test_unknown_op_refused);
   tcase_add_test(tc, test_no_input_gradient);
   tcase_add_test(tc, test_batch_norm);

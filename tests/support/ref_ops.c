@@ -433,6 +433,32 @@ void ref_pad_channels_backward(const float *dy, cnnb_shape xs, int before, int a
         for (int w = 0; w < xs.w; w++) dx[AT(xs, n, c, h, w)] = dy[AT(ys, n, before + c, h, w)];
 }
 
+void ref_pad_spatial_forward(const float *x, cnnb_shape xs, int top, int bottom, int left,
+                             int right, float *y) {
+  cnnb_shape ys = {xs.n, xs.c, top + xs.h + bottom, left + xs.w + right};
+  for (int n = 0; n < ys.n; n++)
+    for (int c = 0; c < ys.c; c++)
+      for (int h = 0; h < ys.h; h++)
+        for (int w = 0; w < ys.w; w++) {
+          int xh = h - top, xw = w - left;
+          int inside = xh >= 0 && xh < xs.h && xw >= 0 && xw < xs.w;
+          y[AT(ys, n, c, h, w)] = inside ? x[AT(xs, n, c, xh, xw)] : 0.0f;
+        }
+}
+
+void ref_pad_spatial_backward(const float *dy, cnnb_shape xs, int top, int bottom, int left,
+                              int right, float *dx) {
+  cnnb_shape ys = {xs.n, xs.c, top + xs.h + bottom, left + xs.w + right};
+  for (int n = 0; n < xs.n; n++)
+    for (int c = 0; c < xs.c; c++)
+      for (int h = 0; h < xs.h; h++)
+        for (int w = 0; w < xs.w; w++) {
+          int yh = h + top, yw = w + left;
+          int inside = yh >= 0 && yh < ys.h && yw >= 0 && yw < ys.w;
+          dx[AT(xs, n, c, h, w)] = inside ? dy[AT(ys, n, c, yh, yw)] : 0.0f;
+        }
+}
+
 void ref_add_forward(const float *a, const float *b, int64_t n, float *y) {
   for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }

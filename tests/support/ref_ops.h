@@ -81,6 +81,13 @@ void ref_concat_backward(const float *dy, const cnnb_shape *shapes, int count, f
 void ref_pad_channels_forward(const float *x, cnnb_shape xs, int before, int after, float *y);
 /* dx is dy's channels [before, before + C). */
 void ref_pad_channels_backward(const float *dy, cnnb_shape xs, int before, int after, float *dx);
+/* pad_spatial: y (xs grown by top + bottom rows and left + right columns, each amount
+ * possibly negative: a cut) holds x shifted by (top, left), zeros elsewhere; dx is the
+ * part of dy over x, zero where x was cut. */
+void ref_pad_spatial_forward(const float *x, cnnb_shape xs, int top, int bottom, int left,
+                             int right, float *y);
+void ref_pad_spatial_backward(const float *dy, cnnb_shape xs, int top, int bottom, int left,
+                              int right, float *dx);
 
 void ref_add_forward(const float *a, const float *b, int64_t n, float *y);
 

@@ -267,6 +267,54 @@ START_TEST(test_relu6) {
 }
 END_TEST
 
+/* pad_spatial (CNNB_ABI_MINOR_PAD_SPATIAL): rows and columns added or cut on each side,
+ * its amounts kept in attr.pad_spatial, no parameters, 0 FLOPs; an output without a row or
+ * a column is refused, naming the pads and the input. */
+START_TEST(test_pad_spatial) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 9, 7, 10);
+  cnnb_tensor c = cnnb_conv2d(g, NULL, 0, CNNB_CONV2D(.filters = 5, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor p = cnnb_pad_spatial(g, NULL, c, -1, 1, -1, 1); /* NASNet's one-pixel shift */
+  ck_assert_int_ge(p, 0);
+  ck_assert_shape(g, p, 2, 5, 9, 7);
+  const cnnb_node *n = cnnb_graph_node(g, p);
+  ck_assert_uint_eq(n->op, CNNB_OP_PAD_SPATIAL);
+  ck_assert_uint_eq(CNNB_OP_PAD_SPATIAL, 18); /* ABI: the value never changes */
+  ck_assert_str_eq(n->name, "pad_spatial");
+  ck_assert_int_eq(n->inputs[0], c);
+  ck_assert_int_eq(n->attr.pad_spatial.top, -1);
+  ck_assert_int_eq(n->attr.pad_spatial.bottom, 1);
+  ck_assert_int_eq(n->attr.pad_spatial.left, -1);
+  ck_assert_int_eq(n->attr.pad_spatial.right, 1);
+  ck_assert_int_eq(n->num_params, 0);
+  ck_assert_int_eq(n->num_stats, 0);
+  ck_assert_str_eq(cnnb_op_name(CNNB_OP_PAD_SPATIAL), "pad_spatial");
+  const cnnb_op_row *row = cnnb_op_row_of(CNNB_OP_PAD_SPATIAL);
+  ck_assert_ptr_nonnull(row);
+  ck_assert_uint_eq(row->since_minor, CNNB_ABI_MINOR_PAD_SPATIAL);
+  int64_t flops = -1, matmul = -1;
+  cnnb_op_flops(g, n, &flops, &matmul);
+  ck_assert_int_eq(flops, 0);
+  ck_assert_int_eq(matmul, 0);
+  cnnb_tensor grown = cnnb_pad_spatial(g, "grown", p, 2, 0, 0, 3);
+  cnnb_tensor cut = cnnb_pad_spatial(g, "cut", grown, -10, 0, -9, -0);
+  ck_assert_shape(g, grown, 2, 5, 11, 10);
+  ck_assert_shape(g, cut, 2, 5, 1, 1);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  cnnb_graph_destroy(g);
+
+  g = cnnb_graph_create(2, 3, 4, 4, 10);
+  ck_assert_int_eq(cnnb_pad_spatial(g, "gone", 0, -2, -2, 0, 0), CNNB_NO_TENSOR);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_EINVAL);
+  ck_assert_error_has(g, "pad_spatial 'gone': pads -2, -2, 0, 0 (top, bottom, left, right) take "
+                         "[2, 3, 4, 4] to 0 x 4 pixels");
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(2, 3, 4, 4, 10);
+  ck_assert_int_eq(cnnb_pad_spatial(g, "huge", 0, 0, 0, INT32_MAX, 1), CNNB_NO_TENSOR);
+  ck_assert_error_has(g, "to 4 x 2147483652 pixels");
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 /* pad_channels (ABI 1.2): zeros before and after along C, its pads kept in attr.pad, no
  * parameters; negative pads and a channel count past int32 are refused by name. */
 START_TEST(test_pad_channels) {
@@ -683,6 +731,7 @@ int main(void) {
   tcase_add_test(tc, test_other_shapes);
   tcase_add_test(tc, test_relu6);
   tcase_add_test(tc, test_pad_channels);
+  tcase_add_test(tc, test_pad_spatial);
   tcase_add_test(tc, test_error_filter_larger);
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_sticky_error);

@@ -205,6 +205,16 @@ cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_tensor x, in
   return cnnb_graph_add_op(g, &r);
 }
 
+cnnb_tensor cnnb_pad_spatial(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t top,
+                             int32_t bottom, int32_t left, int32_t right) {
+  cnnb_op_request r = request(CNNB_OP_PAD_SPATIAL, name, 1, &x);
+  r.node.attr.pad_spatial.top = top;
+  r.node.attr.pad_spatial.bottom = bottom;
+  r.node.attr.pad_spatial.left = left;
+  r.node.attr.pad_spatial.right = right;
+  return cnnb_graph_add_op(g, &r);
+}
+
 cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t c, int32_t h,
                          int32_t w) {
   cnnb_op_request r = request(CNNB_OP_RESHAPE, name, 1, &x);

@@ -13,8 +13,8 @@
  *    output element, global avg pool H*W adds + 1 divide per channel; LRN 2*(2r+1) for
  *    the window's squares and sums + 4 (alpha, bias, pow, divide); softmax cross-entropy
  *    4 per logit (max, subtract, exp, sum) + 1 (log); a conv or batch norm with a fused
- *    ReLU adds 1 per output element; input, labels, concat, pad_channels (its zeros
- *    are written, not computed) and reshape move data, 0.
+ *    ReLU adds 1 per output element; input, labels, concat, pad_channels and
+ *    pad_spatial (their zeros are written, not computed) and reshape move data, 0.
  *  - `flops` counts every op; `flops_matmul` only conv2d and dense, which is what
  *    published figures count (ResNet-50 ~7.7-8.2 GFLOPs), so the report's
  *    "Forward GFLOPs per image" line uses it.

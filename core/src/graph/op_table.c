@@ -37,7 +37,7 @@ static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) {
 /* Per image: the elements of one image's slice of a shape. */
 static int64_t per_image(cnnb_shape s) { return (int64_t)s.c * s.h * s.w; }
 
-/* Data movement only: input, labels, concat, pad_channels, reshape. */
+/* Data movement only: input, labels, concat, pad_channels, pad_spatial, reshape. */
 static void flops_none(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {}
 
 /* ---- shared shape rules ------------------------------------------------------------- */
@@ -290,6 +290,23 @@ static bool infer_pad_channels(cnnb_op_request *r) {
     return cnnb_op_refuse(r, "%lld channels after padding [%d, %d, %d, %d] by %d, %d",
                           (long long)channels, in.n, in.c, in.h, in.w, before, after);
   r->node.shape = (cnnb_shape){in.n, (int32_t)channels, in.h, in.w};
+  return true;
+}
+
+/* tf.pad of zeros on H and W, or a slice where an amount is negative: NASNet's factorized
+ * reduction shifts its second path by one pixel (pad bottom/right, cut top/left). */
+static bool infer_pad_spatial(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  const int32_t top = r->node.attr.pad_spatial.top, bottom = r->node.attr.pad_spatial.bottom;
+  const int32_t left = r->node.attr.pad_spatial.left, right = r->node.attr.pad_spatial.right;
+  int64_t h = (int64_t)top + in.h + bottom, w = (int64_t)left + in.w + right;
+  if (h < 1 || w < 1 || h > INT32_MAX || w > INT32_MAX)
+    return cnnb_op_refuse(r,
+                          "pads %d, %d, %d, %d (top, bottom, left, right) take [%d, %d, %d, %d] "
+                          "to %lld x %lld pixels; the output needs 1 to %d rows and columns",
+                          top, bottom, left, right, in.n, in.c, in.h, in.w, (long long)h,
+                          (long long)w, INT32_MAX);
+  r->node.shape = (cnnb_shape){in.n, in.c, (int32_t)h, (int32_t)w};
   return true;
 }
 
@@ -557,6 +574,18 @@ static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
             .infer = infer_pad_channels,
             .flops = flops_none,                      /* its zeros are written, not computed */
             .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx is dy's middle channels */
+        },
+    [CNNB_OP_PAD_SPATIAL] =
+        {
+            .op = CNNB_OP_PAD_SPATIAL,
+            .name = "pad_spatial",
+            .since_minor = CNNB_ABI_MINOR_PAD_SPATIAL,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_pad_spatial,
+            .flops = flops_none, /* a copy and zeros */
+            /* dx is the part of dy that lies over x (zero where x was cut): shapes alone */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
         },
 };
 

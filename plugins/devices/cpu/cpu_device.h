@@ -267,6 +267,8 @@ cnnb_status cpu_layout_concat(cpu_device *d, const cnnb_graph *g, const cpu_plan
                               dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
                            dnnl_memory_desc_t *out);
+cnnb_status cpu_layout_pad_spatial(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
+                                   int32_t index, dnnl_memory_desc_t *out);
 
 typedef cnnb_status (*cpu_prepare_fn)(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                       int32_t index, cpu_node **out);
@@ -294,6 +296,8 @@ cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, 
                                cpu_node **out);
 cnnb_status cpu_prepare_pad(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out);
+cnnb_status cpu_prepare_pad_spatial(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                    cpu_node **out);
 /* A channel concat of `srcs` into `dst` with the device's attributes, its scratchpad
  * reserved (ops_concat.c; pad_channels uses it too). quiet: when oneDNN refuses (a
  * blocked dst it cannot write), CNNB_EUNSUPPORTED without a message. */

@@ -25,8 +25,9 @@ static const cpu_op ops[] = {
     {CNNB_OP_ADD, cpu_layout_same, cpu_prepare_add},
     {CNNB_OP_RESHAPE, cpu_layout_plain, cpu_prepare_reshape},
     {CNNB_OP_SOFTMAX_XENT, cpu_layout_f32, cpu_prepare_softmax_xent},
-    {CNNB_OP_RELU6, cpu_layout_same, cpu_prepare_relu6},     /* ABI 1.1 */
-    {CNNB_OP_PAD_CHANNELS, cpu_layout_pad, cpu_prepare_pad}, /* ABI 1.2 */
+    {CNNB_OP_RELU6, cpu_layout_same, cpu_prepare_relu6},                    /* ABI 1.1 */
+    {CNNB_OP_PAD_CHANNELS, cpu_layout_pad, cpu_prepare_pad},                /* ABI 1.2 */
+    {CNNB_OP_PAD_SPATIAL, cpu_layout_pad_spatial, cpu_prepare_pad_spatial}, /* ABI 1.10 */
 };
 
 const cpu_op *cpu_op_find(uint32_t op) {

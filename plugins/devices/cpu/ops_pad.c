@@ -1,4 +1,6 @@
-/* ops_pad.c — pad_channels (ABI 1.2): `before` zero channels, x, `after` zero channels,
+/* ops_pad.c — the pads: pad_channels and, at the end of the file, pad_spatial.
+ *
+ * pad_channels (ABI 1.2): `before` zero channels, x, `after` zero channels,
  * the CIFAR ResNets' shortcut. Forward is oneDNN's concat of (a zero buffer, x, the
  * zero buffer) made once in prepare; backward hands x the middle channel range of the
  * output gradient (a reorder out of a sub-memory view, as concat's backward does).
@@ -181,6 +183,123 @@ done:
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (st) {
     pad_release(d, &s->base);
+    return st;
+  }
+  *out = &s->base;
+  return CNNB_OK;
+}
+
+/* ---- pad_spatial (ABI 1.10: CNNB_ABI_MINOR_PAD_SPATIAL) ------------------------------ */
+
+/* pad_spatial: zero rows and columns added on each side of H and W, or cut off where an
+ * amount is negative (NASNet's factorized reduction: pad bottom/right by one, cut the
+ * first row and column). The output keeps its input's layout family, as pad_channels'
+ * does; the part of x that survives is one reorder between two sub-memory views (blocked
+ * layouts block channels only, so a spatial offset is a view in any of them), and the
+ * rest of the output is zeroed first. Backward is the same copy the other way: dx is the
+ * part of dy over x, zero where x was cut. Nothing is allocated per step. */
+
+typedef struct pad_spatial_node {
+  cpu_node base;
+  int64_t rows, cols;   /* the surviving region; 0: nothing survives */
+  int y_whole, x_whole; /* the region covers all of y (x): no zeroing needed */
+  size_t y_bytes, x_bytes;
+  cpu_xform fwd; /* x's region -> y's region */
+  cpu_xform bwd; /* dy's region -> dx's region */
+} pad_spatial_node;
+
+cnnb_status cpu_layout_pad_spatial(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
+                                   int32_t index, dnnl_memory_desc_t *out) {
+  (void)d;
+  const cnnb_node *n = cnnb_graph_node(g, index);
+  const dnnl_memory_desc_t *x = &p->md[n->inputs[0]];
+  dnnl_format_tag_t tag = tag_of(x, cnnb_graph_node(g, n->inputs[0])->shape);
+  dnnl_dim_t dims[4] = {n->shape.n, n->shape.c, n->shape.h, n->shape.w};
+  *out = cpu_md_tag(4, dims, x->data_type, tag);
+  return CNNB_OK;
+}
+
+static cnnb_status pad_spatial_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  pad_spatial_node *s = (pad_spatial_node *)n;
+  if (!s->y_whole) memset(io->output, 0, s->y_bytes);
+  if (!s->rows) return CNNB_OK;
+  return cpu_xform_run(d, &s->fwd, io->inputs[0], io->output, n->node);
+}
+
+static cnnb_status pad_spatial_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
+  pad_spatial_node *s = (pad_spatial_node *)n;
+  if (!io->input_grads[0]) return CNNB_OK;
+  if (!s->x_whole) memset(io->input_grads[0], 0, s->x_bytes);
+  if (!s->rows) return CNNB_OK;
+  return cpu_xform_run(d, &s->bwd, io->output_grad, io->input_grads[0], n->node);
+}
+
+static void pad_spatial_release(cpu_device *d, cpu_node *n) {
+  (void)d;
+  pad_spatial_node *s = (pad_spatial_node *)n;
+  cpu_xform_fini(&s->fwd);
+  cpu_xform_fini(&s->bwd);
+  free(s);
+}
+
+static const cpu_node_ops pad_spatial_ops = {pad_spatial_forward, pad_spatial_backward,
+                                             pad_spatial_release};
+
+/* [lo, hi) of x's extent `size` that lands inside an output of `out` after shifting by
+ * `before` (the top or left amount). */
+static void surviving(int32_t size, int32_t before, int32_t out, int64_t *lo, int64_t *hi) {
+  *lo = before < 0 ? -(int64_t)before : 0;
+  *hi = (int64_t)out - before < size ? (int64_t)out - before : size;
+  if (*hi < *lo) *hi = *lo;
+}
+
+cnnb_status cpu_prepare_pad_spatial(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                    cpu_node **out) {
+  pad_spatial_node *s = calloc(1, sizeof *s);
+  if (!s) return cpu_oom(d, cnnb_graph_node(g, index), sizeof *s, "its state");
+  cpu_node_init(&s->base, &pad_spatial_ops, g, p, index);
+  const cnnb_node *node = s->base.node;
+  const dnnl_memory_desc_t *ymd = &p->md[index], *xmd = &p->md[node->inputs[0]];
+  const cnnb_shape ys = node->shape, xs = cnnb_graph_node(g, node->inputs[0])->shape;
+  const int32_t top = node->attr.pad_spatial.top, left = node->attr.pad_spatial.left;
+  cnnb_status st = CNNB_OK;
+  if (node->num_inputs != 1 || ys.n != xs.n || ys.c != xs.c ||
+      (int64_t)ys.h != (int64_t)top + xs.h + node->attr.pad_spatial.bottom ||
+      (int64_t)ys.w != (int64_t)left + xs.w + node->attr.pad_spatial.right) {
+    st = cnnb_error(d->ctx, CNNB_EINVAL,
+                    "cpu: pad_spatial '%s': %d inputs, pads %d, %d, %d, %d take [%d, %d, %d, %d] "
+                    "to [%d, %d, %d, %d]",
+                    node->name, node->num_inputs, top, node->attr.pad_spatial.bottom, left,
+                    node->attr.pad_spatial.right, xs.n, xs.c, xs.h, xs.w, ys.n, ys.c, ys.h, ys.w);
+    goto done;
+  }
+  int64_t r0, r1, c0, c1;
+  surviving(xs.h, top, ys.h, &r0, &r1);
+  surviving(xs.w, left, ys.w, &c0, &c1);
+  s->rows = r1 - r0, s->cols = c1 - c0;
+  if (!s->cols) s->rows = 0;
+  s->y_bytes = dnnl_memory_desc_get_size(ymd);
+  s->x_bytes = dnnl_memory_desc_get_size(xmd);
+  s->y_whole = s->rows == ys.h && s->cols == ys.w;
+  s->x_whole = s->rows == xs.h && s->cols == xs.w;
+  if (s->rows) {
+    dnnl_dims_t dims = {xs.n, xs.c, s->rows, s->cols};
+    dnnl_dims_t x_off = {0, 0, r0, c0}, y_off = {0, 0, r0 + top, c0 + left};
+    dnnl_memory_desc_t xview, yview;
+    if (dnnl_memory_desc_init_submemory(&xview, xmd, dims, x_off) != dnnl_success ||
+        dnnl_memory_desc_init_submemory(&yview, ymd, dims, y_off) != dnnl_success) {
+      st = cnnb_error(d->ctx, CNNB_EINTERNAL, "cpu: pad_spatial '%s': cannot view its region",
+                      node->name);
+      goto done;
+    }
+    if ((st = cpu_xform_init(d, &s->fwd, &xview, &yview, node, "pad_spatial forward"))) goto done;
+    if (d->cfg.training &&
+        (st = cpu_xform_init(d, &s->bwd, &yview, &xview, node, "pad_spatial gradient")))
+      goto done;
+  }
+done:
+  if (st) {
+    pad_spatial_release(d, &s->base);
     return st;
   }
   *out = &s->base;

@@ -64,8 +64,12 @@ extern "C" {
  *                     config structs: the device config's local_replicas (device.h), the
  *                     strategy config's auto_loss_scale and device_name (strategy.h),
  *                     the datasource config's local_replicas, device_threads and
- *                     device_name (datasource.h); and cnnb_flag_declared (ctx.h). */
-#define CNNB_ABI_MINOR 8
+ *                     device_name (datasource.h); and cnnb_flag_declared (ctx.h).
+ *                 1.10 added CNNB_OP_PAD_SPATIAL and cnnb_pad_spatial() (graph.h).
+ * An op's row in the host's op table names its minor by the macro below, so a minor is
+ * written down in this list and these two lines alone. */
+#define CNNB_ABI_MINOR_PAD_SPATIAL 10
+#define CNNB_ABI_MINOR 10
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

@@ -67,7 +67,11 @@ typedef enum cnnb_op {
   /* ABI 1.2 */
   CNNB_OP_PAD_CHANNELS = 17, /* attr.pad: [N, C, H, W] -> [N, before + C + after, H, W], the new
                                 channels zero (tf.pad on C only) */
-  CNNB_OP_COUNT_ = 18
+  /* ABI 1.10 (CNNB_ABI_MINOR_PAD_SPATIAL) */
+  CNNB_OP_PAD_SPATIAL = 18, /* attr.pad_spatial: [N, C, H, W] -> [N, C, top + H + bottom,
+                               left + W + right]; a positive amount adds zero rows / columns
+                               (tf.pad on H, W), a negative one crops (a slice) */
+  CNNB_OP_COUNT_ = 19
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -207,6 +211,9 @@ typedef struct cnnb_node {
     struct {
       int32_t before, after;
     } pad; /* pad_channels (1.2): zero channels added */
+    struct {
+      int32_t top, bottom, left, right;
+    } pad_spatial; /* pad_spatial (1.10): rows / columns added (> 0) or cut (< 0) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -259,6 +266,13 @@ CNNB_EXPORT cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor 
  * channels (both >= 0); the CIFAR ResNets' parameter-free shortcut. */
 CNNB_EXPORT cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_tensor x,
                                           int32_t before, int32_t after);
+/* ABI 1.10 (CNNB_ABI_MINOR_PAD_SPATIAL): CNNB_OP_PAD_SPATIAL, y[n][c][i][j] =
+ * x[n][c][i - top][j - left] where that lies inside x, else 0; each amount may be
+ * negative, which cuts that many rows or columns off that side. NASNet's factorized
+ * reduction shifts by one pixel with it: tf.pad(x, [[0, 1], [0, 1]])[1:, 1:] is
+ * top = left = -1, bottom = right = 1. The output must keep at least one row and column. */
+CNNB_EXPORT cnnb_tensor cnnb_pad_spatial(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                         int32_t top, int32_t bottom, int32_t left, int32_t right);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
