@@ -71,6 +71,10 @@ int main(int argc, char **argv) {
   int64_t skip_batches = cnnb_flags_int(flags, "skip_batches");
   bool print_checksum = cnnb_flags_bool(flags, "checksum");
   int32_t size = (int32_t)cnnb_flags_int(flags, "image_size");
+  /* --data_name's default is "" (the run guesses it from --data_dir); here imagenet's. */
+  const char *data_name = cnnb_flags_string(flags, "data_name");
+  const cnnb_dataset_info *dataset = cnnb_dataset_find(*data_name ? data_name : "imagenet");
+  if (!dataset) return fail("unknown --data_name");
   cnnb_datasource_config cfg = {
       .struct_size = sizeof cfg,
       .batch_size = (int32_t)cnnb_flags_int(flags, "batch_size"),
@@ -82,7 +86,7 @@ int main(int argc, char **argv) {
       .training = cnnb_flags_bool(flags, "train"),
       .seed = (uint64_t)cnnb_flags_int(flags, "seed"),
       .data_dir = cnnb_flags_string(flags, "data_dir"),
-      .dataset = cnnb_dataset_find(cnnb_flags_string(flags, "data_name"))->kind,
+      .dataset = dataset->kind,
       .local_replicas = (int32_t)cnnb_flags_int(flags, "num_gpus"),
       .device_threads = (int32_t)cnnb_flags_int(flags, "num_intra_threads"),
       .device_name = cnnb_flags_string(flags, "device")};
