@@ -147,7 +147,7 @@ static int bf16_child(void) {
 
 /* oneDNN held below avx512_core_bf16 (ONEDNN_MAX_CPU_ISA, read once per process, hence the
  * child): the device refuses bf16, naming the ISA it needs and what it can do, whatever
- * this CPU has. */
+ * this CPU has (avx512_core, or avx2 on a CPU without AVX-512). */
 START_TEST(test_bf16_refused_below_avx512_bf16) {
   char cmd[sizeof self + 128];
   snprintf(cmd, sizeof cmd, "ONEDNN_MAX_CPU_ISA=AVX512_CORE '%s' --bf16-child 2>&1", self);
@@ -159,7 +159,8 @@ START_TEST(test_bf16_refused_below_avx512_bf16) {
   int status = pclose(f);
   ck_assert_msg(status == 0, "child exited %d: %s", status, out);
   ck_assert_msg(strstr(out, "bf16: cpu: bf16 needs avx512_bf16 (oneDNN ISA avx512_core_bf16)") &&
-                    strstr(out, "offers avx512_core;") && strstr(out, "it supports fp32"),
+                    (strstr(out, "offers avx512_core;") || strstr(out, "offers avx2;")) &&
+                    strstr(out, "it supports fp32"),
                 "child said: %s", out);
 }
 END_TEST
@@ -179,6 +180,8 @@ static cnnb_graph *every_op_graph(void) {
   t = cnnb_add(g, NULL, t, a);
   t = cnnb_concat(g, NULL, 2, (cnnb_tensor[]){t, a});
   t = cnnb_pad_channels(g, NULL, t, 1, 2);
+  t = cnnb_pad_spatial(g, NULL, t, 0, 1, 0, 1);   /* NASNet's shift: pad bottom and right, */
+  t = cnnb_pad_spatial(g, NULL, t, -1, 0, -1, 0); /* then cut the first row and column */
   t = cnnb_global_avg_pool(g, NULL, t);
   t = cnnb_reshape(g, NULL, t, 19, 1, 1);
   t = cnnb_dense(g, NULL, cnnb_flatten(g, NULL, t), CNNB_DENSE(.units = 16));
