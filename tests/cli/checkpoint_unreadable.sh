@@ -45,14 +45,15 @@ grep -q "training starts at step 0" "$tmp/trail_ignore.err" || fail "trail_ignor
   || fail "trail_ignore: the unreadable file was not kept whole as .kept"
 grep -qF "kept as $(ckpt "$tmp/trail" 5).kept" "$tmp/trail_ignore.err" || fail "trail_ignore: the move is not said"
 
-# The index one save behind: resume from the newest file.
+# The index one save behind: resume from the newest file. (--num_batches counts the total,
+# global steps included, as tf_cnn_benchmarks.)
 cp -r "$tmp/base" "$tmp/behind"
 cp "$tmp/behind/checkpoint" "$tmp/index_at_5"
-try behind_save --num_batches=2 --train_dir="$tmp/behind"
+try behind_save --num_batches=7 --train_dir="$tmp/behind"
 [ "$code" -eq 0 ] && [ -f "$(ckpt "$tmp/behind" 7)" ] || fail "saving step 7: exit $code"
 cp "$tmp/index_at_5" "$tmp/behind/checkpoint" # as if the index update after 7 had failed
 seven=$(sum "$(ckpt "$tmp/behind" 7)")
-try behind --num_batches=1 --train_dir="$tmp/behind"
+try behind --num_batches=8 --train_dir="$tmp/behind"
 [ "$code" -eq 0 ] || fail "index behind: exit $code"
 grep -q "resuming from .*model.ckpt-0000000007.safetensors (global step 7)" "$tmp/behind.err" \
   || fail "index behind: did not resume from step 7, the newest whole file"
@@ -68,7 +69,7 @@ for bad in nan inf; do
   "$CHECKPOINT_EDIT" set "$kernel" 3 "$bad" "$(ckpt "$tmp/base" 5)" "$(ckpt "$tmp/$bad" 5)"
   for mode in train eval; do
     extra=(); [ "$mode" = eval ] && extra=(--eval)
-    try "$bad$mode" --num_batches=1 --train_dir="$tmp/$bad" "${extra[@]}"
+    try "$bad$mode" --num_batches=6 --train_dir="$tmp/$bad" "${extra[@]}"
     [ "$code" -ne 0 ] || fail "$bad ($mode): accepted"
     grep -qF "checkpoint $(ckpt "$tmp/$bad" 5): tensor '$kernel' holds 1 value(s) that are not finite" \
       "$tmp/$bad$mode.err" || fail "$bad ($mode): file and tensor not named"
@@ -82,7 +83,7 @@ for bad in flip huge; do
   else
     "$CHECKPOINT_EDIT" set affine1/xw_plus_b/kernel 0 1e6 "$(ckpt "$tmp/base" 5)" "$(ckpt "$tmp/$bad" 5)"
   fi
-  try "$bad" --num_batches=3 --save_model_steps=1 --train_dir="$tmp/$bad"
+  try "$bad" --num_batches=8 --save_model_steps=1 --train_dir="$tmp/$bad"
   [ "$code" -eq 1 ] || fail "$bad: exit $code, expected 1"
   grep -qF "step 1 after resuming from $(ckpt "$tmp/$bad" 5): the loss is" "$tmp/$bad.err" \
     || fail "$bad: the checkpoint is not named"

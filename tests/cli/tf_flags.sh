@@ -137,11 +137,14 @@ grep -q "^Layer " "$tmp/graph.txt" || fail "--graph_file holds no layer table"
   || fail "--graph_file into a missing folder: exit $rc: $(cat "$tmp/err")"
 
 # --eval_during_training_at_specified_steps / _epochs: after those steps, and at the end.
+# shellcheck source=../support/eval_lines.sh
+. "$CNNB_SOURCE_DIR/tests/support/eval_lines.sh" # tf's lines: "Step G: Accuracy ..." per evaluation
 evals() { grep -c "Accuracy @ 1 = " "$tmp/out"; }
+at() { eval_lines "$tmp/out" | grep -q "^Step $1: Accuracy"; } # global step = step: no warm-up
 "$CNNBENCH" --model=trivial --data_name=cifar10 --batch_size=4 --num_batches=6 --num_warmup_batches=0 \
   --num_intra_threads=1 --num_eval_batches=1 --eval_during_training_at_specified_steps=2,5 \
   >"$tmp/out" 2>"$tmp/err" || fail "at_specified_steps: exit $?: $(cat "$tmp/err")"
-[ "$(evals)" -eq 3 ] && grep -q "^Step 2: Accuracy" "$tmp/out" && grep -q "^Step 5: Accuracy" "$tmp/out" \
+[ "$(evals)" -eq 3 ] && at 2 && at 5 \
   || fail "at_specified_steps=2,5 over 6 steps: not steps 2, 5 and the end: $(grep Accuracy "$tmp/out")"
 if [ -n "${MAKE_CIFAR:-}" ]; then
   # 320 examples an epoch in batches of 8: epochs 0.1 and 0.2 end at steps 39 // 8 = 4 and 71 // 8 = 8.
@@ -152,7 +155,7 @@ if [ -n "${MAKE_CIFAR:-}" ]; then
     --eval_during_training_at_specified_epochs=0.2,0.1 >"$tmp/out" 2>"$tmp/err" \
     || fail "at_specified_epochs: exit $?: $(cat "$tmp/err")"
   grep -q "^Dataset:     cifar10 (cifar10)" "$tmp/out" || fail "--data_name not guessed from --data_dir=$tmp/cifar10"
-  [ "$(evals)" -eq 3 ] && grep -q "^Step 4: Accuracy" "$tmp/out" && grep -q "^Step 8: Accuracy" "$tmp/out" \
+  [ "$(evals)" -eq 3 ] && at 4 && at 8 \
     || fail "at_specified_epochs=0.2,0.1: not steps 4, 8 and the end: $(grep Accuracy "$tmp/out") $(cat "$tmp/err")"
 fi
 "$CNNBENCH" "${tiny[@]}" --eval_during_training_at_specified_steps=2,x >"$tmp/out" 2>"$tmp/err"; rc=$?
