@@ -1,12 +1,12 @@
 /* test_tfrecord.c — the TFRecord framing (common/tfrecord: crc32c.c, tfrecord.c)
- * that the imagenet datasource and the core's event files share: CRC-32C against the standard vectors and TensorFlow's own bytes,
- * the SSE4.2 and table paths agreeing at every length and alignment; records written and
- * read back (through the parser and through the file reader with records larger than its
- * read chunk and straddling chunk boundaries); a flipped data byte (its length's CRC
- * intact) reported as BAD_DATA with the record's byte offset, that record alone lost and
- * the next one read; and each damage to the framing — a flipped length byte, a header or
- * data cut short, an impossible length — reported as CORRUPT with the record's byte
- * offset (and the file name from the reader), never read past or allocated for. */
+ * that the imagenet datasource and the core's event files share: CRC-32C against the standard
+ * vectors and TensorFlow's own bytes, the SSE4.2 and table paths agreeing at every length and
+ * alignment; records written and read back (through the parser and through the file reader with
+ * records larger than its read chunk and straddling chunk boundaries); a flipped data byte (its
+ * length's CRC intact) reported as BAD_DATA with the record's byte offset, that record alone lost
+ * and the next one read; and each damage to the framing — a flipped length byte, a header or data
+ * cut short, an impossible length — reported as CORRUPT with the record's byte offset (and the file
+ * name from the reader), never read past or allocated for. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
