@@ -79,7 +79,9 @@ commands() {
       if (cont == "") start = NR
       line = strip_comment(line)
       if (line ~ /\\[ \t]*$/) { sub(/\\[ \t]*$/, " ", line); cont = cont line; next }
-      printf "%d\t%s\n", start, cont line; cont = ""
+      line = cont line
+      sub(/^[ \t]+/, "", line) # a block indented in a list item
+      printf "%d\t%s\n", start, line; cont = ""
     }' "$1"
 }
 
