@@ -327,9 +327,7 @@ int main(int argc, char **argv) {
   }
   tune_space s = {0}; /* freed on every path, also before tune_space_build ran */
   int code = TUNE_EXIT_OK;
-  bool spaced = false;
-  if (!check_names(&o, &l, err, ERR_SIZE) ||
-      !(spaced = tune_space_build(&l, &o, &s, err, ERR_SIZE)) ||
+  if (!check_names(&o, &l, err, ERR_SIZE) || !tune_space_build(&l, &o, &s, err, ERR_SIZE) ||
       !prepare_out(o.out_dir, err, ERR_SIZE))
     code = TUNE_EXIT_INPUT;
   tune_results rs = {0};

@@ -97,7 +97,6 @@ shrink() {
     -e 's/ --eval_during_training_every_n_epochs=[0-9.]+/ --eval_during_training_every_n_steps=1/g' \
     -e 's/ --budget=[^ ]+/ --budget=60s/g' \
     -e 's/ --num_shards=[0-9]+/ --num_shards=2/g' \
-    -e 's/^ mpirun -np [0-9]+ / mpirun -np 2 /' \
     -e 's/^ mpirun (-H [^ ]+ )?(-np [0-9]+ )?(-H [^ ]+ )?/ mpirun -np 2 /' \
     -e "s#=/(tmp|data|ckpt)/#=$work/root/\\1/#g" \
     -e "s#=(bench|tests|plugins|docs)/#=$CNNB_SOURCE_DIR/\\1/#g" <<< "$c")
