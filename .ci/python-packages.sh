@@ -13,10 +13,20 @@
 set -euo pipefail
 venv=${CNNB_CI_VENV:-/var/cache/cnnbench-ci/python}
 packages=(tensorflow-cpu tensorboard torch torchvision safetensors numpy)
-probe='import tensorflow, torch, torchvision, safetensors.torch, numpy
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator'
+# One process per test's imports, as the tests import them: TensorFlow and torch each
+# carry their own LLVM, and both in one process abort ("Option ... registered more
+# than once"), which no test does.
+probes=('import tensorflow'
+        'import torch, torchvision, safetensors.torch, numpy'
+        'from tensorboard.backend.event_processing.event_accumulator import EventAccumulator')
+imports_all() {
+  local probe
+  for probe in "${probes[@]}"; do
+    TF_CPP_MIN_LOG_LEVEL=3 "$venv/bin/python" -c "$probe" || return 1
+  done
+}
 start=$SECONDS
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$probe" >/dev/null 2>&1; then
+if [ -x "$venv/bin/python" ] && imports_all >/dev/null 2>&1; then
   echo "python-packages: $venv already has ${packages[*]}"
 else
   rm -rf "$venv"
@@ -24,6 +34,6 @@ else
   python3 -m venv "$venv" || { echo "python-packages: python3 -m venv $venv failed" >&2; exit 1; }
   "$venv/bin/pip" install --no-cache-dir --progress-bar off "${packages[@]}"
 fi
-TF_CPP_MIN_LOG_LEVEL=3 "$venv/bin/python" -c "$probe"
+imports_all || { echo "python-packages: $venv does not import them (above)" >&2; exit 1; }
 echo "python-packages: ready in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1)"
 echo "CNNB_PYTHON=$venv/bin/python"
