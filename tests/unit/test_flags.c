@@ -3,7 +3,8 @@
  * value, stray arguments), the repeatable --plugin, plugin groups in --help, refused
  * duplicate declarations, getters through a ctx, walking every flag, and --flagfile
  * (absl's convention: comments, nesting with a depth limit, later flags win, errors that
- * name the file and line). */
+ * name the file and line), and what the ranks of a job compare (flags marked per-rank
+ * left out, one spelling per value). */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <math.h>
@@ -453,6 +454,56 @@ START_TEST(flagfile_errors_name_file_and_line) {
 }
 END_TEST
 
+/* The text ranks compare: one spelling per value, per-rank flags left out, and a plugin
+ * may mark only its own flags per-rank. */
+static char *agreement(void) {
+  char *text = cnnb_flags_agreement_text(flags, NULL);
+  ck_assert_ptr_nonnull(text);
+  return text;
+}
+
+static void declare_alpha(void) {
+  cnnb_flag_registry *alpha = cnnb_flags_registry(flags, "alpha");
+  ck_assert_int_eq(cnnb_flag_declare(alpha, "alpha_file", CNNB_FLAG_STRING, "", NULL), CNNB_OK);
+  ck_assert_int_eq(cnnb_flag_declare(alpha, "alpha_rate", CNNB_FLAG_FLOAT, "0.5", NULL), CNNB_OK);
+  ck_assert_int_eq(cnnb_flag_mark_per_rank(alpha, "alpha_file"), CNNB_OK);
+  /* Another component's flag, and one nobody declared, cannot be loosened. */
+  ck_assert_int_eq(cnnb_flag_mark_per_rank(alpha, "init_learning_rate"), CNNB_EINVAL);
+  ck_assert_int_eq(cnnb_flag_mark_per_rank(alpha, "alpha_nothing"), CNNB_EINVAL);
+}
+
+START_TEST(agreement_text_compares_values_not_spellings) {
+  declare_alpha();
+  ck_assert_int_eq(parse("--init_learning_rate=0.10 --seed 7 --alpha_file=a --log_level=warn"),
+                   CNNB_OK);
+  char *first = agreement();
+  ck_assert_ptr_nonnull(strstr(first, "\ninit_learning_rate\t0.1\n"));
+  ck_assert_ptr_nonnull(strstr(first, "\nseed\t7\n"));
+  ck_assert_ptr_nonnull(strstr(first, "\nalpha_rate\t0.5\n"));
+  ck_assert_ptr_nonnull(strstr(first, "\nforward_only\tfalse\n"));
+  ck_assert_ptr_null(strstr(first, "alpha_file"));
+  ck_assert_ptr_null(strstr(first, "log_level"));
+  ck_assert_ptr_null(strstr(first, "\ntrace_file\t"));
+  /* The same values spelled otherwise, and other per-rank values: the same text. */
+  cnnb_flags_destroy(flags);
+  setup();
+  declare_alpha();
+  ck_assert_int_eq(parse("--init_learning_rate 1e-1 --tf_random_seed=7 --alpha_file=b "
+                         "--alpha_rate=.5 --display_every=3"),
+                   CNNB_OK);
+  char *second = agreement();
+  ck_assert_str_eq(first, second);
+  /* A value that differs in its last digit does not agree. */
+  ck_assert_int_eq(parse("--init_learning_rate=0.1000000001"), CNNB_OK);
+  char *third = agreement();
+  ck_assert_str_ne(first, third);
+  ck_assert_ptr_nonnull(strstr(third, "\ninit_learning_rate\t0.1000000001\n"));
+  free(first);
+  free(second);
+  free(third);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("flags");
   TCase *tc = tcase_create("flags");
@@ -472,6 +523,7 @@ int main(void) {
   tcase_add_test(tc, edit_distance_known_values);
   tcase_add_test(tc, flagfile_reads_flags_and_later_ones_win);
   tcase_add_test(tc, flagfile_errors_name_file_and_line);
+  tcase_add_test(tc, agreement_text_compares_values_not_spellings);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

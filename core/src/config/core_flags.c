@@ -17,7 +17,15 @@ typedef struct core_flag {
   const char *default_value;
   const char *const *choices; /* string flags restricted to these values */
   const char *help;
+  /* PER_RANK: may differ between the ranks of a job (it changes only what this process
+   * shows, writes for itself or how it uses its own cores, never the numbers), so the
+   * ranks' comparison before the first step passes it over (run/world.c). SAME: must
+   * have one value on every rank. Every row says which. */
+  bool per_rank;
 } core_flag;
+
+#define PER_RANK true
+#define SAME false
 
 static const char *const list_formats[] = {"text", "json", NULL};
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
@@ -27,176 +35,208 @@ static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", N
 
 static const core_flag general[] = {
     {"help", CNNB_FLAG_BOOL, "false", NULL,
-     "Print this help, including every plugin's flags, and exit."},
+     "Print this help, including every plugin's flags, and exit.", PER_RANK},
     {"version", CNNB_FLAG_BOOL, "false", NULL,
-     "Print the cnnbench version and plugin ABI, and exit."},
+     "Print the cnnbench version and plugin ABI, and exit.", PER_RANK},
     {"list_plugins", CNNB_FLAG_BOOL, "false", NULL,
      "List every plugin found (kind, names offered, version, ABI, file) and, for rejected "
-     "ones, why; then exit."},
+     "ones, why; then exit.",
+     PER_RANK},
     {"list_format", CNNB_FLAG_STRING, "text", list_formats,
      "How --list_plugins prints: text (a table for people) or json (every plugin by kind "
      "with its flags' types, defaults and allowed values, and the core's flags, for tools "
-     "such as cnnbench-tune; keys in the README)."},
+     "such as cnnbench-tune; keys in the README).",
+     PER_RANK},
     {"model_info", CNNB_FLAG_BOOL, "false", NULL,
-     "Print the model's layers, output shapes and parameter counts, and exit."},
-    {"log_level", CNNB_FLAG_STRING, "info", log_levels, "Least severe log lines shown on stderr."},
+     "Print the model's layers, output shapes and parameter counts, and exit.", PER_RANK},
+    {"log_level", CNNB_FLAG_STRING, "info", log_levels, "Least severe log lines shown on stderr.",
+     PER_RANK},
 };
 
 static const core_flag model_and_data[] = {
     {"model", CNNB_FLAG_STRING, "trivial", NULL,
-     "Name of the model to run (any name a model plugin offers; see --list_plugins)."},
+     "Name of the model to run (any name a model plugin offers; see --list_plugins).", SAME},
     {"batch_size", CNNB_FLAG_INT, "0", NULL,
-     "Batch size per compute device; 0 uses the model's default."},
+     "Batch size per compute device; 0 uses the model's default.", SAME},
     {"num_batches", CNNB_FLAG_INT, "100", NULL,
      "Number of batches to run, excluding warmup. At most one of --num_batches and "
-     "--num_epochs may be given."},
+     "--num_epochs may be given.",
+     SAME},
     {"num_warmup_batches", CNNB_FLAG_INT, "10", NULL,
-     "Number of batches to run before timing (tf_cnn_benchmarks' default, 10)."},
+     "Number of batches to run before timing (tf_cnn_benchmarks' default, 10).", SAME},
     {"display_every", CNNB_FLAG_INT, "10", NULL,
-     "Number of local steps after which progress is printed out (at least 1)."},
+     "Number of local steps after which progress is printed out (at least 1).", PER_RANK},
     {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
-     "counts the dataset's training set). When not given, --num_batches counts the steps."},
+     "counts the dataset's training set). When not given, --num_batches counts the steps.",
+     SAME},
     {"data_name", CNNB_FLAG_STRING, "", NULL,
      "Name of the dataset (its classes, image channels and epoch sizes are known facts). "
      "When not given, guessed from --data_dir as tf_cnn_benchmarks does: the first known "
-     "name inside the path (imagenet, cifar10, mnist); else imagenet."},
+     "name inside the path (imagenet, cifar10, mnist); else imagenet.",
+     SAME},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
      "Path to the dataset, read by a datasource that understands what it holds. If empty, "
-     "synthetic data is used."},
+     "synthetic data is used.",
+     SAME},
     {"datasource", CNNB_FLAG_STRING, "", NULL,
      "Datasource plugin to read batches with; empty asks every datasource plugin whether "
-     "it can serve --data_name and --data_dir, and takes the best (synthetic without --data_dir)."},
+     "it can serve --data_name and --data_dir, and takes the best (synthetic without --data_dir).",
+     SAME},
     {"num_classes", CNNB_FLAG_INT, "0", NULL,
-     "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks)."},
+     "Number of classes; 0 uses the dataset's (1001 for imagenet, as tf_cnn_benchmarks).", SAME},
     {"image_size", CNNB_FLAG_INT, "0", NULL,
-     "Input image height and width; 0 uses the model's default."},
+     "Input image height and width; 0 uses the model's default.", SAME},
     {"forward_only", CNNB_FLAG_BOOL, "false", NULL,
-     "Benchmark inference only: forward pass and loss, no backward pass or update."},
+     "Benchmark inference only: forward pass and loss, no backward pass or update.", SAME},
     {"eval", CNNB_FLAG_BOOL, "false", NULL,
      "Evaluate instead of training: forward passes in inference mode over the validation "
      "set, top-1/top-5 hits summed over every timed step, replica and process, and the "
      "report prints 'Accuracy @ 1 = ... Accuracy @ 5 = ... [N examples]' as "
      "tf_cnn_benchmarks. Warm-up steps rerun the first batch and are not counted. It evaluates "
      "--train_dir's latest checkpoint; without --train_dir it is refused (tf_cnn_benchmarks: "
-     "'Trained model directory not specified') unless --eval_random_weights is given."},
+     "'Trained model directory not specified') unless --eval_random_weights is given.",
+     SAME},
     {"eval_random_weights", CNNB_FLAG_BOOL, "false", NULL,
      "With --eval and no --train_dir: evaluate the model's initial (random) weights, to time "
-     "inference with its accuracy counted; the accuracy then means nothing."},
+     "inference with its accuracy counted; the accuracy then means nothing.",
+     SAME},
     {"num_eval_batches", CNNB_FLAG_INT, "0", NULL,
      "Number of evaluation batches (per replica, excluding warmup) for --eval and for "
      "each --eval_during_training_* evaluation. When neither it nor --num_eval_epochs is "
      "given, --eval counts --num_batches (or --num_epochs over the validation set), as "
      "tf_cnn_benchmarks; an evaluation during training covers the validation set once "
      "when the datasource knows its size (tf_cnn_benchmarks would run the training's "
-     "--num_batches or --num_epochs), else as many batches as training runs."},
+     "--num_batches or --num_epochs), else as many batches as training runs.",
+     SAME},
     {"num_eval_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Number of evaluation epochs over the validation set (rounded up to whole batches), "
-     "instead of --num_eval_batches."},
+     "instead of --num_eval_batches.",
+     SAME},
     {"eval_during_training_every_n_steps", CNNB_FLAG_INT, "0", NULL,
      "Every n timed training steps, and once more at the end, evaluate the model in "
      "memory on the validation set (inference mode: batch norm on its moving statistics, "
      "no dropout) and print its accuracy. The evaluation's time is left out of the "
-     "training's images/sec. Not with --eval, --forward_only or --input_only; 0: off."},
+     "training's images/sec. Not with --eval, --forward_only or --input_only; 0: off.",
+     SAME},
     {"eval_during_training_every_n_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "As --eval_during_training_every_n_steps, after every n training epochs (the first "
-     "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off."},
+     "step past n, 2n, ... epochs, as tf_cnn_benchmarks); 0: off.",
+     SAME},
     {"eval_during_training_at_specified_steps", CNNB_FLAG_STRING, "", NULL,
      "As --eval_during_training_every_n_steps, after each of these timed steps "
-     "(comma-separated, e.g. 1000,5000), and once more at the end."},
+     "(comma-separated, e.g. 1000,5000), and once more at the end.",
+     SAME},
     {"eval_during_training_at_specified_epochs", CNNB_FLAG_STRING, "", NULL,
      "As --eval_during_training_every_n_epochs, after each of these epochs (comma-separated "
      "numbers, e.g. 1,2.5: the step completing each, as tf_cnn_benchmarks), and once more "
-     "at the end."},
+     "at the end.",
+     SAME},
     {"input_only", CNNB_FLAG_BOOL, "false", NULL,
      "Run only the input pipeline (the datasource and its prefetch, no model) and report "
      "its images/sec, to see whether input or compute bounds a run. Not with --eval, "
-     "--forward_only or --eval_during_training_*."},
+     "--forward_only or --eval_during_training_*.",
+     SAME},
     {"print_training_accuracy", CNNB_FLAG_BOOL, "false", NULL,
-     "Calculate and print top-1 and top-5 training accuracy with each step line."},
+     "Calculate and print top-1 and top-5 training accuracy with each step line.", SAME},
     {"seed", CNNB_FLAG_INT, "1234", NULL,
      "Random seed for weights and synthetic data (tf_cnn_benchmarks' --tf_random_seed, "
-     "which also works)."},
+     "which also works).",
+     SAME},
 };
 
 static const core_flag devices[] = {
     {"device", CNNB_FLAG_STRING, "cpu", NULL,
      "Device plugin to compute on; tf_cnn_benchmarks' names work too: gpu or GPU is cuda, "
      "CPU is cpu (tf_cnn_benchmarks defaults to gpu; we default to what every machine "
-     "has)."},
+     "has).",
+     SAME},
     {"num_gpus", CNNB_FLAG_INT, "1", NULL,
-     "Number of devices to run on (replicas in this process), whatever their kind."},
+     "Number of devices to run on (replicas in this process), whatever their kind.", SAME},
     {"num_intra_threads", CNNB_FLAG_INT, "0", NULL,
-     "Threads for intra-op parallelism; 0 lets the device choose. At most 4 per core."},
+     "Threads for intra-op parallelism; 0 lets the device choose. At most 4 per core.", PER_RANK},
     {"cuda_graphs", CNNB_FLAG_BOOL, "false", NULL,
      "Record the device work of one step after two ordinary ones and replay it every later "
      "step: one launch a step instead of one per kernel (CUDA graphs; any device offering "
      "CNNB_EXT_STEP_GRAPH). Needs one replica in one process, a batch that never changes "
-     "(synthetic data) and no dropout; otherwise a warning says why steps run as usual."},
+     "(synthetic data) and no dropout; otherwise a warning says why steps run as usual.",
+     SAME},
     {"input_dtype", CNNB_FLAG_STRING, "auto", input_dtypes,
      "How batches travel from the datasource to the device: auto sends uint8 NHWC pixels "
      "that the device normalizes (a quarter of the bytes) when both offer it, else float32; "
-     "uint8 or float32 forces one (uint8 is refused when either side lacks it)."},
+     "uint8 or float32 forces one (uint8 is refused when either side lacks it).",
+     SAME},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
-     "Compute precision of activations and gradients; master weights stay fp32."},
+     "Compute precision of activations and gradients; master weights stay fp32.", SAME},
     {"use_fp16", CNNB_FLAG_BOOL, "false", NULL,
-     "Same as --precision=fp16 (tf_cnn_benchmarks' spelling)."},
+     "Same as --precision=fp16 (tf_cnn_benchmarks' spelling).", SAME},
     {"fp16_loss_scale", CNNB_FLAG_FLOAT, "0", NULL,
      "With fp16, multiply the loss by this before backward and divide gradients by it; "
-     "0 uses the model's default (128)."},
+     "0 uses the model's default (128).",
+     SAME},
     {"fp16_enable_auto_loss_scale", CNNB_FLAG_BOOL, "false", NULL,
-     "With fp16, adjust the loss scale automatically during training."},
+     "With fp16, adjust the loss scale automatically during training.", SAME},
     {"fp16_inc_loss_scale_every_n", CNNB_FLAG_INT, "1000", NULL,
-     "With automatic loss scaling, increase the loss scale every n steps."},
+     "With automatic loss scaling, increase the loss scale every n steps.", SAME},
 };
 
 static const core_flag distribution[] = {
     {"variable_update", CNNB_FLAG_STRING, "parameter_server", NULL,
      "Strategy plugin for variables and gradients; tf_cnn_benchmarks' default, "
-     "parameter_server (one replica trains as with independent)."},
+     "parameter_server (one replica trains as with independent).",
+     SAME},
     {"all_reduce_spec", CNNB_FLAG_STRING, "", NULL,
      "All-reduce algorithm for replicated strategies, e.g. nccl, xring, pscpu; empty lets "
-     "the strategy choose."},
+     "the strategy choose.",
+     SAME},
     {"gradient_bucket_mb", CNNB_FLAG_FLOAT, "25", NULL,
      "Gradients are grouped into buckets of about this many MiB (> 0), each reduced as "
-     "soon as backward finishes it."},
+     "soon as backward finishes it.",
+     SAME},
     {"collective_timeout_s", CNNB_FLAG_FLOAT, "60", NULL,
      "Longest wait (seconds) for another process in a collective: past it the process "
-     "counts as lost and every rank ends with an error naming it."},
+     "counts as lost and every rank ends with an error naming it.",
+     SAME},
     {"gradient_repacking", CNNB_FLAG_INT, "0", NULL,
      "Replicated strategies: pack the gradients into this many chunks before the "
-     "all-reduce (tf_cnn_benchmarks' flag); 0 reduces each bucket as it is."},
+     "all-reduce (tf_cnn_benchmarks' flag); 0 reduces each bucket as it is.",
+     SAME},
     {"compact_gradient_transfer", CNNB_FLAG_BOOL, "false", NULL,
      "Send gradients between processes as 16 bits (bf16; fp16 under --precision=fp16), "
-     "half the bytes, summed in fp32."},
+     "half the bytes, summed in fp32.",
+     SAME},
 };
 
 static const core_flag optimization[] = {
-    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers, "Optimizer to use."},
+    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers, "Optimizer to use.", SAME},
     {"init_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
-     "Initial learning rate for training; when not given, the model's default."},
+     "Initial learning rate for training; when not given, the model's default.", SAME},
     {"piecewise_learning_rate_schedule", CNNB_FLAG_STRING, "", NULL,
      "A piecewise learning rate schedule over epochs, LR0;E1;LR1;...;En;LRn: the rate is "
-     "LRi while E(i-1) <= epoch < Ei. No other learning rate flag may be given with it."},
+     "LRi while E(i-1) <= epoch < Ei. No other learning rate flag may be given with it.",
+     SAME},
     {"num_epochs_per_decay", CNNB_FLAG_FLOAT, "0", NULL,
-     "Epochs after which the learning rate decays (staircase); 0: no decay."},
+     "Epochs after which the learning rate decays (staircase); 0: no decay.", SAME},
     {"learning_rate_decay_factor", CNNB_FLAG_FLOAT, "0", NULL,
-     "Learning rate decay factor, applied every --num_epochs_per_decay epochs; 0: no decay."},
+     "Learning rate decay factor, applied every --num_epochs_per_decay epochs; 0: no decay.", SAME},
     {"minimum_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
-     "The learning rate never decays below this value."},
+     "The learning rate never decays below this value.", SAME},
     {"num_learning_rate_warmup_epochs", CNNB_FLAG_FLOAT, "0", NULL,
-     "Increase the learning rate linearly to its initial value over these first epochs."},
+     "Increase the learning rate linearly to its initial value over these first epochs.", SAME},
     {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL,
-     "Momentum for training (Nesterov, as tf_cnn_benchmarks), in [0, 1)."},
-    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp, in [0, 1)."},
-    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp, in [0, 1)."},
-    {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp."},
-    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer, in [0, 1)."},
-    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer, in [0, 1)."},
-    {"adam_epsilon", CNNB_FLAG_FLOAT, "1e-8", NULL, "Epsilon term for the Adam optimizer."},
-    {"weight_decay", CNNB_FLAG_FLOAT, "0.00004", NULL, "Weight decay (L2) factor for training."},
+     "Momentum for training (Nesterov, as tf_cnn_benchmarks), in [0, 1).", SAME},
+    {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp, in [0, 1).", SAME},
+    {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp, in [0, 1).", SAME},
+    {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp.", SAME},
+    {"adam_beta1", CNNB_FLAG_FLOAT, "0.9", NULL, "Beta1 term for the Adam optimizer, in [0, 1).",
+     SAME},
+    {"adam_beta2", CNNB_FLAG_FLOAT, "0.999", NULL, "Beta2 term for the Adam optimizer, in [0, 1).",
+     SAME},
+    {"adam_epsilon", CNNB_FLAG_FLOAT, "1e-8", NULL, "Epsilon term for the Adam optimizer.", SAME},
+    {"weight_decay", CNNB_FLAG_FLOAT, "0.00004", NULL, "Weight decay (L2) factor for training.",
+     SAME},
     {"gradient_clip", CNNB_FLAG_FLOAT, "0", NULL,
-     "Gradient clipping magnitude; 0 disables clipping."},
+     "Gradient clipping magnitude; 0 disables clipping.", SAME},
 };
 
 static const core_flag checkpoints_and_logs[] = {
@@ -205,55 +245,68 @@ static const core_flag checkpoints_and_logs[] = {
      "has them). Training saves there every --save_model_steps / --save_model_secs and at the "
      "end, and resumes from its latest valid checkpoint when there is one (step, learning-rate "
      "schedule, optimizer state, loss scale); --eval evaluates its latest checkpoint. Empty: "
-     "no checkpoints."},
+     "no checkpoints.",
+     SAME},
     {"save_model_steps", CNNB_FLAG_INT, "0", NULL,
      "With --train_dir, save a checkpoint every n global steps; 0: only at the end (and as "
-     "--save_model_secs says)."},
+     "--save_model_secs says).",
+     SAME},
     {"save_model_secs", CNNB_FLAG_FLOAT, "0", NULL,
      "With --train_dir, save a checkpoint when this many seconds passed since the last one; "
-     "0: off."},
+     "0: off.",
+     SAME},
     {"max_ckpts_to_keep", CNNB_FLAG_INT, "5", NULL,
-     "With --train_dir, how many of the newest checkpoints to keep; older ones are deleted."},
+     "With --train_dir, how many of the newest checkpoints to keep; older ones are deleted.", SAME},
     {"ignore_unreadable_checkpoints", CNNB_FLAG_BOOL, "false", NULL,
      "With --train_dir: when it holds checkpoint files and none reads back whole, train from "
-     "step 0 anyway instead of stopping (the files are kept, never deleted or saved over)."},
+     "step 0 anyway instead of stopping (the files are kept, never deleted or saved over).",
+     SAME},
     {"benchmark_log_dir", CNNB_FLAG_STRING, "", NULL,
      "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
      "configuration, machine and plugins, every displayed step, and a final summary. Keys "
-     "are documented in the README. Empty: no log."},
+     "are documented in the README. Empty: no log.",
+     PER_RANK},
     {"summary_verbosity", CNNB_FLAG_INT, "0", NULL,
      "TensorBoard summaries, as tf_cnn_benchmarks' levels: 0 none; 1 scalars (total_loss, "
      "learning_rate, images/sec, loss_scale, training accuracy with "
      "--print_training_accuracy) every --save_summaries_steps into --train_dir's events "
      "file, and the evaluations' eval/Accuracy@1 and @5 into --eval_dir; 2 and 3 (tf's "
-     "histograms and images) write level 1's scalars here."},
+     "histograms and images) write level 1's scalars here.",
+     SAME},
     {"save_summaries_steps", CNNB_FLAG_INT, "0", NULL,
      "With --summary_verbosity and --train_dir, write the training scalars every n timed "
-     "steps; 0: no training events."},
+     "steps; 0: no training events.",
+     SAME},
     {"eval_dir", CNNB_FLAG_STRING, "", NULL,
      "Directory for the evaluations' TensorBoard events (--eval, --eval_during_training_*): "
      "given, they are written whatever --summary_verbosity; empty: --train_dir/eval when "
      "--summary_verbosity is at least 1 (tf_cnn_benchmarks' default, /tmp/tf_cnn_benchmarks/"
-     "eval, is not used: a run writes only where it is told)."},
+     "eval, is not used: a run writes only where it is told).",
+     SAME},
     {"trace_file", CNNB_FLAG_STRING, "", NULL,
      "Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of --trace_steps "
      "steady-state steps: every node's forward and backward, the optimizer update, the data "
      "wait and each gradient bucket's communication, one process per rank (\".rankN\" is "
-     "added to the name under several ranks). Empty: no trace."},
+     "added to the name under several ranks). Empty: no trace.",
+     PER_RANK},
     {"trace_steps", CNNB_FLAG_INT, "3", NULL,
-     "With --trace_file, how many timed steps to trace, from the first step after warm-up."},
+     "With --trace_file, how many timed steps to trace, from the first step after warm-up.",
+     PER_RANK},
     {"graph_file", CNNB_FLAG_STRING, "", NULL,
      "Write the model's graph to this file before the run: every layer, its output shape "
      "and parameters, as --model_info prints them (tf_cnn_benchmarks writes a GraphDef "
-     "there). Empty: none."},
+     "there). Empty: none.",
+     PER_RANK},
     {"use_chrome_trace_format", CNNB_FLAG_BOOL, "true", NULL,
      "tf_cnn_benchmarks' choice of --trace_file's format: true (its default), the Chrome "
-     "trace format, the only one written here; false (tf's StepStats proto) is refused."},
+     "trace format, the only one written here; false (tf's StepStats proto) is refused.",
+     PER_RANK},
     {"target_accuracy", CNNB_FLAG_FLOAT, "0", NULL,
      "Time to accuracy (as MLPerf): stop training once top-1 accuracy on the validation set "
      "reaches this fraction at one of the --eval_during_training_* evaluations, and report "
      "the wall time, images and epochs it took (tf_cnn_benchmarks' "
-     "--stop_at_top_1_accuracy, which also works). Needs an evaluation during training; 0: off."},
+     "--stop_at_top_1_accuracy, which also works). Needs an evaluation during training; 0: off.",
+     SAME},
 };
 
 static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const core_flag *list,
@@ -265,6 +318,7 @@ static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const cor
     cnnb_status st = f->choices ? cnnb_flags_declare_choice(r, f->name, f->default_value,
                                                             f->choices, f->help)
                                 : cnnb_flag_declare(r, f->name, f->type, f->default_value, f->help);
+    if (st == CNNB_OK && f->per_rank) st = cnnb_flag_mark_per_rank(r, f->name);
     if (st != CNNB_OK) return st;
   }
   return CNNB_OK;
@@ -294,6 +348,10 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
                                      "plugin path; repeat the flag for several files. "
                                      "Values are joined with ':'.");
   }
+  /* Which files are loaded may differ per machine; what they offer is compared (the
+   * plugins' names, their flags). */
+  if (st == CNNB_OK)
+    st = cnnb_flag_mark_per_rank(cnnb_flags_theme_registry(flags, "General"), "plugin");
   if (st == CNNB_OK) {
     /* Read where it stands by the parser (flags_parse.c); declared so --help shows it and
      * the benchmark log records which files a run read. */
@@ -302,6 +360,9 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
                                      "('#' starts a comment line); a flagfile may name "
                                      "another. Flags after it on the command line win.");
   }
+  /* The flags a flagfile sets are compared, not its path. */
+  if (st == CNNB_OK)
+    st = cnnb_flag_mark_per_rank(cnnb_flags_theme_registry(flags, "General"), "flagfile");
   if (st == CNNB_OK) st = DECLARE("Model and data", model_and_data);
   if (st == CNNB_OK) st = DECLARE("Devices", devices);
   if (st == CNNB_OK) st = DECLARE("Distribution", distribution);

@@ -37,7 +37,11 @@ static cnnb_status declare_row(cnnb_flag_registry *r, const cnnb_tf_flag *f, con
   char help[768];
   snprintf(help, sizeof help, "tf_cnn_benchmarks' flag (default %s there). %s: %s.", f->tf_default,
            why, f->note);
-  return cnnb_flag_declare(r, f->name, boolean ? CNNB_FLAG_BOOL : CNNB_FLAG_STRING, def, help);
+  cnnb_status st = cnnb_flag_declare(r, f->name, boolean ? CNNB_FLAG_BOOL : CNNB_FLAG_STRING, def,
+                                     help);
+  /* Nothing reads them, so they cannot make ranks compute differently; and tf's own
+   * distributed flags differ per process by nature (--task_index, --job_name). */
+  return st == CNNB_OK ? cnnb_flag_mark_per_rank(r, f->name) : st;
 }
 
 cnnb_status cnnb_tf_flags_declare(cnnb_flags *flags) {

@@ -194,6 +194,20 @@ cnnb_status cnnb_flag_declare(cnnb_flag_registry *registry, const char *name, cn
   return declare(registry, name, type, default_value, NULL, '\0', help);
 }
 
+cnnb_status cnnb_flag_mark_per_rank(cnnb_flag_registry *registry, const char *name) {
+  if (!registry || !registry->flags) return CNNB_EINVAL;
+  cnnb_flags *flags = registry->flags;
+  flags->error[0] = '\0';
+  cnnb_flag_entry *f = cnnb_flags_find(flags, name);
+  /* Only the declarer's own flag: one plugin cannot loosen what another's means. */
+  if (!f || f->group != registry->group)
+    return refuse(flags, flags->groups[registry->group].name,
+                  "cannot mark --%s as per-rank: this component did not declare it",
+                  name ? name : "(null)");
+  f->per_rank = true;
+  return CNNB_OK;
+}
+
 cnnb_status cnnb_flags_declare_choice(cnnb_flag_registry *registry, const char *name,
                                       const char *default_value, const char *const *allowed,
                                       const char *help) {
@@ -481,6 +495,7 @@ bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view) 
       .help = f->help,
       .choices = (const char *const *)f->choices,
       .repeated = f->separator != '\0',
+      .per_rank = f->per_rank,
   };
   return true;
 }

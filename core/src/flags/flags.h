@@ -60,10 +60,19 @@ typedef struct cnnb_flag_view {
   const char *help;           /* the help text, with what was appended */
   const char *const *choices; /* NULL-terminated allowed values, or NULL for any */
   bool repeated;              /* a flag that may be given several times */
+  bool per_rank;              /* may differ between the ranks of a job */
 } cnnb_flag_view;
 size_t cnnb_flags_count(const cnnb_flags *flags);
 /* Flag number `index` (< cnnb_flags_count) into *view; false past the end. */
 bool cnnb_flags_at(const cnnb_flags *flags, size_t index, cnnb_flag_view *view);
+
+/* What the ranks of one job must agree on: one "name\tvalue\n" line per declared flag
+ * not marked per-rank (cnnb_flag_mark_per_rank), in declaration order, each value in one
+ * spelling whatever the command line's (a float in the fewest digits that read back
+ * the same double, a bool true/false). Two ranks agree on their flags when their texts
+ * are equal. Malloc'ed and NUL-terminated (*len without the NUL); NULL when out of
+ * memory. */
+char *cnnb_flags_agreement_text(const cnnb_flags *flags, size_t *len);
 
 /* ---- kinds of declaration beyond cnnb_flag_declare (host side) ------------------ */
 

@@ -2,6 +2,7 @@
  * per plugin under "Plugin <name>". Each flag shows its spelling, type (or allowed
  * values), default and its help text wrapped to 80 columns. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flags/flags_internal.h"
@@ -44,7 +45,18 @@ static void print_flag(FILE *out, const cnnb_flags *flags, size_t index) {
   else if (f->type == CNNB_FLAG_STRING) fprintf(out, ", default \"%s\"", f->default_text);
   else fprintf(out, ", default %s", f->default_text);
   fputs(")\n", out);
-  if (f->help[0]) print_wrapped(out, f->help);
+  if (!f->per_rank) {
+    if (f->help[0]) print_wrapped(out, f->help);
+    return;
+  }
+  /* The ranks of a job compare every other flag before the first step (run/world.c). */
+  static const char per_rank[] = "May differ per rank.";
+  size_t size = strlen(f->help) + sizeof per_rank + 1;
+  char *text = malloc(size);
+  if (!text) return;
+  snprintf(text, size, "%s%s%s", f->help, f->help[0] ? " " : "", per_rank);
+  print_wrapped(out, text);
+  free(text);
 }
 
 static void print_group(FILE *out, const cnnb_flags *flags, size_t group) {

@@ -17,6 +17,7 @@ typedef struct cnnb_flag_entry {
   char **choices;     /* NULL-terminated allowed values, or NULL for any */
   char separator;     /* repeated flags: values joined by it; '\0' = last one wins */
   bool is_set;        /* given on the command line */
+  bool per_rank;      /* may differ between the ranks of a job (cnnb_flag_mark_per_rank) */
   int64_t i;          /* the value, in the member of its type */
   double f;
   bool b;

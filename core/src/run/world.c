@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/host_ctx.h"
+#include "flags/flags.h"
 #include "loader/bound_plugin.h"
 
 /* One rank's view of the run: fixed size, so one allgather carries it. */
@@ -61,44 +63,55 @@ static cnnb_status no_allgather(const cnnb_world *w, const char *what) {
   return cnnb_error(w->ctx, CNNB_EUNSUPPORTED, "%s: %s has no allgather", what, w->strategy->label);
 }
 
-/* "--batch_size is 32 on rank 0, 16 on rank 1" into `why`, for one field, when the ranks
- * differ in it. Ranks are named by the first few holding each value. */
-typedef void (*field_text)(const rank_view *f, char *buf, size_t size);
+/* "--batch_size is 32 on rank 0, 16 on rank 1" into `why`, when the ranks' values[]
+ * (NULL: the rank has no such flag) differ. Each value is named once, with the first
+ * rank holding it and how many more do, up to a few values. */
+static bool same_value(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
 
-static void describe_field(FILE *why, const char *flag, const rank_view *all, int32_t world,
-                           field_text text) {
-  char first[128], value[128];
-  text(&all[0], first, sizeof first);
+static void describe_values(FILE *why, const char *flag, const char *const *values, int32_t world) {
   bool differs = false;
-  for (int32_t r = 1; r < world && !differs; r++) {
-    text(&all[r], value, sizeof value);
-    differs = strcmp(first, value) != 0;
-  }
+  for (int32_t r = 1; r < world && !differs; r++) differs = !same_value(values[0], values[r]);
   if (!differs) return;
   fprintf(why, "%s%s is", ftell(why) > 0 ? "; " : "", flag);
   enum { SHOWN = 4 };
   for (int32_t r = 0, shown = 0; r < world; r++) {
-    text(&all[r], value, sizeof value);
     bool seen = false; /* each value once, with the ranks holding it */
-    for (int32_t q = 0; q < r && !seen; q++) {
-      char earlier[128];
-      text(&all[q], earlier, sizeof earlier);
-      seen = strcmp(earlier, value) == 0;
-    }
+    for (int32_t q = 0; q < r && !seen; q++) seen = same_value(values[q], values[r]);
     if (seen) continue;
     if (shown++ == SHOWN) {
       fprintf(why, ", ...");
       break;
     }
-    fprintf(why, "%s %s on rank %d", shown > 1 ? "," : "", value, (int)r);
+    const char *v = values[r];
+    if (!v) fprintf(why, "%s not declared on rank %d", shown > 1 ? "," : "", (int)r);
+    else
+      fprintf(why, "%s %s%.120s%s on rank %d", shown > 1 ? "," : "", *v ? "" : "\"", *v ? v : "",
+              *v ? "" : "\"", (int)r);
     int32_t more = 0;
-    for (int32_t q = r + 1; q < world; q++) {
-      char later[128];
-      text(&all[q], later, sizeof later);
-      if (strcmp(later, value) == 0) more++;
-    }
+    for (int32_t q = r + 1; q < world; q++) more += same_value(values[q], values[r]);
     if (more) fprintf(why, " (and %d more)", (int)more);
   }
+}
+
+/* One field of rank_view as text, for describe_values. */
+typedef void (*field_text)(const rank_view *f, char *buf, size_t size);
+
+static void describe_field(FILE *why, const char *flag, const rank_view *all, int32_t world,
+                           field_text text) {
+  if (world <= 0) return;
+  char(*texts)[128] = calloc((size_t)world, sizeof *texts);
+  const char **values = calloc((size_t)world, sizeof *values);
+  if (texts && values) {
+    for (int32_t r = 0; r < world; r++) {
+      text(&all[r], texts[r], sizeof texts[r]);
+      values[r] = texts[r];
+    }
+    describe_values(why, flag, values, world);
+  }
+  free(texts);
+  free(values);
 }
 
 #define TEXT_FIELD(name, fmt, expr) \
@@ -122,6 +135,137 @@ TEXT_FIELD(eval_epochs_text, "%g", f->num_eval_epochs)
 TEXT_FIELD(eval_every_epochs_text, "%g", f->eval_every_n_epochs)
 #undef TEXT_FIELD
 
+/* The run as each rank resolved it (a model's default batch, the parameter count). */
+static void describe_views(FILE *why, const rank_view *all, int32_t world) {
+  static const struct {
+    const char *flag;
+    field_text text;
+  } fields[] = {
+      {"--model", model_text},
+      {"--device", device_text},
+      {"--variable_update", strategy_text},
+      {"--precision", precision_text},
+      {"--batch_size", batch_text},
+      {"--image_size", image_text},
+      {"--num_classes", classes_text},
+      {"--num_gpus", replicas_text},
+      {"the parameter count", params_text},
+      {"--num_batches", batches_text},
+      {"--num_warmup_batches", warmup_text},
+      {"--num_epochs", epochs_text},
+      {"the mode (--eval, --forward_only, --input_only)", mode_text},
+      {"--num_eval_batches", eval_batches_text},
+      {"--eval_during_training_every_n_steps", eval_steps_text},
+      {"--num_eval_epochs", eval_epochs_text},
+      {"--eval_during_training_every_n_epochs", eval_every_epochs_text},
+  };
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    describe_field(why, fields[i].flag, all, world, fields[i].text);
+}
+
+/* ---- every flag (flags.h's agreement text) -------------------------------------- */
+
+/* FNV-1a: equal texts give equal digests; the texts travel only when digests differ. */
+static uint64_t digest_of(const char *text, size_t len) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The value of `name` in one rank's agreement text ("name\tvalue\n" lines), copied into
+ * out; NULL when the rank declares no such flag. */
+static const char *value_in(const char *text, const char *name, char *out, size_t size) {
+  size_t n = strlen(name);
+  for (const char *line = text; *line;) {
+    const char *eol = strchr(line, '\n');
+    size_t len = eol ? (size_t)(eol - line) : strlen(line);
+    if (len > n && strncmp(line, name, n) == 0 && line[n] == '\t') {
+      snprintf(out, size, "%.*s", (int)(len - n - 1), line + n + 1);
+      return out;
+    }
+    line += len + (eol ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* Names every flag whose value differs between the texts, rank 0's flags first, then
+ * any flag only another rank declares (a plugin loaded there alone); a flag the views
+ * already named (*said, the text so far) is not named twice. */
+static cnnb_status describe_flags(FILE *why, char *const *said, char *const *texts, int32_t world) {
+  enum { VALUE = 256, NAME = 128 };
+  if (world <= 0) return CNNB_OK;
+  const char **values = calloc((size_t)world, sizeof *values);
+  char(*bufs)[VALUE] = calloc((size_t)world, sizeof *bufs);
+  if (!values || !bufs) {
+    free(values);
+    free(bufs);
+    return CNNB_ENOMEM;
+  }
+  for (int32_t owner = 0; owner < world; owner++) {
+    for (const char *line = texts[owner]; *line;) {
+      const char *tab = strchr(line, '\t'), *eol = strchr(line, '\n');
+      if (!tab || !eol || tab > eol) break;
+      char name[NAME];
+      snprintf(name, sizeof name, "%.*s", (int)(tab - line), line);
+      bool earlier = false; /* a lower rank declared it: described there */
+      for (int32_t q = 0; q < owner && !earlier; q++)
+        earlier = value_in(texts[q], name, bufs[0], sizeof bufs[0]) != NULL;
+      if (!earlier) {
+        for (int32_t r = 0; r < world; r++)
+          values[r] = value_in(texts[r], name, bufs[r], sizeof bufs[r]);
+        char flag[NAME + 2], named[NAME + 8];
+        snprintf(flag, sizeof flag, "--%s", name);
+        snprintf(named, sizeof named, "%s is ", flag);
+        fflush(why);
+        if (!*said || !strstr(*said, named)) describe_values(why, flag, values, world);
+      }
+      line = eol + 1;
+    }
+  }
+  free(values);
+  free(bufs);
+  return CNNB_OK;
+}
+
+/* Every rank's flags against every other's: a digest each, then the texts themselves
+ * only when the digests differ, to name what differs. */
+static cnnb_status compare_flags(const cnnb_world *w, FILE *why, char *const *said) {
+  size_t len = 0;
+  char *text = cnnb_flags_agreement_text(cnnb_ctx_flags(w->ctx), &len);
+  if (!text) return cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  uint64_t mine[2] = {digest_of(text, len), (uint64_t)len};
+  uint64_t *digests = calloc((size_t)w->size * 2, sizeof *digests);
+  cnnb_status st = digests ? allgather(w, mine, digests, (int64_t)sizeof mine,
+                                       "comparing the ranks' flags")
+                           : cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+  bool differ = false;
+  uint64_t longest = 0;
+  for (int32_t r = 0; st == CNNB_OK && r < w->size; r++) {
+    differ |= digests[2 * r] != mine[0] || digests[2 * r + 1] != mine[1];
+    if (digests[2 * r + 1] > longest) longest = digests[2 * r + 1];
+  }
+  /* Every rank saw the same digests, so all of them take this branch or none does. */
+  if (st == CNNB_OK && differ) {
+    size_t stride = (size_t)longest + 1;
+    char *padded = calloc(stride, 1), *all = calloc((size_t)w->size, stride);
+    char **texts = calloc((size_t)w->size, sizeof *texts);
+    if (!padded || !all || !texts) st = cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+    if (st == CNNB_OK) {
+      memcpy(padded, text, len);
+      st = allgather(w, padded, all, (int64_t)stride, "gathering the ranks' flags");
+    }
+    for (int32_t r = 0; st == CNNB_OK && r < w->size; r++) texts[r] = all + (size_t)r * stride;
+    if (st == CNNB_OK && describe_flags(why, said, texts, w->size) != CNNB_OK)
+      st = cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
+    free(texts);
+    free(all);
+    free(padded);
+  }
+  free(digests);
+  free(text);
+  return st;
+}
+
 cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_config *cfg,
                                        const cnnb_run_facts *facts, int64_t param_count) {
   if (w->size <= 1) return CNNB_OK;
@@ -140,35 +284,16 @@ cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_confi
   FILE *out = st == CNNB_OK ? open_memstream(&why, &len) : NULL;
   if (st == CNNB_OK && !out) st = cnnb_error(w->ctx, CNNB_ENOMEM, "out of memory");
   if (out) {
-    static const struct {
-      const char *flag;
-      field_text text;
-    } fields[] = {
-        {"--model", model_text},
-        {"--device", device_text},
-        {"--variable_update", strategy_text},
-        {"--precision", precision_text},
-        {"--batch_size", batch_text},
-        {"--image_size", image_text},
-        {"--num_classes", classes_text},
-        {"--num_gpus", replicas_text},
-        {"the parameter count", params_text},
-        {"--num_batches", batches_text},
-        {"--num_warmup_batches", warmup_text},
-        {"--num_epochs", epochs_text},
-        {"the mode (--eval, --forward_only, --input_only)", mode_text},
-        {"--num_eval_batches", eval_batches_text},
-        {"--eval_during_training_every_n_steps", eval_steps_text},
-        {"--num_eval_epochs", eval_epochs_text},
-        {"--eval_during_training_every_n_epochs", eval_every_epochs_text},
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-      describe_field(out, fields[i].flag, all, w->size, fields[i].text);
+    describe_views(out, all, w->size);
+    /* The flags even when the views differ: every rank must take part in the exchange,
+     * and the user gets every difference in one message. */
+    st = compare_flags(w, out, &why);
     fclose(out);
-    if (len > 0)
+    if (st == CNNB_OK && len > 0)
       st = cnnb_error(w->ctx, CNNB_EINVAL,
                       "ranks disagree on the run: %s. Every process of the job must be "
-                      "started with the same flags",
+                      "started with the same flags (those marked \"may differ per rank\" in "
+                      "--help excepted)",
                       why);
   }
   free(why);

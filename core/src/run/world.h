@@ -8,11 +8,15 @@
 #include "config/run_config.h"
 #include "config/run_facts.h"
 
-/* Before the strategy's first broadcast: every rank compares the run (model, device,
- * strategy, precision, batch size, image size, classes, replicas, parameter count,
- * steps). A mismatch is CNNB_EINVAL on every rank, naming each differing value and the
- * ranks that hold it. A world of one returns at once; a world of several whose strategy
- * has no allgather is refused (nothing would keep the ranks in step). */
+/* Before the strategy's first broadcast: every rank compares the run as it resolved it
+ * (model, device, strategy, precision, batch size, image size, classes, replicas,
+ * parameter count, steps) and every flag, the core's and each plugin's, except those
+ * marked per-rank (cnnb_flag_mark_per_rank: a log level, a trace file). A mismatch is
+ * CNNB_EINVAL on every rank, naming each differing flag or value and the ranks that hold
+ * it. Two allgathers when the ranks agree (the views, then a digest of the flags), a
+ * third to name the flags when they do not. A world of one returns at once; a world of
+ * several whose strategy has no allgather is refused (nothing would keep the ranks in
+ * step). */
 cnnb_status cnnb_world_check_agreement(const cnnb_world *w, const cnnb_run_config *cfg,
                                        const cnnb_run_facts *facts, int64_t param_count);
 

@@ -102,11 +102,13 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "GPU, no host copies), mpi (copied to host memory, MPI allreduce), auto (nccl where "
       "every rank can use it, else mpi).");
   if (st != CNNB_OK) return st;
-  return cnnb_flag_declare(
+  st = cnnb_flag_declare(
       registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
       "Write a Chrome trace (chrome://tracing) of each rank's buckets and allreduces "
       "to FILE with the rank inserted: --horovod_timeline=t.json writes t.rank0.json, "
       "t.rank1.json, ... (Horovod's HOROVOD_TIMELINE).");
+  /* What a rank records of itself, not what it computes (ABI 1.11). */
+  return st == CNNB_OK ? cnnb_flag_mark_per_rank(registry, TIMELINE_FLAG) : st;
 }
 
 static void destroy(void *strategy) {

@@ -65,11 +65,14 @@ extern "C" {
  *                     strategy config's auto_loss_scale and device_name (strategy.h),
  *                     the datasource config's local_replicas, device_threads and
  *                     device_name (datasource.h); and cnnb_flag_declared (ctx.h).
+ *                 1.9 was never released.
  *                 1.10 added CNNB_OP_PAD_SPATIAL and cnnb_pad_spatial() (graph.h).
+ *                 1.11 added cnnb_flag_mark_per_rank (ctx.h): the flags whose value may
+ *                     differ between the ranks of a job; every other flag must agree.
  * An op's row in the host's op table names its minor by the macro below, so a minor is
  * written down in this list and these two lines alone. */
 #define CNNB_ABI_MINOR_PAD_SPATIAL 10
-#define CNNB_ABI_MINOR 10
+#define CNNB_ABI_MINOR 11
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

@@ -62,6 +62,15 @@ CNNB_EXPORT cnnb_status cnnb_flag_declare(cnnb_flag_registry *registry, const ch
                                           cnnb_flag_type type, const char *default_value,
                                           const char *help);
 
+/* ABI 1.11: marks a flag this registry declared as one whose value may differ between
+ * the ranks of one job — a local path such as a per-rank trace file, a log level, a
+ * thread count sized to the machine. [main-thread] [optional to call] from
+ * register_flags, after declaring the flag. Before the first step the ranks compare
+ * every flag not so marked, the core's and every plugin's, and a difference stops the
+ * job naming the flag and each rank's value: leave a flag unmarked whenever its value
+ * changes what is computed. CNNB_EINVAL for a flag this registry did not declare. */
+CNNB_EXPORT cnnb_status cnnb_flag_mark_per_rank(cnnb_flag_registry *registry, const char *name);
+
 /* Values as parsed from the command line (or their defaults). Reading a flag nobody
  * declared is a programming error: it logs and returns 0 / false / "". A plugin reads
  * its own flags here; what it needs of the run (replicas, threads, the device, the
