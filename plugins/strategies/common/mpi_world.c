@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include "compact16.h"
+#include "mpi_watchdog.h"
 
 #if CNNB_HAVE_MPI
 #include <dlfcn.h>
 #include <mpi.h>
+#include <signal.h>
 #endif
 
 /* Bytes one allreduce call carries at most. OpenMPI 4.1's non-blocking in-place
@@ -47,6 +49,7 @@ struct mpi_world {
    * ctx its caller passed (the calling thread's own: calls never overlap, so neither do
    * the uses of this field). */
   cnnb_ctx *ctx;
+  cnnb_ctx *home_ctx; /* the ctx given to open: close reports there (the strategy's own) */
   bool multithreaded; /* MPI_THREAD_MULTIPLE asked for (mpi_world_open_multithreaded) */
   char who[64];
   double timeout_s;
@@ -201,7 +204,36 @@ static void free_nodes(mpi_world *w) {
   if (w->leaders != MPI_COMM_NULL) MPI_Comm_free(&w->leaders);
 }
 
-static cnnb_status join_job(mpi_world *w) {
+/* This process's rank as the launcher gave it, before MPI says it: "?" when none does. */
+static const char *launcher_rank(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (getenv(names[i])) return getenv(names[i]);
+  return "?";
+}
+
+/* For the tests of a rank lost as the job ends, a moment a test cannot hit with a kill
+ * from outside: CNNB_FAULT_SIGSTOP_AT=mpi_finalize (before the barrier of leaving) or
+ * mpi_finalize_call (after it, before MPI_Finalize) stops this process there with
+ * SIGSTOP, as a user's kill -STOP at that moment would. Nothing else reads it. */
+static void stop_here_if_asked(const char *point) {
+  const char *at = getenv("CNNB_FAULT_SIGSTOP_AT");
+  if (at && strcmp(at, point) == 0) raise(SIGSTOP);
+}
+
+/* A watchdog (mpi_watchdog.h) on a call that waits for every rank with no deadline of
+ * its own; a warning when no thread could be had for it. */
+static mpi_watchdog *guard(mpi_world *w, const char *message) {
+  mpi_watchdog *dog = mpi_watchdog_start(w->timeout_s, message);
+  if (!dog)
+    cnnb_log(w->ctx, CNNB_LOG_WARN,
+             "%s: no thread to bound a wait for every rank: a rank that stops there keeps "
+             "this one waiting",
+             w->who);
+  return dog;
+}
+
+static cnnb_status join_unguarded(mpi_world *w) {
   promote_libmpi(w);
   int initialized = 0, finalized = 0, provided = 0, rc;
   MPI_Initialized(&initialized);
@@ -258,8 +290,49 @@ static cnnb_status join_job(mpi_world *w) {
   return CNNB_OK;
 }
 
+/* Joining blocks until every rank of the job has joined (MPI_Init_thread's exchange of
+ * addresses, then the communicators' set-up): bounded by the watchdog, so a rank stopped
+ * before it joined ends the job instead of keeping every other one waiting. */
+static cnnb_status join_job(mpi_world *w) {
+  char message[512];
+  snprintf(message, sizeof message,
+           "cnnbench: error: [rank %s] %s: the MPI job was not joined within %g s "
+           "(--collective_timeout_s=%g): some rank never joined it (stopped, or far slower to "
+           "start?); this rank gives up",
+           launcher_rank(), w->who, w->timeout_s, w->timeout_s);
+  mpi_watchdog *dog = guard(w, message);
+  cnnb_status st = join_unguarded(w);
+  mpi_watchdog_stop(dog);
+  return st;
+}
+
+static cnnb_status barrier_mpi(mpi_world *w, const char *what);
+
+/* MPI_Finalize waits for every rank to finalise too, with no deadline. So the ranks first
+ * meet at a barrier bounded as every collective (a rank stopped after the run's last
+ * exchange is found there and named), and the rest is bounded by the watchdog (a rank
+ * that stops between the two). A rank lost here ends this process with exit status 1 at
+ * once: the run's results are out (the host closes its files before the strategy), and
+ * destroy has no status to return. */
 static void leave_job(mpi_world *w) {
   if (!w->joined || w->broken) return; /* finalising would wait for the lost rank */
+  stop_here_if_asked("mpi_finalize");
+  w->ctx = w->home_ctx; /* the last collective's ctx may be a thread's, gone by now */
+  if (w->size > 1 && barrier_mpi(w, "every rank to leave the job") != CNNB_OK) {
+    fflush(NULL);
+    fprintf(stderr, "cnnbench: error: [rank %d] %s: %s; this rank leaves without it\n",
+            (int)w->rank, w->who, cnnb_error_message(w->ctx));
+    fflush(stderr);
+    _exit(1);
+  }
+  stop_here_if_asked("mpi_finalize_call");
+  char message[512];
+  snprintf(message, sizeof message,
+           "cnnbench: error: [rank %d] %s: MPI_Finalize did not return within %g s "
+           "(--collective_timeout_s=%g): a rank stopped answering as the job ended; this rank "
+           "leaves without it",
+           (int)w->rank, w->who, w->timeout_s, w->timeout_s);
+  mpi_watchdog *dog = guard(w, message);
   if (w->probe_in != MPI_REQUEST_NULL) {
     MPI_Cancel(&w->probe_in);
     MPI_Wait(&w->probe_in, MPI_STATUS_IGNORE);
@@ -270,6 +343,7 @@ static void leave_job(mpi_world *w) {
   if (w->data != MPI_COMM_NULL) MPI_Comm_free(&w->data);
   if (w->control != MPI_COMM_NULL) MPI_Comm_free(&w->control);
   if (w->owns_mpi) MPI_Finalize();
+  mpi_watchdog_stop(dog);
 }
 
 /* ---- waiting -------------------------------------------------------------------- */
@@ -695,7 +769,7 @@ static cnnb_status open_world(cnnb_ctx *ctx, const char *who, double timeout_s, 
   *out = NULL;
   mpi_world *w = calloc(1, sizeof *w);
   if (!w) return cnnb_error(ctx, CNNB_ENOMEM, "%s: out of memory", who);
-  w->ctx = ctx;
+  w->ctx = w->home_ctx = ctx;
   w->multithreaded = multithreaded;
   snprintf(w->who, sizeof w->who, "%s", who);
   w->timeout_s = timeout_s > 0 ? timeout_s : 60;

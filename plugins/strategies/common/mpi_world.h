@@ -8,8 +8,11 @@
  *   any thread may call, one at a time) and finalised by close. Run without a launcher,
  *   the world is this one process and MPI is never initialised (no singleton daemon).
  * - Every collective is started non-blocking and waited on with a deadline of
- *   timeout_s. (Joining itself, MPI_Init_thread and the communicators' set-up, blocks as
- *   MPI does; mpirun ends a job one of whose processes dies there.) A rank that died
+ *   timeout_s. Joining (MPI_Init_thread and the communicators' set-up) and MPI_Finalize
+ *   take no deadline in MPI: a watchdog thread bounds them (mpi_watchdog.h), and close
+ *   first meets every rank at a bounded barrier, so a rank stopped before it joined or
+ *   after the last exchange ends this process too (exit status 1, the message on
+ *   stderr naming what; close has no status to return). A rank that died
  *   (kill -9) or stopped answering (SIGSTOP) ends the wait with CNNB_ECOMM and a
  *   message naming it: on timeout the live ranks probe each other on a control
  *   communicator spanning the world, and those that do not answer are named. From then on the
@@ -49,7 +52,9 @@ cnnb_status mpi_world_open_multithreaded(cnnb_ctx *ctx, const char *who, double 
 /* A strategy's own communication (on a communicator of its own) lost a rank: the world
  * counts as broken from now on, so close does not finalise (which would wait for it). */
 void mpi_world_abandon(mpi_world *w);
-/* Finalises MPI unless the world is broken. NULL is a no-op. */
+/* Leaves the job: a bounded barrier, then MPI_Finalize under the watchdog (above); neither
+ * when the world is broken. A rank lost here ends the process, exit status 1. NULL is a
+ * no-op. */
 void mpi_world_close(mpi_world *w);
 
 int32_t mpi_world_rank(const mpi_world *w);
