@@ -12,25 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* write(2) moves at most ~2 GiB per call on Linux; chunks keep each call well below. */
-#define CHUNK ((size_t)1 << 28)
-
-static int write_all(int fd, const unsigned char *p, size_t size) {
-  while (size > 0) {
-    ssize_t n = write(fd, p, size < CHUNK ? size : CHUNK);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (n == 0) { /* a regular file never does this; do not loop forever if it did */
-      errno = EIO;
-      return -1;
-    }
-    p += n;
-    size -= (size_t)n;
-  }
-  return 0;
-}
+#include "base/write_all.h"
 
 /* fsync of the directory holding `path`, so the rename into it survives a power loss. */
 static int sync_dir_of(const char *path, char *dir, size_t dir_size) {
@@ -60,7 +42,7 @@ cnnb_status cnnb_atomic_write(cnnb_ctx *ctx, const char *path, const cnnb_atomic
   if (fd < 0) goto fail;
   step = "writing";
   for (size_t i = 0; i < num_parts; i++)
-    if (parts[i].size && write_all(fd, parts[i].data, parts[i].size) != 0) goto fail;
+    if (parts[i].size && cnnb_write_all(fd, parts[i].data, parts[i].size, NULL) != 0) goto fail;
   /* The data must be on disk before the rename makes it the file's contents: without
    * this a crash after the rename can leave `path` naming a file of zeros or holes. */
   step = "fsync of";

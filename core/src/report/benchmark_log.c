@@ -1,5 +1,6 @@
 /* benchmark_log.c — --benchmark_log_dir's JSON lines (benchmark_log.h), built with
- * jansson and written one compact object per line. */
+ * jansson and written one compact object per line, each whole or not at all
+ * (line_file.h). */
 #define _GNU_SOURCE /* gethostname, gnu_get_libc_version */
 #include "report/benchmark_log.h"
 
@@ -17,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/dirs.h"
+#include "base/line_file.h"
 #include "report/log_values.h"
 #include "report/tf_logger.h"
 
@@ -28,8 +30,15 @@
 
 struct cnnb_benchmark_log {
   cnnb_ctx *ctx; /* the run's: write failures are reported there */
-  FILE *file;
+  cnnb_line_file *file;
   char *path;
+  /* Set once the run record is written: from then on a line that cannot be written stops
+   * the log (every file of DIR), with one warning, and not the run. */
+  bool running;
+  int stopped;        /* the errno that stopped the log; 0 while it is written */
+  bool warned;        /* stopped while running: said as a warning, said again at the end */
+  char *stopped_path; /* the file that could not be written */
+  int64_t lost;       /* this file's records not written since (the failed one included) */
   int32_t rank;
   bool has_total, summarized;
   double images_per_sec, images, seconds;
@@ -58,20 +67,54 @@ static json_t *new_record(const cnnb_benchmark_log *log, const char *kind) {
   return record;
 }
 
-/* One line, whole, flushed at once. Takes the record's reference. */
-static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
-  size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS);
-  char *line = record ? json_dumps(record, flags) : NULL;
-  json_decref(record);
-  if (!line)
-    return cnnb_error(log->ctx, CNNB_ENOMEM, "--benchmark_log_dir: out of memory for a record");
-  errno = 0;
-  bool ok = fputs(line, log->file) >= 0 && fputc('\n', log->file) != EOF && fflush(log->file) == 0;
-  free(line);
-  if (!ok)
-    return cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir: writing %s failed: %s", log->path,
-                      errno ? strerror(errno) : "I/O error");
+/* A line that did not go into `path` (errno `e`; 0: it did). Before the first step it is
+ * the run's error, as an unwritable DIR is; after it, the log stops and the run goes on:
+ * a full disk under the log should not cost the training (and its checkpoints) it is
+ * only recording. Said once here, and once more with the count at the summary. */
+static cnnb_status written(cnnb_benchmark_log *log, const char *path, int e, bool own_record) {
+  if (e == 0) return CNNB_OK;
+  log->stopped = e; /* either way, nothing more is tried: the error or warning said why */
+  if (!log->running)
+    return cnnb_error(log->ctx, e == ENOMEM ? CNNB_ENOMEM : CNNB_EIO,
+                      "--benchmark_log_dir: cannot write %s: %s", path, strerror(e));
+  log->warned = true;
+  log->stopped_path = strdup(path);
+  if (own_record) log->lost++;
+  cnnb_log(log->ctx, CNNB_LOG_WARN,
+           "--benchmark_log_dir: cannot write %s (%s): the log stops here, the run goes on", path,
+           strerror(e));
   return CNNB_OK;
+}
+
+/* One line, whole or not at all: formatted in memory with its newline, then one write
+ * (line_file.h). Takes the record's reference. */
+static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
+  if (log->stopped) {
+    json_decref(record);
+    log->lost++;
+    return CNNB_OK;
+  }
+  size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS);
+  char *text = record ? json_dumps(record, flags) : NULL;
+  json_decref(record);
+  size_t size = text ? strlen(text) : 0;
+  char *line = text ? malloc(size + 1) : NULL;
+  if (line) {
+    memcpy(line, text, size);
+    line[size++] = '\n';
+  }
+  free(text);
+  int e = line ? cnnb_line_file_write(log->file, line, size) : ENOMEM;
+  free(line);
+  return written(log, log->path, e, true);
+}
+
+/* One metric.log line (rank 0), under the same rule as the JSON lines. */
+static cnnb_status write_metric(cnnb_benchmark_log *log, const char *name, double value,
+                                int64_t step) {
+  if (!log->tf || log->stopped) return CNNB_OK;
+  int e = cnnb_tf_logger_metric(log->tf, name, value, NULL, step);
+  return written(log, cnnb_tf_logger_metric_path(log->tf), e, false);
 }
 
 /* ---- opening ---------------------------------------------------------------------- */
@@ -91,7 +134,7 @@ cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank
   log->ctx = ctx;
   log->rank = rank;
   log->extras = json_object();
-  log->file = fopen(log->path, "we"); /* e: not inherited by a plugin's child processes */
+  log->file = cnnb_line_file_open(log->path, false);
   if (log->file && log->extras && rank == 0 &&
       (st = cnnb_tf_logger_open(ctx, dir, &log->tf)) != CNNB_OK) {
     log->summarized = true;
@@ -113,9 +156,10 @@ cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank
 void cnnb_benchmark_log_close(cnnb_benchmark_log *log) {
   if (!log) return;
   if (!log->summarized) (void)cnnb_benchmark_log_summary(log, "closed before the run ended");
-  if (log->file) fclose(log->file);
+  cnnb_line_file_close(log->file);
   cnnb_tf_logger_close(log->tf);
   json_decref(log->extras);
+  free(log->stopped_path);
   free(log->path);
   free(log);
 }
@@ -266,7 +310,9 @@ cnnb_status cnnb_benchmark_log_run(cnnb_benchmark_log *log, const cnnb_run_confi
   cnnb_status st = write_record(log, record);
   log->eval_mode = cfg->mode == CNNB_MODE_EVAL;
   log->start_step = facts->start_step;
-  return st == CNNB_OK ? cnnb_tf_logger_run_info(log->tf, cfg, facts) : st;
+  if (st == CNNB_OK) st = cnnb_tf_logger_run_info(log->tf, cfg, facts);
+  log->running = st == CNNB_OK;
+  return st;
 }
 
 /* ---- steps, evaluations, checkpoints ---------------------------------------------- */
@@ -290,11 +336,9 @@ cnnb_status cnnb_benchmark_log_step_record(cnnb_benchmark_log *log,
   json_object_set_new(record, "step_seconds", cnnb_log_number(s->step_seconds));
   cnnb_status st = write_record(log, record);
   /* tf_cnn_benchmarks' benchmark_one_step: at its 1-based step, not the global step. */
-  if (st == CNNB_OK)
-    st = cnnb_tf_logger_metric(log->tf, "current_examples_per_sec", s->images_per_sec, NULL,
-                               s->step);
-  if (st == CNNB_OK) st = cnnb_tf_logger_metric(log->tf, "top_1_accuracy", s->top1, NULL, s->step);
-  if (st == CNNB_OK) st = cnnb_tf_logger_metric(log->tf, "top_5_accuracy", s->top5, NULL, s->step);
+  if (st == CNNB_OK) st = write_metric(log, "current_examples_per_sec", s->images_per_sec, s->step);
+  if (st == CNNB_OK) st = write_metric(log, "top_1_accuracy", s->top1, s->step);
+  if (st == CNNB_OK) st = write_metric(log, "top_5_accuracy", s->top5, s->step);
   return st;
 }
 
@@ -311,10 +355,8 @@ cnnb_status cnnb_benchmark_log_eval(cnnb_benchmark_log *log, int64_t step, int64
   cnnb_status st = write_record(log, record);
   /* The eval_results tf_cnn_benchmarks' _eval_once means to log (its set literal makes
    * the logger drop them: here they are written as meant). */
-  if (st == CNNB_OK)
-    st = cnnb_tf_logger_metric(log->tf, "eval_top_1_accuracy", top1, NULL, global_step);
-  if (st == CNNB_OK)
-    st = cnnb_tf_logger_metric(log->tf, "eval_top_5_accuracy", top5, NULL, global_step);
+  if (st == CNNB_OK) st = write_metric(log, "eval_top_1_accuracy", top1, global_step);
+  if (st == CNNB_OK) st = write_metric(log, "eval_top_5_accuracy", top5, global_step);
   return st;
 }
 
@@ -368,9 +410,19 @@ cnnb_status cnnb_benchmark_log_summary(cnnb_benchmark_log *log, const char *erro
   /* The run's average: training's at its last step (tf's average_examples_per_sec),
    * --eval's at the checkpoint's step. */
   if (st == CNNB_OK && t && !error)
-    st = log->eval_mode ? cnnb_tf_logger_metric(log->tf, "eval_average_examples_per_sec",
-                                                log->images_per_sec, NULL, log->start_step)
-                        : cnnb_tf_logger_metric(log->tf, "average_examples_per_sec",
-                                                log->images_per_sec, NULL, log->steps);
+    st = log->eval_mode
+             ? write_metric(log, "eval_average_examples_per_sec", log->images_per_sec,
+                            log->start_step)
+             : write_metric(log, "average_examples_per_sec", log->images_per_sec, log->steps);
+  /* The log's end: the warning once more, now that its cost is known, so it is not lost
+   * among the step lines printed since. */
+  if (log->warned)
+    cnnb_log(log->ctx, CNNB_LOG_WARN,
+             "--benchmark_log_dir: the log stopped at %s (%s): %lld record%s of %s not "
+             "written; %s",
+             log->stopped_path ? log->stopped_path : log->path, strerror(log->stopped),
+             (long long)log->lost, log->lost == 1 ? "" : "s", log->path,
+             cnnb_line_file_torn(log->file) ? "its last line is torn (it could not be cut off)"
+                                            : "each file ends with its last whole line");
   return st;
 }

@@ -13,10 +13,15 @@
  * Every record has "record" (its kind), "time" (Unix seconds) and "rank". The keys are
  * a stable schema, documented in README.md ("Benchmark log"): keys are only ever added.
  *
- * Every line is written whole and flushed at once, so a run that is killed leaves a file
- * of whole lines, readable up to its last step. A line that cannot be written makes the
- * function return CNNB_EIO with the path in the run's error: a log that silently lost
- * records would be worse than a failed run.
+ * Every line is formatted whole and written at once (line_file.h), so a run that is
+ * killed leaves a file of whole lines, readable up to its last step, and a write the
+ * file system takes only part of (a full disk) is cut back to the last whole line. A
+ * line that cannot be written before the run's first step (the run record, or
+ * benchmark_run.log) makes the function return CNNB_EIO with the path in the run's
+ * error, as an unwritable DIR does. After it, the log stops instead (no file of DIR is
+ * written again) and the run goes on: one warning then names the file and the reason,
+ * and the summary's place gets a second one with the count of records lost. A full disk
+ * under the log should not cost the training, and the checkpoints, it only records.
  *
  * Rank 0 also writes tf_cnn_benchmarks' own benchmark_run.log and metric.log into DIR
  * (tf_logger.h), from the same records.

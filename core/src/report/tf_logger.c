@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/line_file.h"
 #include "report/log_values.h"
 
 #define RUN_FILE "benchmark_run.log"
@@ -23,7 +24,7 @@ extern char **environ;
 struct cnnb_tf_logger {
   cnnb_ctx *ctx;
   char *dir, *metric_path;
-  FILE *metrics;
+  cnnb_line_file *metrics;
 };
 
 /* datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"). */
@@ -40,18 +41,21 @@ static json_t *utc_timestamp(void) {
   return json_string(text);
 }
 
-/* json.dump's layout and a newline; takes the reference. */
-static cnnb_status write_json(cnnb_tf_logger *log, FILE *f, const char *path, json_t *value) {
-  char *line = value ? json_dumps(value, JSON_REAL_PRECISION(REAL_DIGITS)) : NULL;
+/* json.dump's layout and a newline, written whole or not at all (line_file.h); takes the
+ * reference. 0, or the errno that stopped it (ENOMEM: the line could not be made). */
+static int write_json(cnnb_line_file *f, json_t *value) {
+  char *text = value ? json_dumps(value, JSON_REAL_PRECISION(REAL_DIGITS)) : NULL;
   json_decref(value);
-  if (!line) return cnnb_error(log->ctx, CNNB_ENOMEM, "--benchmark_log_dir: out of memory");
-  errno = 0;
-  bool ok = fputs(line, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0;
+  size_t size = text ? strlen(text) : 0;
+  char *line = text ? malloc(size + 1) : NULL;
+  if (line) {
+    memcpy(line, text, size);
+    line[size++] = '\n';
+  }
+  free(text);
+  int rc = line ? cnnb_line_file_write(f, line, size) : ENOMEM;
   free(line);
-  if (!ok)
-    return cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir: writing %s failed: %s", path,
-                      errno ? strerror(errno) : "I/O error");
-  return CNNB_OK;
+  return rc;
 }
 
 cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger **out) {
@@ -64,7 +68,7 @@ cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger *
     return cnnb_error(ctx, CNNB_ENOMEM, "out of memory");
   }
   log->ctx = ctx;
-  log->metrics = fopen(log->metric_path, "ae"); /* appended, as tf's logger does */
+  log->metrics = cnnb_line_file_open(log->metric_path, true); /* appended, as tf's logger */
   if (!log->metrics) {
     cnnb_status st = cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot write %s: %s", dir,
                                 log->metric_path, strerror(errno));
@@ -77,15 +81,15 @@ cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger *
 
 void cnnb_tf_logger_close(cnnb_tf_logger *log) {
   if (!log) return;
-  if (log->metrics) fclose(log->metrics);
+  cnnb_line_file_close(log->metrics);
   free(log->metric_path);
   free(log->dir);
   free(log);
 }
 
-cnnb_status cnnb_tf_logger_metric(cnnb_tf_logger *log, const char *name, double value,
-                                  const char *unit, int64_t global_step) {
-  if (!log || !isfinite(value)) return CNNB_OK;
+int cnnb_tf_logger_metric(cnnb_tf_logger *log, const char *name, double value, const char *unit,
+                          int64_t global_step) {
+  if (!log || !isfinite(value)) return 0;
   json_t *m = json_object();
   if (m) {
     json_object_set_new(m, "name", json_string(name));
@@ -95,7 +99,11 @@ cnnb_status cnnb_tf_logger_metric(cnnb_tf_logger *log, const char *name, double 
     json_object_set_new(m, "timestamp", utc_timestamp());
     json_object_set_new(m, "extras", json_array());
   }
-  return write_json(log, log->metrics, log->metric_path, m);
+  return write_json(log->metrics, m);
+}
+
+const char *cnnb_tf_logger_metric_path(const cnnb_tf_logger *log) {
+  return log ? log->metric_path : "";
 }
 
 /* ---- benchmark_run.log ---------------------------------------------------------- */
@@ -207,18 +215,15 @@ cnnb_status cnnb_tf_logger_run_info(cnnb_tf_logger *log, const cnnb_run_config *
     json_object_set_new(info, "run_parameters", run_parameters(cfg, facts));
     json_object_set_new(info, "cnnbench_version", json_string(CNNB_VERSION_STRING));
   }
-  FILE *f = fopen(path, "we"); /* replaced, as tf's logger does */
-  cnnb_status st;
-  if (!f) {
-    st = cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot write %s: %s", log->dir,
-                    path, strerror(errno));
-    json_decref(info);
-  } else {
-    st = write_json(log, f, path, info);
-    if (fclose(f) != 0 && st == CNNB_OK)
-      st = cnnb_error(log->ctx, CNNB_EIO, "--benchmark_log_dir: closing %s failed: %s", path,
-                      strerror(errno));
-  }
+  cnnb_line_file *f = cnnb_line_file_open(path, false); /* replaced, as tf's logger does */
+  int e = f ? write_json(f, info) : errno;
+  if (!f) json_decref(info);
+  int closed = cnnb_line_file_close(f);
+  if (!e) e = closed;
+  cnnb_status st = CNNB_OK;
+  if (e)
+    st = cnnb_error(log->ctx, e == ENOMEM ? CNNB_ENOMEM : CNNB_EIO,
+                    "--benchmark_log_dir=%s: cannot write %s: %s", log->dir, path, strerror(e));
   free(path);
   return st;
 }

@@ -13,7 +13,7 @@
  *   DIR/metric.log         appended (as tf's "a"), one JSON object a line: name, value,
  *                          unit, global_step, timestamp, extras.
  * Python's json.dump spacing (", " and ": "); timestamps are UTC,
- * "%Y-%m-%dT%H:%M:%S.%fZ". A line that cannot be written is CNNB_EIO naming the file. */
+ * "%Y-%m-%dT%H:%M:%S.%fZ". Every line is written whole or not at all (line_file.h). */
 #ifndef CNNB_TF_LOGGER_H
 #define CNNB_TF_LOGGER_H
 
@@ -29,12 +29,17 @@ typedef struct cnnb_tf_logger cnnb_tf_logger;
 cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger **out);
 void cnnb_tf_logger_close(cnnb_tf_logger *log);
 
-/* benchmark_run.log, from the ready run. */
+/* benchmark_run.log, from the ready run; a file that cannot be written is CNNB_EIO
+ * naming it. */
 cnnb_status cnnb_tf_logger_run_info(cnnb_tf_logger *log, const cnnb_run_config *cfg,
                                     const cnnb_run_facts *facts);
 /* One metric.log line; a value that is not finite is not written (tf's logger drops a
- * value that is not a number). unit NULL is null; extras are always []. */
-cnnb_status cnnb_tf_logger_metric(cnnb_tf_logger *log, const char *name, double value,
-                                  const char *unit, int64_t global_step);
+ * value that is not a number). unit NULL is null; extras are always []. 0, or the errno
+ * that kept the line out of the file (which still ends in a whole line): the caller,
+ * benchmark_log.c, decides what a lost line means, and names the file from
+ * cnnb_tf_logger_metric_path. */
+int cnnb_tf_logger_metric(cnnb_tf_logger *log, const char *name, double value, const char *unit,
+                          int64_t global_step);
+const char *cnnb_tf_logger_metric_path(const cnnb_tf_logger *log);
 
 #endif

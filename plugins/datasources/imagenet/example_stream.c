@@ -42,7 +42,14 @@ struct example_stream {
   prep_rng rng;
   int draining;                 /* the epoch ended: empty the buffer before the next one */
   stream_item next_epoch_first; /* meanwhile, the next epoch's first example */
+  int failed_io;                /* the last failure was I/O or memory (stream_failed_io) */
 };
+
+/* A failure of the machine, not of the data (stream_failed_io): -1, remembered. */
+static int io_failure(example_stream *s) {
+  s->failed_io = 1;
+  return -1;
+}
 
 void stream_item_free(stream_item *item) {
   free(item->data);
@@ -132,7 +139,7 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
       int e = errno;
       if (e == EMFILE || e == ENFILE || e == ENOMEM || e == EINTR) {
         snprintf(err, err_size, "%s: %s", path, strerror(e));
-        return -1;
+        return io_failure(s);
       }
       return bad_item(item, "cannot be opened: ", strerror(e));
     }
@@ -142,14 +149,14 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
     if (rc == 0 && reserve(item, (size_t)size + 1) != 0) {
       fclose(f);
       snprintf(err, err_size, "%s: out of memory for %ld bytes", path, size);
-      return -1;
+      return io_failure(s);
     }
     size_t got = rc == 0 ? fread(item->data, 1, (size_t)size, f) : 0;
     int read_error = rc != 0 || ferror(f) || got != (size_t)size;
     fclose(f);
     if (read_error) {
       snprintf(err, err_size, "%s: read error", path);
-      return -1;
+      return io_failure(s);
     }
     if (size == 0) return bad_item(item, "empty file", "");
     item->bad = 0;
@@ -168,7 +175,7 @@ static int open_next_file(example_stream *s, char *err, size_t err_size) {
     const char *path = s->cfg.layout->files[s->order[s->position]];
     s->position += step;
     tfrecord_result r = tfrecord_open(path, &s->reader, err, err_size);
-    if (r != TFRECORD_OK) return -1; /* an unreadable shard is not bad data: stop */
+    if (r != TFRECORD_OK) return io_failure(s); /* an unreadable shard is not bad data: stop */
     s->reader_path = path;
     s->reader_file = s->order[s->position - step];
     s->reader_records = 0;
@@ -231,9 +238,9 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
       s->reader = NULL;
       continue;
     }
-    if (r != TFRECORD_OK && r != TFRECORD_BAD_DATA) {
+    if (r != TFRECORD_OK && r != TFRECORD_BAD_DATA) { /* TFRECORD_IO: a read error */
       snprintf(err, err_size, "%s", why);
-      return -1;
+      return io_failure(s);
     }
     int64_t index = s->record_index++;
     int64_t in_file = s->reader_records++;
@@ -258,7 +265,7 @@ static int next_record_example(example_stream *s, stream_item *item, char *err, 
     if (check_label(s, view.label, item->origin, err, err_size) != 0) return -1;
     if (reserve(item, view.image_size + 1) != 0) {
       snprintf(err, err_size, "%s: out of memory for %zu bytes", item->origin, view.image_size);
-      return -1;
+      return io_failure(s);
     }
     memcpy(item->data, view.image, view.image_size);
     item->size = view.image_size;
@@ -330,18 +337,19 @@ static int count_file_items(example_stream *s, char *err, size_t err_size) {
   s->file_items = calloc(layout->num_files ? layout->num_files : 1, sizeof *s->file_items);
   if (!s->file_items) {
     snprintf(err, err_size, "out of memory counting the records of %zu files", layout->num_files);
-    return -1;
+    return io_failure(s);
   }
   for (size_t i = 0; i < layout->num_files; i++) {
     tfrecord_reader *reader;
     char why[512];
-    if (tfrecord_open(layout->files[i], &reader, err, err_size) != TFRECORD_OK) return -1;
+    if (tfrecord_open(layout->files[i], &reader, err, err_size) != TFRECORD_OK)
+      return io_failure(s);
     tfrecord_result r;
     while ((r = tfrecord_skip(reader, why, sizeof why)) == TFRECORD_OK) s->file_items[i].records++;
     tfrecord_close(reader);
     if (r == TFRECORD_IO) {
       snprintf(err, err_size, "%s", why);
-      return -1;
+      return io_failure(s);
     }
     s->file_items[i].corrupt = r == TFRECORD_CORRUPT;
   }
@@ -501,6 +509,8 @@ oom:
   snprintf(err, err_size, "out of memory for the example stream");
   return -1;
 }
+
+int stream_failed_io(const example_stream *s) { return s->failed_io; }
 
 void stream_destroy(example_stream *s) {
   if (!s) return;

@@ -75,6 +75,11 @@ int stream_next(example_stream *stream, stream_item *item, char *err, size_t err
  * epoch of the next example. 0; or -1 with err as stream_next's (a shard that cannot be
  * read; a whole epoch without examples). */
 int stream_skip(example_stream *stream, int64_t count, int64_t *epoch, char *err, size_t err_size);
+/* Whether the last -1 of stream_next or stream_skip was the machine's failure rather than
+ * the data's: a file that cannot be opened or read (an I/O error, a file gone since the
+ * listing), or out of memory or file descriptors. The datasource then fails with
+ * CNNB_EIO (exit status 1), not CNNB_EDATA (2): the data may be fine. */
+int stream_failed_io(const example_stream *stream);
 void stream_destroy(example_stream *stream);
 
 #endif

@@ -41,6 +41,7 @@ struct pipeline {
   int64_t next_read, next_decode, next_take;
   bool stop;
   bool reader_failed;
+  bool reader_io; /* its failure was I/O or memory (stream_failed_io): CNNB_EIO */
   char reader_error[1100];
 
   pthread_mutex_t lock;
@@ -69,6 +70,7 @@ static void *read_examples(void *arg) {
     pthread_mutex_lock(&p->lock);
     if (rc != 0) {
       p->reader_failed = true;
+      p->reader_io = stream_failed_io(p->stream);
       snprintf(p->reader_error, sizeof p->reader_error, "%s", err);
       pthread_cond_broadcast(&p->changed);
       break;
@@ -226,7 +228,9 @@ cnnb_status pipeline_next_batch(pipeline *p, int32_t batch, void *images, int ui
   for (int32_t i = 0; i < batch;) {
     slot *s;
     int rc = take(p, &s);
-    if (rc < 0) return cnnb_error(p->cfg.ctx, CNNB_EDATA, "imagenet: %s", p->reader_error);
+    if (rc < 0)
+      return cnnb_error(p->cfg.ctx, p->reader_io ? CNNB_EIO : CNNB_EDATA, "imagenet: %s",
+                        p->reader_error);
     char why[256];
     const stream_item *item = &s->item;
     if (bad_tally_take(&p->tally, item->epoch, item->unit, rc == 0, item->lost_bytes,
@@ -269,7 +273,7 @@ cnnb_status pipeline_skip(pipeline *p, int64_t examples, int64_t *epoch) {
   p->stream_moved = true;
   char err[1024];
   if (stream_skip(p->stream, examples, epoch, err, sizeof err) != 0)
-    return cnnb_error(p->cfg.ctx, CNNB_EDATA,
+    return cnnb_error(p->cfg.ctx, stream_failed_io(p->stream) ? CNNB_EIO : CNNB_EDATA,
                       "imagenet: continuing the stream after %lld examples: %s",
                       (long long)examples, err);
   /* No thread runs yet: the counters are the seeds' indices, and slot k % ring_slots is
