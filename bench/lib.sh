@@ -4,7 +4,7 @@
 #
 # Expects: REPO (the checkout's root) and BUILD (a cnnbench build directory) set.
 
-PYTHON=${PYTHON:-/usr/bin/python3}   # Debian's interpreter: python3-torch lives there
+PYTHON=${PYTHON:-/usr/bin/python3}   # e.g. a venv with PyPI's torch (and tensorflow, tf_keras)
 # Debian's PyTorch does fp32 matmuls (nn.Linear) through whatever libblas.so.3 the system
 # alternative points to; its convolutions go through oneDNN either way. PYTORCH_BLAS=
 # openblas runs it on OpenBLAS (apt-get install libopenblas0-pthread) without touching
@@ -74,8 +74,17 @@ machine_info() {
   torch=$("$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__)' 2>/dev/null || echo "not installed")
   echo "- Machine: $cpu, $cores cores ($(lscpu | sed -n 's/^Flags:.*\(avx512_bf16\).*/avx512_bf16/p')$(grep -q amx_bf16 /proc/cpuinfo && echo ', amx_bf16')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
   echo "- cnnbench commit: $commit$dirty, build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null))"
-  echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch (Debian python3-torch, on the same"
-  echo "  libdnnl.so.2; fp32 matmuls on $(pytorch_blas_name))"
+  case "$("$PYTHON" -c 'import torch; print(torch.__file__)' 2>/dev/null)" in
+    /usr/lib/python3/*)
+      echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch (Debian python3-torch, on the same"
+      echo "  libdnnl.so.2; fp32 matmuls on $(pytorch_blas_name))" ;;
+    *)
+      echo "- oneDNN (libdnnl2): $onednn; PyTorch: $torch from PyPI ($PYTHON), with its"
+      echo "  own $("$PYTHON" -c 'import re, torch; m = re.search(r"(?:oneDNN|MKL-DNN) v([0-9.]+)", torch.__config__.show()); print("oneDNN " + m.group(1) if m else "oneDNN")' 2>/dev/null)" ;;
+  esac
+  if [ -n "${TF_DIR:-}" ]; then
+    echo "- TensorFlow: $(TF_CPP_MIN_LOG_LEVEL=3 "$PYTHON" -c 'import tensorflow as t; print(t.__version__)' 2>/dev/null || echo "not installed") ($PYTHON), tf_cnn_benchmarks from $TF_DIR"
+  fi
   echo "- Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 

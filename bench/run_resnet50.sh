@@ -7,11 +7,16 @@
 # and a per-op time breakdown of cnnbench's step (bench/cnnb_profile.c). torchvision's
 # resnet50 is ResNet v1.5 (stride on the 3x3), so cnnbench's resnet50_v1.5 runs too, as
 # the same-network comparison (--no-v15 skips it); the targets use v1, as issue 3 says.
+# --tf=DIR also runs TensorFlow's own tf_cnn_benchmarks (DIR: its scripts/tf_cnn_benchmarks
+# folder, e.g. from github.com/tensorflow/benchmarks) with $PYTHON's tensorflow and
+# tf_keras (TF_USE_LEGACY_KERAS=1): the same models (its resnet50 is v1, resnet50_v1.5
+# v1.5), batch, steps, Nesterov momentum and threads, NHWC on the cpu; fp32 only (it has
+# no bf16 on the cpu).
 #
 # Usage: bench/run_resnet50.sh [--build=DIR] [--batch=32] [--warmup=2] [--steps=5]
 #                              [--threads=2] [--precisions="fp32 bf16"] [--out=DIR]
 #                              [--no-pytorch] [--no-profile] [--no-peak] [--no-v15]
-#                              [--pytorch-blas=system|openblas]
+#                              [--pytorch-blas=system|openblas] [--tf=DIR]
 # Defaults keep it near 5 minutes on an idle 2-core machine (a batch-32 ResNet-50 step
 # takes 2-8 s): 2 warm-up + 5 timed steps per run, and 1 warm-up + 2 profiled steps.
 # Logs of every run and summary.md land in --out (default $BUILD/bench-results/...).
@@ -21,7 +26,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${CNNB_BUILD:-$REPO/build-bench}
 BATCH=32 WARMUP=2 STEPS=5 THREADS=2 PRECISIONS="fp32 bf16" OUT=""
-PYTORCH=1 PROFILE=1 PEAK=1 V15=1 PROFILE_STEPS=2
+PYTORCH=1 PROFILE=1 PEAK=1 V15=1 PROFILE_STEPS=2 TF_DIR=""
 for a in "$@"; do
   case "$a" in
     --build=*) BUILD=${a#*=} ;;
@@ -36,11 +41,15 @@ for a in "$@"; do
     --no-profile) PROFILE=0 ;;
     --no-peak) PEAK=0 ;;
     --no-v15) V15=0 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --tf=*) TF_DIR=${a#*=} ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run_resnet50.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "run_resnet50.sh: no build directory" >&2; exit 2; }
+if [ -n "$TF_DIR" ] && [ ! -f "$TF_DIR/tf_cnn_benchmarks.py" ]; then
+  echo "run_resnet50.sh: --tf=$TF_DIR holds no tf_cnn_benchmarks.py" >&2; exit 2
+fi
 source "$REPO/bench/lib.sh"
 bench_prepare
 OUT=${OUT:-$BUILD/bench-results/resnet50-$(date +%Y%m%d-%H%M%S)}
@@ -110,6 +119,16 @@ for p in $PRECISIONS; do
       --model=resnet50 --batch_size="$BATCH" --num_batches="$STEPS" \
       --num_warmup_batches="$WARMUP" --precision="$p" --threads="$THREADS"
   fi
+  if [ -n "$TF_DIR" ] && [ "$p" = fp32 ]; then
+    for m in resnet50 $([ "$V15" = 1 ] && echo resnet50_v1.5); do
+      echo "== tf_cnn_benchmarks $m $p"
+      measure "tf-$m-$p" "$OUT/tf_cnn_benchmarks-$m-$p.log" env TF_USE_LEGACY_KERAS=1 \
+        TF_CPP_MIN_LOG_LEVEL=2 "$PYTHON" "$TF_DIR/tf_cnn_benchmarks.py" --device=cpu \
+        --data_format=NHWC --model="$m" --batch_size="$BATCH" --num_batches="$STEPS" \
+        --num_warmup_batches="$WARMUP" --optimizer=momentum --num_intra_threads="$THREADS" \
+        --num_inter_threads=1 --variable_update=parameter_server --local_parameter_device=cpu
+    done
+  fi
 done
 
 if [ "$PROFILE" = 1 ]; then
@@ -145,6 +164,14 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && calc "$1 / $2" 2 || echo "-"; }
       g=$(gf "${IPS[pt-$p]:-}" "${FWD_V15:-$FWD_V1}")
       echo "| $p | PyTorch torchvision resnet50 (= v1.5) | ${IPS[pt-$p]:--} | $g | $(pct "$g" "${PEAK_GF[$dt]:-}") | ${RSS[pt-$p]:--} | ${CPU[pt-$p]:--} |"
     fi
+    if [ -n "$TF_DIR" ] && [ "$p" = fp32 ]; then
+      g=$(gf "${IPS[tf-resnet50-$p]:-}" "$FWD_V1")
+      echo "| $p | tf_cnn_benchmarks resnet50 (v1) | ${IPS[tf-resnet50-$p]:--} | $g | $(pct "$g" "${PEAK_GF[$dt]:-}") | ${RSS[tf-resnet50-$p]:--} | ${CPU[tf-resnet50-$p]:--} |"
+      if [ "$V15" = 1 ]; then
+        g=$(gf "${IPS[tf-resnet50_v1.5-$p]:-}" "$FWD_V15")
+        echo "| $p | tf_cnn_benchmarks resnet50_v1.5 | ${IPS[tf-resnet50_v1.5-$p]:--} | $g | $(pct "$g" "${PEAK_GF[$dt]:-}") | ${RSS[tf-resnet50_v1.5-$p]:--} | ${CPU[tf-resnet50_v1.5-$p]:--} |"
+      fi
+    fi
   done
   echo
   [ "$PEAK" = 1 ] && echo "oneDNN 3x3 conv peak (best ResNet-50 3x3 shape, mean of its fwd, bwd_d, bwd_w medians): fp32 ${PEAK_GF[f32]:-?} GFLOP/s, bf16 ${PEAK_GF[bf16]:-?} GFLOP/s"
@@ -165,6 +192,14 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && calc "$1 / $2" 2 || echo "-"; }
       fi
       m=$(awk -v a="${RSS[resnet50-$p]:-}" -v b="${RSS[pt-$p]:-}" 'BEGIN { print (a != "" && b != "" && a + 0 <= b + 0) ? "yes" : "no" }')
       echo "| $p peak RSS <= PyTorch's | ${RSS[resnet50-$p]:--} vs ${RSS[pt-$p]:--} MiB | $m |"
+    done
+  fi
+  if [ -n "$TF_DIR" ]; then
+    echo
+    echo "| against tf_cnn_benchmarks (fp32, same model) | cnnbench / tf |"
+    echo "|---|---|"
+    for m in resnet50 $([ "$V15" = 1 ] && echo resnet50_v1.5); do
+      echo "| $m | $(ratio "${IPS[$m-fp32]:-}" "${IPS[tf-$m-fp32]:-}")x |"
     done
   fi
   echo
