@@ -7,7 +7,8 @@
  * pointers stored in a thread-local slot, cheap enough to set around every kernel call;
  * the strings must outlive the mark (a plugin label kept by the run, a literal, a node's
  * name). This thread-local slot, the saved signal actions and the handler's stack are
- * the core's only process-wide mutable state: a signal handler can reach nothing else. */
+ * the core's only process-wide mutable state a signal handler reaches (SIGINT and
+ * SIGTERM have no handler: interrupt.h). */
 #ifndef CNNB_CRASH_GUARD_H
 #define CNNB_CRASH_GUARD_H
 

@@ -10,7 +10,9 @@
  * names, rejected --plugin files, a model / device / data combination that cannot run);
  * 1 a failure while running (out of memory, device or I/O error, divergence, a report
  * that cannot be written). A plugin that crashes the process gets one line naming it
- * (crash_guard.h) and the signal's own status. */
+ * (crash_guard.h) and the signal's own status. SIGINT or SIGTERM during the steps stops the
+ * run after the step in progress, which saves and reports, then ends by that signal
+ * (130, 143 in a shell: base/interrupt.h, run/interrupted.h). */
 #define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 
 #include "cli/cli.h"
 #include "base/crash_guard.h"
+#include "base/interrupt.h"
 #include "flags/flags.h"
 #include "loader/loader.h"
 #include "config/run_config.h"
@@ -44,7 +47,9 @@ static int exit_code(cnnb_status st) {
 static const char exit_status_help[] =
     "\nExit status: 0 success; 2 bad input (a flag, a plugin name, a rejected --plugin\n"
     "file, a model, device or dataset combination that cannot run); 1 a failure while\n"
-    "running (out of memory, a device or I/O error, divergence, an unwritable report).\n";
+    "running (out of memory, a device or I/O error, divergence, an unwritable report).\n"
+    "SIGINT or SIGTERM: the step in progress finishes, --train_dir gets a checkpoint,\n"
+    "then the process ends by the signal (130, 143); a second signal ends it at once.\n";
 
 /* What the first pass learns: the core flags that decide what to load. */
 typedef struct command {
@@ -151,6 +156,20 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   return code;
 }
 
+/* A run that stopped for SIGINT or SIGTERM (or finished before it could) ends by that
+ * signal once everything is written and taken apart, as a shell expects of a command it
+ * interrupted: a script's loop stops at Ctrl-C, and the status is 130 / 143. A failure
+ * keeps its own status and message. */
+static int end_by_signal(int code) {
+  int signo = cnnb_interrupt_signal();
+  if (!signo || code != EXIT_OK) return code;
+  if (!cnnb_interrupt_stopped())
+    fprintf(stderr, "cnnbench: %s after the run's last step: it had finished; stopping\n",
+            cnnb_interrupt_name(signo));
+  fflush(stderr);
+  return cnnb_interrupt_exit(signo);
+}
+
 /* A report that could not be written (a full disk, a closed pipe) is a failure, not a
  * success with nothing to show. */
 static int check_output(int code) {
@@ -163,6 +182,7 @@ static int check_output(int code) {
 
 int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   cnnb_crash_guard_install();
+  cnnb_interrupt_prepare(); /* before any thread: every one inherits the blocked signals */
   command cmd = {0};
   if (read_command(argc, argv, &cmd) != CNNB_OK) {
     free(cmd.plugin_files);
@@ -197,7 +217,7 @@ int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   cnnb_loader_destroy(loader);
   cnnb_ctx_destroy(root);
   cnnb_flags_destroy(flags);
-  return check_output(code);
+  return end_by_signal(check_output(code));
 }
 
 int cnnb_main(int argc, char **argv) { return cnnb_cli_main(argc, argv, NULL); }

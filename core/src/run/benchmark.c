@@ -2,6 +2,7 @@
  * the steps the mode asks for, record how it ended, take it apart. */
 #include "run/benchmark.h"
 
+#include "base/interrupt.h"
 #include "base/trace.h"
 #include "report/benchmark_log.h"
 #include "run/input_only.h"
@@ -30,11 +31,14 @@ static cnnb_status open_trace(cnnb_run *run, cnnb_trace **out) {
 }
 
 /* A prepared run's steps, the tool's hook after them, and the log's summary: its last
- * line says how the run ended, a failure included. */
+ * line says how the run ended, a failure or a signal included ("interrupted"). SIGINT and
+ * SIGTERM stop the steps cleanly from here on (base/interrupt.h); before, in the setup,
+ * nothing is lost to them and they end the process at once, as they always did. */
 static cnnb_status run_prepared(cnnb_run *run, FILE *out, cnnb_trace **trace,
                                 const cnnb_run_hooks *hooks) {
   FILE *report = run->facts.world.rank == 0 ? out : NULL;
   bool input_only = run->cfg->mode == CNNB_MODE_INPUT_ONLY;
+  cnnb_interrupt_arm();
   cnnb_status st = cnnb_run_write_graph_file(run);
   if (st != CNNB_OK) {
     /* said: the file could not be written */
@@ -46,8 +50,10 @@ static cnnb_status run_prepared(cnnb_run *run, FILE *out, cnnb_trace **trace,
   /* A hook reads the model's arenas, which --input_only never made. */
   if (st == CNNB_OK && hooks && hooks->after_steps && !input_only)
     st = hooks->after_steps(run, hooks->user);
-  cnnb_status logged =
-      cnnb_benchmark_log_summary(run->log, st == CNNB_OK ? NULL : cnnb_error_message(run->ctx));
+  const char *status = st != CNNB_OK      ? cnnb_error_message(run->ctx)
+                       : run->interrupted ? "interrupted"
+                                          : NULL;
+  cnnb_status logged = cnnb_benchmark_log_summary(run->log, status);
   return st == CNNB_OK ? logged : st;
 }
 

@@ -27,6 +27,7 @@ struct cnnb_checkpoints {
   char *resume_path;
   char *resumed_from;    /* the checkpoint the run's weights came from, for the whole run */
   double last_save_time; /* when the last save ended (cnnb_now_seconds) */
+  char *last_saved;      /* rank 0: the last save's path; NULL before one */
   cnnb_dir_lock *lock;   /* rank 0 of a training run: the one writer of --train_dir */
 };
 
@@ -35,12 +36,17 @@ void cnnb_checkpoints_free(cnnb_checkpoints *c) {
   cnnb_safetensors_close(c->resume_file);
   free(c->resume_path);
   free(c->resumed_from);
+  free(c->last_saved);
   cnnb_dir_lock_release(c->lock);
   free(c);
 }
 
 const char *cnnb_checkpoint_resumed_from(const cnnb_run *run) {
   return run->checkpoints ? run->checkpoints->resumed_from : NULL;
+}
+
+const char *cnnb_checkpoint_last_saved(const cnnb_run *run) {
+  return run->checkpoints ? run->checkpoints->last_saved : NULL;
 }
 
 static void arenas_free(cnnb_ckpt_arenas *h) {
@@ -250,7 +256,12 @@ cnnb_status cnnb_checkpoint_save(cnnb_run *run, int64_t global_step) {
              global_step, c->last_save_time - start);
     st = cnnb_benchmark_log_checkpoint(run->log, global_step, path, c->last_save_time - start);
   }
-  free(path);
+  if (st == CNNB_OK && path) {
+    free(c->last_saved);
+    c->last_saved = path;
+  } else {
+    free(path);
+  }
   return st;
 }
 

@@ -67,6 +67,10 @@ cnnb_status cnnb_checkpoint_due(cnnb_run *run, int64_t global_step, bool *due);
  * messages that must name it (a loss that says its weights are bad); NULL: none. */
 const char *cnnb_checkpoint_resumed_from(const cnnb_run *run);
 
+/* The path of the checkpoint the run saved last, on rank 0 (the writer); NULL on the other
+ * ranks and before a save. */
+const char *cnnb_checkpoint_last_saved(const cnnb_run *run);
+
 /* Frees the module's state (NULL is fine), releasing --train_dir's lock. */
 void cnnb_checkpoints_free(cnnb_checkpoints *c);
 

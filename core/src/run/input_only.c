@@ -3,13 +3,15 @@
  * total so its images/sec sit next to a training run's and show which of the two bounds
  * it. No executor exists: a step takes one batch from every replica's queue, and its
  * time is how long that waited, so it measures what the pipeline sustains when nothing
- * else competes for the batches. The queues are emptied after the warm-up. */
+ * else competes for the batches. The queues are emptied after the warm-up. A signal stops
+ * the steps between two (run/interrupted.h); nothing is saved. */
 #include "run/input_only.h"
 
 #include <stdbool.h>
 
 #include "base/clock.h"
 #include "report/report.h"
+#include "run/interrupted.h"
 #include "run/run_report.h"
 
 static cnnb_status read_step(cnnb_run *run) {
@@ -31,7 +33,9 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   cnnb_status st = CNNB_OK;
   /* The warm-up fills the queues and the datasource's caches (file pages, decoders). */
   cnnb_report_print_progress(out, run->ctx, "Running warm up");
-  for (int64_t i = 0; i < cfg->num_warmup_batches && st == CNNB_OK; i++) st = read_step(run);
+  bool stop = false;
+  for (int64_t i = 0; i < cfg->num_warmup_batches && st == CNNB_OK && !stop; i++)
+    if ((st = cnnb_run_check_interrupt(run, &stop)) == CNNB_OK && !stop) st = read_step(run);
   /* Batches the threads queued meanwhile were read before timing starts: left in the
    * queues, the first timed steps would take them at no cost and flatter the pipeline. */
   for (int32_t i = 0; i < run->facts.replicas && st == CNNB_OK; i++) {
@@ -40,6 +44,12 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
       st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
   }
   if (st != CNNB_OK) return st;
+  if (stop) {
+    if ((st = cnnb_run_report_interrupted(run, 0, true, -1, false, "--input_only")) != CNNB_OK ||
+        (st = cnnb_run_print_total(run, 0, 0, 0, out)) != CNNB_OK)
+      return st;
+    return cnnb_run_print_skipped(run, out);
+  }
   cnnb_report_print_progress(out, run->ctx, "Done warm up");
 
   cnnb_step_stats stats;
@@ -47,7 +57,9 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   if (out) cnnb_report_print_input_step_header(out);
   int64_t num_batches = run->facts.num_batches;
   double total_seconds = 0;
+  int64_t steps = 0;
   for (int64_t i = 0; i < num_batches; i++) {
+    if ((st = cnnb_run_check_interrupt(run, &stop)) != CNNB_OK || stop) break;
     double start = cnnb_now_seconds();
     if ((st = read_step(run)) != CNNB_OK) break;
     double seconds = cnnb_now_seconds() - start;
@@ -56,6 +68,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
     if (!(seconds > 0)) seconds = 1e-9;
     total_seconds += seconds;
     cnnb_step_stats_add_step(&stats, (double)run->facts.global_batch, seconds);
+    steps = i + 1;
     bool last = i + 1 == num_batches;
     if (out && (cnnb_report_should_display(i + 1, cfg->display_every) || last)) {
       cnnb_report_print_input_step(out, i + 1, &stats);
@@ -64,7 +77,10 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   }
   cnnb_step_stats_free(&stats);
   if (st != CNNB_OK) return st;
-  double images = (double)run->facts.batch_size * run->facts.replicas * (double)num_batches;
-  if ((st = cnnb_run_print_total(run, images, total_seconds, out)) != CNNB_OK) return st;
+  if (stop &&
+      (st = cnnb_run_report_interrupted(run, steps, false, -1, false, "--input_only")) != CNNB_OK)
+    return st;
+  double images = (double)run->facts.batch_size * run->facts.replicas * (double)steps;
+  if ((st = cnnb_run_print_total(run, images, total_seconds, steps, out)) != CNNB_OK) return st;
   return cnnb_run_print_skipped(run, out);
 }

@@ -57,6 +57,9 @@ struct cnnb_run {
   cnnb_checkpoints *checkpoints; /* --train_dir; NULL without */
   cnnb_evaluation *evaluation;   /* --eval_during_training_*; NULL without */
   cnnb_summaries *summaries;     /* --summary_verbosity's TensorBoard events; NULL without */
+  int interrupted;               /* the signal that stopped the steps early (run/interrupted.h);
+                                    0: none */
+  int32_t interrupted_ranks;     /* how many ranks received it */
 };
 
 #endif

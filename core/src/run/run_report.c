@@ -10,6 +10,7 @@
 #include "report/benchmark_log.h"
 #include "report/report.h"
 #include "run/evaluation.h"
+#include "run/interrupted.h"
 #include "run/replica.h"
 #include "run/world.h"
 
@@ -88,21 +89,22 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   cnnb_report_print_header(out, &header);
 }
 
-cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, FILE *out) {
+cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, int64_t steps,
+                                 FILE *out) {
   const cnnb_world *world = &run->facts.world;
   double images_per_sec = 0;
   cnnb_status st = cnnb_world_total(world, images, seconds, &images_per_sec);
   if (st != CNNB_OK) return st;
-  cnnb_benchmark_log_total(run->log, images_per_sec, images, seconds, run->facts.num_batches);
-  if (world->size > 1) {
-    char note[160];
-    snprintf(note, sizeof note,
-             "%d ranks: every rank's images over the slowest rank's time, gathered by the strategy",
-             (int)world->size);
-    cnnb_report_print_total_note(out, images_per_sec, note);
-  } else {
-    cnnb_report_print_total(out, images_per_sec);
-  }
+  cnnb_benchmark_log_total(run->log, images_per_sec, images, seconds, steps);
+  char note[320] = "";
+  if (run->interrupted) cnnb_run_interrupted_note(run, steps, note, sizeof note);
+  if (world->size > 1)
+    snprintf(note + strlen(note), sizeof note - strlen(note),
+             "%s%d ranks: every rank's images over the slowest rank's time, gathered by the "
+             "strategy",
+             *note ? "; " : "", (int)world->size);
+  if (*note) cnnb_report_print_total_note(out, images_per_sec, note);
+  else cnnb_report_print_total(out, images_per_sec);
   return CNNB_OK;
 }
 

@@ -11,9 +11,13 @@
 
 /* The header block, from the configuration and the facts. */
 void cnnb_run_print_header(const cnnb_run *run, FILE *out);
-/* The total over every rank's images and the slowest rank's seconds (collective), also
- * kept for the benchmark log's summary. */
-cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, FILE *out);
+/* The total over every rank's images and the slowest rank's seconds of `steps` timed
+ * steps (collective), also kept for the benchmark log's summary. A run stopped by a
+ * signal (run->interrupted) says so after the number, where tools that read the number
+ * still find it: "total images/sec: 312.40 (interrupted by SIGINT after 37 of 1000
+ * steps)". */
+cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, int64_t steps,
+                                 FILE *out);
 /* The datasources' skipped examples summed over replicas and ranks, printed as "skipped
  * N unreadable examples" when N > 0 (collective). */
 cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out);

@@ -20,6 +20,7 @@
 #include "report/report.h"
 #include "run/checkpoint.h"
 #include "run/evaluation.h"
+#include "run/interrupted.h"
 #include "run/replica.h"
 #include "run/run_report.h"
 #include "run/summaries.h"
@@ -93,6 +94,8 @@ typedef struct step_loop {
   int64_t shown_step;    /* --eval: the last displayed step (0: none yet) */
   double total_seconds;  /* timed */
   int64_t steps_run;     /* timed steps done */
+  int64_t warmed;        /* warm-up steps done */
+  bool stopped;          /* by a signal (run/interrupted.h), before the step it names */
   int64_t saved_step;    /* the global step of the last checkpoint; -1: none */
   target_watch target;
   const char *resumed_from; /* the checkpoint the weights came from; NULL: none */
@@ -109,7 +112,7 @@ typedef struct step_result {
 
 /* The global step before timed step i (0-based): a resumed checkpoint's, the warm-up's. */
 static int64_t global_step(const step_loop *loop, int64_t i) {
-  return loop->run->facts.start_step + loop->cfg->num_warmup_batches + i;
+  return loop->run->facts.start_step + loop->warmed + i;
 }
 
 /* ---- one step ------------------------------------------------------------------------ */
@@ -399,19 +402,23 @@ static void end_steps(step_loop *loop) {
   free(loop->inputs);
 }
 
-/* The untimed warm-up steps (--eval's rerun the first batch). */
+/* The untimed warm-up steps (--eval's rerun the first batch); a signal stops them between
+ * two (run/interrupted.h). */
 static cnnb_status warm_up(step_loop *loop) {
   cnnb_run *run = loop->run;
   cnnb_report_print_progress(loop->out, run->ctx, "Running warm up");
   batch_use use = loop->eval ? HOLD_FIRST_BATCH : NEXT_BATCH;
   int64_t base = run->facts.start_step;
   cnnb_status st = CNNB_OK;
-  for (int64_t i = 0; st == CNNB_OK && i < loop->cfg->num_warmup_batches; i++)
+  for (int64_t i = 0; st == CNNB_OK && i < loop->cfg->num_warmup_batches; i++) {
+    if ((st = cnnb_run_check_interrupt(run, &loop->stopped)) != CNNB_OK || loop->stopped) break;
     if ((st = forward_backward(loop, base + i, use, false)) == CNNB_OK &&
         (st = watch_warm_up(loop, base + i)) == CNNB_OK)
       st = apply_updates(loop, base + i);
+    if (st == CNNB_OK) loop->warmed = i + 1;
+  }
   if (st == CNNB_OK) st = synchronize_all(loop);
-  if (st != CNNB_OK) return st;
+  if (st != CNNB_OK || loop->stopped) return st;
   cnnb_report_print_progress(loop->out, run->ctx, "Done warm up");
   /* --eval prints tf's "N<TAB>X examples/sec" lines, which have no header. */
   if (loop->out && !loop->eval) cnnb_report_print_step_header(loop->out, loop->cfg->print_accuracy);
@@ -541,10 +548,23 @@ static cnnb_status save_if_due(step_loop *loop, int64_t i) {
   return cnnb_checkpoint_save(loop->run, global);
 }
 
+/* A run stopped by a signal: where, and what was saved (in finish_steps: training with
+ * --train_dir that took a step since its start). */
+static cnnb_status say_stopped(step_loop *loop, int64_t end_step, bool saved) {
+  const char *why = !loop->training          ? (loop->eval ? "--eval" : "--forward_only")
+                    : !*loop->cfg->train_dir ? "no --train_dir"
+                                             : "no step since the start";
+  bool in_warm_up = loop->steps_run == 0 && loop->warmed < loop->cfg->num_warmup_batches;
+  return cnnb_run_report_interrupted(loop->run, loop->steps_run, in_warm_up,
+                                     loop->training ? end_step : -1, saved, why);
+}
+
 /* After the last timed step: the checkpoint of the end, --eval's accuracy line (printed
  * before the total, as tf_cnn_benchmarks' _eval_once), the total, the final evaluation
  * (unless the run stopped at the target right after one), the skipped examples, and
- * whether the target was reached. */
+ * whether the target was reached. A run stopped by a signal does the same up to the
+ * total over the steps it ran (which says so), then skips the final evaluation and the
+ * target. */
 static cnnb_status finish_steps(step_loop *loop) {
   cnnb_run *run = loop->run;
   const cnnb_run_config *cfg = loop->cfg;
@@ -556,10 +576,14 @@ static cnnb_status finish_steps(step_loop *loop) {
     cnnb_executor_step_graph_counts(run->replicas[0].executor, &recorded, &replayed);
     cnnb_log(run->ctx, CNNB_LOG_INFO,
              "--cuda_graphs: %lld recording(s), %lld of %lld steps replayed", (long long)recorded,
-             (long long)replayed, (long long)(cfg->num_warmup_batches + loop->steps_run));
+             (long long)replayed, (long long)(loop->warmed + loop->steps_run));
   }
-  if (loop->training && *cfg->train_dir && loop->saved_step != end_step &&
-      (st = cnnb_checkpoint_save(run, end_step)) != CNNB_OK)
+  /* Stopped before any step: the weights are the checkpoint's (or the initializers'). */
+  bool trained = !loop->stopped || end_step > run->facts.start_step;
+  bool save = loop->training && *cfg->train_dir && loop->saved_step != end_step && trained;
+  if (save && (st = cnnb_checkpoint_save(run, end_step)) != CNNB_OK) return st;
+  if (loop->stopped &&
+      (st = say_stopped(loop, end_step, loop->training && *cfg->train_dir && trained)) != CNNB_OK)
     return st;
   int64_t *tally = loop->tally;
   if (loop->eval) {
@@ -567,13 +591,15 @@ static cnnb_status finish_steps(step_loop *loop) {
       return st;
     cnnb_report_print_accuracy(loop->out, tally[0], tally[1], tally[2]);
     /* The checkpoint's global step: --eval's steps update nothing. */
-    if ((st = record_eval(run, run->facts.num_batches, run->facts.start_step, tally)) != CNNB_OK)
+    if ((st = record_eval(run, loop->steps_run, run->facts.start_step, tally)) != CNNB_OK)
       return st;
   }
   /* This process's images; the world's total adds every rank's (world.h). */
   double images = (double)run->facts.batch_size * run->facts.replicas * (double)loop->steps_run;
-  if ((st = cnnb_run_print_total(run, images, loop->total_seconds, loop->out)) != CNNB_OK)
+  if ((st = cnnb_run_print_total(run, images, loop->total_seconds, loop->steps_run, loop->out)) !=
+      CNNB_OK)
     return st;
+  if (loop->stopped) return cnnb_run_print_skipped(run, loop->out);
   if (cfg->eval_during_training && !loop->target.reached &&
       (st = evaluate(loop, loop->steps_run, end_step, true)) != CNNB_OK)
     return st;
@@ -591,7 +617,10 @@ cnnb_status cnnb_run_model_steps(cnnb_run *run, FILE *out, cnnb_trace *trace) {
   step_loop loop;
   cnnb_status st = begin_steps(&loop, run, out, trace);
   if (st == CNNB_OK) st = warm_up(&loop);
-  for (int64_t i = 0; st == CNNB_OK && i < run->facts.num_batches && !loop.target.reached; i++) {
+  for (int64_t i = 0;
+       st == CNNB_OK && !loop.stopped && i < run->facts.num_batches && !loop.target.reached; i++) {
+    /* Between two steps: a signal stops the run before this one (run/interrupted.h). */
+    if ((st = cnnb_run_check_interrupt(run, &loop.stopped)) != CNNB_OK || loop.stopped) break;
     step_result res;
     if ((st = timed_step(&loop, i, &res)) == CNNB_OK &&
         (st = show_step(&loop, i, &res)) == CNNB_OK && (st = evaluate_if_due(&loop, i)) == CNNB_OK)

@@ -1,0 +1,95 @@
+/* interrupt.c — SIGINT and SIGTERM taken by a thread of their own (interrupt.h).
+ *
+ * The waiting thread is the only one with the two signals unblocked in sigwait, so no
+ * handler ever interrupts a kernel. Before the run arms it, or once a first signal was
+ * noted (the user will not wait for the step or the save), it puts the default action
+ * back, unblocks the signal in itself and raises it again: the process ends by it. */
+#define _POSIX_C_SOURCE 200809L
+#include "base/interrupt.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+static atomic_int received; /* the first signal's number; 0: none */
+static atomic_int stopped;  /* the run stopped for it */
+static atomic_int armed;    /* the steps have begun */
+static sigset_t waited;     /* SIGINT and SIGTERM, less those inherited as ignored */
+
+/* Ends the process by signo, from the thread that calls it. */
+static void die_by(int signo) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(signo, &dfl, NULL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signo);
+  pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+  raise(signo);
+}
+
+static void *wait_for_signals(void *unused) {
+  (void)unused;
+  for (;;) {
+    int signo = 0;
+    if (sigwait(&waited, &signo) != 0) continue;
+    int none = 0;
+    if (!atomic_load(&armed) || !atomic_compare_exchange_strong(&received, &none, signo))
+      die_by(signo);
+  }
+  return NULL;
+}
+
+void cnnb_interrupt_prepare(void) {
+  static bool prepared;
+  if (prepared) return;
+  prepared = true;
+  sigemptyset(&waited);
+  static const int handled[] = {SIGINT, SIGTERM};
+  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+    struct sigaction old;
+    if (sigaction(handled[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+      sigaddset(&waited, handled[i]);
+  }
+  sigset_t before;
+  if (pthread_sigmask(SIG_BLOCK, &waited, &before) != 0) return;
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = false;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    started = pthread_create(&thread, &attr, wait_for_signals, NULL) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  /* No thread to take them: the signals keep their default action. */
+  if (!started) pthread_sigmask(SIG_SETMASK, &before, NULL);
+}
+
+void cnnb_interrupt_arm(void) { atomic_store(&armed, 1); }
+
+int cnnb_interrupt_signal(void) { return atomic_load(&received); }
+
+void cnnb_interrupt_stop(int signo) {
+  atomic_store(&received, signo);
+  atomic_store(&stopped, 1);
+}
+
+int cnnb_interrupt_stopped(void) { return atomic_load(&stopped); }
+
+const char *cnnb_interrupt_name(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+  }
+  return "a signal";
+}
+
+int cnnb_interrupt_exit(int signo) {
+  die_by(signo);
+  return 128 + signo;
+}
