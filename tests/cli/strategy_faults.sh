@@ -50,10 +50,11 @@ no_leftovers() {
 }
 
 # What rank 0 (or rank 1's partner) says about a stopped rank 1, per strategy: the
-# collectives name it from their liveness probe; the asynchronous parameter server's
+# collectives name it from their liveness probe (a bucket's allreduce, or the allgather
+# each step starts with, run/interrupted.h, whichever rank 0 waits in); the asynchronous parameter server's
 # server thread names the rank that stopped pushing (or, when the signal lands while it
 # answers rank 1, the rank that stopped taking its answer).
-for case in "horovod|rank 1 stopped answering: no reply within $TIMEOUT s while all-reducing bucket" \
+for case in "horovod|rank 1 stopped answering: no reply within $TIMEOUT s while" \
             "replicated|rank 1 stopped answering: no reply within $TIMEOUT s while" \
             "parameter_server|rank 1 stopped answering: no reply within $TIMEOUT s while" \
             "parameter_server --cross_replica_sync=false|rank 1 stopped answering: "; do

@@ -221,10 +221,20 @@ static void stop_here_if_asked(const char *point) {
   if (at && strcmp(at, point) == 0) raise(SIGSTOP);
 }
 
+/* The watchdog's deadline: timeout_s, but never under WATCHDOG_MIN_S. Starting a job
+ * (loading MPI's components, PMIx's exchange of addresses) and ending one take seconds
+ * on a loaded machine: MPI_Init_thread took over 5 s in CI's fresh root while its tests
+ * ran two at a time, so a --collective_timeout_s short enough for the collectives must
+ * not fail a slow start. */
+#define WATCHDOG_MIN_S 30.0
+static double watchdog_seconds(const mpi_world *w) {
+  return w->timeout_s > WATCHDOG_MIN_S ? w->timeout_s : WATCHDOG_MIN_S;
+}
+
 /* A watchdog (mpi_watchdog.h) on a call that waits for every rank with no deadline of
  * its own; a warning when no thread could be had for it. */
 static mpi_watchdog *guard(mpi_world *w, const char *message) {
-  mpi_watchdog *dog = mpi_watchdog_start(w->timeout_s, message);
+  mpi_watchdog *dog = mpi_watchdog_start(watchdog_seconds(w), message);
   if (!dog)
     cnnb_log(w->ctx, CNNB_LOG_WARN,
              "%s: no thread to bound a wait for every rank: a rank that stops there keeps "
@@ -296,10 +306,10 @@ static cnnb_status join_unguarded(mpi_world *w) {
 static cnnb_status join_job(mpi_world *w) {
   char message[512];
   snprintf(message, sizeof message,
-           "cnnbench: error: [rank %s] %s: the MPI job was not joined within %g s "
-           "(--collective_timeout_s=%g): some rank never joined it (stopped, or far slower to "
-           "start?); this rank gives up",
-           launcher_rank(), w->who, w->timeout_s, w->timeout_s);
+           "cnnbench: error: [rank %s] %s: the MPI job was not joined within %g s (the "
+           "longer of --collective_timeout_s=%g and %g s): some rank never joined it (stopped, "
+           "or far slower to start?); this rank gives up",
+           launcher_rank(), w->who, watchdog_seconds(w), w->timeout_s, WATCHDOG_MIN_S);
   mpi_watchdog *dog = guard(w, message);
   cnnb_status st = join_unguarded(w);
   mpi_watchdog_stop(dog);
@@ -328,10 +338,10 @@ static void leave_job(mpi_world *w) {
   stop_here_if_asked("mpi_finalize_call");
   char message[512];
   snprintf(message, sizeof message,
-           "cnnbench: error: [rank %d] %s: MPI_Finalize did not return within %g s "
-           "(--collective_timeout_s=%g): a rank stopped answering as the job ended; this rank "
-           "leaves without it",
-           (int)w->rank, w->who, w->timeout_s, w->timeout_s);
+           "cnnbench: error: [rank %d] %s: MPI_Finalize did not return within %g s (the "
+           "longer of --collective_timeout_s=%g and %g s): a rank stopped answering as the job "
+           "ended; this rank leaves without it",
+           (int)w->rank, w->who, watchdog_seconds(w), w->timeout_s, WATCHDOG_MIN_S);
   mpi_watchdog *dog = guard(w, message);
   if (w->probe_in != MPI_REQUEST_NULL) {
     MPI_Cancel(&w->probe_in);

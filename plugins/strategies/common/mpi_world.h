@@ -9,7 +9,8 @@
  *   the world is this one process and MPI is never initialised (no singleton daemon).
  * - Every collective is started non-blocking and waited on with a deadline of
  *   timeout_s. Joining (MPI_Init_thread and the communicators' set-up) and MPI_Finalize
- *   take no deadline in MPI: a watchdog thread bounds them (mpi_watchdog.h), and close
+ *   take no deadline in MPI: a watchdog thread bounds them (mpi_watchdog.h) to timeout_s
+ *   or 30 s, whichever is longer (a job starts slowly on a loaded machine), and close
  *   first meets every rank at a bounded barrier, so a rank stopped before it joined or
  *   after the last exchange ends this process too (exit status 1, the message on
  *   stderr naming what; close has no status to return). A rank that died
