@@ -105,10 +105,11 @@ echo "ok: one instance counts the split's 10000 examples exactly (157 batches of
 
 # 5. The training's images/sec leave the evaluations out. alexnet's training step costs
 # about as much as 7 of its inference batches here; 3 training steps of 4 examples and
-# evaluations of 40 batches after steps 1 and 2 make the evaluations before the last step
-# about 4 times the training's time, so counting them would show.
+# evaluations of 120 batches after steps 1 and 2 make the evaluations before the last step
+# about 12 times the training's time, so counting them would show (at 40 batches, 4
+# times, the training's steps on a loaded machine once took longer than both).
 "$CNNBENCH" --model=alexnet --data_name=cifar10 --batch_size=4 --num_batches=3 \
-  --num_warmup_batches=1 --eval_during_training_every_n_steps=1 --num_eval_batches=40 \
+  --num_warmup_batches=1 --eval_during_training_every_n_steps=1 --num_eval_batches=120 \
   >"$tmp/time.out" 2>"$tmp/time.err" || fail "timing: exit $?"
 ips=$(sed -n 's/^total images\/sec: //p' "$tmp/time.out")
 evals=$(sed -nE 's/.*evaluation at step [12] took ([0-9.]+) s.*/\1/p' "$tmp/time.err" | awk '{s += $1} END {print s}')
