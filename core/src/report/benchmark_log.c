@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/dirs.h"
 #include "base/line_file.h"
+#include "report/json_line.h"
 #include "report/log_values.h"
 #include "report/tf_logger.h"
 
@@ -94,18 +95,7 @@ static cnnb_status write_record(cnnb_benchmark_log *log, json_t *record) {
     log->lost++;
     return CNNB_OK;
   }
-  size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS);
-  char *text = record ? json_dumps(record, flags) : NULL;
-  json_decref(record);
-  size_t size = text ? strlen(text) : 0;
-  char *line = text ? malloc(size + 1) : NULL;
-  if (line) {
-    memcpy(line, text, size);
-    line[size++] = '\n';
-  }
-  free(text);
-  int e = line ? cnnb_line_file_write(log->file, line, size) : ENOMEM;
-  free(line);
+  int e = cnnb_json_line_write(log->file, record, JSON_COMPACT | JSON_REAL_PRECISION(REAL_DIGITS));
   return written(log, log->path, e, true);
 }
 

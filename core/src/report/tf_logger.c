@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* asprintf */
 #include "report/tf_logger.h"
 
+#include "report/json_line.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,21 +43,9 @@ static json_t *utc_timestamp(void) {
   return json_string(text);
 }
 
-/* json.dump's layout and a newline, written whole or not at all (line_file.h); takes the
- * reference. 0, or the errno that stopped it (ENOMEM: the line could not be made). */
+/* json.dump's layout (not compact) as one whole line; takes the reference. */
 static int write_json(cnnb_line_file *f, json_t *value) {
-  char *text = value ? json_dumps(value, JSON_REAL_PRECISION(REAL_DIGITS)) : NULL;
-  json_decref(value);
-  size_t size = text ? strlen(text) : 0;
-  char *line = text ? malloc(size + 1) : NULL;
-  if (line) {
-    memcpy(line, text, size);
-    line[size++] = '\n';
-  }
-  free(text);
-  int rc = line ? cnnb_line_file_write(f, line, size) : ENOMEM;
-  free(line);
-  return rc;
+  return cnnb_json_line_write(f, value, JSON_REAL_PRECISION(REAL_DIGITS));
 }
 
 cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger **out) {
