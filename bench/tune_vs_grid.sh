@@ -4,6 +4,7 @@
 #
 #   bench/tune_vs_grid.sh [--models=resnet20,alexnet] [--budget=10m] [--num_devices=2]
 #                         [--device=cpu] [--space=FILE] [--grid_steps=N] [--out=DIR]
+#                         [--reuse_grid=DIR]
 #
 # 1. cnnbench-tune searches within --budget (its own flags as given), into DIR/tune.
 # 2. The grid: every candidate the tuner searched (DIR/tune/<model>.candidates, one
@@ -15,6 +16,10 @@
 #    (same length, same method), their ratio, and PASS when the winner is within 5% of
 #    the best. DIR/tune_vs_grid.md holds the table, the times of both, the machine and
 #    the commit.
+# --reuse_grid=DIR takes a candidate's grid figure from an earlier call's DIR/grid/<model>.tsv
+# when it holds that command (the grid measures the space, whatever the tuner does with
+# it: a changed tuner, or a second call, is compared without measuring the grid again);
+# the table says how many were reused. Only on the same machine, the same session.
 # A grid failure (refused, out of memory) is listed and skipped, as the tuner does.
 # Exit status: 0 every model PASS; 1 a model outside 5% (or nothing to compare); 2 bad
 # usage.
@@ -22,7 +27,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$REPO/build}
 models=resnet20,alexnet budget=10m devices=2 device=cpu space="" steps=40 warmup=5
-out=""
+out="" reuse=""
 extra=()
 for arg in "$@"; do
   case "$arg" in
@@ -35,7 +40,8 @@ for arg in "$@"; do
     --out=*) out=${arg#*=} ;;
     --processes=* | --min_batch_size=* | --max_batch_size=* | --first_steps=* | --ceilings=*)
       extra+=("$arg") ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    --reuse_grid=*) reuse=${arg#*=} ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "tune_vs_grid.sh: unknown argument $arg (--help)" >&2; exit 2 ;;
   esac
 done
@@ -102,10 +108,15 @@ for model in "${model_list[@]}"; do
   winner=$(grep -v '^#' "$flags" | paste -sd' ')
   np=$(sed -n 's/^# Run: mpirun -np \([0-9]*\) .*/\1/p' "$flags")
   [ -n "$np" ] && winner="mpirun -np $np $winner"
-  best="" best_ips=0 winner_ips="" n=0 failed=0
+  best="" best_ips=0 winner_ips="" n=0 failed=0 reused=0
   while IFS= read -r key; do
     n=$((n + 1))
-    r=$(run_key "$key" "$out/grid/$model/$n" < /dev/null) # mpirun would read the list
+    r=""
+    [ -n "$reuse" ] && [ -f "$reuse/grid/$model.tsv" ] &&
+      r=$(awk -F'\t' -v k="$key" '$2 == k { print $1; exit }' "$reuse/grid/$model.tsv")
+    if [ -n "$r" ]; then reused=$((reused + 1)); else
+      r=$(run_key "$key" "$out/grid/$model/$n" < /dev/null) # mpirun would read the list
+    fi
     printf '%s\t%s\n' "$r" "$key" >> "$out/grid/$model.tsv"
     echo "   $model $n: $r  ($key)" >&2
     case "$r" in failed:*) failed=$((failed + 1)); continue ;; esac
@@ -120,7 +131,7 @@ for model in "${model_list[@]}"; do
   ratio=$(awk -v a="$winner_ips" -v b="$best_ips" 'BEGIN { printf "%.3f", a / b }')
   verdict=FAIL
   awk -v r="$ratio" 'BEGIN { exit !(r >= 0.95) }' && verdict=PASS && passes=$((passes + 1))
-  rows+=("| $model | \`$winner\` | $winner_ips | \`$best\` | $best_ips | $ratio | $verdict ($n candidates, $failed failed) |")
+  rows+=("| $model | \`$winner\` | $winner_ips | \`$best\` | $best_ips | $ratio | $verdict ($n candidates, $failed failed${reuse:+, $reused from $reuse}) |")
 done
 g1=$(date +%s.%N)
 {

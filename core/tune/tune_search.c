@@ -40,6 +40,7 @@ typedef struct search {
   const tune_result *leader;
   bool budget_out, interrupted;
   char *stop_note;
+  char *trim_note; /* a rung that took fewer finalists than halving keeps, for the time */
 } search;
 
 double tune_left(const tune_clock *c) { return c->budget_s - (tune_now() - c->start); }
@@ -150,6 +151,12 @@ static const tune_result *measure(search *x, const tune_candidate *c, const char
   r.kind = tune_format("%s", kind);
   r.strategy = tune_format("%s", c->strategy);
   r.steps = steps;
+  /* independent under mpirun is P worlds of one process (it joins no MPI job), each
+   * counting only its own images as "rank 0": the ceiling of the P devices is their sum. */
+  if (r.ok && c->ceiling && c->processes > 1) {
+    r.ips *= c->processes;
+    r.spread *= c->processes;
+  }
   if (r.ok && r.step_mean > 0) {
     /* What a run costs beyond its steps, and a typical step, from what ran. */
     double over = r.wall_s - (steps + warmup) * r.step_mean;
@@ -413,16 +420,26 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     }
     if (keep > cap) keep = cap;
     if (keep < 1) keep = 1;
-    /* Would the next rung (and the ceilings after it) fit in what is left? */
-    double cost = 0, ceiling_cost = 0;
-    for (size_t i = 0; i < keep; i++) {
-      const tune_result *cached = tune_results_find(rs, model, alive[i].c->key, x.steps * 2);
-      if (!cached) cost += estimate(&x, alive[i].c, x.steps * 2);
-    }
+    /* Would the next rung (and the ceilings after it) fit in what is left? If not, its
+     * best few that do (at least two): a longer look at the leaders decides more than
+     * stopping on a rung whose short runs tie. */
+    double cost = 0, fitted = 0, ceiling_cost = 0;
     ceiling_cost = (s->have_independent ? (double)o->ceilings : 0) *
                    estimate(&x, NULL, x.steps * 2);
     double room = fmin(x.deadline - tune_now(), tune_left(clock));
-    if (!(cost + ceiling_cost <= room)) {
+    size_t fit = 0;
+    for (size_t i = 0; i < keep; i++) {
+      const tune_result *cached = tune_results_find(rs, model, alive[i].c->key, x.steps * 2);
+      if (!cached) cost += estimate(&x, alive[i].c, x.steps * 2);
+      if (cost + ceiling_cost <= room) fit = i + 1, fitted = cost;
+    }
+    if (fit < keep && fit >= 2 && fitted + ceiling_cost <= room) {
+      free(x.trim_note);
+      x.trim_note = tune_format("rung %d (%d steps) took the best %zu of the %zu halving keeps: "
+                                "the time left fit no more",
+                                x.rung + 1, x.steps * 2, fit, keep);
+      keep = fit;
+    } else if (fit < keep) {
       x.stop_note = tune_format("stopped after rung %d (%d steps): the next rung's %zu runs "
                                 "would not fit in the time left",
                                 x.rung, x.steps, keep);
@@ -515,12 +532,17 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
       if (all.v[i] == rank[0].c) all.v[i] = NULL;
     out->winner_candidate = rank[0].c;
   }
-  if (!out->note)
-    out->note = x.stop_note
-                    ? x.stop_note
-                    : tune_format("searched every candidate to rung %d (%d steps)",
-                                  total ? rank[0].rung : 0, total ? rank[0].r->steps : x.steps);
-  else free(x.stop_note);
+  if (!out->note) {
+    char *note = x.stop_note
+                     ? x.stop_note
+                     : tune_format("searched every candidate to rung %d (%d steps)",
+                                   total ? rank[0].rung : 0, total ? rank[0].r->steps : x.steps);
+    out->note = x.trim_note ? tune_format("%s; %s", note, x.trim_note) : note;
+    if (x.trim_note) free(note);
+  } else {
+    free(x.stop_note);
+  }
+  free(x.trim_note);
   for (size_t i = 0; i < all.n; i++) tune_candidate_free(all.v[i]);
   free(all.v);
   free(alive);
