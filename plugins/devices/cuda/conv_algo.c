@@ -291,11 +291,21 @@ static int math_allowed(cudnnMathType_t asked, cudnnMathType_t got) {
 
 /* The first usable candidate (in the given order) within `cap` workspace bytes, with
  * s->conv[dir]'s math type set to it; -1 when none. */
+/* cuDNN's non-fused Winograd algorithm of direction `dir` (tf's --winograd_nonfused,
+ * TF_ENABLE_WINOGRAD_NONFUSED: false keeps them out). */
+static int winograd_nonfused(gpu_conv_dir dir, int32_t algo) {
+  if (dir == GPU_CONV_FORWARD) return algo == (int32_t)CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+  if (dir == GPU_CONV_BACKWARD_DATA)
+    return algo == (int32_t)CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+  return algo == (int32_t)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 static int pick(gpu_device *d, const gpu_conv_key *key, gpu_conv_descs *s, gpu_conv_dir dir,
                 const candidate *c, int count, size_t cap, gpu_conv_algo *out) {
   for (int i = 0; i < count; i++) {
     if (c[i].status != CUDNN_STATUS_SUCCESS || c[i].memory > cap ||
-        !math_allowed((cudnnMathType_t)key->math, c[i].math))
+        !math_allowed((cudnnMathType_t)key->math, c[i].math) ||
+        (!d->winograd_nonfused && winograd_nonfused(dir, c[i].algo)))
       continue;
     size_t bytes = 0;
     if (cudnnSetConvolutionMathType(s->conv[dir], c[i].math) != CUDNN_STATUS_SUCCESS ||

@@ -42,9 +42,40 @@ static int ordinal_of(gpu_device *d, int32_t index, int count, cnnb_status *st) 
   int64_t rank = local ? strtol(local, NULL, 10) : 0;
   if (per_process < 1) per_process = 1;
   int64_t ordinal = rank * per_process + index;
-  /* A launcher that shows each rank only its own GPUs (CUDA_VISIBLE_DEVICES per rank):
-   * this rank's N replicas are the N GPUs it sees. */
-  if (ordinal >= count && count == per_process) ordinal = index;
+  /* --gpu_indices (tf_cnn_benchmarks' list): the node's replicas, in the order above, take
+   * the GPUs it names instead of 0, 1, 2, ... */
+  const char *indices = cnnb_flag_declared(d->ctx, "gpu_indices")
+                            ? cnnb_flag_string(d->ctx, "gpu_indices")
+                            : "";
+  if (indices && *indices) {
+    int64_t k = 0, picked = -1;
+    for (const char *p = indices; *p && picked < 0; k++) {
+      char *end = NULL;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 0 || (*end && *end != ',')) {
+        *st = cnnb_error(d->ctx, CNNB_EINVAL,
+                         "--gpu_indices=%s: expected GPU numbers separated by commas (0,2,1)",
+                         indices);
+        return 0;
+      }
+      if (k == ordinal) picked = v;
+      p = *end ? end + 1 : end;
+    }
+    if (picked < 0) {
+      *st = cnnb_error(d->ctx, CNNB_EINVAL,
+                       "--gpu_indices=%s names %lld GPU(s); replica %d%s is the node's %lld-th "
+                       "(--num_gpus=%lld per process%s)",
+                       indices, (long long)k, (int)index, local ? " of this local rank" : "",
+                       (long long)ordinal + 1, (long long)per_process,
+                       local ? ", times the ranks on this node" : "");
+      return 0;
+    }
+    ordinal = picked;
+  } else if (ordinal >= count && count == per_process) {
+    /* A launcher that shows each rank only its own GPUs (CUDA_VISIBLE_DEVICES per rank):
+     * this rank's N replicas are the N GPUs it sees. */
+    ordinal = index;
+  }
   *st = CNNB_OK;
   if (ordinal >= count)
     *st =
@@ -134,6 +165,9 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   const int have_flags = cnnb_flag_declared(ctx, "cuda_allow_tf32");
   d->allow_tf32 = have_flags && cnnb_flag_bool(ctx, "cuda_allow_tf32");
   d->autotune = have_flags && cnnb_flag_bool(ctx, "cudnn_autotune");
+  /* tf_cnn_benchmarks' switches, true there and here by default. */
+  d->winograd_nonfused = !have_flags || cnnb_flag_bool(ctx, "winograd_nonfused");
+  d->bn_persistent = !have_flags || cnnb_flag_bool(ctx, "batchnorm_persistent");
   int64_t workspace_mb = have_flags ? cnnb_flag_int(ctx, "cudnn_workspace_mb")
                                     : GPU_DEFAULT_WORKSPACE_MB;
   if (workspace_mb < 0) {

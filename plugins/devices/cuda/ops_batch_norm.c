@@ -249,8 +249,8 @@ static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
   cnnb_status st = CNNB_OK;
   cudnnStatus_t cs;
   s->cudnn_ex = 0;
-  if (!BN_CUDNN_EX || !d->cfg.training || d->act != GPU_F16 || d->format != CUDNN_TENSOR_NHWC ||
-      s->channels % 4 != 0)
+  if (!BN_CUDNN_EX || !d->bn_persistent || !d->cfg.training || d->act != GPU_F16 ||
+      d->format != CUDNN_TENSOR_NHWC || s->channels % 4 != 0)
     return CNNB_OK;
   const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   const cudnnBatchNormOps_t ops = node->fused_relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION

@@ -318,11 +318,27 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "The most GPU memory one convolution algorithm may use as workspace, in MiB; faster "
       "algorithms that need more are passed over.");
   if (st) return st;
-  return cnnb_flag_declare(
+  st = cnnb_flag_declare(
       registry, "cudnn_autotune", CNNB_FLAG_BOOL, "true",
       "Choose each convolution's algorithm by timing cuDNN's best candidates once per "
       "distinct shape (TF_CUDNN_USE_AUTOTUNE, cudnn.benchmark); false takes cuDNN's "
       "heuristic first choice.");
+  if (st) return st;
+  st = cnnb_flag_declare(registry, "winograd_nonfused", CNNB_FLAG_BOOL, "true",
+                         "Let cuDNN's non-fused Winograd convolution algorithms be chosen "
+                         "(tf_cnn_benchmarks' flag, TF_ENABLE_WINOGRAD_NONFUSED); false passes "
+                         "them over.");
+  if (st) return st;
+  st = cnnb_flag_declare(registry, "batchnorm_persistent", CNNB_FLAG_BOOL, "true",
+                         "Training batch norms use cuDNN's CUDNN_BATCHNORM_SPATIAL_PERSISTENT "
+                         "kernels where cuDNN offers them (fp16 NHWC; tf_cnn_benchmarks' flag); "
+                         "false keeps every batch norm on CUDNN_BATCHNORM_SPATIAL.");
+  if (st) return st;
+  return cnnb_flag_declare(registry, "gpu_indices", CNNB_FLAG_STRING, "",
+                           "The GPUs this node's replicas use, in order (tf_cnn_benchmarks' "
+                           "flag, e.g. 2,3): replica i of local rank r takes entry "
+                           "r * --num_gpus + i; empty: GPUs 0, 1, 2, ... of those "
+                           "CUDA_VISIBLE_DEVICES shows.");
 }
 
 static const char *const offers[] = {"cuda", NULL};
