@@ -49,8 +49,11 @@ grep -q '"run_parameters": \[{"name": "batch_size", "long_value": 4}, ' "$log/be
 grep -q '"name": "average_examples_per_sec", .*"global_step": 7,' "$log/metric.log" \
   || fail "metric.log: no average_examples_per_sec at step 7"
 [ "$(wc -l < "$log/metric.log")" -eq 6 ] || fail "metric.log: want 6 lines: $(cat "$log/metric.log")"
-"$CNNBENCH" "${common[@]}" --num_batches=1 --benchmark_log_dir="$log" >"$tmp/again.out" 2>"$tmp/again.err" \
-  || fail "a second run into the same directory: exit $?"
+grep -q '"test_id": null,' "$log/benchmark_run.log" || fail "benchmark_run.log: test_id is not null without --benchmark_test_id"
+"$CNNBENCH" "${common[@]}" --num_batches=1 --benchmark_log_dir="$log" --benchmark_test_id='nightly "7"' \
+  >"$tmp/again.out" 2>"$tmp/again.err" || fail "a second run into the same directory: exit $?"
+grep -qF '"test_id": "nightly \"7\"",' "$log/benchmark_run.log" \
+  || fail "benchmark_run.log: no test_id from --benchmark_test_id: $(grep -o '"test_id[^,]*' "$log/benchmark_run.log")"
 [ "$(wc -l < "$log/metric.log")" -eq 8 ] || fail "metric.log is not appended to (tf's \"a\"): $(cat "$log/metric.log")"
 [ "$(wc -l < "$log/benchmark_run.log")" -eq 1 ] || fail "benchmark_run.log is not replaced (tf's \"w\")"
 echo "ok: tf_cnn_benchmarks' benchmark_run.log and metric.log, metric.log appended"

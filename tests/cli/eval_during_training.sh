@@ -102,6 +102,31 @@ echo "ok: one validation epoch by default (313 batches)"
 grep -q "157 batches of 64 per replica each time (10000 examples" "$tmp/exact.err" ||
   fail "the setup line does not say 157 batches count 10000 examples"
 echo "ok: one instance counts the split's 10000 examples exactly (157 batches of 64)"
+# --eval_batch_size: the evaluations' own batch (a second graph at that size) over the
+# same examples with the same weights gives the same accuracy as the training's batch.
+# Real files (synthetic data makes one fixed batch per size): 64 validation examples,
+# read whole in batches of 8 and of 16.
+if [ -n "${MAKE_CIFAR:-}" ]; then
+  mkdir "$tmp/cifar" && "$MAKE_CIFAR" "$tmp/cifar" 64 7 >/dev/null || fail "making CIFAR-10 files"
+  for eb in 8 16; do
+    "$CNNBENCH" --model=trivial --data_dir="$tmp/cifar" --data_name=cifar10 --batch_size=8 --eval_batch_size=$eb \
+      --num_batches=3 --num_warmup_batches=0 --num_intra_threads=1 --eval_during_training_every_n_steps=2 \
+      >"$tmp/eb$eb.out" 2>"$tmp/eb$eb.err" || fail "--eval_batch_size=$eb: exit $?"
+    grep -q "$((64 / eb)) batches of $eb per replica each time (64 examples" "$tmp/eb$eb.err" ||
+      fail "--eval_batch_size=$eb: the setup line: $(grep evaluating "$tmp/eb$eb.err")"
+    grep -q "^Batch size:  8 global" "$tmp/eb$eb.out" || fail "--eval_batch_size changed the training's batch"
+  done
+  [ "$(eval_lines "$tmp/eb8.out")" = "$(eval_lines "$tmp/eb16.out")" ] && [ -n "$(eval_lines "$tmp/eb8.out")" ] ||
+    fail "--eval_batch_size=16 evaluated otherwise than 8: $(eval_lines "$tmp/eb16.out") vs $(eval_lines "$tmp/eb8.out")"
+  echo "ok: --eval_batch_size=16 evaluates the 64 examples as batches of 8 do: $(eval_lines "$tmp/eb8.out" | tail -1)"
+fi
+# Under --eval it is the run's batch, as tf.
+"$CNNBENCH" --model=trivial --data_name=cifar10 --eval --eval_random_weights --batch_size=4 \
+  --eval_batch_size=6 --num_batches=2 --num_warmup_batches=0 >"$tmp/eval6.out" 2>"$tmp/eval6.err" \
+  || fail "--eval --eval_batch_size=6: exit $?"
+grep -q "^Batch size:  6 global" "$tmp/eval6.out" && grep -q "\[12 examples\]" "$tmp/eval6.out" \
+  || fail "--eval --eval_batch_size=6: not batches of 6: $(cat "$tmp/eval6.out")"
+echo "ok: --eval --eval_batch_size=6 runs batches of 6"
 
 # 5. The training's images/sec leave the evaluations out. alexnet's training step costs
 # about as much as 7 of its inference batches here; 3 training steps of 4 examples and

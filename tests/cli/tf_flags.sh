@@ -85,14 +85,6 @@ grep -q "^total images/sec" "$tmp/out" || fail "no-effect flags: the run did not
 ! grep -q "has no effect" "$tmp/err" || fail "a warning without the flags: $(cat "$tmp/err")"
 grep -q "^Variables:   parameter_server$" "$tmp/out" || fail "the default strategy is not tf's parameter_server"
 
-# Refused: exit 2 with what to do instead; at tf's own default it is only a warning.
-"$CNNBENCH" "${tiny[@]}" --eval_interval_secs=60 >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 2 ] && grep -q -- "--eval_interval_secs is refused here: .*--eval" "$tmp/err" \
-  || fail "--eval_interval_secs=60: exit $rc: $(cat "$tmp/err")"
-"$CNNBENCH" "${tiny[@]}" --eval_interval_secs=0 >"$tmp/out" 2>"$tmp/err" \
-  && grep -q -- "--eval_interval_secs=0 has no effect here (tf's default)" "$tmp/err" \
-  || fail "--eval_interval_secs=0: $(cat "$tmp/err")"
-
 # tf's distributed mode: the mpirun line that runs the same job.
 "$CNNBENCH" --job_name=worker --task_index=1 --ps_hosts=h1:2222,h2:2222 \
   --worker_hosts=h1:2223,h2:2223,h3:2223 --model=resnet50 --batch_size=64 \
@@ -125,6 +117,39 @@ done
   || fail "--nouse_chrome_trace_format with --trace_file: exit $rc: $(cat "$tmp/err")"
 "$CNNBENCH" "${tiny[@]}" --trace_file="$tmp/t.json" --use_chrome_trace_format >"$tmp/out" 2>"$tmp/err" \
   && [ -s "$tmp/t.json" ] || fail "--use_chrome_trace_format --trace_file: no trace: $(cat "$tmp/err")"
+
+# --display_perf_ewma: in [0, 1] as tf's bounds; the step lines then show the EWMA
+# (unit_report checks its numbers against tf's formula).
+"$CNNBENCH" "${tiny[@]}" --display_perf_ewma=1.5 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -qF -- "--display_perf_ewma=1.5: must be in [0, 1]" "$tmp/err" \
+  || fail "--display_perf_ewma=1.5: exit $rc: $(cat "$tmp/err")"
+"$CNNBENCH" "${tiny[@]}" --num_batches=3 --display_every=1 --display_perf_ewma=0.5 >"$tmp/out" 2>"$tmp/err" \
+  && [ "$(grep -c $'^[0-9]*\timages/sec: ' "$tmp/out")" -eq 3 ] \
+  || fail "--display_perf_ewma=0.5: exit $?: $(cat "$tmp/out" "$tmp/err")"
+
+# --mkl: tf's Intel OpenMP settings reach GNU OpenMP, the cpu device's runtime: the run
+# restarts once with them set, and libgomp's own print of what it read (--kmp_settings=1,
+# OMP_DISPLAY_ENV) shows them. Without --mkl a --kmp_* flag costs one warning.
+omp_clean=(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_PROC_BIND -u OMP_PLACES
+           -u GOMP_CPU_AFFINITY -u OMP_DISPLAY_ENV -u OMP_DISPLAY_AFFINITY)
+"${omp_clean[@]}" "$CNNBENCH" "${tiny[@]}" --mkl >"$tmp/out" 2>"$tmp/err" || fail "--mkl: exit $?: $(cat "$tmp/err")"
+[ "$(grep -c "restarting once" "$tmp/err")" -eq 1 ] || fail "--mkl: not one restart line: $(cat "$tmp/err")"
+for want in "OMP_WAIT_POLICY = 'PASSIVE'" "OMP_PROC_BIND = 'CLOSE'" "GOMP_SPINCOUNT = '0'" \
+            "OMP_NUM_THREADS = '1'" "OMP_DISPLAY_AFFINITY = 'TRUE'"; do
+  grep -qF "$want" "$tmp/err" || fail "--mkl: libgomp did not read $want: $(cat "$tmp/err")"
+done
+grep -q "^total images/sec" "$tmp/out" || fail "--mkl: the run did not finish"
+"${omp_clean[@]}" "$CNNBENCH" "${tiny[@]}" --mkl --kmp_blocktime=2 --kmp_affinity=scatter \
+  >"$tmp/out" 2>"$tmp/err" || fail "--mkl --kmp_blocktime=2: exit $?: $(cat "$tmp/err")"
+grep -q "GOMP_SPINCOUNT = '[1-9][0-9]*'" "$tmp/err" && grep -qF "OMP_PROC_BIND = 'SPREAD'" "$tmp/err" \
+  || fail "--kmp_blocktime=2 --kmp_affinity=scatter: $(grep -E 'SPINCOUNT|PROC_BIND' "$tmp/err")"
+"$CNNBENCH" "${tiny[@]}" --mkl --kmp_affinity=compact,1,4 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -qF -- "--kmp_affinity=compact,1,4: an offset (4)" "$tmp/err" \
+  || fail "--kmp_affinity with an offset: exit $rc: $(cat "$tmp/err")"
+"$CNNBENCH" "${tiny[@]}" --kmp_blocktime=5 >"$tmp/out" 2>"$tmp/err" \
+  && [ "$(grep -c -- "--kmp_blocktime has no effect without --mkl" "$tmp/err")" -eq 1 ] \
+  && ! grep -q "OPENMP DISPLAY ENVIRONMENT" "$tmp/err" \
+  || fail "--kmp_blocktime without --mkl: $(cat "$tmp/err")"
 
 # --graph_file: the model report --model_info prints, written before the run.
 "$CNNBENCH" "${tiny[@]}" --graph_file="$tmp/graph.txt" >"$tmp/out" 2>"$tmp/err" \

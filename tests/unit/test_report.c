@@ -86,6 +86,32 @@ START_TEST(stats_edge_cases) {
 }
 END_TEST
 
+/* --display_perf_ewma: tf's get_perf_timing(ewma_alpha) gives 1 / the weighted mean of
+ * the step times, weights np.logspace(n - 1, 0, n, base=1 - alpha), newest last. For
+ * speeds 100, 200, 400 and alpha 0.5: times .01, .005, .0025, weights .25, .5, 1:
+ * 1.75 / .0075 = 233.33 (unweighted: 171.43). alpha 1 is the newest step alone. */
+START_TEST(stats_ewma_as_tf) {
+  static const double v[] = {100, 200, 400};
+  cnnb_step_stats s;
+  fill(&s, v, 3);
+  ck_assert_double_eq_tol(cnnb_step_stats_mean(&s), 3.0 / (0.01 + 0.005 + 0.0025), 1e-9);
+  s.ewma = 0.5;
+  ck_assert_double_eq_tol(cnnb_step_stats_mean(&s), 1.75 / 0.0075, 1e-9);
+  s.ewma = 1.0;
+  ck_assert_double_eq_tol(cnnb_step_stats_mean(&s), 400.0, 1e-9);
+  s.ewma = 0.1; /* weights .81, .9, 1 */
+  ck_assert_double_eq_tol(cnnb_step_stats_mean(&s), 2.71 / (0.0081 + 0.0045 + 0.0025), 1e-9);
+  /* The spread columns stay every step's, as tf's. */
+  ck_assert_double_eq_tol(cnnb_step_stats_jitter(&s), 148.26, 1e-9);
+  char *text = NULL;
+  s.ewma = 0.5;
+  CAPTURE(text, cnnb_report_print_step(out, 3, &s, 1.0, NAN, NAN));
+  ck_assert_str_eq(text, "3\timages/sec: 233.3 +/- 72.0 (jitter = 148.3)\t1.000\n");
+  free(text);
+  cnnb_step_stats_free(&s);
+}
+END_TEST
+
 START_TEST(step_lines_exact) {
   static const double v[] = {100, 200, 400};
   cnnb_step_stats s;
@@ -237,6 +263,7 @@ int main(void) {
   tcase_add_test(tc, stats_odd_count);
   tcase_add_test(tc, stats_even_count);
   tcase_add_test(tc, stats_edge_cases);
+  tcase_add_test(tc, stats_ewma_as_tf);
   tcase_add_test(tc, step_lines_exact);
   tcase_add_test(tc, total_exact);
   tcase_add_test(tc, display_schedule);

@@ -22,6 +22,7 @@
 #include <cnnb/main.h>
 
 #include "cli/cli.h"
+#include "cli/openmp_env.h"
 #include "base/crash_guard.h"
 #include "base/interrupt.h"
 #include "flags/flags.h"
@@ -29,6 +30,8 @@
 #include "config/run_config.h"
 #include "config/core_flags.h"
 #include "config/tf_flags.h"
+#include "run/benchmark.h"
+#include "run/eval_watch.h"
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
 enum { ERR_SIZE = 8192 };
@@ -141,11 +144,16 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   }
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
-    st = cnnb_tf_flags_check(flags, argc, argv, err, ERR_SIZE);
+    /* First: it may restart the process, and nothing is said or done before it twice. */
+    st = cnnb_openmp_env_apply(flags, argv, err, ERR_SIZE);
+    if (st == CNNB_OK) st = cnnb_tf_flags_check(flags, argc, argv, err, ERR_SIZE);
     if (st == CNNB_OK) st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
     cfg.argc = argc;
     cfg.argv = argv;
-    if (st == CNNB_OK) st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
+    if (st == CNNB_OK && cfg.eval_interval_secs > 0)
+      st = cnnb_eval_watch(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
+    else if (st == CNNB_OK)
+      st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
     if (st != CNNB_OK) {
       fflush(stdout);
       if (*err) fprintf(stderr, "cnnbench: error: %s\n", err); /* empty: already said */

@@ -66,6 +66,12 @@ static const core_flag model_and_data[] = {
      "Number of batches to run before timing (tf_cnn_benchmarks' default, 10).", SAME},
     {"display_every", CNNB_FLAG_INT, "10", NULL,
      "Number of local steps after which progress is printed out (at least 1).", PER_RANK},
+    {"display_perf_ewma", CNNB_FLAG_FLOAT, "0", NULL,
+     "If set (in (0, 1]), the step lines' images/sec is the exponentially weighted moving "
+     "average of the step times with this weight for the newest step (tf_cnn_benchmarks' "
+     "meaning: larger follows the current speed, smaller the whole history); 0: every step "
+     "alike. The total images/sec is unchanged.",
+     PER_RANK},
     {"num_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Number of epochs to run, excluding warmup, over the datasource's epoch (synthetic data "
      "counts the dataset's training set). When not given, --num_batches counts the steps.",
@@ -97,9 +103,19 @@ static const core_flag model_and_data[] = {
      "--train_dir's latest checkpoint; without --train_dir it is refused (tf_cnn_benchmarks: "
      "'Trained model directory not specified') unless --eval_random_weights is given.",
      SAME},
+    {"eval_interval_secs", CNNB_FLAG_INT, "0", NULL,
+     "With --eval: keep evaluating, each new checkpoint of --train_dir as it appears, "
+     "looking every this many seconds, until SIGINT or SIGTERM (tf_cnn_benchmarks' eval "
+     "loop beside a training run; tf evaluates the latest at every interval, new or not). "
+     "0: evaluate once.",
+     SAME},
     {"eval_random_weights", CNNB_FLAG_BOOL, "false", NULL,
      "With --eval and no --train_dir: evaluate the model's initial (random) weights, to time "
      "inference with its accuracy counted; the accuracy then means nothing.",
+     SAME},
+    {"eval_batch_size", CNNB_FLAG_INT, "0", NULL,
+     "Batch size per device of evaluations: --eval's, and each --eval_during_training_* "
+     "one (its own graph, executor and validation reader at that size); 0: --batch_size.",
      SAME},
     {"num_eval_batches", CNNB_FLAG_INT, "0", NULL,
      "Number of evaluation batches (per replica, excluding warmup) for --eval and for "
@@ -178,6 +194,32 @@ static const core_flag devices[] = {
      "With fp16, adjust the loss scale automatically during training.", SAME},
     {"fp16_inc_loss_scale_every_n", CNNB_FLAG_INT, "1000", NULL,
      "With automatic loss scaling, increase the loss scale every n steps.", SAME},
+    /* tf_cnn_benchmarks' Intel OpenMP settings, given to GNU OpenMP (cli/openmp_env.h). */
+    {"mkl", CNNB_FLAG_BOOL, "false", NULL,
+     "Apply --kmp_blocktime, --kmp_affinity, --kmp_settings and --num_intra_threads to the "
+     "OpenMP runtime of the cpu device's oneDNN, as tf_cnn_benchmarks sets Intel OpenMP's "
+     "KMP_* variables. The runtime here is GNU OpenMP, so they become its variables "
+     "(OMP_WAIT_POLICY, GOMP_SPINCOUNT, OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, "
+     "OMP_DISPLAY_ENV, OMP_NUM_THREADS), replacing what the environment holds; the run "
+     "restarts itself once, before any work, so the runtime reads them. Binding pins the "
+     "main thread too, and the threads it starts after (the datasource's) inherit that.",
+     PER_RANK},
+    {"kmp_blocktime", CNNB_FLAG_INT, "0", NULL,
+     "With --mkl: milliseconds an OpenMP thread spins after a parallel region before it "
+     "sleeps (0: at once, OMP_WAIT_POLICY=PASSIVE; N: GOMP_SPINCOUNT measured as N ms of "
+     "libgomp's spin loop on this CPU).",
+     PER_RANK},
+    {"kmp_affinity", CNNB_FLAG_STRING, "granularity=fine,verbose,compact,1,0", NULL,
+     "With --mkl: Intel's KMP_AFFINITY, translated: compact -> OMP_PROC_BIND=close, "
+     "scatter or balanced -> spread (OMP_PLACES=cores with permute >= 1 or granularity=core, "
+     "else threads), none or disabled -> OMP_PROC_BIND=false, proclist=[...],explicit -> "
+     "GOMP_CPU_AFFINITY, verbose -> OMP_DISPLAY_AFFINITY. An offset has no GNU spelling and "
+     "is refused.",
+     PER_RANK},
+    {"kmp_settings", CNNB_FLAG_INT, "1", NULL,
+     "With --mkl: 1 prints the OpenMP runtime's settings at start (OMP_DISPLAY_ENV=VERBOSE, "
+     "on standard error), 0 does not.",
+     PER_RANK},
 };
 
 static const core_flag distribution[] = {
@@ -265,6 +307,10 @@ static const core_flag checkpoints_and_logs[] = {
      "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
      "configuration, machine and plugins, every displayed step, and a final summary. Keys "
      "are documented in the README. Empty: no log.",
+     PER_RANK},
+    {"benchmark_test_id", CNNB_FLAG_STRING, "", NULL,
+     "A name for this run, written as test_id in --benchmark_log_dir's benchmark_run.log "
+     "(tf_cnn_benchmarks' field); empty: null there.",
      PER_RANK},
     {"summary_verbosity", CNNB_FLAG_INT, "0", NULL,
      "TensorBoard summaries, as tf_cnn_benchmarks' levels: 0 none; 1 scalars (total_loss, "

@@ -223,6 +223,29 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
       return refuse(err, size, "--num_eval_epochs=%g: must be > 0 and at most 1e9", e);
     cfg->num_eval_epochs = e;
   }
+  int64_t interval = 0;
+  if ((st = int_in(flags, "eval_interval_secs", 0, 366 * 86400, " (0: evaluate once)", &interval,
+                   err, size)))
+    return st;
+  if (interval > 0 && cfg->mode != CNNB_MODE_EVAL)
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "--eval_interval_secs=%lld has no effect here: it paces --eval's watch "
+                       "of --train_dir, and this run %s",
+                       (long long)interval,
+                       cfg->mode == CNNB_MODE_TRAIN ? "trains" : "does not evaluate");
+  cfg->eval_interval_secs = cfg->mode == CNNB_MODE_EVAL ? (double)interval : 0;
+  int64_t eval_batch = 0;
+  if ((st = int_in(flags, "eval_batch_size", 0, MAX_BATCH_SIZE, " (0: --batch_size)", &eval_batch,
+                   err, size)))
+    return st;
+  if (eval_batch > 0 && cfg->mode != CNNB_MODE_EVAL && !cfg->eval_during_training)
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "--eval_batch_size=%lld has no effect here: this run evaluates nothing "
+                       "(give --eval or --eval_during_training_*)",
+                       (long long)eval_batch);
+  /* tf: an --eval run's batch is the evaluation batch. */
+  if (cfg->mode == CNNB_MODE_EVAL && eval_batch > 0) cfg->batch_size = (int32_t)eval_batch;
+  if (cfg->eval_during_training) cfg->eval_batch_size = (int32_t)eval_batch;
   /* tf_cnn_benchmarks: under --eval, the eval counts replace the run's own. */
   if (cfg->mode == CNNB_MODE_EVAL && (batches || epochs)) {
     cfg->num_batches = cfg->num_eval_batches;
@@ -296,6 +319,13 @@ static cnnb_status read_steps(const cnnb_flags *flags, cnnb_run_config *cfg, cha
       (st = int_in(flags, "display_every", 1, INT64_MAX, " (1 prints every step)",
                    &cfg->display_every, err, size)))
     return st;
+  double ewma = cnnb_flags_float(flags, "display_perf_ewma");
+  if (!(ewma >= 0.0 && ewma <= 1.0)) /* tf's lower_bound=0, upper_bound=1 */
+    return refuse(err, size,
+                  "--display_perf_ewma=%g: must be in [0, 1] (the newest step's weight; 0: "
+                  "every step alike)",
+                  ewma);
+  cfg->display_perf_ewma = ewma;
   cfg->print_accuracy = cnnb_flags_bool(flags, "print_training_accuracy") ||
                         cfg->mode == CNNB_MODE_FORWARD_ONLY || cfg->mode == CNNB_MODE_EVAL;
   return CNNB_OK;
@@ -459,6 +489,10 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
                   "--eval: no trained model to evaluate (tf_cnn_benchmarks: \"Trained model "
                   "directory not specified\"): give --train_dir=DIR holding a checkpoint, or "
                   "--eval_random_weights to evaluate the initial weights");
+  if (cfg->eval_interval_secs > 0 && !*cfg->train_dir)
+    return refuse(err, size,
+                  "--eval_interval_secs with --eval_random_weights: it waits for new "
+                  "checkpoints of --train_dir, and random weights have none");
   if ((st = int_in(flags, "save_model_steps", 0, INT64_MAX / 2, " (0: at the end only)",
                    &cfg->save_model_steps, err, size)))
     return st;
@@ -469,6 +503,7 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   cfg->max_ckpts_to_keep = (int32_t)v;
 
   cfg->benchmark_log_dir = cnnb_flags_string(flags, "benchmark_log_dir");
+  cfg->benchmark_test_id = cnnb_flags_string(flags, "benchmark_test_id");
   if ((st = int_in(flags, "summary_verbosity", 0, 3, " (tf_cnn_benchmarks' levels)", &v, err,
                    size)))
     return st;

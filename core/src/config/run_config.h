@@ -41,7 +41,9 @@ typedef struct cnnb_run_config {
   const char *data_dir;             /* "" for none */
   int32_t num_classes;              /* the dataset's unless --num_classes */
   int32_t image_size;               /* 0: the model's */
-  int32_t batch_size;               /* per replica; 0: the model's default */
+  int32_t batch_size;               /* per replica; 0: the model's default (under --eval,
+                                       --eval_batch_size when given, as tf) */
+  int32_t eval_batch_size;          /* per replica, evaluations during training; 0: batch_size */
   uint64_t seed;
 
   /* Steps. Exactly one of num_batches and num_epochs counts the timed steps. */
@@ -49,6 +51,7 @@ typedef struct cnnb_run_config {
   double num_epochs; /* > 0 when --num_epochs was given */
   int64_t num_warmup_batches;
   int64_t display_every;
+  double display_perf_ewma; /* (0, 1]: the step lines' images/sec as tf's EWMA; 0: off */
   bool print_accuracy; /* --print_training_accuracy, or any run without updates */
 
   /* Evaluation. Under --eval, --num_eval_batches / --num_eval_epochs already replaced
@@ -65,6 +68,7 @@ typedef struct cnnb_run_config {
   double eval_at_epochs[CNNB_MAX_EVAL_POINTS];
   size_t eval_at_epochs_count;
   bool eval_during_training; /* any of the four */
+  double eval_interval_secs; /* > 0: --eval watches --train_dir (run/eval_watch.h) */
 
   /* Devices. */
   int32_t num_replicas;         /* --num_gpus */
@@ -90,6 +94,7 @@ typedef struct cnnb_run_config {
   int32_t max_ckpts_to_keep;          /* >= 1 */
   bool ignore_unreadable_checkpoints; /* train from step 0 when none reads back whole */
   const char *benchmark_log_dir;      /* --benchmark_log_dir */
+  const char *benchmark_test_id;      /* --benchmark_test_id: benchmark_run.log's test_id */
   int32_t summary_verbosity;          /* --summary_verbosity, 0..3: TensorBoard scalars from 1 */
   int64_t save_summaries_steps;       /* training events every n timed steps; 0: none */
   const char *eval_dir;               /* --eval_dir: the evaluations' events ("": see the flag) */

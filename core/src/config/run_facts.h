@@ -24,6 +24,8 @@ typedef struct cnnb_run_facts {
   /* The four plugins, as the run bound them (names as picked, files, descriptors). */
   const cnnb_bound_plugin *model, *device, *strategy, *datasource;
   int32_t batch_size;             /* per replica: --batch_size, or the model's default */
+  int32_t eval_batch_size;        /* per replica, of evaluations during training:
+                                     --eval_batch_size, or batch_size */
   int32_t image_size;             /* --image_size, or the model's */
   int32_t num_classes;            /* --num_classes, or the dataset's */
   int32_t replicas;               /* in this process (--num_gpus) */

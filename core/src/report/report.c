@@ -67,7 +67,17 @@ double cnnb_step_stats_mean(const cnnb_step_stats *s) {
   if (!s || s->count == 0) return 0.0;
   /* batch / mean(time) with a fixed batch is n / sum(1 / speed): the harmonic mean. It
    * weighs slow steps by the time they really took, as the wall clock does. */
-  double inv = 0.0;
+  double inv = 0.0, weights = 0.0;
+  if (s->ewma > 0) {
+    /* tf's weights np.logspace(n - 1, 0, n, base=1 - ewma): the newest step 1, each older
+     * one (1 - ewma) times the next; the oldest underflow to 0, harmlessly. */
+    double w = 1.0;
+    for (size_t i = s->count; i-- > 0 && w > 0; w *= 1.0 - s->ewma) {
+      inv += w / s->speeds[i];
+      weights += w;
+    }
+    return inv > 0 ? weights / inv : 0.0;
+  }
   for (size_t i = 0; i < s->count; i++) inv += 1.0 / s->speeds[i];
   return inv > 0 ? (double)s->count / inv : 0.0;
 }

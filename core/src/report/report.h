@@ -75,6 +75,10 @@ void cnnb_report_print_header(FILE *out, const cnnb_report_header *header);
 typedef struct cnnb_step_stats {
   double *speeds;
   size_t count, capacity;
+  /* --display_perf_ewma, in (0, 1]: cnnb_step_stats_mean weighs step i of n by
+   * (1 - ewma)^(n - 1 - i), as tf_cnn_benchmarks' get_perf_timing(ewma_alpha); 0 weighs
+   * every step alike. Set after cnnb_step_stats_init. */
+  double ewma;
 } cnnb_step_stats;
 
 void cnnb_step_stats_init(cnnb_step_stats *s);
@@ -84,7 +88,8 @@ void cnnb_step_stats_free(cnnb_step_stats *s);
 cnnb_status cnnb_step_stats_add(cnnb_step_stats *s, double images_per_sec);
 /* Adds one step from its raw numbers: `images` processed in `seconds`. */
 cnnb_status cnnb_step_stats_add_step(cnnb_step_stats *s, double images, double seconds);
-/* 0 when no step has been added. */
+/* batch / mean(step time), the mean weighted by `ewma` when it is set; 0 when no step
+ * has been added. */
 double cnnb_step_stats_mean(const cnnb_step_stats *s);
 double cnnb_step_stats_stderr(const cnnb_step_stats *s);
 double cnnb_step_stats_jitter(const cnnb_step_stats *s);

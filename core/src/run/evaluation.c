@@ -10,6 +10,7 @@
 #include "graph/op_device.h"
 #include "report/report.h"
 #include "run/replica.h"
+#include "run/setup.h"
 #include "run/world.h"
 
 /* Floats staged through the host per copy: bounded memory whatever the model's size. */
@@ -80,6 +81,9 @@ typedef struct eval_replica {
 
 struct cnnb_evaluation {
   eval_replica *replicas;     /* [facts.replicas] */
+  int32_t batch_size;         /* per replica: facts.eval_batch_size */
+  int64_t global_batch;       /* an evaluation batch over every replica and rank */
+  cnnb_graph *graph;          /* the model at batch_size; NULL: the run's own (the same size) */
   int64_t examples_per_epoch; /* the validation split's; 0: unknown */
   int64_t num_batches;        /* per replica, per evaluation */
   /* What an evaluation counts when it covers epochs of the split with one instance: its
@@ -88,12 +92,14 @@ struct cnnb_evaluation {
   int64_t examples;
 };
 
-static cnnb_status create_replica(cnnb_run *run, int32_t index, eval_replica *e) {
+static cnnb_status create_replica(cnnb_run *run, int32_t index, cnnb_evaluation *ev,
+                                  eval_replica *e) {
   const cnnb_bound_plugin *device = &run->device;
+  cnnb_graph *graph = ev->graph ? ev->graph : run->graph;
   cnnb_status st = cnnb_replica_create_device(run, index, false, &e->device_ctx, &e->device);
   if (st != CNNB_OK) return st;
   CNNB_GUARDED(device->label, "supports_op", NULL,
-               st = cnnb_ops_check_device(run->ctx, run->graph, device->vt.device, e->device,
+               st = cnnb_ops_check_device(run->ctx, graph, device->vt.device, e->device,
                                           device->plugin->abi_minor, device->name));
   if (st != CNNB_OK) return st;
   cnnb_executor_config ecfg = {
@@ -104,14 +110,14 @@ static cnnb_status create_replica(cnnb_run *run, int32_t index, eval_replica *e)
   };
   /* Its arenas start at zero and are filled from the training executor's before each
    * evaluation, so no initial values are drawn here. */
-  st = cnnb_executor_create(run->ctx, device->vt.device, e->device, run->graph, &ecfg,
-                            &e->executor);
+  st = cnnb_executor_create(run->ctx, device->vt.device, e->device, graph, &ecfg, &e->executor);
   if (st != CNNB_OK) return st;
-  if ((st = cnnb_replica_create_datasource(run, index, false, &e->datasource_ctx,
+  if ((st = cnnb_replica_create_datasource(run, index, false, ev->batch_size, &e->datasource_ctx,
                                            &e->datasource)) != CNNB_OK)
     return st;
   /* fp32 batches: the evaluation executor is not given the uint8 conversion. */
-  return cnnb_replica_start_input(run, index, e->datasource_ctx, e->datasource, NULL, &e->input);
+  return cnnb_replica_start_input(run, index, ev->batch_size, e->datasource_ctx, e->datasource,
+                                  NULL, &e->input);
 }
 
 void cnnb_evaluation_free(cnnb_run *run, cnnb_evaluation *e) {
@@ -126,6 +132,7 @@ void cnnb_evaluation_free(cnnb_run *run, cnnb_evaluation *e) {
     cnnb_ctx_destroy(r->datasource_ctx);
   }
   free(e->replicas);
+  cnnb_graph_destroy(e->graph);
   free(e);
 }
 
@@ -140,7 +147,7 @@ int64_t cnnb_evaluation_skipped_examples(const cnnb_run *run) {
 /* Batches per evaluation: see cnnb_evaluation_prepare. */
 static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
   const cnnb_run_config *cfg = run->cfg;
-  double global = (double)run->facts.global_batch;
+  double global = (double)e->global_batch;
   int64_t examples = e->examples_per_epoch;
   if (cfg->num_eval_batches > 0) {
     e->num_batches = cfg->num_eval_batches;
@@ -193,9 +200,22 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
   cnnb_evaluation *e = run->evaluation = calloc(1, sizeof *run->evaluation);
   if (!e || !(e->replicas = calloc((size_t)f->replicas, sizeof *e->replicas)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
+  e->batch_size = f->eval_batch_size;
+  e->global_batch = (int64_t)e->batch_size * f->replicas * f->world.size;
   cnnb_status st;
+  /* --eval_batch_size: the model once more at that size (the same parameters: a graph's
+   * arenas do not depend on its batch, which the copies before each evaluation rely on). */
+  if (e->batch_size != f->batch_size) {
+    if ((st = cnnb_run_build_graph_at(run, e->batch_size, &e->graph)) != CNNB_OK) return st;
+    if (cnnb_graph_param_arena_count(e->graph) != cnnb_graph_param_arena_count(run->graph) ||
+        cnnb_graph_stat_arena_count(e->graph) != cnnb_graph_stat_arena_count(run->graph))
+      return cnnb_error(run->ctx, CNNB_EINVAL,
+                        "--eval_batch_size=%d: model %s has other parameters at that batch size "
+                        "than at --batch_size=%d, so it cannot be evaluated at it",
+                        (int)e->batch_size, run->model.name, (int)f->batch_size);
+  }
   for (int32_t i = 0; i < f->replicas; i++)
-    if ((st = create_replica(run, i, &e->replicas[i])) != CNNB_OK) return st;
+    if ((st = create_replica(run, i, e, &e->replicas[i])) != CNNB_OK) return st;
   const cnnb_bound_plugin *datasource = &run->datasource;
   int64_t examples = 0;
   if (datasource->vt.datasource->examples_per_epoch)
@@ -204,11 +224,11 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
                      datasource->vt.datasource->examples_per_epoch(e->replicas[0].datasource));
   e->examples_per_epoch = examples > 0 ? examples : 0;
   if ((st = count_eval_batches(run, e)) != CNNB_OK) return st;
-  int64_t read = e->num_batches * f->global_batch;
+  int64_t read = e->num_batches * e->global_batch;
   cnnb_log(run->ctx, CNNB_LOG_INFO,
            "evaluating during training: %lld batches of %d per replica each time (%lld "
            "examples%s)",
-           (long long)e->num_batches, (int)f->batch_size,
+           (long long)e->num_batches, (int)e->batch_size,
            (long long)(e->examples > 0 ? e->examples : read),
            e->examples > 0 && e->examples < read ? ", the last batch's excess not counted"
                                                  : " in all");
@@ -286,7 +306,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step
       }
       if ((st = cnnb_executor_step(r->executor, images, labels, 1.0f, (uint64_t)b)) != CNNB_OK)
         break;
-      int32_t counted = run->facts.batch_size;
+      int32_t counted = e->batch_size;
       if (e->examples > 0 && e->examples - tally[2] < counted)
         counted = (int32_t)(e->examples - tally[2]);
       int top1 = 0, top5 = 0;
@@ -299,7 +319,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step
     /* tf's _eval_once: every --display_every batches, their examples over their time. */
     if (st == CNNB_OK && display_every > 0 && (b + 1) % display_every == 0) {
       double now = cnnb_now_seconds();
-      double examples = (double)display_every * (double)run->facts.global_batch;
+      double examples = (double)display_every * (double)e->global_batch;
       cnnb_report_print_eval_step(out, b + 1, now > shown_at ? examples / (now - shown_at) : 0);
       if (out) fflush(out);
       shown_at = now;

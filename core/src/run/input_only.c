@@ -54,6 +54,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
 
   cnnb_step_stats stats;
   cnnb_step_stats_init(&stats);
+  stats.ewma = run->cfg->display_perf_ewma;
   if (out) cnnb_report_print_input_step_header(out);
   int64_t num_batches = run->facts.num_batches;
   double total_seconds = 0;

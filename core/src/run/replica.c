@@ -38,11 +38,11 @@ cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool traini
 }
 
 cnnb_datasource_config cnnb_replica_datasource_config(const cnnb_run *run, int32_t index,
-                                                      bool training) {
+                                                      bool training, int32_t batch) {
   const cnnb_run_facts *f = &run->facts;
   return (cnnb_datasource_config){
       .struct_size = sizeof(cnnb_datasource_config),
-      .batch_size = f->batch_size,
+      .batch_size = batch,
       .channels = run->cfg->dataset->channels,
       .height = f->image_size,
       .width = f->image_size,
@@ -60,11 +60,11 @@ cnnb_datasource_config cnnb_replica_datasource_config(const cnnb_run *run, int32
 }
 
 cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool training,
-                                           cnnb_ctx **ctx, void **datasource) {
+                                           int32_t batch, cnnb_ctx **ctx, void **datasource) {
   const cnnb_bound_plugin *p = &run->datasource;
   if (!(*ctx = cnnb_ctx_create_child(run->ctx, p->name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
-  cnnb_datasource_config scfg = cnnb_replica_datasource_config(run, index, training);
+  cnnb_datasource_config scfg = cnnb_replica_datasource_config(run, index, training, batch);
   cnnb_status st;
   CNNB_GUARDED(p->label, "create", NULL,
                st = p->vt.datasource->create(*ctx, p->name, &scfg, datasource));
@@ -77,19 +77,18 @@ cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool tr
   return cnnb_plugin_failed(run->ctx, p, st, *ctx, what);
 }
 
-cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
-                                     const cnnb_datasource_uint8 *uint8_batches,
+cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, int32_t batch, cnnb_ctx *ctx,
+                                     void *datasource, const cnnb_datasource_uint8 *uint8_batches,
                                      cnnb_prefetch **input) {
   const cnnb_bound_plugin *p = &run->datasource;
   const cnnb_run_facts *f = &run->facts;
-  size_t pixels = (size_t)f->batch_size * (size_t)run->cfg->dataset->channels *
-                  (size_t)f->image_size * (size_t)f->image_size;
+  size_t pixels = (size_t)batch * (size_t)run->cfg->dataset->channels * (size_t)f->image_size *
+                  (size_t)f->image_size;
   cnnb_status st = uint8_batches
                        ? cnnb_prefetch_create_uint8(uint8_batches, datasource, ctx, p->label,
-                                                    pixels, f->batch_size, INPUT_PREFETCH_DEPTH,
-                                                    input)
+                                                    pixels, batch, INPUT_PREFETCH_DEPTH, input)
                        : cnnb_prefetch_create(p->vt.datasource, datasource, ctx, p->label, pixels,
-                                              f->batch_size, INPUT_PREFETCH_DEPTH, input);
+                                              batch, INPUT_PREFETCH_DEPTH, input);
   if (st != CNNB_OK) {
     char what[256];
     snprintf(what, sizeof what, "datasource %s (replica %d)", p->name, (int)index);

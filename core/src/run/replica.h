@@ -12,18 +12,20 @@
 
 cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training, cnnb_ctx **ctx,
                                        void **device);
+/* A datasource instance for replica `index`'s shard, making batches of `batch` images
+ * (facts.batch_size; evaluations during training: facts.eval_batch_size). */
 cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool training,
-                                           cnnb_ctx **ctx, void **datasource);
-/* The input thread of one datasource instance: uint8 batches through `uint8_batches`
- * when given, else fp32 ones. */
-cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, cnnb_ctx *ctx, void *datasource,
-                                     const cnnb_datasource_uint8 *uint8_batches,
+                                           int32_t batch, cnnb_ctx **ctx, void **datasource);
+/* The input thread of one datasource instance, `batch` images a batch: uint8 batches
+ * through `uint8_batches` when given, else fp32 ones. */
+cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, int32_t batch, cnnb_ctx *ctx,
+                                     void *datasource, const cnnb_datasource_uint8 *uint8_batches,
                                      cnnb_prefetch **input);
 
-/* What the run's datasource is told of replica `index`'s shard; probing for a datasource
- * asks with replica 0's. */
+/* What the run's datasource is told of replica `index`'s shard, at `batch` images a
+ * batch; probing for a datasource asks with replica 0's. */
 cnnb_datasource_config cnnb_replica_datasource_config(const cnnb_run *run, int32_t index,
-                                                      bool training);
+                                                      bool training, int32_t batch);
 
 /* Whether the run's datasource serves the same batch at every step
  * (CNNB_EXT_DATASOURCE_CONSTANT): executors then upload it once. */

@@ -117,41 +117,46 @@ static cnnb_status describe_model(cnnb_run *run) {
   if (st != CNNB_OK || (st = check_model_info(run)) != CNNB_OK) return st;
   cnnb_run_facts *f = &run->facts;
   f->batch_size = run->cfg->batch_size ? run->cfg->batch_size : run->info.default_batch_size;
+  f->eval_batch_size = run->cfg->eval_batch_size ? run->cfg->eval_batch_size : f->batch_size;
   f->image_size = run->cfg->image_size ? run->cfg->image_size : run->info.image_size;
   f->num_classes = run->cfg->num_classes;
   return CNNB_OK;
 }
 
-static cnnb_status build_graph(cnnb_run *run) {
+/* The model's graph at `batch` images per replica, its loss added, into *out (the
+ * caller's to destroy, whatever the status). */
+static cnnb_status build_graph_at(cnnb_run *run, int32_t batch, cnnb_graph **out) {
   const cnnb_bound_plugin *model = &run->model;
   const cnnb_run_facts *f = &run->facts;
-  run->graph = cnnb_graph_create(f->batch_size, run->cfg->dataset->channels, f->image_size,
-                                 f->image_size, f->num_classes);
-  if (!run->graph) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory for the graph");
+  cnnb_graph *g = *out = cnnb_graph_create(batch, run->cfg->dataset->channels, f->image_size,
+                                           f->image_size, f->num_classes);
+  if (!g) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory for the graph");
   cnnb_status st;
   CNNB_GUARDED(model->label, "build", model->name,
-               st = model->vt.model->build(model->ctx, model->name, run->cfg->dataset->kind,
-                                           run->graph));
+               st = model->vt.model->build(model->ctx, model->name, run->cfg->dataset->kind, g));
   char what[512];
   snprintf(what, sizeof what, "building model %s (%s)", model->name, model->label);
   if (st != CNNB_OK) {
     /* The model's message, or the builder's when the model only passed its status on. */
-    if (!*cnnb_error_message(model->ctx) && cnnb_graph_status(run->graph) != CNNB_OK)
-      return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(run->graph));
+    if (!*cnnb_error_message(model->ctx) && cnnb_graph_status(g) != CNNB_OK)
+      return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(g));
     return cnnb_plugin_failed(run->ctx, model, st, model->ctx, what);
   }
-  if (cnnb_graph_status(run->graph) != CNNB_OK)
-    return cnnb_error(run->ctx, cnnb_graph_status(run->graph), "%s: %s", what,
-                      cnnb_graph_error(run->graph));
-  if (cnnb_graph_logits(run->graph) == CNNB_NO_TENSOR)
+  if (cnnb_graph_status(g) != CNNB_OK)
+    return cnnb_error(run->ctx, cnnb_graph_status(g), "%s: %s", what, cnnb_graph_error(g));
+  if (cnnb_graph_logits(g) == CNNB_NO_TENSOR)
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "%s: it returned OK without setting its logits (cnnb_graph_set_logits)",
                       what);
   /* The loss is added even for forward-only runs: it costs one small node and lets the
    * report print total_loss as tf_cnn_benchmarks does. */
-  st = cnnb_graph_add_loss(run->graph);
-  if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(run->graph));
+  st = cnnb_graph_add_loss(g);
+  if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(g));
   return CNNB_OK;
+}
+
+static cnnb_status build_graph(cnnb_run *run) {
+  return build_graph_at(run, run->facts.batch_size, &run->graph);
 }
 
 cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *parent,
@@ -189,7 +194,7 @@ static cnnb_status check_ops(cnnb_run *run) {
 /* A ReLU right after an op that can take it (conv, batch norm; add when the device says
  * it can) runs inside it, sharing its buffers. Every replica shares the graph, so only
  * what every replica's device offers is fused. */
-static void fuse_relus(cnnb_run *run) {
+static void fuse_relus(cnnb_run *run, cnnb_graph *graph) {
   const cnnb_bound_plugin *device = &run->device;
   uint32_t ops = ~0u;
   CNNB_GUARDED(device->label, "get_extension", NULL, {
@@ -197,8 +202,14 @@ static void fuse_relus(cnnb_run *run) {
       ops &= cnnb_ops_device_relu_fusion(device->plugin, device->vt.device,
                                          run->replicas[i].device);
   });
-  int32_t fused = cnnb_plan_fuse_relus(run->graph, ops);
+  int32_t fused = cnnb_plan_fuse_relus(graph, ops);
   cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
+}
+
+cnnb_status cnnb_run_build_graph_at(cnnb_run *run, int32_t batch, cnnb_graph **out) {
+  cnnb_status st = build_graph_at(run, batch, out);
+  if (st == CNNB_OK) fuse_relus(run, *out);
+  return st;
 }
 
 /* The executor's bucket callback: the strategy hears of a bucket once every local replica
@@ -486,8 +497,8 @@ static cnnb_status check_device_available(cnnb_run *run) {
 /* The device, strategy and datasource plugins; the model's was bound by cnnb_run_open. */
 static cnnb_status bind_plugins(cnnb_run *run, cnnb_loader *loader) {
   const cnnb_run_config *cfg = run->cfg;
-  cnnb_datasource_config probe_cfg = cnnb_replica_datasource_config(run, 0,
-                                                                    reads_training_split(run));
+  cnnb_datasource_config probe_cfg =
+      cnnb_replica_datasource_config(run, 0, reads_training_split(run), run->facts.batch_size);
   cnnb_status st = cnnb_bound_plugin_open(&run->device, loader, CNNB_KIND_DEVICE, cfg->device,
                                           run->ctx);
   if (st != CNNB_OK && cfg->device_flag && strcmp(cfg->device_flag, cfg->device) != 0)
@@ -540,7 +551,8 @@ static cnnb_status create_datasources(cnnb_run *run) {
   cnnb_status st;
   for (int32_t i = 0; i < run->facts.replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
-    if ((st = cnnb_replica_create_datasource(run, i, reads_training_split(run), &r->datasource_ctx,
+    if ((st = cnnb_replica_create_datasource(run, i, reads_training_split(run),
+                                             run->facts.batch_size, &r->datasource_ctx,
                                              &r->datasource)) != CNNB_OK ||
         (st = continue_stream(run, i)) != CNNB_OK)
       return st;
@@ -564,7 +576,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = bind_plugins(run, loader)) != CNNB_OK || (st = create_devices(run)) != CNNB_OK)
     return st;
   if (model && (st = check_ops(run)) != CNNB_OK) return st;
-  if (model) fuse_relus(run);
+  if (model) fuse_relus(run, run->graph);
   /* The strategy before any arena: it refuses what it cannot do (nccl on a cpu device)
    * before a model's memory is allocated. --input_only still creates it (and the devices
    * it is given) for this process's rank and the world's total, but no executor. */
@@ -590,8 +602,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = cnnb_input_dtype_choose(run)) != CNNB_OK) return st;
   for (int32_t i = 0; i < n; i++) {
     cnnb_replica *r = &run->replicas[i];
-    if ((st = cnnb_replica_start_input(run, i, r->datasource_ctx, r->datasource, r->uint8_batches,
-                                       &r->input)) != CNNB_OK)
+    if ((st = cnnb_replica_start_input(run, i, f->batch_size, r->datasource_ctx, r->datasource,
+                                       r->uint8_batches, &r->input)) != CNNB_OK)
       return st;
   }
   if (cfg->eval_during_training && (st = cnnb_evaluation_prepare(run)) != CNNB_OK) return st;

@@ -375,6 +375,7 @@ static cnnb_status begin_steps(step_loop *loop, cnnb_run *run, FILE *out, cnnb_t
       .loss_bound = LOSS_BOUND_PER_LN_CLASS * log((double)run->facts.num_classes),
   };
   cnnb_step_stats_init(&loop->stats);
+  loop->stats.ewma = cfg->display_perf_ewma;
   loop->inputs = calloc((size_t)run->facts.replicas, sizeof *loop->inputs);
   if (!loop->inputs) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   if (out) cnnb_run_print_header(run, out);

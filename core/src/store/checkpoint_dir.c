@@ -45,6 +45,16 @@ static bool parse_file_name(const char *name, int64_t *step) {
   return true;
 }
 
+int64_t cnnb_checkpoint_dir_newest_step(const char *dir) {
+  int64_t newest = -1, step;
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));)
+    if (parse_file_name(e->d_name, &step) && step > newest) newest = step;
+  closedir(d);
+  return newest;
+}
+
 static char *join(const char *dir, const char *name) {
   size_t size = strlen(dir) + strlen(name) + 2;
   char *p = malloc(size);

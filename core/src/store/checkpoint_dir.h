@@ -70,6 +70,11 @@ const char *cnnb_checkpoint_found_why(const cnnb_checkpoint_found *f, size_t k, 
 void cnnb_checkpoint_found_warn(cnnb_ctx *ctx, const cnnb_checkpoint_found *f);
 void cnnb_checkpoint_found_free(cnnb_checkpoint_found *f);
 
+/* The largest step among dir's checkpoint file names, without opening any (the cheap
+ * look --eval_interval_secs polls with; whether the file reads back whole is the run's to
+ * find); -1: none, or dir cannot be listed. */
+int64_t cnnb_checkpoint_dir_newest_step(const char *dir);
+
 /* Rewrites dir's index when it disagrees with the files `f` found: it lists its own
  * entries that read back whole, and the files newer than all it listed (saves whose index
  * update failed), oldest first; entries that are gone or do not read back whole leave it
