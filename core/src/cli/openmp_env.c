@@ -14,6 +14,9 @@
 #include "base/clock.h"
 #include "base/host_ctx.h"
 
+/* Set across the restart only: the restarted process knows it is one. */
+#define RESTARTED "CNNB_OPENMP_ENV_RESTARTED"
+
 static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -209,6 +212,12 @@ cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, char *er
                            knobs[i]);
     return CNNB_OK;
   }
+  /* Restarted by the code below: the variables are what it set (a measured spin count
+   * differs from one measurement to the next, so comparing again could restart forever). */
+  if (getenv(RESTARTED)) {
+    unsetenv(RESTARTED);
+    return CNNB_OK;
+  }
   cnnb_openmp_env env;
   long long blocktime = cnnb_flags_int(flags, "kmp_blocktime");
   /* The calibration only matters for a spin count; skip its 4 ms otherwise. */
@@ -241,8 +250,10 @@ cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, char *er
     if (env.v[i].unset) unsetenv(env.v[i].name);
     else setenv(env.v[i].name, env.v[i].value, 1);
   }
+  setenv(RESTARTED, "1", 1);
   fflush(stdout);
   execv("/proc/self/exe", argv);
+  unsetenv(RESTARTED);
   cnnb_log_component("cnnbench", CNNB_LOG_WARN,
                      "--mkl: could not restart (/proc/self/exe: %s): the OpenMP runtime keeps "
                      "the settings it started with; set the variables above in the "
