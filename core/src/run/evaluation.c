@@ -10,7 +10,7 @@
 #include "graph/op_device.h"
 #include "report/report.h"
 #include "run/replica.h"
-#include "run/setup.h"
+#include "run/model_graph.h"
 #include "run/world.h"
 
 /* Floats staged through the host per copy: bounded memory whatever the model's size. */
@@ -206,7 +206,7 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
   /* --eval_batch_size: the model once more at that size (the same parameters: a graph's
    * arenas do not depend on its batch, which the copies before each evaluation rely on). */
   if (e->batch_size != f->batch_size) {
-    if ((st = cnnb_run_build_graph_at(run, e->batch_size, &e->graph)) != CNNB_OK) return st;
+    if ((st = cnnb_model_graph_build_fused(run, e->batch_size, &e->graph)) != CNNB_OK) return st;
     if (cnnb_graph_param_arena_count(e->graph) != cnnb_graph_param_arena_count(run->graph) ||
         cnnb_graph_stat_arena_count(e->graph) != cnnb_graph_stat_arena_count(run->graph))
       return cnnb_error(run->ctx, CNNB_EINVAL,

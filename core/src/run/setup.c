@@ -20,6 +20,7 @@
 #include "run/checkpoint.h"
 #include "run/evaluation.h"
 #include "run/input_dtype.h"
+#include "run/model_graph.h"
 #include "run/replica.h"
 #include "run/summaries.h"
 #include "run/world.h"
@@ -123,40 +124,8 @@ static cnnb_status describe_model(cnnb_run *run) {
   return CNNB_OK;
 }
 
-/* The model's graph at `batch` images per replica, its loss added, into *out (the
- * caller's to destroy, whatever the status). */
-static cnnb_status build_graph_at(cnnb_run *run, int32_t batch, cnnb_graph **out) {
-  const cnnb_bound_plugin *model = &run->model;
-  const cnnb_run_facts *f = &run->facts;
-  cnnb_graph *g = *out = cnnb_graph_create(batch, run->cfg->dataset->channels, f->image_size,
-                                           f->image_size, f->num_classes);
-  if (!g) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory for the graph");
-  cnnb_status st;
-  CNNB_GUARDED(model->label, "build", model->name,
-               st = model->vt.model->build(model->ctx, model->name, run->cfg->dataset->kind, g));
-  char what[512];
-  snprintf(what, sizeof what, "building model %s (%s)", model->name, model->label);
-  if (st != CNNB_OK) {
-    /* The model's message, or the builder's when the model only passed its status on. */
-    if (!*cnnb_error_message(model->ctx) && cnnb_graph_status(g) != CNNB_OK)
-      return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(g));
-    return cnnb_plugin_failed(run->ctx, model, st, model->ctx, what);
-  }
-  if (cnnb_graph_status(g) != CNNB_OK)
-    return cnnb_error(run->ctx, cnnb_graph_status(g), "%s: %s", what, cnnb_graph_error(g));
-  if (cnnb_graph_logits(g) == CNNB_NO_TENSOR)
-    return cnnb_error(run->ctx, CNNB_EINVAL,
-                      "%s: it returned OK without setting its logits (cnnb_graph_set_logits)",
-                      what);
-  /* The loss is added even for forward-only runs: it costs one small node and lets the
-   * report print total_loss as tf_cnn_benchmarks does. */
-  st = cnnb_graph_add_loss(g);
-  if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(g));
-  return CNNB_OK;
-}
-
 static cnnb_status build_graph(cnnb_run *run) {
-  return build_graph_at(run, run->facts.batch_size, &run->graph);
+  return cnnb_model_graph_build(run, run->facts.batch_size, &run->graph);
 }
 
 cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *parent,
@@ -188,27 +157,6 @@ static cnnb_status check_ops(cnnb_run *run) {
                  st = cnnb_ops_check_device(run->ctx, run->graph, device->vt.device,
                                             run->replicas[i].device, device->plugin->abi_minor,
                                             device->name));
-  return st;
-}
-
-/* A ReLU right after an op that can take it (conv, batch norm; add when the device says
- * it can) runs inside it, sharing its buffers. Every replica shares the graph, so only
- * what every replica's device offers is fused. */
-static void fuse_relus(cnnb_run *run, cnnb_graph *graph) {
-  const cnnb_bound_plugin *device = &run->device;
-  uint32_t ops = ~0u;
-  CNNB_GUARDED(device->label, "get_extension", NULL, {
-    for (int32_t i = 0; i < run->facts.replicas; i++)
-      ops &= cnnb_ops_device_relu_fusion(device->plugin, device->vt.device,
-                                         run->replicas[i].device);
-  });
-  int32_t fused = cnnb_plan_fuse_relus(graph, ops);
-  cnnb_log(run->ctx, CNNB_LOG_DEBUG, "%d ReLUs fused into the op before them", fused);
-}
-
-cnnb_status cnnb_run_build_graph_at(cnnb_run *run, int32_t batch, cnnb_graph **out) {
-  cnnb_status st = build_graph_at(run, batch, out);
-  if (st == CNNB_OK) fuse_relus(run, *out);
   return st;
 }
 
@@ -576,7 +524,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
   if ((st = bind_plugins(run, loader)) != CNNB_OK || (st = create_devices(run)) != CNNB_OK)
     return st;
   if (model && (st = check_ops(run)) != CNNB_OK) return st;
-  if (model) fuse_relus(run, run->graph);
+  if (model) cnnb_model_graph_fuse_relus(run, run->graph);
   /* The strategy before any arena: it refuses what it cannot do (nccl on a cpu device)
    * before a model's memory is allocated. --input_only still creates it (and the devices
    * it is given) for this process's rank and the world's total, but no executor. */

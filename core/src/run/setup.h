@@ -22,10 +22,6 @@ cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *p
                           cnnb_loader *loader);
 /* Everything else: device, strategy and datasource plugins, replicas, strategy, data. */
 cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader);
-/* The model's graph again at `batch` images per replica, as the run's own is made (the
- * loss, the ReLUs the devices fuse): --eval_batch_size's evaluations during training.
- * Call once the devices exist; *out is the caller's to destroy, whatever the status. */
-cnnb_status cnnb_run_build_graph_at(cnnb_run *run, int32_t batch, cnnb_graph **out);
 /* Frees what open and prepare made, in reverse; safe after a failure at any point. */
 void cnnb_run_close(cnnb_run *run);
 
