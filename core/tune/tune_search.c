@@ -423,7 +423,7 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     /* Would the next rung (and the ceilings after it) fit in what is left? If not, its
      * best few that do (at least two): a longer look at the leaders decides more than
      * stopping on a rung whose short runs tie. */
-    double cost = 0, fitted = 0, ceiling_cost = 0;
+    double cost = 0, ceiling_cost = 0;
     ceiling_cost = (s->have_independent ? (double)o->ceilings : 0) *
                    estimate(&x, NULL, x.steps * 2);
     double room = fmin(x.deadline - tune_now(), tune_left(clock));
@@ -431,9 +431,9 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     for (size_t i = 0; i < keep; i++) {
       const tune_result *cached = tune_results_find(rs, model, alive[i].c->key, x.steps * 2);
       if (!cached) cost += estimate(&x, alive[i].c, x.steps * 2);
-      if (cost + ceiling_cost <= room) fit = i + 1, fitted = cost;
+      if (cost + ceiling_cost <= room) fit = i + 1;
     }
-    if (fit < keep && fit >= 2 && fitted + ceiling_cost <= room) {
+    if (fit < keep && fit >= 2) {
       free(x.trim_note);
       x.trim_note = tune_format("rung %d (%d steps) took the best %zu of the %zu halving keeps: "
                                 "the time left fit no more",
