@@ -52,7 +52,7 @@ typedef struct cnnb_run_config {
   int64_t num_warmup_batches;
   int64_t display_every;
   double display_perf_ewma; /* (0, 1]: the step lines' images/sec as tf's EWMA; 0: off */
-  bool print_accuracy; /* --print_training_accuracy, or any run without updates */
+  bool print_accuracy;      /* --print_training_accuracy, or any run without updates */
 
   /* Evaluation. Under --eval, --num_eval_batches / --num_eval_epochs already replaced
    * num_batches / num_epochs above (tf_cnn_benchmarks' rule); while training they size

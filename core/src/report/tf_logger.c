@@ -195,9 +195,9 @@ cnnb_status cnnb_tf_logger_run_info(cnnb_tf_logger *log, const cnnb_run_config *
     json_object_set_new(info, "dataset",
                         json_pack("{s:o}", "name", cnnb_log_text(cfg->dataset->name)));
     json_object_set_new(info, "machine_config", machine_config());
-    json_object_set_new(info, "test_id", *cfg->benchmark_test_id
-                                             ? cnnb_log_text(cfg->benchmark_test_id)
-                                             : json_null());
+    json_object_set_new(info, "test_id",
+                        *cfg->benchmark_test_id ? cnnb_log_text(cfg->benchmark_test_id)
+                                                : json_null());
     json_object_set_new(info, "run_date", utc_timestamp());
     /* Not TensorFlow: the key stays for its readers, naming what ran instead. */
     json_object_set_new(info, "tensorflow_version",

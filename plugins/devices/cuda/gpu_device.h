@@ -55,9 +55,9 @@ struct gpu_device {
   cudnnTensorFormat_t format; /* CUDNN_TENSOR_NCHW (fp32) or CUDNN_TENSOR_NHWC (half) */
   int allow_tf32;             /* --cuda_allow_tf32 */
   int autotune;               /* --cudnn_autotune: time the heuristics' top candidates */
-  int winograd_nonfused;      /* --winograd_nonfused: cuDNN's WINOGRAD_NONFUSED algorithms allowed */
-  int bn_persistent;          /* --batchnorm_persistent: SPATIAL_PERSISTENT batch norm allowed */
-  size_t workspace_limit;     /* --cudnn_workspace_mb, bytes: the most one algorithm may use */
+  int winograd_nonfused;  /* --winograd_nonfused: cuDNN's WINOGRAD_NONFUSED algorithms allowed */
+  int bn_persistent;      /* --batchnorm_persistent: SPATIAL_PERSISTENT batch norm allowed */
+  size_t workspace_limit; /* --cudnn_workspace_mb, bytes: the most one algorithm may use */
 
   /* One cuDNN / cuBLAS workspace for all nodes (they run one after another on the
    * stream), grown at prepare to the largest need, never per step. */
