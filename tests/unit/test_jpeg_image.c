@@ -3,7 +3,8 @@
  * libjpeg (tests/support/jpeg_make.h): header info; full decodes of varied sizes (1x1, 1xN,
  * Nx1, odd, 3000x2000), baseline and progressive, RGB, grayscale, Adobe CMYK, an EXIF
  * orientation marker, against the pixels encoded; region decodes at each DCT scale used against
- * the full decode (cropped; and box-filtered to the scale); and bad input (PNG, not a JPEG,
+ * the full decode (cropped; and box-filtered to the scale), the whole-then-crop decode against
+ * the full decode cropped, exactly; and bad input (PNG, not a JPEG,
  * every truncation, corrupt bytes) an error with a message, never a crash. */
 #include <check.h>
 #include <math.h>
@@ -226,7 +227,7 @@ START_TEST(region_at_every_scale) {
     jpeg_make_opts o = RGB90;
     o.progressive = prog;
     made_jpeg j = jpeg_make(px, w, h, o);
-    rgb_image full = {0}, whole = {0}, part = {0};
+    rgb_image full = {0}, whole = {0}, part = {0}, unfused = {0};
     char err[256] = "";
     ck_assert_int_eq(decode_full(&j, &full, err, sizeof err), 0);
     const int rx = 133, ry = 77, rw = 301, rh = 203;
@@ -250,6 +251,18 @@ START_TEST(region_at_every_scale) {
                        0);
       ck_assert_int_eq(whole.scale_num, num);
       ck_assert_int_eq(whole.width, (w * num + 7) / 8);
+      /* (3) --nofuse_decode_and_crop's decode: the region's geometry, the whole image's
+       * pixels exactly, edges included. */
+      ck_assert_msg(jpeg_image_decode_whole_then_crop(j.data, j.size, rx, ry, rw, rh, mw, mh,
+                                                      &unfused, err, sizeof err) == 0,
+                    "%s", err);
+      ck_assert(unfused.scale_num == part.scale_num && unfused.x0 == part.x0 &&
+                unfused.y0 == part.y0 && unfused.width == part.width &&
+                unfused.height == part.height);
+      for (int y = 0; y < unfused.height; y++)
+        ck_assert_mem_eq(unfused.pixels + (size_t)y * unfused.width * 3,
+                         whole.pixels + ((size_t)(y + part.y0) * whole.width + part.x0) * 3,
+                         (size_t)unfused.width * 3);
       double inner_max = 0, edge_max = 0, box_sum = 0, box_max = 0;
       for (int y = 0; y < part.height; y++)
         for (int x = 0; x < part.width; x++)
@@ -273,6 +286,7 @@ START_TEST(region_at_every_scale) {
     rgb_image_free(&full);
     rgb_image_free(&whole);
     rgb_image_free(&part);
+    rgb_image_free(&unfused);
     free(j.data);
   }
   free(px);

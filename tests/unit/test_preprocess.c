@@ -4,9 +4,10 @@
  * implementations of TensorFlow's formulas written here; the eval window (500x375 ->
  * resize to 341x256, crop at (58, 16)) and the whole eval path against decode + reference
  * resize + crop; crop sampling (aspect and area ranges, min_object_covered for a box, the
- * whole-image fallback when nothing fits); colour distortions (identity, a hue turn, the
- * clip); and the whole pipeline: same seed -> the same bytes, different seeds -> different
- * crops, the uint8 output the float one before normalization, PNG and tiny images. */
+ * whole-image fallback when nothing fits); colour distortions in HSV (identity, a hue turn,
+ * the clip) and in YIQ (against the textbook conversion done step by step, luma kept); and the
+ * whole pipeline: same seed -> the same bytes, different seeds -> different crops, the uint8 output
+ * the float one before normalization, PNG and tiny images. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -317,31 +318,31 @@ START_TEST(distortions) {
   float px[4 * 3] = {255, 0, 0, 0, 255, 0, 10, 20, 30, 200, 100, 50};
   float copy[12];
   memcpy(copy, px, sizeof px);
-  color_distortion id = {0, 0.0f, 1.0f, 0.0f, 1.0f};
+  color_distortion id = {0, 0.0f, 1.0f, 0.0f, 1.0f, 0};
   distort_apply(&id, px, 4);
   for (int i = 0; i < 12; i++) ck_assert_float_eq_tol(px[i], copy[i], 1e-3);
   id.order = 1;
   distort_apply(&id, px, 4);
   for (int i = 0; i < 12; i++) ck_assert_float_eq_tol(px[i], copy[i], 1e-3);
   /* A third of a turn of hue: red -> green, green -> blue. */
-  color_distortion turn = {0, 0.0f, 1.0f, 1.0f / 3.0f, 1.0f};
+  color_distortion turn = {0, 0.0f, 1.0f, 1.0f / 3.0f, 1.0f, 0};
   distort_apply(&turn, px, 2);
   ck_assert_float_eq_tol(px[0], 0, 1e-2);
   ck_assert_float_eq_tol(px[1], 255, 1e-2);
   ck_assert_float_eq_tol(px[5], 255, 1e-2);
   /* Saturation 0: grey at the pixel's max; brightness past the top is clipped. */
   float p2[3] = {200, 100, 50};
-  color_distortion grey = {0, 0.0f, 0.0f, 0.0f, 1.0f};
+  color_distortion grey = {0, 0.0f, 0.0f, 0.0f, 1.0f, 0};
   distort_apply(&grey, p2, 1);
   for (int c = 0; c < 3; c++) ck_assert_float_eq_tol(p2[c], 200, 1e-2);
-  color_distortion bright = {0, 0.125f, 1.0f, 0.0f, 1.0f};
+  color_distortion bright = {0, 0.125f, 1.0f, 0.0f, 1.0f, 0};
   float p3[3] = {250, 100, 0};
   distort_apply(&bright, p3, 1);
   ck_assert_float_eq_tol(p3[0], 255, 1e-3);
   ck_assert_float_eq_tol(p3[1], 100 + 0.125f * 255, 1e-2);
   /* Contrast 0.5 halves each channel's distance to its mean. */
   float p4[6] = {100, 0, 0, 200, 0, 0};
-  color_distortion con = {1, 0.0f, 1.0f, 0.0f, 0.5f};
+  color_distortion con = {1, 0.0f, 1.0f, 0.0f, 0.5f, 0};
   distort_apply(&con, p4, 2);
   ck_assert_float_eq_tol(p4[0], 125, 1e-3);
   ck_assert_float_eq_tol(p4[3], 175, 1e-3);
@@ -349,12 +350,73 @@ START_TEST(distortions) {
   for (int k = 0; k < 1000; k++) {
     prep_rng r = prep_rng_stream((uint64_t)k, RNG_COLOR);
     color_distortion d;
-    distort_draw(&r, &d);
+    distort_draw(&r, 0, &d);
     ck_assert(d.order == 0 || d.order == 1);
-    ck_assert(fabsf(d.brightness) <= 32.0f / 255.0f && fabsf(d.hue) <= 0.2f);
+    ck_assert(fabsf(d.brightness) <= 32.0f / 255.0f && fabsf(d.hue) <= 0.2f && !d.yiq);
     ck_assert(d.saturation >= 0.5f && d.saturation < 1.5f && d.contrast >= 0.5f &&
               d.contrast < 1.5f);
   }
+}
+END_TEST
+
+/* RGB to NTSC YIQ and back with the textbook matrices (not tf's rounded constants), the
+ * (I, Q) plane turned by `hue` radians and scaled by `sat`: what tf's adjust_hsv_in_yiq
+ * means, step by step. */
+static void yiq_reference(const float in[3], float sat, float hue, float out[3]) {
+  double r = in[0], g = in[1], b = in[2];
+  double y = 0.299 * r + 0.587 * g + 0.114 * b;
+  double i = 0.596 * r - 0.274 * g - 0.322 * b;
+  double q = 0.211 * r - 0.523 * g + 0.312 * b;
+  double i2 = sat * (i * cos(hue) - q * sin(hue)), q2 = sat * (i * sin(hue) + q * cos(hue));
+  out[0] = (float)(y + 0.956 * i2 + 0.621 * q2);
+  out[1] = (float)(y - 0.272 * i2 - 0.647 * q2);
+  out[2] = (float)(y - 1.106 * i2 + 1.703 * q2);
+}
+
+START_TEST(distortions_in_yiq) {
+  const float px[4][3] = {{200, 100, 50}, {20, 180, 90}, {128, 128, 128}, {60, 30, 220}};
+  /* No turn, no scale: the identity (tf's constants invert each other to 1e-5). */
+  color_distortion id = {0, 0.0f, 1.0f, 0.0f, 1.0f, 1};
+  float p[12];
+  memcpy(p, px, sizeof p);
+  distort_apply(&id, p, 4);
+  for (int k = 0; k < 12; k++) ck_assert_float_eq_tol(p[k], (&px[0][0])[k], 0.02);
+  /* Turns and scales against the step-by-step reference; the luma never moves. */
+  const float cases[][2] = {{1.3f, 0.5f}, {0.6f, -0.55f}, {1.0f, 3.14159265f}, {0.0f, 0.2f}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    color_distortion d = {0, 0.0f, cases[c][0], cases[c][1], 1.0f, 1};
+    for (int k = 0; k < 4; k++) {
+      float one[3] = {px[k][0], px[k][1], px[k][2]}, want[3];
+      yiq_reference(px[k], cases[c][0], cases[c][1], want);
+      distort_apply(&d, one, 1);
+      for (int ch = 0; ch < 3; ch++) {
+        float clipped = want[ch] < 0 ? 0 : want[ch] > 255 ? 255 : want[ch];
+        ck_assert_msg(fabsf(one[ch] - clipped) < 0.5f, "case %zu pixel %d ch %d: %f, want %f", c, k,
+                      ch, one[ch], clipped);
+      }
+      if (want[0] >= 0 && want[0] <= 255 && want[1] >= 0 && want[1] <= 255 && want[2] >= 0 &&
+          want[2] <= 255)
+        ck_assert_float_eq_tol(0.299f * one[0] + 0.587f * one[1] + 0.114f * one[2],
+                               0.299f * px[k][0] + 0.587f * px[k][1] + 0.114f * px[k][2], 0.5);
+    }
+  }
+  /* Saturation 0: grey at the pixel's luma (HSV's grey is at its max: 200 for this one). */
+  float g[3] = {200, 100, 50};
+  color_distortion grey = {0, 0.0f, 0.0f, 0.0f, 1.0f, 1};
+  distort_apply(&grey, g, 1);
+  for (int ch = 0; ch < 3; ch++)
+    ck_assert_float_eq_tol(g[ch], 0.299f * 200 + 0.587f * 100 + 0.114f * 50, 0.05);
+  /* tf's max_delta_hue = 0.2 pi radians; the other draws as in HSV. */
+  float lo = 1, hi = -1;
+  for (int k = 0; k < 1000; k++) {
+    prep_rng r = prep_rng_stream((uint64_t)k, RNG_COLOR);
+    color_distortion d;
+    distort_draw(&r, 1, &d);
+    ck_assert(d.yiq && fabsf(d.hue) <= 0.2f * 3.1416f);
+    lo = fminf(lo, d.hue);
+    hi = fmaxf(hi, d.hue);
+  }
+  ck_assert(lo < -0.55f && hi > 0.55f); /* reaches past HSV's 0.2 */
 }
 END_TEST
 
@@ -486,6 +548,7 @@ int main(void) {
   tcase_add_test(t, crop_sampling_covers_the_box);
   tcase_add_test(t, crop_sampling_falls_back_to_the_image);
   tcase_add_test(t, distortions);
+  tcase_add_test(t, distortions_in_yiq);
   tcase_add_test(t, pipeline_is_deterministic);
   tcase_add_test(t, normalization);
   tcase_add_test(t, bad_and_tiny_inputs);

@@ -1,5 +1,6 @@
 /* distort.c — colour distortions (distort.h), with TensorFlow's HSV arithmetic from its
- * adjust_hue / adjust_saturation kernels, on values scaled to [0, 1] inside the HSV step. */
+ * adjust_hue / adjust_saturation kernels, on values scaled to [0, 1] inside the HSV step,
+ * and the matrix of its adjust_hsv_in_yiq (linear, so the [0, 255] scale needs none). */
 #include "distort.h"
 
 #include <math.h>
@@ -9,12 +10,15 @@
 static inline float min_f(float a, float b) { return a < b ? a : b; }
 static inline float max_f(float a, float b) { return a > b ? a : b; }
 
-void distort_draw(prep_rng *rng, color_distortion *d) {
+void distort_draw(prep_rng *rng, int yiq, color_distortion *d) {
   d->order = (int)(prep_rng_next(rng) & 1);
   d->brightness = prep_rng_range(rng, -32.0f / 255.0f, 32.0f / 255.0f);
   d->saturation = prep_rng_range(rng, 0.5f, 1.5f);
-  d->hue = prep_rng_range(rng, -0.2f, 0.2f);
+  /* tf's max_delta_hue: 0.2 of the turn in HSV, 0.2 pi radians in YIQ. */
+  const float max_hue = yiq ? 0.2f * 3.14159265f : 0.2f;
+  d->hue = prep_rng_range(rng, -max_hue, max_hue);
   d->contrast = prep_rng_range(rng, 0.5f, 1.5f);
+  d->yiq = yiq;
 }
 
 static void brightness(float *px, size_t n, float delta) {
@@ -95,14 +99,46 @@ static void saturation_hue(float *px, size_t n, float sat, float hue) {
   }
 }
 
+/* TensorFlow's adjust_hsv_in_yiq with value scale 1: RGB to YIQ, the (I, Q) plane turned
+ * by `hue` radians and scaled by `sat`, back to RGB; as one matrix on row vectors,
+ * yiq * hsv * yiq_inverse with tf's own constants. */
+static void saturation_hue_yiq(float *px, size_t n, float sat, float hue) {
+  static const double yiq[3][3] = {
+      {0.299, 0.596, 0.211}, {0.587, -0.274, -0.523}, {0.114, -0.322, 0.312}};
+  static const double yiq_inverse[3][3] = {
+      {1.0, 1.0, 1.0}, {0.95617069, -0.2726886, -1.103744}, {0.62143257, -0.64681324, 1.70062309}};
+  const double vsu = sat * cos(hue), vsw = sat * sin(hue);
+  const double hsv[3][3] = {{1.0, 0.0, 0.0}, {0.0, vsu, vsw}, {0.0, -vsw, vsu}};
+  double yh[3][3] = {{0}};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      for (int k = 0; k < 3; k++) yh[i][j] += yiq[i][k] * hsv[k][j];
+  float m[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      double v = 0;
+      for (int k = 0; k < 3; k++) v += yh[i][k] * yiq_inverse[k][j];
+      m[i][j] = (float)v;
+    }
+  for (size_t p = 0; p < n; p++) {
+    const float r = px[3 * p], g = px[3 * p + 1], b = px[3 * p + 2];
+    for (int j = 0; j < 3; j++) px[3 * p + j] = r * m[0][j] + g * m[1][j] + b * m[2][j];
+  }
+}
+
+static void saturation_and_hue(const color_distortion *d, float *px, size_t n) {
+  if (d->yiq) saturation_hue_yiq(px, n, d->saturation, d->hue);
+  else saturation_hue(px, n, d->saturation, d->hue);
+}
+
 void distort_apply(const color_distortion *d, float *px, size_t n) {
   brightness(px, n, d->brightness * 255.0f);
   if (d->order == 0) {
-    saturation_hue(px, n, d->saturation, d->hue);
+    saturation_and_hue(d, px, n);
     contrast(px, n, d->contrast);
   } else {
     contrast(px, n, d->contrast);
-    saturation_hue(px, n, d->saturation, d->hue);
+    saturation_and_hue(d, px, n);
   }
   for (size_t i = 0; i < 3 * n; i++) px[i] = min_f(255.0f, max_f(0.0f, px[i]));
 }

@@ -22,6 +22,8 @@
 #define SHUFFLE_FLAG "shuffle_buffer_size"
 #define RESIZE_FLAG "resize_method"
 #define DISTORTIONS_FLAG "distortions"
+#define YIQ_FLAG "distort_color_in_yiq"
+#define FUSE_FLAG "fuse_decode_and_crop"
 #define MEAN_FLAG "input_mean"
 #define STD_FLAG "input_std"
 #define MAX_SKIPPED_FLAG "max_skipped_examples"
@@ -59,6 +61,15 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
        "Colour distortions (brightness, saturation, hue, contrast) on ImageNet training "
        "images, as tf_cnn_benchmarks' --distortions (off by default, as there); the random "
        "crop and flip happen either way."},
+      {YIQ_FLAG, CNNB_FLAG_BOOL, "true",
+       "With --distortions, saturation and hue change in YIQ (one colour matrix, TF1's "
+       "random_hsv_in_yiq: tf_cnn_benchmarks' default); --nodistort_color_in_yiq: through "
+       "HSV (TensorFlow's random_saturation and random_hue, the only form TF2 has)."},
+      {FUSE_FLAG, CNNB_FLAG_BOOL, "true",
+       "Decode only the crop of each JPEG (tf_cnn_benchmarks' decode_and_crop; here the "
+       "central crop of evaluation too); "
+       "--nofuse_decode_and_crop decodes every pixel, then crops: slower, and the crop's edge "
+       "pixels differ by a few levels (libjpeg's upsampling sees their neighbours)."},
       {MEAN_FLAG, CNNB_FLAG_STRING, "0.5,0.5,0.5",
        "Per-channel (R,G,B) mean subtracted from pixels scaled to [0, 1]; with --input_std "
        "0.5 this is tf_cnn_benchmarks' [-1, 1]. torchvision's: 0.485,0.456,0.406."},
@@ -198,7 +209,9 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
                            .width = cfg->width,
                            .training = cfg->training,
                            .resize = (resize_method)resize,
-                           .distortions = cfg->training && cnnb_flag_bool(ctx, DISTORTIONS_FLAG)};
+                           .distortions = cfg->training && cnnb_flag_bool(ctx, DISTORTIONS_FLAG),
+                           .color_in_yiq = cnnb_flag_bool(ctx, YIQ_FLAG),
+                           .decode_whole = !cnnb_flag_bool(ctx, FUSE_FLAG)};
   cnnb_status st = parse_triple(ctx, MEAN_FLAG, pre.mean, 0);
   if (st == CNNB_OK) st = parse_triple(ctx, STD_FLAG, pre.std, 1);
   if (st != CNNB_OK) return st;

@@ -152,8 +152,12 @@ static void cmyk_to_rgb(uint8_t *row, int n, int inverted) {
   }
 }
 
-int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
-                             int min_w, int min_h, rgb_image *out, char *err, size_t err_size) {
+/* whole: 0 decodes only the region's rows and (iMCU-widened) columns; 1 every row and
+ * column of the image, keeping the region's. */
+static int decode(const uint8_t *data, size_t size, int x, int y, int w, int h, int min_w,
+                  int min_h, int whole_image, rgb_image *out, char *err, size_t err_size) {
+  /* Read after the setjmp below: kept in memory, where a longjmp cannot clobber it. */
+  volatile const int whole = whole_image;
   if (check_magic(data, size, err, err_size)) return -1;
   struct jpeg_decompress_struct cinfo;
   error_mgr e;
@@ -198,38 +202,43 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   scaled_span(x, w, full_w, num, &x0, &x1);
   scaled_span(y, h, full_h, num, &y0, &y1);
   JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
-  if (cw < cinfo.output_width) jpeg_crop_scanline(&cinfo, &cx, &cw); /* widens to iMCUs */
-  int left = x0 - (int)cx; /* region's first column in the decoded rows */
+  if (!whole && cw < cinfo.output_width) jpeg_crop_scanline(&cinfo, &cx, &cw); /* widens to iMCUs */
+  /* The region's first column in the decoded rows (which start at cx, or at 0 uncropped). */
+  int left = whole ? x0 : x0 - (int)cx;
   int row_w = (int)cinfo.output_width;
   int comps = cinfo.output_components;
   int out_w = x1 - x0, out_h = y1 - y0;
+  /* Rows decoded: the region's, or every row of the image (the region's start at y0). */
+  int first = whole ? 0 : y0, rows_read = whole ? (int)cinfo.output_height : out_h;
   size_t row_bytes = (size_t)row_w * (size_t)comps;
-  if (reserve(out, row_bytes * (size_t)out_h)) {
-    snprintf(err, err_size, "out of memory for a %dx%d decode", row_w, out_h);
+  if (reserve(out, row_bytes * (size_t)rows_read)) {
+    snprintf(err, err_size, "out of memory for a %dx%d decode", row_w, rows_read);
     jpeg_destroy_decompress(&cinfo);
     return -1;
   }
-  if (y0 > 0) jpeg_skip_scanlines(&cinfo, (JDIMENSION)y0);
+  if (first > 0) jpeg_skip_scanlines(&cinfo, (JDIMENSION)first);
   /* Each decoded row goes where it lands in the buffer, widened; packing the region to the
    * front afterwards moves every byte towards lower addresses, so rows never overlap. */
-  for (int r = 0; r < out_h;) {
+  for (int r = 0; r < rows_read;) {
     JSAMPROW rows[4];
-    int n = out_h - r < 4 ? out_h - r : 4;
+    int n = rows_read - r < 4 ? rows_read - r : 4;
     for (int i = 0; i < n; i++) rows[i] = out->pixels + (size_t)(r + i) * row_bytes;
     JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)n);
     if (got == 0) {
-      snprintf(err, err_size, "JPEG data: no scanline %d", y0 + r);
+      snprintf(err, err_size, "JPEG data: no scanline %d", first + r);
       jpeg_destroy_decompress(&cinfo);
       return -1;
     }
     r += (int)got;
   }
   int inverted = cinfo.saw_Adobe_marker;
-  jpeg_abort_decompress(&cinfo); /* the rows below are not needed */
+  if (whole) jpeg_finish_decompress(&cinfo); /* the whole stream read: its end is checked too */
+  else jpeg_abort_decompress(&cinfo);        /* the rows below are not needed */
   jpeg_destroy_decompress(&cinfo);
 
+  int skipped = whole ? y0 : 0; /* decoded rows above the region */
   for (int r = 0; r < out_h; r++) {
-    uint8_t *src = out->pixels + (size_t)r * row_bytes + (size_t)left * (size_t)comps;
+    uint8_t *src = out->pixels + (size_t)(r + skipped) * row_bytes + (size_t)left * (size_t)comps;
     uint8_t *dst = out->pixels + (size_t)r * (size_t)out_w * 3;
     if (comps == 4) {
       memmove(dst, src, (size_t)out_w * 4);
@@ -244,4 +253,15 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
   out->x0 = x0;
   out->y0 = y0;
   return 0;
+}
+
+int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
+                             int min_w, int min_h, rgb_image *out, char *err, size_t err_size) {
+  return decode(data, size, x, y, w, h, min_w, min_h, 0, out, err, err_size);
+}
+
+int jpeg_image_decode_whole_then_crop(const uint8_t *data, size_t size, int x, int y, int w, int h,
+                                      int min_w, int min_h, rgb_image *out, char *err,
+                                      size_t err_size) {
+  return decode(data, size, x, y, w, h, min_w, min_h, 1, out, err, err_size);
 }

@@ -53,4 +53,14 @@ int jpeg_image_pick_scale(int w, int h, int min_w, int min_h);
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
                              int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
 
+/* The same region found the slow way: every row and column of the image decoded (at the
+ * same DCT scale), then the region kept; its pixels are the whole decode's, which differ
+ * from the region decode's on the region's edges by a few levels (fancy upsampling there
+ * sees the neighbours a region decode skips). tf_cnn_benchmarks'
+ * --nofuse_decode_and_crop (decode_jpeg, then crop); it also reads a stream's corrupt tail
+ * that a region decode stops before. */
+int jpeg_image_decode_whole_then_crop(const uint8_t *data, size_t size, int x, int y, int w, int h,
+                                      int min_w, int min_h, rgb_image *out, char *err,
+                                      size_t err_size);
+
 #endif

@@ -117,8 +117,10 @@ static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_
     min_h = num == 8 ? 0 : (int)((long)rh * num / 8);
     if (min_w <= 0 || min_h <= 0) min_w = min_h = 0;
   }
-  if (jpeg_image_decode_region(data, size, rx, ry, rw, rh, min_w, min_h, &s->image, err, err_size))
-    return -1;
+  int (*decode)(const uint8_t *, size_t, int, int, int, int, int, int, rgb_image *, char *,
+                size_t) = cfg->decode_whole ? jpeg_image_decode_whole_then_crop
+                                            : jpeg_image_decode_region;
+  if (decode(data, size, rx, ry, rw, rh, min_w, min_h, &s->image, err, err_size)) return -1;
 
   /* Into the decoded region's pixels: scaled by num/8, from its origin x0, y0. */
   double f = s->image.scale_num / 8.0;
@@ -159,7 +161,7 @@ static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_
     if (cfg->distortions) {
       prep_rng r2 = prep_rng_stream(seed, RNG_COLOR);
       color_distortion d;
-      distort_draw(&r2, &d);
+      distort_draw(&r2, cfg->color_in_yiq, &d);
       distort_apply(&d, s->hwc, n);
     }
   }

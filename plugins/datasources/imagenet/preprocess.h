@@ -2,7 +2,8 @@
  * at a time, from encoded JPEG to the model's normalized input:
  *   train: a distorted bounding-box crop (tf.image.sample_distorted_bounding_box with
  *          min_object_covered 0.1, aspect 3/4..4/3, area 5%..100%, 100 attempts, the
- *          whole image as fallback), decoding only the crop, random left-right flip,
+ *          whole image as fallback), decoding only the crop (or the whole image, then
+ *          the crop: slower, edges a few levels apart), random left-right flip,
  *          resize (--resize_method), optional colour distortions;
  *   eval:  aspect-preserving resize so both sides are >= 1.145x the target (tf's
  *          central_crop fraction 0.875), then the central target-size crop;
@@ -34,6 +35,8 @@ typedef struct preprocess_config {
   int training;      /* 1: the train path; 0: eval */
   resize_method resize;
   int distortions;       /* 1: colour jitter (brightness, saturation, hue, contrast) */
+  int color_in_yiq;      /* with distortions: 1 saturation and hue in YIQ, 0 in HSV */
+  int decode_whole;      /* 1: decode the whole image, then crop (--nofuse_decode_and_crop) */
   float mean[3], std[3]; /* per channel, on values scaled to [0, 1] */
 } preprocess_config;
 
