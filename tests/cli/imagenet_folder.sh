@@ -2,7 +2,7 @@
 # The imagenet datasource on a JPEG folder (torchvision's ImageFolder) the test writes:
 # what reaches the model is the right image with the right label, shards of one epoch
 # are disjoint and cover the split, order and augmentation repeat for a seed whatever the
-# decoder thread count, bad files are skipped, named and counted, and a wrong --data_dir
+# decoder thread count, tf's YIQ and HSV colour distortions and its unfused decode, bad files are skipped, named and counted, and a wrong --data_dir
 # says what was looked for.
 set -euo pipefail
 if [ -z "${MAKE_IMAGE_FOLDER:-}" ]; then
@@ -42,6 +42,23 @@ epoch --train --batch_size=8 --batches=8 --datasets_num_private_threads=3 --seed
 cmp -s "$dir/a" "$dir/b" || fail "order depends on the decoder thread count"
 ! cmp -s "$dir/a" "$dir/c" || fail "--seed does not change the order"
 
+# tf's two colour distortions: YIQ (its default) and HSV give other pixels (so other ids,
+# read off the colours), the same examples in the same order (labels); without --distortions the choice changes nothing. Unfused decoding reads the
+# same examples (its pixels differ only on the crop's edges, by libjpeg's upsampling).
+sums() { epoch --train --batch_size=8 --batches=2 --checksum "$@"; }
+sums --distortions >"$dir/yiq" || fail "yiq distortions: exit $?"
+sums --distortions --nodistort_color_in_yiq >"$dir/hsv" || fail "hsv distortions: exit $?"
+sums >"$dir/plain"
+sums --nodistort_color_in_yiq >"$dir/plain2"
+sums --nofuse_decode_and_crop >"$dir/unfused" || fail "--nofuse_decode_and_crop: exit $?"
+[ "$(cut -d' ' -f1-2 "$dir/yiq")" = "$(cut -d' ' -f1-2 "$dir/hsv")" ] || fail "yiq/hsv: other examples"
+[ "$(cut -d' ' -f4 "$dir/yiq" | sort -u | wc -l)" -gt 1 ] || fail "no checksum column"
+[ -z "$(paste -d' ' "$dir/yiq" "$dir/hsv" | awk '$4 == $8')" ] ||
+  fail "an example has the same pixels with YIQ and HSV distortions"
+cmp -s "$dir/plain" "$dir/plain2" || fail "--nodistort_color_in_yiq changed undistorted pixels"
+[ "$(cut -d' ' -f1-3 "$dir/plain")" = "$(cut -d' ' -f1-3 "$dir/unfused")" ] ||
+  fail "--nofuse_decode_and_crop read other examples"
+
 # Bad files: 3 damaged JPEGs and a PNG in class 0. Skipped, named, counted; the PNG is
 # not read (said when no JPEG is there at all).
 # (The validation split: read in order, so exactly the 3 damaged files come before the
@@ -67,6 +84,21 @@ if "$CNNBENCH" --model=trivial --data_dir="$dir/bad" --num_classes=5 \
   fail "--max_skipped_examples=1 did not stop the run"
 fi
 grep -q "max_skipped_examples=1" "$out.err" || fail "the limit's error does not name the flag"
+
+# Read ahead or not (--nodatasets_use_prefetch, --datasets_prefetch_buffer_size): the same
+# batches in the same order, so the same losses; a depth of 0 is refused.
+losses() {
+  "$CNNBENCH" --model=trivial --data_dir="$dir/data" --num_classes=5 --batch_size=4 \
+    --num_batches=6 --num_warmup_batches=0 --display_every=1 "$@" 2>"$out.err" |
+    awk '$1 ~ /^[0-9]+$/ && /images\/sec/ {print $1, $NF}'
+}
+ahead=$(losses) || fail "prefetch default: exit $?"
+[ "$(echo "$ahead" | wc -l)" = 6 ] || fail "expected 6 step lines: $ahead"
+[ "$(losses --nodatasets_use_prefetch)" = "$ahead" ] || fail "--nodatasets_use_prefetch changed the losses"
+[ "$(losses --datasets_prefetch_buffer_size=7)" = "$ahead" ] || fail "a deeper prefetch changed the losses"
+if "$CNNBENCH" --model=trivial --data_dir="$dir/data" --num_classes=5 \
+     --datasets_prefetch_buffer_size=0 >"$out" 2>"$out.err"; then fail "a prefetch depth of 0 accepted"; fi
+grep -q "datasets_prefetch_buffer_size=0" "$out.err" || fail "the bad depth is not named"
 
 # A --data_dir without data names what it looked for; a missing one says so.
 mkdir -p "$dir/empty"

@@ -2,7 +2,8 @@
  * none is lost or repeated, a datasource failure surfaces after the batches read before
  * it, destroying a pipeline whose thread is waiting does not hang, and draining drops
  * exactly the batches queued (--input_only's start of timing); a uint8 pipeline
- * (CNNB_EXT_DATASOURCE_UINT8) hands over uint8 batches the same way. */
+ * (CNNB_EXT_DATASOURCE_UINT8) hands over uint8 batches the same way; depth 0
+ * (--nodatasets_use_prefetch) reads each batch when it is taken, and never ahead. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -44,6 +45,33 @@ START_TEST(batches_arrive_in_order) {
   cnnb_prefetch_destroy(p);
   /* The thread read at most `depth` batches beyond the 100 used. */
   ck_assert_int_le(source.next, 100 + 2 + 1);
+  cnnb_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Depth 0: no thread; a batch is read when taken, never before; a failure is returned
+ * then, and again after; draining reads nothing. */
+START_TEST(depth_zero_reads_on_demand) {
+  counting_source source = {.next = 0, .fail_at = 5};
+  cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
+  cnnb_prefetch *p;
+  ck_assert_int_eq(cnnb_prefetch_create(&counting_vtable, &source, ctx, NULL, 1, 1, 0, &p),
+                   CNNB_OK);
+  ck_assert_int_eq(source.next, 0);
+  const float *images;
+  const int32_t *labels;
+  for (int32_t i = 0; i < 5; i++) {
+    ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_OK);
+    ck_assert_int_eq(labels[0], i);
+    ck_assert_int_eq(source.next, i + 1);
+  }
+  ck_assert_int_eq(cnnb_prefetch_drain(p), CNNB_OK);
+  ck_assert_int_eq(source.next, 5);
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
+  source.fail_at = -1; /* a failed pipeline stays failed */
+  ck_assert_int_eq(cnnb_prefetch_next(p, &images, &labels), CNNB_EDATA);
+  ck_assert_int_eq(cnnb_prefetch_drain(p), CNNB_EDATA);
+  cnnb_prefetch_destroy(p);
   cnnb_ctx_destroy(ctx);
 }
 END_TEST
@@ -158,6 +186,7 @@ int main(void) {
   Suite *s = suite_create("prefetch");
   TCase *tc = tcase_create("queue");
   tcase_add_test(tc, batches_arrive_in_order);
+  tcase_add_test(tc, depth_zero_reads_on_demand);
   tcase_add_test(tc, failure_after_good_batches);
   tcase_add_test(tc, destroy_while_full);
   tcase_add_test(tc, uint8_batches_arrive_in_order);

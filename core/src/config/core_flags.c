@@ -338,6 +338,16 @@ static const core_flag checkpoints_and_logs[] = {
     {"trace_steps", CNNB_FLAG_INT, "3", NULL,
      "With --trace_file, how many timed steps to trace, from the first step after warm-up.",
      PER_RANK},
+    {"datasets_prefetch_buffer_size", CNNB_FLAG_INT, "2", NULL,
+     "Batches each replica's input thread reads ahead of the step (tf_cnn_benchmarks' "
+     "name; its 1 batch on the host and 1 in its MultiDeviceIterator make the 2 here), "
+     "1 to 64. Memory: this many batches more per replica.",
+     PER_RANK},
+    {"datasets_use_prefetch", CNNB_FLAG_BOOL, "true", NULL,
+     "Read batches ahead of the step on an input thread (tf_cnn_benchmarks' name); false: "
+     "each step reads its batch when it needs it, so the step time includes the input "
+     "pipeline's.",
+     PER_RANK},
     {"graph_file", CNNB_FLAG_STRING, "", NULL,
      "Write the model's graph to this file before the run: every layer, its output shape "
      "and parameters, as --model_info prints them (tf_cnn_benchmarks writes a GraphDef "

@@ -294,6 +294,17 @@ static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char
   cfg->batch_size = (int32_t)v;
   if ((st = int_in(flags, "seed", 0, UINT32_MAX, "", &v, err, size))) return st;
   cfg->seed = (uint64_t)v;
+  if ((st = int_in(flags, "datasets_prefetch_buffer_size", 1, 64, " batches", &v, err, size)))
+    return st;
+  cfg->input_prefetch_depth = (int32_t)v;
+  if (!cnnb_flags_bool(flags, "datasets_use_prefetch")) {
+    if (cnnb_flags_is_set(flags, "datasets_prefetch_buffer_size"))
+      cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                         "--datasets_prefetch_buffer_size=%lld has no effect here: "
+                         "--nodatasets_use_prefetch reads each batch when the step needs it",
+                         (long long)v);
+    cfg->input_prefetch_depth = 0;
+  }
   return CNNB_OK;
 }
 

@@ -44,6 +44,8 @@ typedef struct cnnb_run_config {
   int32_t batch_size;               /* per replica; 0: the model's default (under --eval,
                                        --eval_batch_size when given, as tf) */
   int32_t eval_batch_size;          /* per replica, evaluations during training; 0: batch_size */
+  int32_t input_prefetch_depth;     /* batches read ahead per replica: --datasets_prefetch_
+                                       buffer_size; 0 under --nodatasets_use_prefetch */
   uint64_t seed;
 
   /* Steps. Exactly one of num_batches and num_epochs counts the timed steps. */

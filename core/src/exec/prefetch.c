@@ -3,7 +3,9 @@
  * Slots form a ring of depth + 1: the producer fills up to `depth` ahead while the
  * consumer holds one (the batch the model is using). The consumer gives its slot back on
  * its next call, so no batch is copied. A pipeline carries fp32 batches (next_batch) or
- * uint8 ones (the datasource's CNNB_EXT_DATASOURCE_UINT8), fixed at creation. */
+ * uint8 ones (the datasource's CNNB_EXT_DATASOURCE_UINT8), fixed at creation. Depth 0 has
+ * no thread and one slot: each take reads its batch there and then, on the caller's
+ * thread (tf's --nodatasets_use_prefetch). */
 #define _POSIX_C_SOURCE 200809L /* pthread */
 #include "exec/prefetch.h"
 
@@ -72,7 +74,7 @@ static cnnb_status create(const cnnb_datasource_vtable *vt, const cnnb_datasourc
                           void *datasource, cnnb_ctx *ctx, const char *crash_label,
                           size_t image_bytes, int32_t batch, int32_t depth, cnnb_prefetch **out) {
   *out = NULL;
-  if (depth < 1) depth = 1;
+  if (depth < 0) depth = 0;
   cnnb_prefetch *p = calloc(1, sizeof *p);
   if (!p) return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory");
   p->vt = vt;
@@ -94,6 +96,10 @@ static cnnb_status create(const cnnb_datasource_vtable *vt, const cnnb_datasourc
     cnnb_prefetch_destroy(p);
     return cnnb_error(ctx, CNNB_ENOMEM, "input pipeline: out of memory for %d batches of %zu bytes",
                       depth + 1, image_bytes);
+  }
+  if (depth == 0) { /* read on demand, by cnnb_prefetch_take */
+    *out = p;
+    return CNNB_OK;
   }
   int rc = pthread_create(&p->thread, NULL, produce, p);
   if (rc != 0) {
@@ -134,7 +140,23 @@ cnnb_status cnnb_prefetch_next(cnnb_prefetch *p, const float **images, const int
   return st;
 }
 
+/* Depth 0: the batch read now, into the one slot (the caller has finished with it). */
+static cnnb_status take_now(cnnb_prefetch *p, cnnb_batch *batch) {
+  if (p->failure != CNNB_OK) return p->failure;
+  slot *s = &p->slots[0];
+  cnnb_status st;
+  CNNB_GUARDED(p->crash_label, p->uint8 ? "next_batch_uint8" : "next_batch", NULL,
+               st = p->uint8 ? p->uint8->next_batch_uint8(p->datasource, s->images, s->labels)
+                             : p->vt->next_batch(p->datasource, s->images, s->labels));
+  if (st != CNNB_OK) return p->failure = st;
+  *batch = (cnnb_batch){.images = p->uint8 ? NULL : s->images,
+                        .images_uint8 = p->uint8 ? s->images : NULL,
+                        .labels = s->labels};
+  return CNNB_OK;
+}
+
 cnnb_status cnnb_prefetch_take(cnnb_prefetch *p, cnnb_batch *batch) {
+  if (!p->thread_started) return take_now(p, batch);
   pthread_mutex_lock(&p->lock);
   if (p->holding) { /* give back the batch the model has finished with */
     p->holding = false;
@@ -158,6 +180,7 @@ cnnb_status cnnb_prefetch_take(cnnb_prefetch *p, cnnb_batch *batch) {
 }
 
 cnnb_status cnnb_prefetch_drain(cnnb_prefetch *p) {
+  if (!p->thread_started) return p->failure; /* nothing is read ahead */
   pthread_mutex_lock(&p->lock);
   if (p->holding) {
     p->holding = false;

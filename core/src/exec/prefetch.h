@@ -17,7 +17,8 @@ typedef struct cnnb_batch {
 } cnnb_batch;
 
 /* Starts a thread calling vt->next_batch(datasource, ...) into `depth` batches of
- * `image_floats` floats and `batch` labels. `ctx` is the datasource's (its message is
+ * `image_floats` floats and `batch` labels (depth 0: no thread; each take reads its batch
+ * on the caller's thread). `ctx` is the datasource's (its message is
  * read when a batch fails); `crash_label` names the plugin if next_batch crashes the
  * process (crash_guard.h; kept, not copied; may be NULL). */
 cnnb_status cnnb_prefetch_create(const cnnb_datasource_vtable *vt, void *datasource, cnnb_ctx *ctx,

@@ -4,10 +4,6 @@
 
 #include <stdio.h>
 
-/* Batches read ahead per replica: enough to hide a slow batch, few enough to keep
- * memory small (each is a full batch of fp32 images, or of uint8 ones). */
-#define INPUT_PREFETCH_DEPTH 2
-
 cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training, cnnb_ctx **ctx,
                                        void **device) {
   const cnnb_run_config *cfg = run->cfg;
@@ -86,9 +82,10 @@ cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, int32_t batch
                   (size_t)f->image_size;
   cnnb_status st = uint8_batches
                        ? cnnb_prefetch_create_uint8(uint8_batches, datasource, ctx, p->label,
-                                                    pixels, batch, INPUT_PREFETCH_DEPTH, input)
+                                                    pixels, batch, run->cfg->input_prefetch_depth,
+                                                    input)
                        : cnnb_prefetch_create(p->vt.datasource, datasource, ctx, p->label, pixels,
-                                              batch, INPUT_PREFETCH_DEPTH, input);
+                                              batch, run->cfg->input_prefetch_depth, input);
   if (st != CNNB_OK) {
     char what[256];
     snprintf(what, sizeof what, "datasource %s (replica %d)", p->name, (int)index);
