@@ -13,7 +13,8 @@
 #   each on its own track, and the gradient buckets' all-reduces on per-bucket tracks;
 # - mpirun -np 2 --variable_update=horovod: FILE.rank0.json and FILE.rank1.json, pids 0
 #   and 1, allreduce events on several per-bucket tracks;
-# - a path that cannot be created: an error naming it, exit != 0, before any step.
+# - a path that cannot be created: an error naming it, exit != 0, before any step;
+# - --tfprof_file (tf's flag): 10 steps traced and the table of op kinds printed.
 # The checker itself is shown to fail on a trace with a layer's events removed, and on
 # one whose steps lost their long phases.
 set -euo pipefail
@@ -83,6 +84,28 @@ for what in "sum of replicas" "variables to replicas"; do
   grep -q "\"name\":\"$what\"" "$tmp/ps.json" || fail "no '$what' in the parameter_server trace"
 done
 echo "ok: the parameter server's sum, push and update on their tracks (one process: no pull)"
+
+# --tfprof_file (tf's): its first 10 timed steps traced, then a table of op kinds: every
+# conv2d and dense layer run once a step (lenet: 2 of each), shares summing to 100%.
+"$CNNBENCH" "${run[@]}" --num_batches=12 --display_every=100 --tfprof_file="$tmp/prof.json" \
+  >"$tmp/prof.out" 2>"$tmp/prof.err" || fail "--tfprof_file: $(cat "$tmp/prof.err")"
+"$TRACE_CHECK" "$tmp/prof.json" --pid=0 --steps=10 --nodes="$tmp/layers" --training --coverage=0.9 \
+  || fail "--tfprof_file's trace"
+grep -q "^Top 20 ops by time, per step of the 10 traced" "$tmp/prof.out" || fail "no table: $(cat "$tmp/prof.out")"
+table=$(sed -n '/^Top 20 ops/,$p' "$tmp/prof.out" | tail -n +3)
+rows=$(echo "$table" | wc -l)
+[ "$rows" -ge 6 ] && [ "$rows" -le 20 ] || fail "$rows rows in the op table"
+for op in conv2d dense; do
+  echo "$table" | awk -v op=$op '$1 == op && $2 == "2.0" {found = 1} END {exit !found}' \
+    || fail "$op: not 2 calls a step: $table"
+done
+echo "$table" | awk '{sub("%", "", $NF); s += $NF} END {exit !(s > 99 && s < 100.5)}' \
+  || fail "the shares do not sum to 100%: $table"
+! echo "$table" | grep -q "^step \|^forward and backward" || fail "spans counted as work: $table"
+! "$CNNBENCH" "${run[@]}" --tfprof_file="$tmp/a.json" --trace_file="$tmp/b.json" >/dev/null 2>"$tmp/both.err" \
+  || fail "--tfprof_file with --trace_file accepted"
+grep -q "give one" "$tmp/both.err" || fail "both files: $(cat "$tmp/both.err")"
+echo "ok: --tfprof_file: 10 steps traced, the op table counts each layer once a step"
 
 # A path that cannot be created: refused before the first step.
 ! "$CNNBENCH" "${run[@]}" --trace_file="$tmp/no/such/dir/t.json" >"$tmp/bad.out" 2>"$tmp/bad.err" \

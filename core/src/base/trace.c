@@ -28,6 +28,7 @@ struct cnnb_trace {
   bool warned_args; /* a plugin's bad args_json was reported once */
   json_t *events;   /* the traceEvents array */
   json_t *other;    /* otherData */
+  int64_t steps;    /* traced steps asked for */
   char **tracks;    /* track names; track i is tid i + 1 */
   int32_t num_tracks, max_tracks;
 };
@@ -65,6 +66,7 @@ cnnb_status cnnb_trace_open(cnnb_ctx *ctx, const char *path, const cnnb_trace_in
     return cnnb_error(ctx, CNNB_ENOMEM, "--trace_file: out of memory");
   }
   t->rank = info->rank;
+  t->steps = info->steps;
   if (!(t->file = fopen(file, "w"))) {
     int err = errno;
     cnnb_trace_free(t);
@@ -178,6 +180,10 @@ cnnb_status cnnb_trace_finish(cnnb_trace *t, cnnb_ctx *ctx) {
            json_array_size(t->events));
   return CNNB_OK;
 }
+
+const json_t *cnnb_trace_events(const cnnb_trace *t) { return t ? t->events : NULL; }
+
+int64_t cnnb_trace_steps(const cnnb_trace *t) { return t ? t->steps : 0; }
 
 void cnnb_trace_free(cnnb_trace *t) {
   if (!t) return;

@@ -55,6 +55,11 @@ void cnnb_trace_add(cnnb_trace *t, const char *track, const char *name, const ch
 void cnnb_trace_host_event(const cnnb_ctx *ctx, const char *track, const char *name,
                            const char *cat, double start_us, double end_us, struct json_t *args);
 
+/* The events kept so far (the traceEvents array; owned by t, read after the run's
+ * threads are done with it) and the steps the trace was opened for. */
+const struct json_t *cnnb_trace_events(const cnnb_trace *t);
+int64_t cnnb_trace_steps(const cnnb_trace *t);
+
 /* Writes the file and closes it; later appends are dropped. CNNB_EIO with a message in
  * ctx when writing fails. */
 cnnb_status cnnb_trace_finish(cnnb_trace *t, cnnb_ctx *ctx);

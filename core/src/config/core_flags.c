@@ -348,6 +348,12 @@ static const core_flag checkpoints_and_logs[] = {
      "each step reads its batch when it needs it, so the step time includes the input "
      "pipeline's.",
      PER_RANK},
+    {"tfprof_file", CNNB_FLAG_STRING, "", NULL,
+     "tf_cnn_benchmarks' profile of the first 10 timed steps, onto what cnnbench has: "
+     "their trace written to this file (Chrome's format, as --trace_file with "
+     "--trace_steps=10; tf writes a tfprof ProfileProto), then the 20 op kinds that took "
+     "the most time printed, per step. Empty: none.",
+     PER_RANK},
     {"graph_file", CNNB_FLAG_STRING, "", NULL,
      "Write the model's graph to this file before the run: every layer, its output shape "
      "and parameters, as --model_info prints them (tf_cnn_benchmarks writes a GraphDef "

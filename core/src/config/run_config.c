@@ -26,6 +26,10 @@
 /* tf_cnn_benchmarks packs into a handful of chunks; thousands is a typo. */
 #define MAX_REPACKING 1024
 
+/* tf_cnn_benchmarks' --tfprof_file: _NUM_STEPS_TO_PROFILE and _NUM_OPS_TO_PRINT. */
+#define TFPROF_STEPS 10
+#define TFPROF_TOP_OPS 20
+
 static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) CNNB_PRINTF(3, 4);
 static cnnb_status refuse(char *err, size_t size, const char *fmt, ...) {
   va_list ap;
@@ -524,12 +528,25 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
     return st;
   cfg->eval_dir = cnnb_flags_string(flags, "eval_dir");
   cfg->trace_file = cnnb_flags_string(flags, "trace_file");
+  /* tf's --tfprof_file: its first 10 timed steps profiled, its 20 slowest ops printed.
+   * Here the profile is the trace of those steps (a Chrome trace, not a ProfileProto). */
+  const char *tfprof = cnnb_flags_string(flags, "tfprof_file");
+  if (*tfprof) {
+    if (*cfg->trace_file)
+      return refuse(err, size,
+                    "--tfprof_file=%s and --trace_file=%s both write the steps' trace here: "
+                    "give one",
+                    tfprof, cfg->trace_file);
+    cfg->trace_file = tfprof;
+    cfg->top_ops = TFPROF_TOP_OPS;
+  }
   cfg->graph_file = cnnb_flags_string(flags, "graph_file");
   if (*cfg->graph_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
     return refuse(err, size, "--graph_file given with --input_only: the run builds no model");
   if (cnnb_flags_is_set(flags, "trace_steps") && !*cfg->trace_file)
     return refuse(err, size, "--trace_steps given without --trace_file: name the file to write");
   if ((st = int_in(flags, "trace_steps", 1, 1000000, "", &cfg->trace_steps, err, size))) return st;
+  if (*tfprof && !cnnb_flags_is_set(flags, "trace_steps")) cfg->trace_steps = TFPROF_STEPS;
   if (!cnnb_flags_bool(flags, "use_chrome_trace_format")) {
     if (*cfg->trace_file)
       return refuse(err, size,
@@ -541,8 +558,8 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
                        "--use_chrome_trace_format=false has no effect here: no --trace_file");
   }
   if (*cfg->trace_file && cfg->mode == CNNB_MODE_INPUT_ONLY)
-    return refuse(err, size,
-                  "--trace_file given with --input_only: the trace shows a model's steps");
+    return refuse(err, size, "--%s given with --input_only: the trace shows a model's steps",
+                  *tfprof ? "tfprof_file" : "trace_file");
 
   if (cnnb_flags_is_set(flags, "target_accuracy")) {
     double t = cnnb_flags_float(flags, "target_accuracy");

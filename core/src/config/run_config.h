@@ -100,9 +100,11 @@ typedef struct cnnb_run_config {
   int32_t summary_verbosity;          /* --summary_verbosity, 0..3: TensorBoard scalars from 1 */
   int64_t save_summaries_steps;       /* training events every n timed steps; 0: none */
   const char *eval_dir;               /* --eval_dir: the evaluations' events ("": see the flag) */
-  const char *trace_file;             /* --trace_file */
+  const char *trace_file;             /* --trace_file, or --tfprof_file's */
   const char *graph_file;             /* --graph_file: the model report, written before the run */
   int64_t trace_steps;                /* timed steps traced, from the first one */
+  int32_t top_ops;                    /* --tfprof_file: print the slowest op kinds of the
+                                         traced steps, this many; 0: none */
   double target_accuracy;             /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the
    * caller (cli.c), not by the flags (argc 0: none). */

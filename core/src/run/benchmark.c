@@ -5,6 +5,7 @@
 #include "base/interrupt.h"
 #include "base/trace.h"
 #include "report/benchmark_log.h"
+#include "report/op_times.h"
 #include "run/input_only.h"
 #include "run/run_report.h"
 #include "run/setup.h"
@@ -73,6 +74,11 @@ cnnb_status cnnb_benchmark_run(const cnnb_run_config *cfg, cnnb_ctx *parent, cnn
     cnnb_status written = cnnb_trace_finish(trace, run.ctx);
     if (st == CNNB_OK) st = written;
     cnnb_trace_attach(run.ctx, NULL);
+    /* --tfprof_file: tf prints its slowest ops after the profile; rank 0's here. */
+    if (st == CNNB_OK && cfg->top_ops > 0 && run.facts.world.rank == 0 &&
+        cnnb_op_times_print(cnnb_trace_events(trace), cnnb_trace_steps(trace), cfg->top_ops, out) !=
+            0)
+      st = cnnb_error(run.ctx, CNNB_ENOMEM, "--tfprof_file: out of memory for its table");
   }
   /* Every rank of a job reports its own failure, saying whose, and at once: when one rank
    * exits, mpirun aborts the others, so a rank still taking its run apart (the strategy's

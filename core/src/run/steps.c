@@ -36,11 +36,24 @@ static double trace_mark(const cnnb_run *run) {
   return cnnb_trace_active(run->ctx) ? cnnb_trace_now_us() : 0.0;
 }
 
-/* What ran since `start` (trace_mark's), as an event; args (or NULL) taken over. */
-static void trace_since(const cnnb_run *run, const char *name, double start, json_t *args) {
+/* What ran since `start` (trace_mark's), as an event of category cat; args (or NULL)
+ * taken over. */
+static void trace_cat_since(const cnnb_run *run, const char *cat, const char *name, double start,
+                            json_t *args) {
   if (cnnb_trace_active(run->ctx))
-    cnnb_trace_host_event(run->ctx, STEP_TRACK, name, "host", start, cnnb_trace_now_us(), args);
+    cnnb_trace_host_event(run->ctx, STEP_TRACK, name, cat, start, cnnb_trace_now_us(), args);
   else json_decref(args);
+}
+
+/* The host's own work ("host": data wait, optimizer update, ...). */
+static void trace_since(const cnnb_run *run, const char *name, double start, json_t *args) {
+  trace_cat_since(run, "host", name, start, args);
+}
+
+/* A span holding other events ("span": a step, a replica's passes), which a sum of the
+ * work (report/op_times.h) must not count again. */
+static void trace_span_since(const cnnb_run *run, const char *name, double start, json_t *args) {
+  trace_cat_since(run, "span", name, start, args);
 }
 
 /* {"replica": i} in a traced step, else NULL (nothing built). */
@@ -186,7 +199,8 @@ static cnnb_status forward_backward(step_loop *loop, int64_t step, batch_use use
     t = trace_mark(run);
     if ((st = cnnb_replica_step(r, &batch, scale, step)) != CNNB_OK) return st;
     /* Its nodes are on the replica's own track. */
-    trace_since(run, loop->training ? "forward and backward" : "forward", t, replica_args(run, i));
+    trace_span_since(run, loop->training ? "forward and backward" : "forward", t,
+                     replica_args(run, i));
     if (tally && (st = tally_eval_accuracy(loop, i)) != CNNB_OK) return st;
   }
   return exchange_gradients(loop);
@@ -350,8 +364,8 @@ static cnnb_status timed_step(step_loop *loop, int64_t i, step_result *res) {
     /* The step's own span: what the events above happened in (untimed metrics too). */
     char name[32];
     snprintf(name, sizeof name, "step %lld", (long long)(i + 1));
-    trace_since(run, name, traced_from,
-                json_pack("{s:I, s:f}", "step", (json_int_t)(i + 1), "seconds", res->seconds));
+    trace_span_since(run, name, traced_from,
+                     json_pack("{s:I, s:f}", "step", (json_int_t)(i + 1), "seconds", res->seconds));
     cnnb_trace_end(loop->trace);
   }
   return CNNB_OK;
