@@ -116,6 +116,7 @@ struct tfrecord_reader {
   uint8_t *buf;
   size_t cap, len, pos; /* buf[pos, len) is read and not yet consumed */
   int eof, failed;
+  int borrowed; /* tfrecord_open_memory: buf is the caller's whole file (fd -1) */
 };
 
 tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err, size_t err_size) {
@@ -142,6 +143,25 @@ tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err
 #ifdef POSIX_FADV_SEQUENTIAL
   posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
+  *out = r;
+  return TFRECORD_OK;
+}
+
+tfrecord_result tfrecord_open_memory(const char *path, const uint8_t *bytes, size_t size,
+                                     tfrecord_reader **out, char *err, size_t err_size) {
+  *out = NULL;
+  tfrecord_reader *r = calloc(1, sizeof *r);
+  if (!r || !(r->path = strdup(path))) {
+    free(r);
+    fail(err, err_size, "%s: out of memory", path);
+    return TFRECORD_IO;
+  }
+  r->fd = -1;
+  r->borrowed = 1;
+  r->buf = (uint8_t *)bytes; /* never written through: fill() returns at eof */
+  r->cap = r->len = size;
+  r->file_size = size;
+  r->eof = 1;
   *out = r;
   return TFRECORD_OK;
 }
@@ -241,6 +261,12 @@ tfrecord_result tfrecord_skip(tfrecord_reader *r, char *err, size_t err_size) {
   size_t have = r->len - r->pos;
   /* No buffer yet (a reader that only skipped so far): no pointer into it either. */
   const uint8_t *header = have > 0 ? r->buf + r->pos : own;
+  if (have < HEADER && r->borrowed) { /* the whole file is in buf: nothing to read */
+    if (have == 0) return TFRECORD_END;
+    fail(msg, sizeof msg, "record at byte %llu: truncated header: %zu of %d bytes",
+         (unsigned long long)offset, have, HEADER);
+    return corrupt(r, msg, err, err_size);
+  }
   if (have < HEADER) {
     ssize_t got;
     do got = pread(r->fd, own, HEADER, (off_t)offset);
@@ -287,7 +313,7 @@ uint64_t tfrecord_file_size(const tfrecord_reader *r) { return r->file_size; }
 void tfrecord_close(tfrecord_reader *r) {
   if (!r) return;
   if (r->fd >= 0) close(r->fd);
-  free(r->buf);
+  if (!r->borrowed) free(r->buf);
   free(r->path);
   free(r);
 }

@@ -41,6 +41,11 @@ tfrecord_result tfrecord_open(const char *path, tfrecord_reader **out, char *err
  * unusable (framing is lost): the caller moves to the next file. */
 tfrecord_result tfrecord_next(tfrecord_reader *reader, const uint8_t **data, size_t *size,
                               char *err, size_t err_size);
+/* A reader over a whole file already in memory (bytes[0, size), borrowed: they must
+ * outlive the reader), named `path` in messages: what --datasets_use_caching reads from
+ * after the first epoch. Reads and skips as a file reader does; never TFRECORD_IO. */
+tfrecord_result tfrecord_open_memory(const char *path, const uint8_t *bytes, size_t size,
+                                     tfrecord_reader **out, char *err, size_t err_size);
 /* Steps over the next record reading only its header (its length CRC is checked, its
  * data and data CRC are not): what counting and skipping records costs, a seek per
  * record. Results as tfrecord_next's, without the data. */

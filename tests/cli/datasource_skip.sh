@@ -6,6 +6,7 @@
 # datasource on a JPEG folder and on TFRecord shards (4 files: sharding by file; 3
 # files of unequal size: a shard's epoch changes size with the file order; 1 file:
 # sharding by record), with the training shuffle (and shuffle buffer), 1 and 2 shards,
+# 2 or all of the files read at once (tf's interleave), from the files or the cache,
 # N inside the first epoch and N spanning several; for cifar10 the same. Skipping one
 # batch more or less gives other examples (the comparison can fail), and a skip past a
 # hundred million epochs is computed, not walked.
@@ -62,6 +63,18 @@ if [ -n "${MAKE_IMAGE_FOLDER:-}" ] && [ -n "${MKRECORDS:-}" ]; then
       done
     done
   done
+  # Two shards read at once (tf's interleave; the default 10 holds every file above): a
+  # file that ends gives its slot to the next; and the same from the cache.
+  for files in 4 3; do
+    for n in 2 23; do
+      same_after_skip $n 3 "${imagenet[@]}" --data_dir="$dir/records$files" --shards=2 \
+        --shuffle_buffer_size=8 --datasets_parallel_interleave_cycle_length=2
+    done
+  done
+  same_after_skip 23 3 "${imagenet[@]}" --data_dir="$dir/records3" --shards=1 --datasets_use_caching
+  same_after_skip 23 3 "${imagenet[@]}" --data_dir="$dir/folder" --shards=2 --datasets_use_caching
+  differs_after_skip 5 3 "${imagenet[@]}" --data_dir="$dir/records3" --shards=1 \
+    --datasets_parallel_interleave_cycle_length=2
   differs_after_skip 5 3 "${imagenet[@]}" --data_dir="$dir/folder" --shards=2
   differs_after_skip 5 3 "${imagenet[@]}" --data_dir="$dir/records4" --shards=2 --shuffle_buffer_size=8
   differs_after_skip 5 3 "${imagenet[@]}" --data_dir="$dir/records1" --shards=2 --shuffle_buffer_size=8

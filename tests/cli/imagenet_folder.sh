@@ -85,6 +85,22 @@ if "$CNNBENCH" --model=trivial --data_dir="$dir/bad" --num_classes=5 \
 fi
 grep -q "max_skipped_examples=1" "$out.err" || fail "the limit's error does not name the flag"
 
+# --datasets_use_caching on a folder: the same stream, each image read from disk once
+# (30 batches of 4 are 2.5 epochs of 48 images).
+sums --batches=30 >"$dir/disk"
+sums --batches=30 --datasets_use_caching >"$dir/memory" || fail "use_caching: exit $?"
+cmp -s "$dir/disk" "$dir/memory" || fail "--datasets_use_caching changed the folder's stream"
+folder_bytes=$(cat "$dir"/data/train/*/* | wc -c)
+read_bytes() { sums --batches=30 --read_bytes "$@" 2>&1 >/dev/null | sed -n 's/^read_bytes //p'; }
+uncached=$(read_bytes) cached=$(read_bytes --datasets_use_caching)
+[ $((uncached - cached)) -ge "$folder_bytes" ] ||
+  fail "--datasets_use_caching read $cached bytes, without it $uncached: not an epoch ($folder_bytes) less"
+# The interleave of TFRecord shards means nothing for a folder: said once.
+epoch --train --batch_size=4 --batches=1 --datasets_parallel_interleave_cycle_length=4 >/dev/null \
+  2>"$out.err" || fail "interleave on a folder: exit $?"
+[ "$(grep -c "datasets_parallel_interleave_cycle_length=4 has no effect" "$out.err")" = 1 ] ||
+  fail "no single warning for an interleave on a folder"
+
 # Read ahead or not (--nodatasets_use_prefetch, --datasets_prefetch_buffer_size): the same
 # batches in the same order, so the same losses; a depth of 0 is refused.
 losses() {

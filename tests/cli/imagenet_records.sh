@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The imagenet datasource on TFRecord shards written by cnnbench-mkrecords from a JPEG
 # folder: the records read back as the folder did (labels 1-based, every image once),
-# shards split between ranks by file or, with fewer files than shards, by record, a
+# shards split between ranks by file or, with fewer files than shards, by record, read
+# --datasets_parallel_interleave_cycle_length at a time as tf.data interleaves them, one
+# example repeated (--datasets_repeat_cached_sample), the same stream from memory
+# (--datasets_use_caching), a
 # damaged record is skipped and named with its byte offset (cli/imagenet_damage.sh: what
 # each kind of damage costs),
 # and cnnbench trains on the shards.
@@ -30,6 +33,50 @@ epoch --data_dir="$dir/records" --batch_size=4 --batches=3 >"$out" 2>"$out.err" 
 [ "$(grep -v skipped "$out" | awk '{print $3}' | sort -n | tr '\n' ' ')" = "$(seq 0 11 | tr '\n' ' ')" ] \
   || fail "validation records do not hold each image once"
 grep -v skipped "$out" | awk '{ if ($2 != int($3 / 3) + 1) exit 1 }' || fail "a record's label does not match its image"
+
+# tf's parallel_interleave: validation in 3 files of 4 records, read 1 at a time (file
+# after file), 3 at a time (a record of each in turn) and 2 at a time (the third file
+# takes the first free slot, then goes on alone).
+"$MKRECORDS" --input_dir="$dir/folder/validation" --output_dir="$dir/three" --name=validation \
+  --num_shards=3 >"$out" 2>"$out.err" || fail "mkrecords validation in 3: exit $?"
+order() {
+  epoch --data_dir="$dir/three" --batch_size=4 --batches=3 --datasets_parallel_interleave_cycle_length="$1" \
+    2>"$out.err" | grep -v skipped | awk '{print $3}' | tr '\n' ' '
+}
+read -r -a one <<<"$(order 1)"
+[ "${#one[@]}" = 12 ] || fail "interleave 1: ${one[*]}"
+a=("${one[@]:0:4}") b=("${one[@]:4:4}") c=("${one[@]:8:4}")
+want3="" want2=""
+for i in 0 1 2 3; do want3+="${a[i]} ${b[i]} ${c[i]} "; want2+="${a[i]} ${b[i]} "; done
+want2+="${c[*]} "
+[ "$(order 3)" = "$want3" ] || fail "interleave 3: $(order 3), want $want3"
+[ "$(order 2)" = "$want2" ] || fail "interleave 2: $(order 2), want $want2"
+if epoch --data_dir="$dir/three" --batch_size=4 --batches=1 \
+     --datasets_parallel_interleave_cycle_length=0 >"$out" 2>"$out.err"; then
+  fail "an interleave of 0 accepted"
+fi
+grep -q "datasets_parallel_interleave_cycle_length=0" "$out.err" || fail "the bad interleave is not named"
+
+# --datasets_repeat_cached_sample: one example, again and again (its augmentation anew).
+epoch --data_dir="$dir/records" --train --batch_size=4 --batches=3 --datasets_repeat_cached_sample \
+  --distortions >"$out" 2>"$out.err" || fail "repeat_cached_sample: exit $?"
+[ "$(grep -v skipped "$out" | awk '{print $2}' | sort -u | wc -l)" = 1 ] || fail "more than one example repeated"
+[ "$(grep -v skipped "$out" | wc -l)" = 12 ] || fail "not 12 examples"
+# --datasets_use_caching: the same stream as from the files, epoch after epoch.
+epoch --data_dir="$dir/records" --train --batch_size=4 --batches=30 --checksum >"$dir/files" 2>"$out.err"
+epoch --data_dir="$dir/records" --train --batch_size=4 --batches=30 --checksum --datasets_use_caching \
+  >"$dir/cached" 2>"$out.err" || fail "use_caching: exit $?"
+cmp -s "$dir/files" "$dir/cached" || fail "--datasets_use_caching changed the stream"
+# ... read from the files once: 30 batches of 4 are 2.5 epochs of 48 records.
+shard_bytes=$(cat "$dir"/records/train-* | wc -c)
+read_bytes() {
+  epoch --data_dir="$dir/records" --train --batch_size=4 --batches=30 --read_bytes "$@" 2>&1 >/dev/null |
+    sed -n 's/^read_bytes //p'
+}
+uncached=$(read_bytes) cached=$(read_bytes --datasets_use_caching)
+[ "$uncached" -gt 0 ] && [ "$cached" -gt 0 ] || fail "no read counts: $uncached, $cached"
+[ $((uncached - cached)) -ge "$shard_bytes" ] ||
+  fail "--datasets_use_caching read $cached bytes, without it $uncached: not an epoch ($shard_bytes) less"
 
 # Training on 4 files, 2 shards (by file), and on 1 file, 2 shards (by record): each image
 # of the epoch exactly once across the shards.

@@ -7,7 +7,9 @@
  *                    --num_classes=5 --shards=2 --batches=10 [--train]
  * --skip_batches=N first asks each instance to continue as after N batches
  * (CNNB_EXT_DATASOURCE_SKIP, what a resumed run does); --checksum adds a fourth column,
- * a hash of the example's pixels, so that augmentations compare exactly too.
+ * a hash of the example's pixels, so that augmentations compare exactly too;
+ * --read_bytes prints "read_bytes N" on stderr at the end: the bytes the process read
+ * through read(2) and its kind (/proc/self/io's rchar), to show what a cache saved.
  * Never installed. */
 #include <math.h>
 #include <stdio.h>
@@ -51,7 +53,9 @@ int main(int argc, char **argv) {
       cnnb_flag_declare(own, "skip_batches", CNNB_FLAG_INT, "0",
                         "batches each instance skips before the first") != CNNB_OK ||
       cnnb_flag_declare(own, "checksum", CNNB_FLAG_BOOL, "false",
-                        "print a hash of each example's pixels") != CNNB_OK)
+                        "print a hash of each example's pixels") != CNNB_OK ||
+      cnnb_flag_declare(own, "read_bytes", CNNB_FLAG_BOOL, "false",
+                        "print the bytes read (/proc/self/io's rchar) at the end") != CNNB_OK)
     return fail("flags");
   cnnb_ctx *ctx = cnnb_ctx_create("datasource_epoch", flags);
   cnnb_loader *loader = cnnb_loader_create(ctx);
@@ -133,6 +137,15 @@ int main(int argc, char **argv) {
   }
   free(images);
   free(labels);
+  if (cnnb_flags_bool(flags, "read_bytes")) {
+    FILE *io = fopen("/proc/self/io", "r");
+    long long rchar = -1;
+    char line[128];
+    while (io && fgets(line, sizeof line, io))
+      if (sscanf(line, "rchar: %lld", &rchar) == 1) break;
+    if (io) fclose(io);
+    fprintf(stderr, "read_bytes %lld\n", rchar);
+  }
   cnnb_loader_destroy(loader);
   cnnb_ctx_destroy(ctx);
   cnnb_flags_destroy(flags);

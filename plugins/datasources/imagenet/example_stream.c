@@ -18,6 +18,21 @@ typedef struct file_items {
   int corrupt;
 } file_items;
 
+/* A TFRecord file being read: one slot of the interleave. */
+typedef struct open_file {
+  tfrecord_reader *reader; /* NULL: the slot is free */
+  const char *path;
+  size_t file;     /* its index in the layout */
+  int64_t records; /* records of it read (or skipped) so far */
+} open_file;
+
+/* A whole file's bytes, kept (--datasets_use_caching). */
+typedef struct cached_bytes {
+  uint8_t *bytes;
+  size_t size;
+  int loaded;
+} cached_bytes;
+
 /* The source: this shard's examples in epoch order, before the shuffle buffer. */
 struct example_stream {
   stream_config cfg;
@@ -27,12 +42,16 @@ struct example_stream {
   size_t position; /* next entry of order this shard visits */
   int64_t yielded_this_epoch;
   int64_t visited_this_epoch; /* entries visited this epoch, readable or not */
-  /* TFRecord: the open shard and the record index over the epoch (record sharding). */
-  tfrecord_reader *reader;
-  const char *reader_path;
-  size_t reader_file;     /* its index in the layout */
-  int64_t reader_records; /* records of it read (or skipped) so far */
-  int64_t *file_first;    /* [files] each file's first record in the split (counted) */
+  /* TFRecord: the files open at once (cfg.interleave of them, a record from each in
+   * turn) and the record index over the epoch (record sharding). */
+  open_file *open;
+  int32_t num_open;    /* slots of open: cfg.interleave, at least 1 */
+  int32_t turn;        /* the slot whose record comes next */
+  int64_t *file_first; /* [files] each file's first record in the split (counted) */
+  cached_bytes *cache; /* cfg.cache: [files] or [images], each kept once read */
+  size_t cached_bytes; /* held in cache */
+  stream_item sample;  /* cfg.repeat_first: the example repeated, once read */
+  int have_sample;
   int record_sharding;
   int64_t record_index;
   file_items *file_items; /* [number of files], counted by the first stream_skip */
@@ -90,6 +109,7 @@ static void start_epoch(example_stream *s) {
     }
   }
   s->position = s->record_sharding ? 0 : (size_t)s->cfg.shard;
+  s->turn = 0;
   s->record_index = 0;
   s->yielded_this_epoch = 0;
   s->visited_this_epoch = 0;
@@ -118,6 +138,68 @@ static int check_label(example_stream *s, int64_t label, const char *origin, cha
   return -1;
 }
 
+/* --datasets_use_caching: a copy of bytes kept as c. 0, or -1 with err (out of memory:
+ * the cache holds every file read, and this one did not fit). */
+static int keep(example_stream *s, cached_bytes *c, const uint8_t *bytes, size_t size,
+                const char *path, char *err, size_t err_size) {
+  if (!(c->bytes = malloc(size ? size : 1))) {
+    snprintf(err, err_size,
+             "%s: out of memory for its %zu bytes in --datasets_use_caching's cache (%zu bytes "
+             "held already: the data does not fit in memory; run without the flag)",
+             path, size, s->cached_bytes);
+    return io_failure(s);
+  }
+  memcpy(c->bytes, bytes, size);
+  c->size = size;
+  c->loaded = 1;
+  s->cached_bytes += size;
+  return 0;
+}
+
+/* A TFRecord file read whole into c (--datasets_use_caching). 0, or -1 with err. */
+static int load_file(example_stream *s, cached_bytes *c, const char *path, char *err,
+                     size_t err_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, err_size, "%s: %s", path, strerror(errno));
+    return io_failure(s);
+  }
+  uint8_t *bytes = NULL;
+  size_t size = 0, cap = 0;
+  for (;;) {
+    if (size == cap) {
+      size_t grown = cap ? 2 * cap : 1 << 20;
+      uint8_t *p = realloc(bytes, grown);
+      if (!p) {
+        free(bytes);
+        fclose(f);
+        snprintf(err, err_size,
+                 "%s: out of memory reading it into --datasets_use_caching's "
+                 "cache (%zu bytes held already: run without the flag)",
+                 path, s->cached_bytes);
+        return io_failure(s);
+      }
+      bytes = p;
+      cap = grown;
+    }
+    size_t got = fread(bytes + size, 1, cap - size, f);
+    size += got;
+    if (got == 0) break;
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(bytes);
+    snprintf(err, err_size, "%s: read error", path);
+    return io_failure(s);
+  }
+  c->bytes = bytes;
+  c->size = size;
+  c->loaded = 1;
+  s->cached_bytes += size;
+  return 0;
+}
+
 /* item NULL (stream_skip): the same walk, reading nothing. */
 static int next_folder_example(example_stream *s, stream_item *item, char *err, size_t err_size) {
   const image_folder *folder = &s->cfg.layout->folder;
@@ -131,6 +213,18 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
     snprintf(item->origin, sizeof item->origin, "%s", path);
     item->label = folder->labels[index];
     item->unit = (int64_t)index;
+    if (s->cache && s->cache[index].loaded) { /* read once already: from memory */
+      const cached_bytes *c = &s->cache[index];
+      if (reserve(item, c->size + 1) != 0) {
+        snprintf(err, err_size, "%s: out of memory for %zu bytes", path, c->size);
+        return io_failure(s);
+      }
+      memcpy(item->data, c->bytes, c->size);
+      item->bad = 0;
+      item->size = c->size;
+      item->num_boxes = 0;
+      return check_label(s, item->label, path, err, err_size);
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
       /* A file this process may not read, or one gone since the listing, is an unreadable
@@ -163,24 +257,34 @@ static int next_folder_example(example_stream *s, stream_item *item, char *err, 
     item->size = (size_t)size;
     item->num_boxes = 0;
     if (check_label(s, item->label, path, err, err_size) != 0) return -1;
+    if (s->cache && keep(s, &s->cache[index], item->data, item->size, path, err, err_size) != 0)
+      return -1;
     return 0;
   }
 }
 
-/* Opens the file at the current position of the epoch, or ends the epoch. */
-static int open_next_file(example_stream *s, char *err, size_t err_size) {
-  size_t step = s->record_sharding ? 1 : (size_t)s->cfg.num_shards;
-  for (;;) {
-    if (s->position >= s->count && end_epoch(s, err, err_size) != 0) return -1;
-    const char *path = s->cfg.layout->files[s->order[s->position]];
-    s->position += step;
-    tfrecord_result r = tfrecord_open(path, &s->reader, err, err_size);
-    if (r != TFRECORD_OK) return io_failure(s); /* an unreadable shard is not bad data: stop */
-    s->reader_path = path;
-    s->reader_file = s->order[s->position - step];
-    s->reader_records = 0;
-    return 0;
+/* Opens layout file `file` in slot f: from the cache (read whole the first time) under
+ * --datasets_use_caching, else from the disk. An unreadable shard is not bad data: -1. */
+static int open_file_at(example_stream *s, open_file *f, size_t file, char *err, size_t err_size) {
+  const char *path = s->cfg.layout->files[file];
+  tfrecord_result r;
+  if (s->cache) {
+    cached_bytes *c = &s->cache[file];
+    if (!c->loaded && load_file(s, c, path, err, err_size) != 0) return -1;
+    r = tfrecord_open_memory(path, c->bytes, c->size, &f->reader, err, err_size);
+  } else {
+    r = tfrecord_open(path, &f->reader, err, err_size);
   }
+  if (r != TFRECORD_OK) return io_failure(s);
+  f->path = path;
+  f->file = file;
+  f->records = 0;
+  return 0;
+}
+
+static void close_slot(open_file *f) {
+  tfrecord_close(f->reader);
+  f->reader = NULL;
 }
 
 /* The reader's message without the file name it starts with (the item's origin has it). */
@@ -190,70 +294,86 @@ static const char *without_path(const char *why, const char *path) {
 }
 
 /* The item for a file whose framing is lost at `offset`: what cannot be read of it. */
-static int lost_framing(example_stream *s, stream_item *item, uint64_t offset, const char *why) {
-  uint64_t size = tfrecord_file_size(s->reader);
+static int lost_framing(example_stream *s, const open_file *f, stream_item *item, uint64_t offset,
+                        const char *why) {
+  uint64_t size = tfrecord_file_size(f->reader);
   uint64_t lost = size > offset ? size - offset : 0;
-  int64_t before = s->reader_records;
+  int64_t before = f->records;
   item->lost_bytes = lost;
   item->lost_records = before > 0 ? (int64_t)((lost * (uint64_t)before + offset / 2) / offset) : -1;
   if (item->lost_records == 0 && lost > 0) item->lost_records = 1;
-  item->unit = s->file_first ? s->cfg.layout->examples + (int64_t)s->reader_file
-                             : (int64_t)s->reader_file;
-  snprintf(item->origin, sizeof item->origin, "%s", s->reader_path);
+  item->unit = s->file_first ? s->cfg.layout->examples + (int64_t)f->file : (int64_t)f->file;
+  snprintf(item->origin, sizeof item->origin, "%s", f->path);
   bad_item(item, "", "");
   if (before > 0)
     snprintf(item->why, sizeof item->why,
              "%s: framing lost, the rest of the file is not read: %llu of its %llu bytes "
              "(about %lld records at the average size of the %lld before)",
-             without_path(why, s->reader_path), (unsigned long long)lost, (unsigned long long)size,
+             without_path(why, f->path), (unsigned long long)lost, (unsigned long long)size,
              (long long)item->lost_records, (long long)before);
   else
     snprintf(item->why, sizeof item->why,
              "%s: framing lost, the rest of the file is not read: %llu of its %llu bytes",
-             without_path(why, s->reader_path), (unsigned long long)lost, (unsigned long long)size);
+             without_path(why, f->path), (unsigned long long)lost, (unsigned long long)size);
   return 0;
 }
 
-/* item NULL (stream_skip): the same walk over record headers only (no data, no CRC of
- * it, no tf.Example parsed). */
+/* The next record of the interleave: slot `turn`'s file (a free slot takes the epoch's
+ * next file; one with none left is passed over), then the next slot's, as tf.data's
+ * parallel_interleave with block length 1 (deterministic). The epoch ends when every slot
+ * is empty and no file is left. item NULL (stream_skip): the same walk over record
+ * headers only (no data, no CRC of it, no tf.Example parsed). */
 static int next_record_example(example_stream *s, stream_item *item, char *err, size_t err_size) {
+  size_t step = s->record_sharding ? 1 : (size_t)s->cfg.num_shards;
   for (;;) {
-    if (!s->reader && open_next_file(s, err, err_size) != 0) return -1;
+    open_file *f = &s->open[s->turn];
+    if (!f->reader) {
+      if (s->position < s->count) {
+        size_t file = s->order[s->position];
+        s->position += step;
+        if (open_file_at(s, f, file, err, err_size) != 0) return -1;
+      } else {
+        int busy = 0;
+        for (int32_t k = 0; k < s->num_open; k++) busy |= s->open[k].reader != NULL;
+        if (!busy && end_epoch(s, err, err_size) != 0) return -1;
+        if (busy) s->turn = (s->turn + 1) % s->num_open;
+        continue;
+      }
+    }
     const uint8_t *data = NULL;
     size_t size = 0;
     char why[512];
-    uint64_t offset = tfrecord_offset(s->reader);
-    tfrecord_result r = item ? tfrecord_next(s->reader, &data, &size, why, sizeof why)
-                             : tfrecord_skip(s->reader, why, sizeof why);
+    uint64_t offset = tfrecord_offset(f->reader);
+    tfrecord_result r = item ? tfrecord_next(f->reader, &data, &size, why, sizeof why)
+                             : tfrecord_skip(f->reader, why, sizeof why);
     if (r == TFRECORD_CORRUPT) {
       /* Framing is lost: the rest of the file is unreachable, one bad item. */
       s->visited_this_epoch++;
-      int rc = item ? lost_framing(s, item, offset, why) : 0;
-      tfrecord_close(s->reader);
-      s->reader = NULL;
+      int rc = item ? lost_framing(s, f, item, offset, why) : 0;
+      close_slot(f);
       return rc;
     }
-    if (r == TFRECORD_END) {
-      tfrecord_close(s->reader);
-      s->reader = NULL;
+    if (r == TFRECORD_END) { /* the slot takes the next file, in its own turn */
+      close_slot(f);
       continue;
     }
     if (r != TFRECORD_OK && r != TFRECORD_BAD_DATA) { /* TFRECORD_IO: a read error */
       snprintf(err, err_size, "%s", why);
       return io_failure(s);
     }
+    s->turn = (s->turn + 1) % s->num_open;
     int64_t index = s->record_index++;
-    int64_t in_file = s->reader_records++;
+    int64_t in_file = f->records++;
     if (s->record_sharding && index % s->cfg.num_shards != s->cfg.shard) continue;
     s->visited_this_epoch++;
     if (!item) return 0;
-    snprintf(item->origin, sizeof item->origin, "%s, record at byte %llu", s->reader_path,
+    snprintf(item->origin, sizeof item->origin, "%s, record at byte %llu", f->path,
              (unsigned long long)offset);
-    item->unit = s->file_first ? s->file_first[s->reader_file] + in_file : (int64_t)s->reader_file;
+    item->unit = s->file_first ? s->file_first[f->file] + in_file : (int64_t)f->file;
     /* Its length's CRC held: this record alone is lost, the next one is read. */
     if (r == TFRECORD_BAD_DATA) {
-      snprintf(item->origin, sizeof item->origin, "%s", s->reader_path); /* why has the byte */
-      return bad_item(item, "", without_path(why, s->reader_path));
+      snprintf(item->origin, sizeof item->origin, "%s", f->path); /* why has the byte */
+      return bad_item(item, "", without_path(why, f->path));
     }
     example_view view;
     if (example_parse(data, size, &view, why, sizeof why) != 0)
@@ -296,7 +416,7 @@ static void swap_items(stream_item *a, stream_item *b) {
   *b = t;
 }
 
-int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size) {
+static int next_shuffled(example_stream *s, stream_item *item, char *err, size_t err_size) {
   if (!s->buffer) return next_source_example(s, item, err, err_size);
   /* tf.data's shuffle(buffer).repeat(): a random element of the buffer goes out and the
    * next example takes its place; epochs do not mix, so at an epoch's end the buffer
@@ -326,6 +446,35 @@ int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size
     swap_items(&s->buffer[0], &s->next_epoch_first);
     s->buffer_filled = 1;
   }
+}
+
+/* dst becomes a copy of src, in dst's own storage. 0, or -1 when out of memory. */
+static int copy_item(stream_item *dst, const stream_item *src) {
+  if (reserve(dst, src->size + 1) != 0) return -1;
+  uint8_t *data = dst->data;
+  size_t capacity = dst->capacity;
+  *dst = *src;
+  dst->data = data;
+  dst->capacity = capacity;
+  memcpy(dst->data, src->data, src->size);
+  return 0;
+}
+
+int stream_next(example_stream *s, stream_item *item, char *err, size_t err_size) {
+  if (s->have_sample) { /* --datasets_repeat_cached_sample */
+    if (copy_item(item, &s->sample) == 0) return 0;
+    snprintf(err, err_size, "%s: out of memory for %zu bytes", s->sample.origin, s->sample.size);
+    return io_failure(s);
+  }
+  int rc = next_shuffled(s, item, err, err_size);
+  if (rc == 0 && s->cfg.repeat_first && !item->bad) {
+    if (copy_item(&s->sample, item) != 0) {
+      snprintf(err, err_size, "%s: out of memory for %zu bytes", item->origin, item->size);
+      return io_failure(s);
+    }
+    s->have_sample = 1;
+  }
+  return rc;
 }
 
 /* ---- stream_skip ------------------------------------------------------------------- */
@@ -444,7 +593,8 @@ static int skip_in_buffer(example_stream *s, int64_t count, int64_t epoch_size, 
 
 int stream_skip(example_stream *s, int64_t count, int64_t *epoch, char *err, size_t err_size) {
   *epoch = s->epoch;
-  if (count <= 0) return 0;
+  /* One example again and again: after any number of them, the next is the same one. */
+  if (count <= 0 || s->cfg.repeat_first) return 0;
   if (s->cfg.layout->kind == LAYOUT_TFRECORD && count_file_items(s, err, err_size) != 0) return -1;
   int64_t size = epoch_items(s);
   if (size == 0) return empty_epoch(s, err, err_size);
@@ -488,6 +638,9 @@ int stream_create(const stream_config *cfg, example_stream **out, char *err, siz
   }
   s->order = malloc((s->count ? s->count : 1) * sizeof *s->order);
   if (!s->order) goto oom;
+  s->num_open = cfg->interleave > 1 ? cfg->interleave : 1;
+  if (!(s->open = calloc((size_t)s->num_open, sizeof *s->open))) goto oom;
+  if (cfg->cache && !(s->cache = calloc(s->count ? s->count : 1, sizeof *s->cache))) goto oom;
   if (layout->kind == LAYOUT_TFRECORD && layout->file_records) {
     s->file_first = malloc((layout->num_files ? layout->num_files : 1) * sizeof *s->file_first);
     if (!s->file_first) goto oom;
@@ -519,7 +672,11 @@ void stream_destroy(example_stream *s) {
   free(s->buffer);
   free(s->file_items);
   free(s->file_first);
-  if (s->reader) tfrecord_close(s->reader);
+  for (int32_t k = 0; s->open && k < s->num_open; k++) tfrecord_close(s->open[k].reader);
+  free(s->open);
+  for (size_t i = 0; s->cache && i < s->count; i++) free(s->cache[i].bytes);
+  free(s->cache);
+  stream_item_free(&s->sample);
   free(s->order);
   free(s);
 }

@@ -2,6 +2,10 @@
  * the split's files in a per-epoch order (the same on every shard), this shard's share
  * of them, and for training a shuffle buffer, epoch after epoch.
  *
+ * TFRecord files are read `interleave` at a time, one record from each in turn, as tf.data's
+ * parallel_interleave (the epoch's file order fills the slots; a file that ends gives its
+ * slot to the next one).
+ *
  * Sharding: with at least as many TFRecord files as shards, shard s reads files
  * s, s + n, ... (no file is read twice across shards, as tf.data's shard() on files);
  * with fewer files every shard reads every file and keeps records s, s + n, ... of the
@@ -55,6 +59,14 @@ typedef struct stream_config {
   int64_t shuffle_buffer; /* examples held for shuffling (TFRecord only; >= 1) */
   uint64_t seed;
   int32_t num_classes; /* labels must lie in [0, num_classes) */
+  /* TFRecord files read at once, a record from each in turn (tf.data's parallel_interleave,
+   * block length 1: tf's --datasets_parallel_interleave_cycle_length, 10 there); 0 or 1:
+   * one file after another. */
+  int32_t interleave;
+  int cache;        /* 1: each file (TFRecord) or image (folder) kept in memory once read,
+                       later epochs read from there (--datasets_use_caching) */
+  int repeat_first; /* 1: the first readable example, then it again forever
+                       (--datasets_repeat_cached_sample: input at memory speed) */
 } stream_config;
 
 typedef struct example_stream example_stream;

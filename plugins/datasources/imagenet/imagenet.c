@@ -24,6 +24,9 @@
 #define DISTORTIONS_FLAG "distortions"
 #define YIQ_FLAG "distort_color_in_yiq"
 #define FUSE_FLAG "fuse_decode_and_crop"
+#define INTERLEAVE_FLAG "datasets_parallel_interleave_cycle_length"
+#define CACHING_FLAG "datasets_use_caching"
+#define REPEAT_SAMPLE_FLAG "datasets_repeat_cached_sample"
 #define MEAN_FLAG "input_mean"
 #define STD_FLAG "input_std"
 #define MAX_SKIPPED_FLAG "max_skipped_examples"
@@ -70,6 +73,18 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
        "central crop of evaluation too); "
        "--nofuse_decode_and_crop decodes every pixel, then crops: slower, and the crop's edge "
        "pixels differ by a few levels (libjpeg's upsampling sees their neighbours)."},
+      {INTERLEAVE_FLAG, CNNB_FLAG_INT, "10",
+       "TFRecord shards each reader reads at once, one record from each in turn "
+       "(tf.data's parallel_interleave, 10 in tf_cnn_benchmarks), 1 to 1024; 1: one shard "
+       "after another."},
+      {CACHING_FLAG, CNNB_FLAG_BOOL, "false",
+       "Keep every shard (or image file) in memory once read, so later epochs read no "
+       "storage (tf_cnn_benchmarks' name); each replica keeps its own share: memory for "
+       "the whole split read."},
+      {REPEAT_SAMPLE_FLAG, CNNB_FLAG_BOOL, "false",
+       "Read one example, then hand it out again and again, decoded and augmented anew "
+       "each time (tf_cnn_benchmarks' name): the input pipeline without storage, at memory "
+       "speed. Accuracy means nothing then."},
       {MEAN_FLAG, CNNB_FLAG_STRING, "0.5,0.5,0.5",
        "Per-channel (R,G,B) mean subtracted from pixels scaled to [0, 1]; with --input_std "
        "0.5 this is tf_cnn_benchmarks' [-1, 1]. torchvision's: 0.485,0.456,0.406."},
@@ -201,6 +216,10 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
   if (threads < 0 || threads > 1024)
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected 0 (automatic) to 1024", THREADS_FLAG,
                       (long long)threads);
+  int64_t interleave = cnnb_flag_int(ctx, INTERLEAVE_FLAG);
+  if (interleave < 1 || interleave > 1024)
+    return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected 1 to 1024 shards read at once",
+                      INTERLEAVE_FLAG, (long long)interleave);
   int64_t shuffle = cnnb_flag_int(ctx, SHUFFLE_FLAG);
   if (shuffle < 1)
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%lld: expected at least 1", SHUFFLE_FLAG,
@@ -230,6 +249,12 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
     return cnnb_error(ctx, CNNB_EINVAL, "imagenet: %s", err);
   }
   if (d->layout.warning[0]) cnnb_log(ctx, CNNB_LOG_WARN, "imagenet: %s", d->layout.warning);
+  if (d->layout.kind == LAYOUT_FOLDER && cnnb_flag_is_set(ctx, INTERLEAVE_FLAG) && cfg->rank == 0 &&
+      cfg->training)
+    cnnb_log(ctx, CNNB_LOG_WARN,
+             "imagenet: --%s=%lld has no effect here: %s is a JPEG folder, read by image in "
+             "a shuffled order, not TFRecord shards",
+             INTERLEAVE_FLAG, (long long)interleave, d->layout.where);
   d->examples_per_epoch = d->layout.examples;
   /* --shuffle_buffer_size is the process's: its replicas share it. */
   int64_t buffer = shuffle / local_replicas(cfg);
@@ -241,7 +266,10 @@ static cnnb_status imagenet_create(cnnb_ctx *ctx, const char *name,
                  .shuffle = cfg->training,
                  .shuffle_buffer = buffer > 1 ? buffer : 1,
                  .seed = cfg->seed,
-                 .num_classes = cfg->num_classes},
+                 .num_classes = cfg->num_classes,
+                 .interleave = (int32_t)interleave,
+                 .cache = cnnb_flag_bool(ctx, CACHING_FLAG),
+                 .repeat_first = cnnb_flag_bool(ctx, REPEAT_SAMPLE_FLAG)},
       .preprocess = pre,
       .num_threads = decoders,
       /* Enough examples in flight to keep every decoder busy while the batch is filled
