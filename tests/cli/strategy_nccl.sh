@@ -26,7 +26,8 @@
 #    (when it is built: the plugin that links NCCL loads here and refuses at create, naming
 #    the missing driver or GPU, never "built without NCCL"), the stub saying unavailable, a
 #    $CNNB_NCCL_LIBRARY that is not there, parameter_server's gpu variables under mpirun,
-#    horovod's nccl on the cpu device, a bad --horovod_gpu_operations.
+#    horovod's nccl on the cpu device (also as tf's --horovod_device=gpu), a bad
+#    --horovod_gpu_operations or --horovod_device, the two disagreeing.
 set -euo pipefail
 : "${TRAIN_PARAMS:?}" "${PARAMS_COMPARE:?}" "${CNNB_BUILD_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
 : "${CNNB_SOURCE_DIR:?}" "${CNNBENCH:?}"
@@ -229,6 +230,12 @@ if $have_horovod; then
     --variable_update=horovod --horovod_gpu_operations=nccl
   refused "--horovod_gpu_operations=sometimes: must be auto, nccl or mpi" \
     --variable_update=horovod --horovod_gpu_operations=sometimes
+  # tf's --horovod_device names the same choice: gpu is nccl, cpu is mpi.
+  refused "--horovod_gpu_operations=nccl: NCCL reduces on GPUs; device cpu has none" \
+    --variable_update=horovod --horovod_device=gpu
+  refused "--horovod_device=cpu means --horovod_gpu_operations=mpi, and --horovod_gpu_operations=nccl was given" \
+    --variable_update=horovod --horovod_device=cpu --horovod_gpu_operations=nccl
+  refused "--horovod_device=tpu: must be cpu, gpu or empty" --variable_update=horovod --horovod_device=tpu
 fi
 # The real implementation (it links NCCL and the CUDA runtime) on this machine.
 impl="$CNNB_PLUGIN_DIR/nccl/libcnnb_nccl_impl.so"

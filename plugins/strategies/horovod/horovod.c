@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cnnb/cnnb.h>
 
 #include "../common/comm_thread.h"
@@ -43,6 +44,7 @@
 #define TIMELINE_FLAG "horovod_timeline"
 #define HIERARCHICAL_FLAG "horovod_hierarchical_allreduce"
 #define GPU_OPS_FLAG "horovod_gpu_operations"
+#define DEVICE_FLAG "horovod_device" /* tf_cnn_benchmarks' name for the same choice */
 
 /* A bucket announced and not yet reduced: [offset, offset + count) of the arena, whose
  * host floats start at view. */
@@ -103,6 +105,11 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "every rank can use it, else mpi).");
   if (st != CNNB_OK) return st;
   st = cnnb_flag_declare(
+      registry, DEVICE_FLAG, CNNB_FLAG_STRING, "",
+      "tf_cnn_benchmarks' device of the Horovod allreduce: cpu (--horovod_gpu_operations=mpi, "
+      "through host memory), gpu (=nccl); empty: --horovod_gpu_operations decides.");
+  if (st != CNNB_OK) return st;
+  st = cnnb_flag_declare(
       registry, TIMELINE_FLAG, CNNB_FLAG_STRING, "",
       "Write a Chrome trace (chrome://tracing) of each rank's buckets and allreduces "
       "to FILE with the rank inserted: --horovod_timeline=t.json writes t.rank0.json, "
@@ -130,6 +137,19 @@ static void destroy(void *strategy) {
 
 static cnnb_status gpu_ops_flag(cnnb_ctx *ctx, horovod_gpu_ops *ops) {
   const char *v = cnnb_flag_string(ctx, GPU_OPS_FLAG);
+  const char *device = cnnb_flag_string(ctx, DEVICE_FLAG);
+  if (*device) { /* tf's --horovod_device: where tf placed the allreduce op */
+    bool cpu = strcasecmp(device, "cpu") == 0, gpu = strcasecmp(device, "gpu") == 0;
+    if (!cpu && !gpu)
+      return cnnb_error(ctx, CNNB_EINVAL, "--%s=%s: must be cpu, gpu or empty", DEVICE_FLAG,
+                        device);
+    const char *same = cpu ? "mpi" : "nccl";
+    if (cnnb_flag_is_set(ctx, GPU_OPS_FLAG) && strcasecmp(v, same) != 0)
+      return cnnb_error(ctx, CNNB_EINVAL,
+                        "--%s=%s means --%s=%s, and --%s=%s was given: give one of them",
+                        DEVICE_FLAG, device, GPU_OPS_FLAG, same, GPU_OPS_FLAG, v);
+    v = same;
+  }
   if (strcmp(v, "auto") == 0) *ops = HOROVOD_GPU_OPS_AUTO;
   else if (strcmp(v, "nccl") == 0 || strcmp(v, "NCCL") == 0) *ops = HOROVOD_GPU_OPS_NCCL;
   else if (strcmp(v, "mpi") == 0 || strcmp(v, "MPI") == 0) *ops = HOROVOD_GPU_OPS_MPI;
