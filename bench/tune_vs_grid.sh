@@ -4,7 +4,7 @@
 #
 #   bench/tune_vs_grid.sh [--models=resnet20,alexnet] [--budget=10m] [--num_devices=2]
 #                         [--device=cpu] [--space=FILE] [--grid_steps=N] [--out=DIR]
-#                         [--reuse_grid=DIR]
+#                         [--reuse_grid=DIR] [--grid_models=LIST]
 #
 # 1. cnnbench-tune searches within --budget (its own flags as given), into DIR/tune.
 # 2. The grid: every candidate the tuner searched (DIR/tune/<model>.candidates, one
@@ -20,6 +20,8 @@
 # when it holds that command (the grid measures the space, whatever the tuner does with
 # it: a changed tuner, or a second call, is compared without measuring the grid again);
 # the table says how many were reused. Only on the same machine, the same session.
+# --grid_models=LIST runs the grid for those of --models only (the tuner still searches
+# them all, in one budget): the others' rows say so and give no verdict.
 # A grid failure (refused, out of memory) is listed and skipped, as the tuner does.
 # Exit status: 0 every model PASS; 1 a model outside 5% (or nothing to compare); 2 bad
 # usage.
@@ -27,7 +29,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$REPO/build}
 models=resnet20,alexnet budget=10m devices=2 device=cpu space="" steps=40 warmup=5
-out="" reuse=""
+out="" reuse="" grid_models=""
 extra=()
 for arg in "$@"; do
   case "$arg" in
@@ -41,7 +43,8 @@ for arg in "$@"; do
     --processes=* | --min_batch_size=* | --max_batch_size=* | --first_steps=* | --ceilings=*)
       extra+=("$arg") ;;
     --reuse_grid=*) reuse=${arg#*=} ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    --grid_models=*) grid_models=${arg#*=} ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "tune_vs_grid.sh: unknown argument $arg (--help)" >&2; exit 2 ;;
   esac
 done
@@ -101,6 +104,10 @@ g0=$(date +%s.%N)
 IFS=, read -ra model_list <<< "$models"
 rows=()
 for model in "${model_list[@]}"; do
+  if [ -n "$grid_models" ] && [[ ",$grid_models," != *",$model,"* ]]; then
+    rows+=("| $model | \`$(grep -v '^#' "$out/tune/$model.flags" 2>/dev/null | paste -sd' ')\` | | grid not run (--grid_models=$grid_models) | | | |")
+    continue
+  fi
   list="$out/tune/$model.candidates"
   flags="$out/tune/$model.flags"
   [ -f "$list" ] && [ -f "$flags" ] || { rows+=("| $model | no winner or no candidate list from the tuner | | | | | FAIL |"); verdicts=$((verdicts + 1)); continue; }
