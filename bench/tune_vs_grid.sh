@@ -44,7 +44,7 @@ for arg in "$@"; do
       extra+=("$arg") ;;
     --reuse_grid=*) reuse=${arg#*=} ;;
     --grid_models=*) grid_models=${arg#*=} ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "tune_vs_grid.sh: unknown argument $arg (--help)" >&2; exit 2 ;;
   esac
 done
