@@ -6,7 +6,8 @@
  * length's CRC intact) reported as BAD_DATA with the record's byte offset, that record alone lost
  * and the next one read; and each damage to the framing — a flipped length byte, a header or data
  * cut short, an impossible length — reported as CORRUPT with the record's byte offset (and the file
- * name from the reader), never read past or allocated for. */
+ * name from the reader), never read past or allocated for. The reader over a file's bytes in memory
+ * (tfrecord_open_memory) reads, skips and fails as the file reader does. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
@@ -197,15 +198,20 @@ START_TEST(skip_across_chunks) {
   char path[300], err[512];
   snprintf(path, sizeof path, "%s/big", dir);
   size_t total = write_records(path, sizes, count);
-  for (int pattern_bits = 0; pattern_bits < 4; pattern_bits++) {
+  size_t n;
+  uint8_t *bytes = read_all(path, &n);
+  /* Patterns 4..7: the same over the file's bytes in memory (tfrecord_open_memory). */
+  for (int pattern_bits = 0; pattern_bits < 8; pattern_bits++) {
     tfrecord_reader *r;
-    ck_assert_int_eq(tfrecord_open(path, &r, err, sizeof err), TFRECORD_OK);
+    ck_assert_int_eq(pattern_bits >= 4 ? tfrecord_open_memory(path, bytes, n, &r, err, sizeof err)
+                                       : tfrecord_open(path, &r, err, sizeof err),
+                     TFRECORD_OK);
     uint64_t offset = 0;
     for (size_t i = 0; i < count; i++) {
       ck_assert_uint_eq(tfrecord_offset(r), offset);
       /* 0: skip all; 1: read all; 2: skip odd ones; 3: skip even ones. */
-      int skip = pattern_bits == 0 || (pattern_bits == 2 && i % 2) ||
-                 (pattern_bits == 3 && !(i % 2));
+      int bits = pattern_bits % 4;
+      int skip = bits == 0 || (bits == 2 && i % 2) || (bits == 3 && !(i % 2));
       if (skip) {
         ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
       } else {
@@ -220,6 +226,7 @@ START_TEST(skip_across_chunks) {
     ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_END);
     tfrecord_close(r);
   }
+  free(bytes);
 }
 END_TEST
 
@@ -318,40 +325,48 @@ START_TEST(corruption) {
    * unusable. */
   snprintf(bad, sizeof bad, "%s/bad%d", dir, _i);
   write_file(bad, buf, len);
-  tfrecord_reader *r;
-  ck_assert_int_eq(tfrecord_open(bad, &r, err, sizeof err), TFRECORD_OK);
-  ck_assert_uint_eq(tfrecord_file_size(r), len);
-  ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_OK);
-  check_record(0, data, size, 10);
-  char want[600];
-  snprintf(want, sizeof want, "%s: %s", bad, damages[_i].want);
-  if (data_only) {
-    ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_BAD_DATA);
-    ck_assert_msg(strstr(err, want), "got \"%s\", want \"%s\"", err, want);
+  /* Through the file reader, then through a reader over the same bytes in memory
+   * (--datasets_use_caching's): the same results, the same messages. */
+  for (int memory = 0; memory < 2; memory++) {
+    tfrecord_reader *r;
+    ck_assert_int_eq(memory ? tfrecord_open_memory(bad, buf, len, &r, err, sizeof err)
+                            : tfrecord_open(bad, &r, err, sizeof err),
+                     TFRECORD_OK);
+    ck_assert_uint_eq(tfrecord_file_size(r), len);
     ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_OK);
-    check_record(2, data, size, 7);
-    ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_END);
-  } else {
-    ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_CORRUPT);
-    ck_assert_msg(strstr(err, want), "got \"%s\", want \"%s\"", err, want);
-    ck_assert_uint_eq(tfrecord_offset(r), SECOND);
-    ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_CORRUPT);
-  }
-  tfrecord_close(r);
-  /* Skipping sees what the headers show: damage to the data passes unseen (the record
-   * counts, and so does the next). */
-  ck_assert_int_eq(tfrecord_open(bad, &r, err, sizeof err), TFRECORD_OK);
-  ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
-  if (strstr(damages[_i].want, "data CRC")) {
+    check_record(0, data, size, 10);
+    char want[600];
+    snprintf(want, sizeof want, "%s: %s", bad, damages[_i].want);
+    if (data_only) {
+      ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_BAD_DATA);
+      ck_assert_msg(strstr(err, want), "got \"%s\", want \"%s\"", err, want);
+      ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_OK);
+      check_record(2, data, size, 7);
+      ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_END);
+    } else {
+      ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_CORRUPT);
+      ck_assert_msg(strstr(err, want), "got \"%s\", want \"%s\"", err, want);
+      ck_assert_uint_eq(tfrecord_offset(r), SECOND);
+      ck_assert_int_eq(tfrecord_next(r, &data, &size, err, sizeof err), TFRECORD_CORRUPT);
+    }
+    tfrecord_close(r);
+    /* Skipping sees what the headers show: damage to the data passes unseen (the record
+     * counts, and so does the next). */
+    ck_assert_int_eq(memory ? tfrecord_open_memory(bad, buf, len, &r, err, sizeof err)
+                            : tfrecord_open(bad, &r, err, sizeof err),
+                     TFRECORD_OK);
     ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
-    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
-    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_END);
-  } else {
-    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
-    ck_assert_msg(strstr(err, want), "skip: got \"%s\", want \"%s\"", err, want);
-    ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
+    if (strstr(damages[_i].want, "data CRC")) {
+      ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+      ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_OK);
+      ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_END);
+    } else {
+      ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
+      ck_assert_msg(strstr(err, want), "skip: got \"%s\", want \"%s\"", err, want);
+      ck_assert_int_eq(tfrecord_skip(r, err, sizeof err), TFRECORD_CORRUPT);
+    }
+    tfrecord_close(r);
   }
-  tfrecord_close(r);
   free(buf);
 }
 END_TEST
