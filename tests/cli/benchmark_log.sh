@@ -112,4 +112,27 @@ if command -v mpirun >/dev/null 2>&1 && [ -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_
 else
   echo "note: mpirun or the horovod plugin missing: the per-rank files are not checked"
 fi
+
+# 6. mpirun -np 2 with independent: no world, so each process is its own rank 0; the
+# files are named by the launcher's rank, so that neither overwrites the other's (what
+# cnnbench-tune's multi-process ceiling runs), and said once per process.
+if command -v mpirun >/dev/null 2>&1; then
+  trap 'mpi_cleanup; rm -rf "$tmp"' EXIT
+  mpi_run_bounded 300 2 "$CNNBENCH" "${common[@]}" --variable_update=independent --num_batches=4 \
+    --display_every=2 --benchmark_log_dir="$tmp/alone" --trace_file="$tmp/alone/t.json" --trace_steps=1 \
+    >"$tmp/alone.out" 2>"$tmp/alone.err" || fail "mpirun -np 2 independent: exit $?"
+  [ "$(ls "$tmp/alone" | tr '\n' ' ')" = "benchmark_run.log benchmark_run.rank0.jsonl benchmark_run.rank1.jsonl metric.log t.rank0.json t.rank1.json " ] \
+    || fail "independent under mpirun: want a log and a trace per process, found: $(ls "$tmp/alone")"
+  for r in 0 1; do
+    f=$tmp/alone/benchmark_run.rank$r.jsonl
+    [ "$(grep -c '^{"record":"run"' "$f")" = 1 ] && [ "$(grep -c '^{"record":"summary".*"status":"ok"' "$f")" = 1 ] \
+      || fail "process $r's log is not one whole run: $(cat "$f")"
+    ! grep -q '}{' "$f" || fail "process $r's log has torn lines"
+  done
+  [ "$(grep -c current_examples_per_sec "$tmp/alone/metric.log")" -eq 3 ] \
+    || fail "independent under mpirun: metric.log is not one process's: $(cat "$tmp/alone/metric.log")"
+  [ "$(grep -c "the launcher started 2 processes and --variable_update=independent joins none" "$tmp/alone.err")" = 2 ] \
+    || fail "no warning from each process: $(cat "$tmp/alone.err")"
+  echo "ok: mpirun -np 2 independent: each process's files apart"
+fi
 echo "PASS"

@@ -575,6 +575,32 @@ static cnnb_status read_outputs(const cnnb_flags *flags, cnnb_run_config *cfg, c
   return CNNB_OK;
 }
 
+/* An environment variable holding a whole number in [0, 2^31); -1 when absent or not. */
+static int32_t env_index(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) return -1;
+  char *end;
+  long n = strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n <= INT32_MAX ? (int32_t)n : -1;
+}
+
+/* The launcher's view of this process (mpirun sets these whether or not the strategy
+ * joins its processes into a world). */
+static void read_launcher(cnnb_run_config *cfg) {
+  static const char *const names[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"PMI_RANK", "PMI_SIZE"}};
+  cfg->launcher_rank = 0;
+  cfg->launcher_size = 1;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    int32_t rank = env_index(names[i][0]), size = env_index(names[i][1]);
+    if (rank >= 0 && size > rank) {
+      cfg->launcher_rank = rank;
+      cfg->launcher_size = size;
+      return;
+    }
+  }
+}
+
 cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                                        size_t err_size) {
   memset(cfg, 0, sizeof *cfg);
@@ -589,5 +615,6 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
       (st = read_optimizer(flags, cfg, err, err_size)) ||
       (st = read_outputs(flags, cfg, err, err_size)))
     return st;
+  read_launcher(cfg);
   return CNNB_OK;
 }

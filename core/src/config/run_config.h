@@ -103,9 +103,13 @@ typedef struct cnnb_run_config {
   const char *trace_file;             /* --trace_file, or --tfprof_file's */
   const char *graph_file;             /* --graph_file: the model report, written before the run */
   int64_t trace_steps;                /* timed steps traced, from the first one */
-  int32_t top_ops;                    /* --tfprof_file: print the slowest op kinds of the
-                                         traced steps, this many; 0: none */
-  double target_accuracy;             /* (0, 1]: stop at this top-1; 0: off */
+  /* The launcher that started this process, from its environment (OpenMPI's
+   * OMPI_COMM_WORLD_RANK / _SIZE, or PMI_RANK / PMI_SIZE): this process's place among the
+   * processes it started; 0 of 1 without one. */
+  int32_t launcher_rank, launcher_size;
+  int32_t top_ops;        /* --tfprof_file: print the slowest op kinds of the
+                             traced steps, this many; 0: none */
+  double target_accuracy; /* (0, 1]: stop at this top-1; 0: off */
   /* The command line as given, for the benchmark log's record of the run; set by the
    * caller (cli.c), not by the flags (argc 0: none). */
   int argc;

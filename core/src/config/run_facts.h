@@ -23,13 +23,18 @@ typedef struct cnnb_world {
 typedef struct cnnb_run_facts {
   /* The four plugins, as the run bound them (names as picked, files, descriptors). */
   const cnnb_bound_plugin *model, *device, *strategy, *datasource;
-  int32_t batch_size;             /* per replica: --batch_size, or the model's default */
-  int32_t eval_batch_size;        /* per replica, of evaluations during training:
-                                     --eval_batch_size, or batch_size */
-  int32_t image_size;             /* --image_size, or the model's */
-  int32_t num_classes;            /* --num_classes, or the dataset's */
-  int32_t replicas;               /* in this process (--num_gpus) */
-  cnnb_world world;               /* the processes taking part */
+  int32_t batch_size;      /* per replica: --batch_size, or the model's default */
+  int32_t eval_batch_size; /* per replica, of evaluations during training:
+                              --eval_batch_size, or batch_size */
+  int32_t image_size;      /* --image_size, or the model's */
+  int32_t num_classes;     /* --num_classes, or the dataset's */
+  int32_t replicas;        /* in this process (--num_gpus) */
+  cnnb_world world;        /* the processes taking part */
+  /* Whose files these are: the world's rank and size, or, when a launcher started several
+   * processes and the strategy joined none of them (mpirun -np 2 with independent), the
+   * launcher's, so that no two processes write one file (benchmark_run.rankR.jsonl, the
+   * trace). Only file_rank 0 writes the files of rank 0 alone. */
+  int32_t file_rank, file_ranks;
   int64_t global_batch;           /* images per step over every replica and process */
   int64_t examples_per_epoch;     /* the datasource's epoch (the split the run reads); 0:
                                      unknown */

@@ -23,8 +23,8 @@ static cnnb_status open_trace(cnnb_run *run, cnnb_trace **out) {
       .device = run->device.name,
       .strategy = run->strategy.name,
       .steps = cfg->trace_steps < steps ? cfg->trace_steps : steps,
-      .rank = run->facts.world.rank,
-      .world_size = run->facts.world.size,
+      .rank = run->facts.file_rank,
+      .world_size = run->facts.file_ranks,
   };
   cnnb_status st = cnnb_trace_open(run->ctx, cfg->trace_file, &info, out);
   if (st == CNNB_OK) cnnb_trace_attach(run->ctx, *out);

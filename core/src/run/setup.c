@@ -530,11 +530,22 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
    * it is given) for this process's rank and the world's total, but no executor. */
   if ((st = create_strategy(run)) != CNNB_OK) return st;
   f->global_batch = (int64_t)f->batch_size * f->replicas * f->world.size;
+  f->file_rank = f->world.rank;
+  f->file_ranks = f->world.size;
+  if (f->world.size == 1 && cfg->launcher_size > 1) {
+    f->file_rank = cfg->launcher_rank;
+    f->file_ranks = cfg->launcher_size;
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "the launcher started %d processes and --variable_update=%s joins none "
+                       "of them: each runs alone (its files are named as rank %d's of %d)",
+                       (int)cfg->launcher_size, f->strategy->name, (int)cfg->launcher_rank,
+                       (int)cfg->launcher_size);
+  }
   /* The log is named by rank, known from the strategy on: opened now, before any arena is
    * allocated, so an unwritable directory stops the run early. */
   const char *log_dir = cfg->benchmark_log_dir;
   if (log_dir && *log_dir &&
-      (st = cnnb_benchmark_log_open(run->ctx, log_dir, f->world.rank, &run->log)) != CNNB_OK)
+      (st = cnnb_benchmark_log_open(run->ctx, log_dir, f->file_rank, &run->log)) != CNNB_OK)
     return st;
   if (model && (st = cnnb_summaries_open(run)) != CNNB_OK) return st; /* the same, for events */
   for (int32_t i = 0; model && i < n; i++)
