@@ -193,7 +193,13 @@ tune_run_end tune_child_run(char **argv, const char *log_dir, double timeout_s, 
   r->peak_rss_kb = usage.ru_maxrss;
   if (end == TUNE_RUN_DONE && pid > 0) {
     tune_child_read_log(log_dir, r);
-    if (!r->ok) {
+    if (!r->ok && !r->error && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      /* It ended well by its own account, and its log says nothing whole: a stderr line
+       * would name the wrong thing. */
+      r->error = tune_format("exit status 0, and its log %s/benchmark_run.rank0.jsonl holds no "
+                             "whole run (a run record, steps and an ok summary)",
+                             log_dir);
+    } else if (!r->ok) {
       char *line = first_error_line(err_path);
       if (!r->error || (line && WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
         free(r->error);
