@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
   if (n < 1) n = 1;
   cnnb_ctx *root = cnnb_ctx_create("cnnbench", NULL);
   cnnb_ctx *plugin = cnnb_ctx_create_child(root, "strategy");
-  cnnb_trace_info info = {"none", "none", "none", 1, 0, 1};
+  cnnb_trace_info info = {"none", "none", "none", 1, 0, 1, NULL};
   cnnb_trace *trace = NULL;
   if (!root || !plugin || cnnb_trace_open(root, "/dev/null", &info, &trace) != CNNB_OK) {
     fprintf(stderr, "trace_idle_bench: %s\n", cnnb_error_message(root));

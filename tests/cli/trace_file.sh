@@ -105,6 +105,9 @@ echo "$table" | awk '{sub("%", "", $NF); s += $NF} END {exit !(s > 99 && s < 100
 ! "$CNNBENCH" "${run[@]}" --tfprof_file="$tmp/a.json" --trace_file="$tmp/b.json" >/dev/null 2>"$tmp/both.err" \
   || fail "--tfprof_file with --trace_file accepted"
 grep -q "give one" "$tmp/both.err" || fail "both files: $(cat "$tmp/both.err")"
+! "$CNNBENCH" "${run[@]}" --tfprof_file="$tmp/no/such/p.json" >/dev/null 2>"$tmp/nodir.err" \
+  || fail "--tfprof_file in a missing directory accepted"
+grep -q -- "--tfprof_file=$tmp/no/such/p.json: cannot create" "$tmp/nodir.err" || fail "message: $(cat "$tmp/nodir.err")"
 echo "ok: --tfprof_file: 10 steps traced, the op table counts each layer once a step"
 
 # A path that cannot be created: refused before the first step.

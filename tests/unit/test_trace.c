@@ -23,7 +23,7 @@ static void make_dir(void) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static const cnnb_trace_info info = {"lenet", "cpu", "replicated", 2, 0, 1};
+static const cnnb_trace_info info = {"lenet", "cpu", "replicated", 2, 0, 1, NULL};
 
 /* The events named `name` in the file's traceEvents. */
 static size_t count_named(json_t *doc, const char *name) {

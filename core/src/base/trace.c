@@ -59,18 +59,19 @@ cnnb_status cnnb_trace_open(cnnb_ctx *ctx, const char *path, const cnnb_trace_in
   char file[4096];
   cnnb_trace_path(path, info->rank, info->world_size, file, sizeof file);
   cnnb_trace *t = calloc(1, sizeof *t);
-  if (!t) return cnnb_error(ctx, CNNB_ENOMEM, "--trace_file: out of memory");
+  const char *flag = info->flag ? info->flag : "trace_file";
+  if (!t) return cnnb_error(ctx, CNNB_ENOMEM, "--%s: out of memory", flag);
   pthread_mutex_init(&t->lock, NULL);
   if (!(t->path = strdup(file)) || !(t->events = json_array())) {
     cnnb_trace_free(t);
-    return cnnb_error(ctx, CNNB_ENOMEM, "--trace_file: out of memory");
+    return cnnb_error(ctx, CNNB_ENOMEM, "--%s: out of memory", flag);
   }
   t->rank = info->rank;
   t->steps = info->steps;
   if (!(t->file = fopen(file, "w"))) {
     int err = errno;
     cnnb_trace_free(t);
-    return cnnb_error(ctx, CNNB_EIO, "--trace_file=%s: cannot create %s: %s", path, file,
+    return cnnb_error(ctx, CNNB_EIO, "--%s=%s: cannot create %s: %s", flag, path, file,
                       strerror(err));
   }
   char process[32];
@@ -82,7 +83,7 @@ cnnb_status cnnb_trace_open(cnnb_ctx *ctx, const char *path, const cnnb_trace_in
   json_t *name = metadata("process_name", info->rank, 0, process);
   if (!t->other || !name || json_array_append_new(t->events, name) != 0) {
     cnnb_trace_free(t);
-    return cnnb_error(ctx, CNNB_ENOMEM, "--trace_file: out of memory");
+    return cnnb_error(ctx, CNNB_ENOMEM, "--%s: out of memory", flag);
   }
   cnnb_log(ctx, CNNB_LOG_INFO, "tracing %lld steps to %s", (long long)info->steps, file);
   *out = t;

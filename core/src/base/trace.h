@@ -26,6 +26,7 @@ typedef struct cnnb_trace_info {
   const char *model, *device, *strategy;
   int64_t steps; /* traced steps asked for */
   int32_t rank, world_size;
+  const char *flag; /* the flag that asked for the trace, for messages (NULL: trace_file) */
 } cnnb_trace_info;
 
 /* The file for `path` under world_size ranks: path itself for one process, else path

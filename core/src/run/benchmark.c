@@ -25,6 +25,7 @@ static cnnb_status open_trace(cnnb_run *run, cnnb_trace **out) {
       .steps = cfg->trace_steps < steps ? cfg->trace_steps : steps,
       .rank = run->facts.file_rank,
       .world_size = run->facts.file_ranks,
+      .flag = cfg->top_ops > 0 ? "tfprof_file" : "trace_file",
   };
   cnnb_status st = cnnb_trace_open(run->ctx, cfg->trace_file, &info, out);
   if (st == CNNB_OK) cnnb_trace_attach(run->ctx, *out);
