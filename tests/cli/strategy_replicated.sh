@@ -89,13 +89,15 @@ log="$work/n2_cpu_2.log"
 grep -q "elements) by pscpu" "$log" && grep -q "elements) by xring" "$log" \
   || { fail "pscpu:32k:xring did not use both algorithms:"; grep "replicated:" "$log"; }
 # A limit takes buckets of at most that many elements, as tf compares (<=): lenet's first
-# bucket (conv1, at offset 0) holds 2432.
-for limit in 2432:pscpu 2431:xring; do
+# bucket (conv1, at offset 0) holds 2496: its kernel's 2400, the gap to the bias's
+# 256-byte boundary (CNNB_PARAM_ALIGN) at 2432, the bias's 32 and the gap to conv2's
+# kernel at 2496.
+for limit in 2496:pscpu 2495:xring; do
   train "limit_${limit%%:*}" --batch_size=$B --num_gpus=2 --variable_update=replicated \
     --num_batches=1 --gradient_bucket_mb=0.05 --all_reduce_spec="pscpu:${limit%%:*}:xring" \
     --log_level=debug
-  grep -q "gradients \[0, 2432) (2432 elements) by ${limit#*:}" "$work/limit_${limit%%:*}.log" \
-    || { fail "pscpu:${limit%%:*}:xring did not reduce the 2432-element bucket by ${limit#*:}:";
+  grep -q "gradients \[0, 2496) (2496 elements) by ${limit#*:}" "$work/limit_${limit%%:*}.log" \
+    || { fail "pscpu:${limit%%:*}:xring did not reduce the 2496-element bucket by ${limit#*:}:";
          grep "replicated:" "$work/limit_${limit%%:*}.log"; }
 done
 grep -q "reduced on a communication thread" "$work/n2_cpu_0.log" \

@@ -552,9 +552,12 @@ START_TEST(accuracy_in_top_k) {
   cnnb_graph_set_logits(g, l);
   cnnb_graph_add_loss(g);
   cnnb_executor *ex = make_executor(&d, g, false, NULL);
-  float w[K * K + K] = {0};
+  /* The kernel is the arena's first param; the bias (zero) starts after its gap. */
+  float *w = calloc((size_t)cnnb_graph_param_arena_count(g), sizeof *w);
+  ck_assert_ptr_nonnull(w);
   for (int i = 0; i < K; ++i) w[i * K + i] = 1.0f;
   ck_assert_int_eq(cnnb_executor_upload_params(ex, w, NULL), CNNB_OK);
+  free(w);
   float x[R * K] = {
       1, 3, 3, 0, 2, -1, -2, /* label 2: tied for the max -> top-1 and top-5 */
       1, 3, 3, 0, 2, -1, -2, /* label 4: two above -> top-5 only */

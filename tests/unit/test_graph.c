@@ -348,7 +348,12 @@ START_TEST(test_pad_channels) {
   /* The residual sum it exists for: a conv of the padded depth adds to it. */
   cnnb_tensor r = cnnb_conv2d(g, NULL, c, CNNB_CONV2D(.filters = 12, .kernel_h = 3, .kernel_w = 3));
   ck_assert_int_ge(cnnb_add(g, NULL, p, r), 0);
-  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 3 * 5 * 9 + 5 * 12 * 9);
+  ck_assert_int_eq(cnnb_graph_trainable_count(g), 3 * 5 * 9 + 5 * 12 * 9);
+  /* Each param starts on a 256-byte boundary (CNNB_PARAM_ALIGN): 135 elements, a gap to
+   * 192, then 540. */
+  for (int32_t i = 0; i < cnnb_graph_num_params(g); i++)
+    ck_assert_int_eq(cnnb_graph_param(g, i)->offset % CNNB_PARAM_ALIGN, 0);
+  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 192 + 5 * 12 * 9);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
   ck_assert_int_eq(cnnb_pad_channels(g, "bad", 42, 1, 1), CNNB_NO_TENSOR);
   ck_assert_error_has(g, "pad_channels 'bad': input 0 is tensor 42, which does not exist");
@@ -502,20 +507,26 @@ START_TEST(test_params) {
   ck_assert_int_eq(cnnb_graph_set_logits(g, fc), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
 
-  /* Trainable: kernel 4*3*3*3 = 108 @0, bias 4 @108, gamma 4 @112, beta 4 @116,
-   * bn2 beta 4 @120, fc kernel 5*256 = 1280 @124, fc bias 5 @1404 -> 1409.
-   * Stats: bn1 mean @0, var @4, bn2 mean @8, var @12 -> 16. */
+  /* Trainable: kernel 4*3*3*3 = 108 @0, bias 4 @128, gamma 4 @192, beta 4 @256,
+   * bn2 beta 4 @320, fc kernel 5*256 = 1280 @384, fc bias 5 @1664 -> 1409 parameters
+   * in an arena of 1669 (each starts on a multiple of CNNB_PARAM_ALIGN = 64).
+   * Stats: bn1 mean @0, var @64, bn2 mean @128, var @192 -> 16 in 196. */
   static const struct {
     const char *name;
     int64_t count, offset;
     int32_t is_stat;
   } want[] = {
-      {"net/conv1/kernel", 108, 0, 0},       {"net/conv1/bias", 4, 108, 0},
-      {"net/bn1/gamma", 4, 112, 0},          {"net/bn1/beta", 4, 116, 0},
-      {"net/bn1/moving_mean", 4, 0, 1},      {"net/bn1/moving_variance", 4, 4, 1},
-      {"net/bn2/beta", 4, 120, 0},           {"net/bn2/moving_mean", 4, 8, 1},
-      {"net/bn2/moving_variance", 4, 12, 1}, {"net/fc/kernel", 1280, 124, 0},
-      {"net/fc/bias", 5, 1404, 0},
+      {"net/conv1/kernel", 108, 0, 0},
+      {"net/conv1/bias", 4, 128, 0},
+      {"net/bn1/gamma", 4, 192, 0},
+      {"net/bn1/beta", 4, 256, 0},
+      {"net/bn1/moving_mean", 4, 0, 1},
+      {"net/bn1/moving_variance", 4, 64, 1},
+      {"net/bn2/beta", 4, 320, 0},
+      {"net/bn2/moving_mean", 4, 128, 1},
+      {"net/bn2/moving_variance", 4, 192, 1},
+      {"net/fc/kernel", 1280, 384, 0},
+      {"net/fc/bias", 5, 1664, 0},
   };
   ck_assert_int_eq(cnnb_graph_num_params(g), (int)(sizeof want / sizeof want[0]));
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -527,8 +538,9 @@ START_TEST(test_params) {
     ck_assert_uint_eq(p->struct_size, sizeof(cnnb_param));
     ck_assert_int_eq(cnnb_graph_find_param(g, want[i].name), (int)i);
   }
-  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 1409);
-  ck_assert_int_eq(cnnb_graph_stat_arena_count(g), 16);
+  ck_assert_int_eq(cnnb_graph_trainable_count(g), 1409);
+  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 1669);
+  ck_assert_int_eq(cnnb_graph_stat_arena_count(g), 196);
 
   /* Owning nodes, index slots, flags, default inits. */
   const cnnb_node *n = cnnb_graph_node(g, c1);

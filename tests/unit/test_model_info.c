@@ -215,7 +215,7 @@ START_TEST(test_alexnet) {
   cnnb_model_report r;
   ck_assert_int_eq(cnnb_model_info_compute(g, &r), CNNB_OK);
   ck_assert_int_eq(r.trainable_params, 61842345);
-  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 61842345);
+  ck_assert_int_eq(cnnb_graph_trainable_count(g), 61842345);
   ck_assert_int_eq(r.stat_count, 0);
   /* Conv + dense FLOPs, with biases, by hand:
    * 140747200 + 448037568 + 224345472 + 448626048 + 299084032 + 75501568 + 33558528 + 8201193 */

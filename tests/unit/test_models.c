@@ -232,9 +232,9 @@ START_TEST(test_model_structure) {
   ck_assert_msg(st == CNNB_OK, "%s (%s): %s", c->name, c->dataset == CIFAR ? "cifar10" : "imagenet",
                 cnnb_error_message(ctx));
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
-  ck_assert_msg(cnnb_graph_param_arena_count(g) == c->params,
+  ck_assert_msg(cnnb_graph_trainable_count(g) == c->params,
                 "%s: %lld trainable parameters, want %lld", c->name,
-                (long long)cnnb_graph_param_arena_count(g), (long long)c->params);
+                (long long)cnnb_graph_trainable_count(g), (long long)c->params);
 
   cnnb_tensor logits = cnnb_graph_logits(g);
   ck_assert_int_ge(logits, 0);
@@ -692,7 +692,7 @@ START_TEST(test_num_classes_override) {
   cnnb_status st;
   cnnb_graph *g = build(&l, ctx, "resnet50", IMAGENET, 224, 100, &st);
   ck_assert_int_eq(st, CNNB_OK);
-  ck_assert_int_eq(cnnb_graph_param_arena_count(g), 25559081 - 2049LL * (1001 - 100));
+  ck_assert_int_eq(cnnb_graph_trainable_count(g), 25559081 - 2049LL * (1001 - 100));
   ck_assert_int_eq(cnnb_graph_node(g, cnnb_graph_logits(g))->shape.c, 100);
   cnnb_graph_destroy(g);
   cnnb_ctx_destroy(ctx);
@@ -762,9 +762,9 @@ START_TEST(test_mnist_models_build_for_one_channel) {
       cnnb_status st = l.vt->build(ctx, mnist_cases[i].name, CNNB_DATASET_MNIST, g);
       ck_assert_msg(st == CNNB_OK, "%s at %d: %s", mnist_cases[i].name, size,
                     cnnb_error_message(ctx));
-      ck_assert_msg(cnnb_graph_param_arena_count(g) == mnist_cases[i].params,
+      ck_assert_msg(cnnb_graph_trainable_count(g) == mnist_cases[i].params,
                     "%s at %d: %lld trainable parameters, want %lld", mnist_cases[i].name, size,
-                    (long long)cnnb_graph_param_arena_count(g), (long long)mnist_cases[i].params);
+                    (long long)cnnb_graph_trainable_count(g), (long long)mnist_cases[i].params);
       ck_assert_int_eq(cnnb_graph_node(g, cnnb_graph_logits(g))->shape.c, 10);
       for (int32_t n = 0; n < cnnb_graph_num_nodes(g); n++) {
         const cnnb_node *node = cnnb_graph_node(g, n);

@@ -287,6 +287,12 @@ cnnb_tensor cnnb_graph_finish(cnnb_node_start *s, const cnnb_node *proto, int32_
   return t;
 }
 
+/* Where the next param starts in an arena that holds `used` elements: on the next
+ * CNNB_PARAM_ALIGN boundary (graph.h says why). */
+static int64_t aligned_offset(int64_t used) {
+  return (used + CNNB_PARAM_ALIGN - 1) / CNNB_PARAM_ALIGN * CNNB_PARAM_ALIGN;
+}
+
 bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p) {
   const char *suffix = p->suffix;
   const int32_t is_stat = p->is_stat, ndims = p->ndims;
@@ -317,17 +323,18 @@ bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p) 
       .name = name,
       .ndims = ndims,
       .count = count,
-      .offset = is_stat ? g->stat_count : g->param_count,
+      .offset = aligned_offset(is_stat ? g->stat_count : g->param_count),
       .node = t,
       .is_stat = is_stat,
       .init = p->init,
   };
   for (int32_t i = 0; i < ndims && i < 4; i++) rec->param.dims[i] = dims[i];
   if (is_stat) {
-    g->stat_count += count;
+    g->stat_count = rec->param.offset + count;
     node->node.stats[node->node.num_stats++] = index;
   } else {
-    g->param_count += count;
+    g->param_count = rec->param.offset + count;
+    g->trainable_count += count;
     node->node.params[node->node.num_params++] = index;
   }
   g->params[g->num_params++] = rec;
@@ -503,6 +510,8 @@ const cnnb_param *cnnb_graph_param(const cnnb_graph *g, int32_t index) {
 int64_t cnnb_graph_param_arena_count(const cnnb_graph *g) { return g ? g->param_count : 0; }
 
 int64_t cnnb_graph_stat_arena_count(const cnnb_graph *g) { return g ? g->stat_count : 0; }
+
+int64_t cnnb_graph_trainable_count(const cnnb_graph *g) { return g ? g->trainable_count : 0; }
 
 cnnb_tensor cnnb_graph_logits(const cnnb_graph *g) { return g ? g->logits : CNNB_NO_TENSOR; }
 

@@ -161,6 +161,12 @@ enum {
   CNNB_PARAM_NO_DECAY = 1u << 0 /* excluded from L2 weight decay (batch norm) */
 };
 
+/* Every param starts on a multiple of CNNB_PARAM_ALIGN elements of its arena: 256 bytes of
+ * fp32, the alignment cuDNN, cuBLAS and vector loads want of a tensor. The gaps between
+ * params are zero, belong to no param and are never trained; so an arena's element count
+ * (cnnb_graph_param_arena_count) exceeds the model's parameter count. */
+#define CNNB_PARAM_ALIGN 64
+
 typedef struct cnnb_param {
   uint32_t struct_size;
   uint32_t flags;
@@ -309,7 +315,8 @@ CNNB_EXPORT int32_t cnnb_graph_num_nodes(const cnnb_graph *g);
 CNNB_EXPORT const cnnb_node *cnnb_graph_node(const cnnb_graph *g, int32_t index);
 CNNB_EXPORT int32_t cnnb_graph_num_params(const cnnb_graph *g); /* params and stats */
 CNNB_EXPORT const cnnb_param *cnnb_graph_param(const cnnb_graph *g, int32_t index);
-CNNB_EXPORT int64_t cnnb_graph_param_arena_count(const cnnb_graph *g); /* trainable elements */
+/* elements of the trainable arena, CNNB_PARAM_ALIGN gaps included */
+CNNB_EXPORT int64_t cnnb_graph_param_arena_count(const cnnb_graph *g);
 CNNB_EXPORT int64_t cnnb_graph_stat_arena_count(const cnnb_graph *g);
 CNNB_EXPORT cnnb_tensor cnnb_graph_logits(const cnnb_graph *g);
 CNNB_EXPORT cnnb_tensor cnnb_graph_labels(const cnnb_graph *g); /* after the host added the loss */
