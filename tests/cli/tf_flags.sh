@@ -74,9 +74,9 @@ done
 ! grep -q -- "--xla" "$tmp/err" || fail "--xla named as unknown: $(cat "$tmp/err")"
 
 # No-effect flags: the run goes on, one warning line each, saying why.
-"$CNNBENCH" "${tiny[@]}" --xla --staged_vars --use_tf_layers=false --data_format=NHWC \
+"$CNNBENCH" "${tiny[@]}" --xla --staged_vars --use_tf_layers=false \
   --num_inter_threads=2 >"$tmp/out" 2>"$tmp/err" || fail "no-effect flags: exit $?: $(cat "$tmp/err")"
-for name in xla staged_vars use_tf_layers data_format num_inter_threads; do
+for name in xla staged_vars use_tf_layers num_inter_threads; do
   n=$(grep -c -- "warning: --$name has no effect here: ." "$tmp/err")
   [ "$n" -eq 1 ] || fail "--$name: $n warning lines, want 1: $(cat "$tmp/err")"
 done

@@ -30,6 +30,7 @@ typedef struct core_flag {
 static const char *const list_formats[] = {"text", "json", NULL};
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const data_formats[] = {"NCHW", "NHWC", NULL};
 static const char *const input_dtypes[] = {"auto", "uint8", "float32", NULL};
 static const char *const optimizers[] = {"sgd", "momentum", "rmsprop", "adam", NULL};
 
@@ -184,6 +185,11 @@ static const core_flag devices[] = {
      SAME},
     {"precision", CNNB_FLAG_STRING, "fp32", precisions,
      "Compute precision of activations and gradients; master weights stay fp32.", SAME},
+    {"data_format", CNNB_FLAG_STRING, "NCHW", data_formats,
+     "Activations' layout asked of the device (tf_cnn_benchmarks' flag and default). Given, "
+     "the cuda device runs fp32 in it; not given, each device runs its fastest (cuda: NHWC "
+     "with TF32 on sm_80 and newer; the cpu device always picks oneDNN's own).",
+     SAME},
     {"use_fp16", CNNB_FLAG_BOOL, "false", NULL,
      "Same as --precision=fp16 (tf_cnn_benchmarks' spelling).", SAME},
     {"fp16_loss_scale", CNNB_FLAG_FLOAT, "0", NULL,

@@ -381,6 +381,12 @@ static cnnb_status read_devices(const cnnb_flags *flags, cnnb_run_config *cfg, c
   if (!cfg->precision)
     return refuse(err, size, "--precision=%s: known: fp32, bf16, fp16", precision);
   cfg->data_format = cnnb_flags_string(flags, "data_format");
+  /* tf's default (NCHW) asks for nothing: each device keeps its fastest layout unless
+   * the user names one. */
+  /* (The flag's choices are NCHW and NHWC: the parser refused any other.) */
+  if (!cnnb_flags_is_set(flags, "data_format")) cfg->data_format_request = CNNB_DATA_FORMAT_ANY;
+  else if (strcmp(cfg->data_format, "NCHW") == 0) cfg->data_format_request = CNNB_DATA_FORMAT_NCHW;
+  else cfg->data_format_request = CNNB_DATA_FORMAT_NHWC;
   const char *dtype = cnnb_flags_string(flags, "input_dtype");
   if (strcmp(dtype, "auto") == 0) cfg->input_dtype = CNNB_INPUT_AUTO;
   else if (strcmp(dtype, "uint8") == 0) cfg->input_dtype = CNNB_INPUT_UINT8;

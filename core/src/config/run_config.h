@@ -77,7 +77,8 @@ typedef struct cnnb_run_config {
   int32_t num_threads;          /* --num_intra_threads; 0: the device's choice */
   uint32_t precision;           /* cnnb_precision */
   const char *precision_flag;   /* "--precision=bf16" / "--use_fp16": what asked for it */
-  const char *data_format;      /* shown in the report only */
+  const char *data_format;      /* as given (or tf's default), for the report */
+  uint32_t data_format_request; /* cnnb_data_format: what the device is asked for */
   cnnb_input_dtype input_dtype; /* --input_dtype */
   bool step_graphs;             /* --cuda_graphs: record a step, replay it */
 

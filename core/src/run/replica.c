@@ -18,6 +18,7 @@ cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool traini
       .training = training,
       .seed = (uint32_t)cfg->seed,
       .local_replicas = run->facts.replicas,
+      .data_format = cfg->data_format_request,
   };
   cnnb_status st;
   CNNB_GUARDED(p->label, "create", NULL, st = p->vt.device->create(*ctx, p->name, &dcfg, device));

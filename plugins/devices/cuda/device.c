@@ -105,6 +105,24 @@ static cnnb_status check_precision(gpu_device *d, uint32_t precision) {
                     can);
 }
 
+/* The activations' layout: half precision runs NHWC (tensor cores want channels last);
+ * fp32 runs the layout the user asked for (--data_format), else NHWC where TF32 tensor
+ * cores run it (sm_80 and newer, TF32 allowed: PyTorch's channels_last), else NCHW,
+ * cuDNN's fastest plain-FMA layout. */
+static cudnnTensorFormat_t choose_format(gpu_device *d) {
+  const uint32_t asked = d->cfg.data_format;
+  if (d->act != GPU_F32) {
+    if (asked == CNNB_DATA_FORMAT_NCHW)
+      cnnb_log(d->ctx, CNNB_LOG_INFO,
+               "cuda: --data_format=NCHW applies to fp32 only: %s runs NHWC on tensor cores",
+               precision_name(d->cfg.precision));
+    return CUDNN_TENSOR_NHWC;
+  }
+  if (asked == CNNB_DATA_FORMAT_NCHW) return CUDNN_TENSOR_NCHW;
+  if (asked == CNNB_DATA_FORMAT_NHWC) return CUDNN_TENSOR_NHWC;
+  return d->prop.major >= 8 && d->allow_tf32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 static void describe_into(gpu_device *d) {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
@@ -158,12 +176,12 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
   d->act_cudnn = d->act == GPU_F16    ? CUDNN_DATA_HALF
                  : d->act == GPU_BF16 ? CUDNN_DATA_BFLOAT16
                                       : CUDNN_DATA_FLOAT;
-  d->format = d->act == GPU_F32 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
   /* The plugin's flags (plugin.c). A ctx without the host's flag table (a test harness
    * creating the device directly) gets exact fp32 (the conformance suites' fp32
    * tolerances forbid TF32), cuDNN's heuristic choice, and the default workspace cap. */
   const int have_flags = cnnb_flag_declared(ctx, "cuda_allow_tf32");
   d->allow_tf32 = have_flags && cnnb_flag_bool(ctx, "cuda_allow_tf32");
+  d->format = choose_format(d);
   d->autotune = have_flags && cnnb_flag_bool(ctx, "cudnn_autotune");
   /* tf_cnn_benchmarks' switches, true there and here by default. */
   d->winograd_nonfused = !have_flags || cnnb_flag_bool(ctx, "winograd_nonfused");

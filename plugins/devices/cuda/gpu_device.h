@@ -6,8 +6,11 @@
  * library; this implementation (libcnnb_cuda_impl.so, everything else) links cuDNN,
  * cuBLAS and the CUDA runtime and is loaded only when a run creates a cuda device.
  *
- * Layouts: one per device, fixed by precision, so no per-graph plan is needed:
- *  - fp32: NCHW fp32 (cuDNN's fastest fp32 layout; TF32 tensor cores unless forbidden);
+ * Layouts: one per device, fixed at create (device.c, choose_format), so no per-graph
+ * plan is needed:
+ *  - fp32: NHWC with TF32 tensor cores on sm_80 and newer (PyTorch's channels_last), NCHW
+ *    where TF32 is forbidden or the GPU is older (cuDNN's fastest plain-FMA layout), or
+ *    what --data_format names;
  *  - fp16 / bf16: NHWC in that type (tensor cores want channels last).
  * A tensor whose H = W = 1 (dense layers, logits) is the same in both. Labels are int32
  * [N], the loss one fp32. Gradients use their tensor's layout and type.

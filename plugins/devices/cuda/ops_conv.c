@@ -327,7 +327,9 @@ cnnb_status gpu_prepare_conv(gpu_device *d, const cnnb_graph *g, int32_t index, 
   if (s->training && s->fused_relu)
     GPU_TRY(st, gpu_transient_reserve(d, 0, (size_t)s->out_count * elt, node));
 
-  s->own_filter = d->act != GPU_F32;
+  /* The arena holds fp32 OIHW: a half type, or the NHWC layout (OHWI filters), needs
+   * the node's own converted copy. */
+  s->own_filter = d->act != GPU_F32 || d->format == CUDNN_TENSOR_NHWC;
   if (s->own_filter) {
     size_t filter_bytes = (size_t)s->k * s->c_compute * s->kh * s->kw * elt;
     GPU_TRY(st,

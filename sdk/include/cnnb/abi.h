@@ -69,10 +69,12 @@ extern "C" {
  *                 1.10 added CNNB_OP_PAD_SPATIAL and cnnb_pad_spatial() (graph.h).
  *                 1.11 added cnnb_flag_mark_per_rank (ctx.h): the flags whose value may
  *                     differ between the ranks of a job; every other flag must agree.
+ *                 1.12 added the device config's data_format (device.h): the layout the
+ *                     user asked for with --data_format, or the device's choice.
  * An op's row in the host's op table names its minor by the macro below, so a minor is
  * written down in this list and these two lines alone. */
 #define CNNB_ABI_MINOR_PAD_SPATIAL 10
-#define CNNB_ABI_MINOR 11
+#define CNNB_ABI_MINOR 12
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

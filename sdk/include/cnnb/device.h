@@ -72,6 +72,15 @@ typedef enum cnnb_precision {
  * presence changes. */
 #define CNNB_EXT_STEP_GRAPH "cnnb.device.step_graph/1"
 
+/* The activations' physical layout a user may ask a device for (--data_format, given on
+ * the command line). A device with one layout, or none that matters, may ignore it; one
+ * that cannot honour a request says so in its log. */
+typedef enum cnnb_data_format {
+  CNNB_DATA_FORMAT_ANY = 0, /* not asked: the device's fastest */
+  CNNB_DATA_FORMAT_NCHW = 1,
+  CNNB_DATA_FORMAT_NHWC = 2
+} cnnb_data_format;
+
 typedef struct cnnb_device_config {
   uint32_t struct_size;
   int32_t device_index; /* which accelerator of this process */
@@ -82,6 +91,8 @@ typedef struct cnnb_device_config {
   /* ABI 1.8 */
   int32_t local_replicas; /* instances of this device in this process (--num_gpus): a
                              process's replicas take device_index 0 .. local_replicas-1 */
+  /* ABI 1.12 */
+  uint32_t data_format; /* cnnb_data_format the user asked for; ANY: the device's choice */
 } cnnb_device_config;
 
 /* Buffers one node reads and writes in one step. */
@@ -236,7 +247,8 @@ typedef struct cnnb_device_step_graph {
 
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(offsetof(cnnb_device_config, seed) == 20, "ABI: 1.0 layout moved");
-_Static_assert(sizeof(cnnb_device_config) == 28, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_device_config, data_format) == 28, "ABI: 1.12 layout moved");
+_Static_assert(sizeof(cnnb_device_config) == 32, "ABI: grow only by appending");
 _Static_assert(sizeof(cnnb_node_io) == 80, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_device_vtable, all_finite) == 152, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_device_vtable) == 176, "ABI: grow only by appending");
