@@ -25,9 +25,10 @@ struct cnnb_trainer {
   run *runs;
   int32_t num_runs;
   int64_t updates;
-  float *host_params; /* for the weight-decay loss, allocated when first asked */
-  float *host_grads;  /* for the finiteness check of a device without all_finite */
-  bool has_sink;      /* updates go to sink, not to the device */
+  int64_t overflow_steps; /* fp16 steps whose gradients held inf/NaN */
+  float *host_params;     /* for the weight-decay loss, allocated when first asked */
+  float *host_grads;      /* for the finiteness check of a device without all_finite */
+  bool has_sink;          /* updates go to sink, not to the device */
   cnnb_update_sink sink;
   char description[512];
 };
@@ -223,6 +224,8 @@ void cnnb_trainer_destroy(cnnb_trainer *tr) {
 
 float cnnb_trainer_loss_scale(const cnnb_trainer *tr) { return tr->loss_scale.scale; }
 
+int64_t cnnb_trainer_overflow_steps(const cnnb_trainer *tr) { return tr->overflow_steps; }
+
 float cnnb_trainer_learning_rate(const cnnb_trainer *tr, int64_t step) {
   return cnnb_lr_schedule_at(tr->schedule, step);
 }
@@ -261,10 +264,19 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
   /* The scale this step's backward ran with: the bookkeeping below may change it. */
   float scale = tr->loss_scale.scale;
   bool finite = true;
-  if (cnnb_loss_scale_needs_check(&tr->loss_scale) && count > 0) {
+  /* fp16 gradients are checked every step, static scale or not: a static scale applies
+   * an overflowed update as tf_cnn_benchmarks does, but never silently (counted here,
+   * warned once, reported at the end). */
+  if ((cnnb_loss_scale_needs_check(&tr->loss_scale) || tr->cfg.fp16) && count > 0) {
     cnnb_status st = grads_finite(tr, grads, count, &finite);
     if (st != CNNB_OK) return st;
   }
+  if (!finite && tr->overflow_steps++ == 0 && !tr->loss_scale.dynamic)
+    cnnb_log(tr->ctx, CNNB_LOG_WARN,
+             "step %lld: fp16 gradients overflowed to inf/NaN at the static loss scale %g; the "
+             "update was applied, as tf_cnn_benchmarks does: --auto_loss_scale skips such steps "
+             "and lowers the scale",
+             (long long)step + 1, scale);
   if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {
     if (skipped) *skipped = 1;
     cnnb_log(tr->ctx, CNNB_LOG_DEBUG,

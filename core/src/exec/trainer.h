@@ -60,6 +60,10 @@ void cnnb_trainer_destroy(cnnb_trainer *tr);
 /* The scale to multiply the loss by in this step's backward (1 without fp16). */
 float cnnb_trainer_loss_scale(const cnnb_trainer *tr);
 
+/* fp16 steps whose gradients held inf/NaN so far: skipped under dynamic loss scaling,
+ * applied (and counted, with one warning) under a static scale. 0 without fp16. */
+int64_t cnnb_trainer_overflow_steps(const cnnb_trainer *tr);
+
 /* Applies the gradient arena to the parameters for global step `step` (0-based count
  * of steps before this one). *skipped = 1 when dynamic loss scaling found inf/NaN and
  * skipped the update; *lr_used is the step's learning rate. Either may be NULL. */

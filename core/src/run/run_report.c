@@ -108,6 +108,18 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, i
   return CNNB_OK;
 }
 
+void cnnb_run_print_overflows(cnnb_run *run, int64_t steps, FILE *out) {
+  const cnnb_trainer *tr = run->replicas ? run->replicas[0].trainer : NULL;
+  int64_t overflows = tr ? cnnb_trainer_overflow_steps(tr) : 0;
+  if (!out || overflows == 0) return;
+  fprintf(out, "fp16 gradients overflowed in %lld of %lld steps (%s)\n", (long long)overflows,
+          (long long)steps,
+          run->cfg->trainer.auto_loss_scale
+              ? "their updates skipped, the loss scale lowered: --auto_loss_scale"
+              : "their updates applied at the static loss scale, as tf_cnn_benchmarks does: "
+                "--auto_loss_scale skips them");
+}
+
 /* Examples the training (or --eval) datasource instances of this process skipped as
  * unreadable, summed over its replicas. */
 static int64_t skipped_examples(const cnnb_run *run) {

@@ -614,6 +614,7 @@ static cnnb_status finish_steps(step_loop *loop) {
   if ((st = cnnb_run_print_total(run, images, loop->total_seconds, loop->steps_run, loop->out)) !=
       CNNB_OK)
     return st;
+  cnnb_run_print_overflows(run, loop->steps_run, loop->out);
   if (loop->stopped) return cnnb_run_print_skipped(run, loop->out);
   if (cfg->eval_during_training && !loop->target.reached &&
       (st = evaluate(loop, loop->steps_run, end_step, true)) != CNNB_OK)
