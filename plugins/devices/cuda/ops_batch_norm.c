@@ -26,7 +26,7 @@
  * Half-precision activations keep fp32 statistics and parameters (the derived BN
  * descriptor is fp32).
  *
- * Training on the fp16 NHWC device with C % 4 == 0 runs cuDNN's
+ * Training on the fp16 or bf16 NHWC device with C % 4 == 0 runs cuDNN's
  * cudnnBatchNormalizationForwardTrainingEx / BackwardEx in CUDNN_BATCHNORM_SPATIAL_PERSISTENT
  * mode (its fast NHWC kernels, as PyTorch's channels-last batch norm), with
  * CUDNN_BATCHNORM_OPS_BN_ACTIVATION when the node has a fused ReLU (it runs inside) and
@@ -34,7 +34,14 @@
  * sizes and takes the plain path where it answers NOT_SUPPORTED. Everywhere else: plain
  * batch norm, then gpu_k_relu in place for a fused ReLU; the backward masks dy with
  * gpu_k_relu_backward(dy, y) into transient slot 0 first. BN_CUDNN_EX below turns the
- * Ex path off. */
+ * Ex path off.
+ *
+ * cuDNN may still refuse a call at run time (NOT_SUPPORTED: which configurations each
+ * path takes differs between cuDNN versions and GPUs, bf16 above all). Nothing was
+ * computed then, so the node moves to the other path and repeats the call, forward or
+ * backward, in either direction where both were prepared, and says so once in the log;
+ * refused on both, the step fails naming the node. prepare logs each node's path at
+ * --log_level=debug. */
 #include <stdlib.h>
 
 #include "gpu_device.h"
@@ -48,8 +55,10 @@
 
 typedef struct bn_node {
   gpu_node base;
-  int use_scale;              /* params[0] is a learned scale, params[1] the offset */
-  int cudnn_ex;               /* training runs cuDNN's Ex functions (persistent NHWC kernels) */
+  int use_scale; /* params[0] is a learned scale, params[1] the offset */
+  int cudnn_ex;  /* training runs cuDNN's Ex functions (persistent NHWC kernels) */
+  int ex_ready;  /* prepare sized the Ex path: a refused plain call may move there */
+  int ex_refused, plain_refused; /* cuDNN answered NOT_SUPPORTED on that path at run time */
   cudnnBatchNormOps_t ex_ops; /* CUDNN_BATCHNORM_OPS_BN, or _BN_ACTIVATION: the fused ReLU inside */
   int dx_scratch;             /* transient slot 1 holds a dx nobody wants (see needs_dx_scratch) */
   int32_t channels;
@@ -88,6 +97,27 @@ static cnnb_status single_value_running_update(gpu_device *d, bn_node *s, float 
                    "batch norm running variance (one value per channel)");
 }
 
+static const char *path_name(int ex) {
+  return ex ? "cuDNN's persistent Ex kernels" : "cuDNN's plain batch norm";
+}
+
+/* After a training call on s's current path answered cs: when cuDNN refused it
+ * (NOT_SUPPORTED, nothing computed) and the other path is there and not refused too,
+ * moves s to it, says so once, and returns 1 (repeat the call); else 0. */
+static int refused_moves(gpu_device *d, bn_node *s, cudnnStatus_t cs, const char *direction) {
+  if (CUDNN_STATUS_CATEGORY((int)cs) != CUDNN_STATUS_NOT_SUPPORTED) return 0;
+  if (s->cudnn_ex) s->ex_refused = 1;
+  else s->plain_refused = 1;
+  const int to_ex = !s->cudnn_ex;
+  if (to_ex ? !s->ex_ready || s->ex_refused : s->plain_refused) return 0;
+  cnnb_log(d->ctx, CNNB_LOG_INFO,
+           "cuda: node '%s': cuDNN refused %s in the %s (%s): %s from now on", s->base.node->name,
+           path_name(!to_ex), direction, cudnnGetErrorString(cs), path_name(to_ex));
+  s->cudnn_ex = to_ex;
+  s->mode = to_ex ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
+  return 1;
+}
+
 static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   bn_node *s = (bn_node *)n;
   const cnnb_node *node = n->node;
@@ -116,31 +146,29 @@ static cnnb_status bn_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io
   float *cudnn_mean = single ? s->discarded_mean : run_mean;
   float *cudnn_var = single ? s->discarded_var : run_var;
   const double factor = single ? 1.0 : 1.0 - (double)s->decay;
-  if (s->cudnn_ex) {
-    cudnnStatus_t cs = cudnnBatchNormalizationForwardTrainingEx(
-        d->cudnn, s->mode, s->ex_ops, &one, &zero, s->x_desc, x, NULL, NULL, s->x_desc, y,
-        s->bn_desc, scale, offset, factor, cudnn_mean, cudnn_var, s->epsilon, s->saved_mean,
-        s->saved_inv_std, s->relu_desc, d->workspace, s->forward_workspace_bytes, s->reserve,
-        s->reserve_bytes);
-    if (CUDNN_STATUS_CATEGORY((int)cs) == CUDNN_STATUS_NOT_SUPPORTED) {
-      /* Refused at run time after all (nothing was computed): the plain path from now on,
-       * forward and backward alike; prepare reserved its masked-dy buffer. */
-      s->cudnn_ex = 0;
-      s->mode = CUDNN_BATCHNORM_SPATIAL;
-    } else {
-      st = gpu_cudnn(d, cs, node, "batch norm forward (training, Ex)");
-    }
-  }
-  if (!s->cudnn_ex) {
-    st = gpu_cudnn(d,
-                   cudnnBatchNormalizationForwardTraining(d->cudnn, s->mode, &one, &zero, s->x_desc,
-                                                          x, s->x_desc, y, s->bn_desc, scale,
-                                                          offset, factor, cudnn_mean, cudnn_var,
-                                                          s->epsilon, s->saved_mean,
-                                                          s->saved_inv_std),
-                   node, "batch norm forward (training)");
-    if (st == CNNB_OK && node->fused_relu)
+  /* At most two tries: the node's path, then the other one if cuDNN refused the first. */
+  for (int tries = 0; tries < 2; tries++) {
+    const int ex = s->cudnn_ex;
+    cudnnStatus_t cs;
+    if (ex)
+      cs = cudnnBatchNormalizationForwardTrainingEx(d->cudnn, s->mode, s->ex_ops, &one, &zero,
+                                                    s->x_desc, x, NULL, NULL, s->x_desc, y,
+                                                    s->bn_desc, scale, offset, factor, cudnn_mean,
+                                                    cudnn_var, s->epsilon, s->saved_mean,
+                                                    s->saved_inv_std, s->relu_desc, d->workspace,
+                                                    s->forward_workspace_bytes, s->reserve,
+                                                    s->reserve_bytes);
+    else
+      cs = cudnnBatchNormalizationForwardTraining(d->cudnn, s->mode, &one, &zero, s->x_desc, x,
+                                                  s->x_desc, y, s->bn_desc, scale, offset, factor,
+                                                  cudnn_mean, cudnn_var, s->epsilon, s->saved_mean,
+                                                  s->saved_inv_std);
+    if (refused_moves(d, s, cs, "forward")) continue;
+    st = gpu_cudnn(d, cs, node,
+                   ex ? "batch norm forward (training, Ex)" : "batch norm forward (training)");
+    if (st == CNNB_OK && !ex && node->fused_relu)
       st = gpu_cuda(d, gpu_k_relu(y, y, d->act, s->count, d->stream), node, "fused relu");
+    break;
   }
   if (st == CNNB_OK && single) st = single_value_running_update(d, s, run_mean, run_var);
   return st;
@@ -170,29 +198,39 @@ static cnnb_status bn_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *i
   }
   /* y only with the fused activation: the core keeps an unfused batch norm's output
    * only while something else needs it, so the pointer may hold another tensor by now. */
+  /* The saved mean and inverse deviation mean the same on both paths, so a backward
+   * refused on one may run on the other (the Ex reserve space only ever feeds Ex). */
   bool ex_reads_y = s->ex_ops != CUDNN_BATCHNORM_OPS_BN;
-  if (s->cudnn_ex)
-    return gpu_cudnn(d,
-                     cudnnBatchNormalizationBackwardEx(
-                         d->cudnn, s->mode, s->ex_ops, &one, &zero, &one, &zero, s->x_desc, x,
-                         ex_reads_y ? s->x_desc : NULL, ex_reads_y ? y : NULL, s->x_desc, dy, NULL,
-                         NULL, s->x_desc, dx, s->bn_desc, scale, offset, dscale, doffset,
-                         s->epsilon, s->saved_mean, s->saved_inv_std, s->relu_desc, d->workspace,
-                         s->backward_workspace_bytes, s->reserve, s->reserve_bytes),
-                     node, "batch norm backward (Ex)");
-  if (node->fused_relu) {
-    void *masked = gpu_transient(d, 0); /* dy where y > 0, else 0 */
-    cnnb_status st = gpu_cuda(d, gpu_k_relu_backward(masked, dy, y, d->act, s->count, d->stream),
-                              node, "fused relu backward");
-    if (st != CNNB_OK) return st;
-    dy = masked;
+  for (int tries = 0; tries < 2; tries++) {
+    cudnnStatus_t cs;
+    if (s->cudnn_ex) {
+      cs = cudnnBatchNormalizationBackwardEx(d->cudnn, s->mode, s->ex_ops, &one, &zero, &one, &zero,
+                                             s->x_desc, x, ex_reads_y ? s->x_desc : NULL,
+                                             ex_reads_y ? y : NULL, s->x_desc, dy, NULL, NULL,
+                                             s->x_desc, dx, s->bn_desc, scale, offset, dscale,
+                                             doffset, s->epsilon, s->saved_mean, s->saved_inv_std,
+                                             s->relu_desc, d->workspace,
+                                             s->backward_workspace_bytes, s->reserve,
+                                             s->reserve_bytes);
+      if (refused_moves(d, s, cs, "backward")) continue;
+      return gpu_cudnn(d, cs, node, "batch norm backward (Ex)");
+    }
+    const void *plain_dy = dy;
+    if (node->fused_relu) {
+      void *masked = gpu_transient(d, 0); /* dy where y > 0, else 0 */
+      cnnb_status st = gpu_cuda(d, gpu_k_relu_backward(masked, dy, y, d->act, s->count, d->stream),
+                                node, "fused relu backward");
+      if (st != CNNB_OK) return st;
+      plain_dy = masked;
+    }
+    cs = cudnnBatchNormalizationBackward(d->cudnn, s->mode, &one, &zero, &one, &zero, s->x_desc, x,
+                                         s->x_desc, plain_dy, s->x_desc, dx, s->bn_desc, scale,
+                                         dscale, doffset, s->epsilon, s->saved_mean,
+                                         s->saved_inv_std);
+    if (refused_moves(d, s, cs, "backward")) continue;
+    return gpu_cudnn(d, cs, node, "batch norm backward");
   }
-  return gpu_cudnn(d,
-                   cudnnBatchNormalizationBackward(d->cudnn, s->mode, &one, &zero, &one, &zero,
-                                                   s->x_desc, x, s->x_desc, dy, s->x_desc, dx,
-                                                   s->bn_desc, scale, dscale, doffset, s->epsilon,
-                                                   s->saved_mean, s->saved_inv_std),
-                   node, "batch norm backward");
+  return CNNB_OK; /* not reached: the second try always returns */
 }
 
 static void bn_release(gpu_device *d, gpu_node *n) {
@@ -242,15 +280,16 @@ static int needs_dx_scratch(const cnnb_graph *g, cnnb_tensor t) {
   return !found;
 }
 
-/* The Ex path (fp16 NHWC training: cuDNN's persistent kernels, with the fused ReLU
+/* The Ex path (fp16 or bf16 NHWC training: cuDNN's persistent kernels, with the fused ReLU
  * inside when the node has one): its sizes; s->cudnn_ex stays 0 where cuDNN cannot. */
 static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
   const cnnb_node *node = s->base.node;
   cnnb_status st = CNNB_OK;
   cudnnStatus_t cs;
   s->cudnn_ex = 0;
-  if (!BN_CUDNN_EX || !d->bn_persistent || !d->cfg.training || d->act != GPU_F16 ||
-      d->format != CUDNN_TENSOR_NHWC || s->channels % 4 != 0)
+  if (!BN_CUDNN_EX || !d->bn_persistent || !d->cfg.training ||
+      (d->act != GPU_F16 && d->act != GPU_BF16) || d->format != CUDNN_TENSOR_NHWC ||
+      s->channels % 4 != 0)
     return CNNB_OK;
   const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   const cudnnBatchNormOps_t ops = node->fused_relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
@@ -294,6 +333,7 @@ static cnnb_status prepare_ex(gpu_device *d, bn_node *s) {
   s->mode = mode;
   s->ex_ops = ops;
   s->cudnn_ex = 1;
+  s->ex_ready = 1;
 done:
   return st;
 }
@@ -356,6 +396,9 @@ cnnb_status gpu_prepare_batch_norm(gpu_device *d, const cnnb_graph *g, int32_t i
 
   if (d->cfg.training) {
     GPU_TRY(st, prepare_ex(d, s));
+    cnnb_log(d->ctx, CNNB_LOG_DEBUG, "cuda: node '%s': batch norm on %s%s", node->name,
+             path_name(s->cudnn_ex),
+             s->cudnn_ex && s->ex_ops != CUDNN_BATCHNORM_OPS_BN ? " with the ReLU inside" : "");
     /* The masked dy of the plain path; reserved with the Ex path too, so a forward cuDNN
      * refuses at run time can fall back (bn_forward). */
     if (node->fused_relu) GPU_TRY(st, gpu_transient_reserve(d, 0, s->x_bytes, node));
