@@ -122,6 +122,20 @@ if(CUDAToolkit_FOUND)
             PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE})
   if(NOT CNNB_NCCL_LIBRARY OR NOT CNNB_NCCL_INCLUDE_DIR)
     set(_nccl_why "NCCL not found beside CUDA ${CUDAToolkit_VERSION} (nccl.h, libnccl.so)")
+    # PyTorch's pip wheels bring NCCL as nvidia-nccl-cu*, a libnccl.so.2 with no header
+    # and no libnccl.so: name it, since "not found" reads wrong to whoever sees it in pip.
+    find_program(_cnnb_python3 python3)
+    if(_cnnb_python3)
+      execute_process(
+        COMMAND "${_cnnb_python3}" -c "import nvidia.nccl as m; print(list(m.__path__)[0])"
+        OUTPUT_VARIABLE _nccl_wheel OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(_nccl_wheel AND EXISTS "${_nccl_wheel}/lib/libnccl.so.2")
+        set(_nccl_why "NCCL found only inside a Python wheel (${_nccl_wheel}/lib/libnccl.so.2), "
+                      "which has no nccl.h to build against: install NCCL's development files "
+                      "(NVIDIA's libnccl-dev, or the NCCL tarball into ${CUDAToolkit_LIBRARY_ROOT})")
+        string(CONCAT _nccl_why ${_nccl_why})
+      endif()
+    endif()
   else()
     set(_nccl_ok ON)
   endif()
