@@ -10,11 +10,22 @@
  * workspace than d->workspace_limit, and runs in a math type the device allows (fp32
  * without TF32 accepts only CUDNN_FMA_MATH: a candidate in another math type could use
  * TF32 tensor cores). Its exact workspace is asked again with its math type set, as
- * cuDNN sizes workspaces per (algorithm, math type). */
+ * cuDNN sizes workspaces per (algorithm, math type).
+ *
+ * Under --cudnn_autotune the timed choices also go to the autotune cache file
+ * (algo_cache_file.h), opened at the device's first choice: a key found there is taken
+ * without timing, once cuDNN confirms it still offers that algorithm for the
+ * descriptors within the workspace limit (a choice it then fails to run is reported as
+ * any other cuDNN failure). Heuristic choices are not kept: they cost nothing to make
+ * again, and a run whose timing failed should time again next time. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv_algo.h"
+#include "gpu_impl.h"
+
+_Static_assert(GPU_CONV_DIRS == GPU_ALGO_FILE_DIRS, "the cache file names every direction");
 
 /* More than any direction has algorithms (cuDNN 9: 8 forward, 6 and 7 backward). */
 #define MAX_CANDIDATES 16
@@ -37,6 +48,9 @@ typedef struct cache_entry {
 struct gpu_algo_cache {
   cache_entry *entries;
   size_t count, capacity;
+  gpu_algo_file *file; /* --cudnn_autotune_cache, NULL when off */
+  size_t from_file;    /* entries taken from the file */
+  size_t timed;        /* entries timed by this run (each appended to the file) */
 };
 
 static const char *const dir_names[GPU_CONV_DIRS] = {"forward", "backward data", "backward filter"};
@@ -125,10 +139,47 @@ static const cache_entry *cache_find(const gpu_device *d, const gpu_conv_key *ke
   return NULL;
 }
 
-static cnnb_status cache_add(gpu_device *d, const cnnb_node *node, const cache_entry *e) {
-  if (!d->algos && !(d->algos = calloc(1, sizeof *d->algos)))
+/* The cache file --cudnn_autotune_cache names, for this GPU; NULL when there is none
+ * (off, autotune off, no home directory for "auto", out of memory: logged, never an
+ * error). */
+static gpu_algo_file *file_open(gpu_device *d) {
+  if (!d->autotune || !d->autotune_cache) return NULL;
+  char auto_path[4096];
+  const char *path = d->autotune_cache;
+  const int is_auto = !strcmp(path, GPU_ALGO_FILE_AUTO);
+  if (is_auto) {
+    if (gpu_algo_file_default_path(auto_path, sizeof auto_path)) {
+      cnnb_log(d->ctx, CNNB_LOG_DEBUG,
+               "no cudnn autotune cache: neither XDG_CACHE_HOME nor HOME names a "
+               "directory (--cudnn_autotune_cache=PATH names one)");
+      return NULL;
+    }
+    path = auto_path;
+  }
+  gpu_algo_file_gpu gpu = {
+      .name = d->prop.name,
+      .cc_major = d->prop.major,
+      .cc_minor = d->prop.minor,
+      .memory_mib = (uint64_t)d->prop.totalGlobalMem >> 20,
+      .cudnn_version = (uint64_t)cudnnGetVersion(),
+      .build = GPU_DEVICE_VERSION,
+  };
+  return gpu_algo_file_open(d->ctx, path, is_auto, &gpu);
+}
+
+/* d->algos, made (and the cache file read) at the device's first choice. */
+static cnnb_status cache_init(gpu_device *d, const cnnb_node *node) {
+  if (d->algos) return CNNB_OK;
+  if (!(d->algos = calloc(1, sizeof *d->algos)))
     return cnnb_error(d->ctx, CNNB_ENOMEM, "cuda: node '%s': out of memory for the algorithm cache",
                       node->name);
+  d->algos->file = file_open(d);
+  return CNNB_OK;
+}
+
+static cnnb_status cache_add(gpu_device *d, const cnnb_node *node, const cache_entry *e) {
+  cnnb_status st = cache_init(d, node);
+  if (st) return st;
   gpu_algo_cache *c = d->algos;
   if (c->count == c->capacity) {
     size_t capacity = c->capacity ? 2 * c->capacity : 32;
@@ -144,9 +195,24 @@ static cnnb_status cache_add(gpu_device *d, const cnnb_node *node, const cache_e
 }
 
 void gpu_algo_cache_free(gpu_device *d) {
-  if (!d->algos) return;
-  free(d->algos->entries);
-  free(d->algos);
+  gpu_algo_cache *c = d->algos;
+  if (!c) return;
+  if (c->file && c->count) {
+    gpu_algo_file_stats stats;
+    gpu_algo_file_stats_of(c->file, &stats);
+    /* One line per device and run: what the cache saved, and whether it grew. */
+    char timed[96] = "";
+    if (c->timed)
+      snprintf(timed, sizeof timed, "; %zu timed%s", c->timed,
+               stats.appended == c->timed ? " and added to it"
+               : stats.appended           ? ", some not kept"
+                                          : ", not kept");
+    cnnb_log(d->ctx, CNNB_LOG_INFO, "GPU %d: cudnn autotune: %zu of %zu choices from %s%s",
+             d->ordinal, c->from_file, c->count, gpu_algo_file_path(c->file), timed);
+  }
+  gpu_algo_file_close(c->file);
+  free(c->entries);
+  free(c);
   d->algos = NULL;
 }
 
@@ -369,6 +435,65 @@ static cnnb_status choose_timed(gpu_device *d, const cnnb_node *node, const gpu_
   return CNNB_OK;
 }
 
+/* ---- the cache file ---------------------------------------------------------------- */
+
+/* How many algorithms this cuDNN has in direction `dir`. */
+static int32_t algo_count(gpu_conv_dir dir) {
+  if (dir == GPU_CONV_FORWARD) return (int32_t)CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  if (dir == GPU_CONV_BACKWARD_DATA) return (int32_t)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  return (int32_t)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+}
+
+static int math_known(int32_t m) {
+  return m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH ||
+         m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || m == CUDNN_FMA_MATH;
+}
+
+/* A choice read from the cache file, checked against this run as a fresh candidate is
+ * (the file may have been edited, or copied from another machine): NULL, *out set and
+ * s->conv[dir]'s math type set to it; else why it is not taken, the descriptor's math
+ * type back to the key's. */
+static const char *file_choice_check(gpu_device *d, const gpu_conv_key *key, gpu_conv_descs *s,
+                                     gpu_conv_dir dir, const gpu_algo_file_choice *c,
+                                     gpu_conv_algo *out) {
+  const char *why = NULL;
+  size_t bytes = 0;
+  if (c->algo >= algo_count(dir)) why = "an algorithm this cuDNN does not have";
+  else if (!math_known(c->math)) why = "a math type this cuDNN does not have";
+  else if (!math_allowed((cudnnMathType_t)key->math, (cudnnMathType_t)c->math))
+    why = "a math type this run does not allow";
+  else if (!d->winograd_nonfused && winograd_nonfused(dir, c->algo))
+    why = "a non-fused Winograd algorithm, which --nowinograd_nonfused passes over";
+  else if (cudnnSetConvolutionMathType(s->conv[dir], (cudnnMathType_t)c->math) !=
+               CUDNN_STATUS_SUCCESS ||
+           workspace_size(d, s, dir, c->algo, &bytes) != CUDNN_STATUS_SUCCESS)
+    why = "cuDNN does not offer it for this convolution";
+  else if (c->workspace > d->workspace_limit || bytes > d->workspace_limit)
+    why = "its workspace is over the --cudnn_workspace_mb limit";
+  if (why) {
+    (void)cudnnSetConvolutionMathType(s->conv[dir], (cudnnMathType_t)key->math);
+    return why;
+  }
+  out->algo = c->algo;
+  out->math = (cudnnMathType_t)c->math;
+  /* What the timing saw it use, or what cuDNN says now: whichever is more. */
+  out->workspace = bytes > c->workspace ? bytes : (size_t)c->workspace;
+  return NULL;
+}
+
+static gpu_algo_file_key file_key_of(const gpu_device *d, const gpu_conv_key *key,
+                                     gpu_conv_dir dir) {
+  gpu_algo_file_key k;
+  memset(&k, 0, sizeof k);
+  k.conv = *key;
+  k.dir = (int32_t)dir;
+  k.winograd_nonfused = d->winograd_nonfused ? 1 : 0;
+  k.workspace_limit = d->workspace_limit;
+  return k;
+}
+
+/* ---- choosing ----------------------------------------------------------------------- */
+
 cnnb_status gpu_conv_algo_choose(gpu_device *d, const cnnb_node *node, const gpu_conv_key *key,
                                  gpu_conv_descs *s, gpu_conv_dir dir, gpu_conv_algo *out) {
   cnnb_status st;
@@ -389,6 +514,33 @@ cnnb_status gpu_conv_algo_choose(gpu_device *d, const cnnb_node *node, const gpu
                "cuda: conv2d '%s' %s: algo %d, %s math, workspace %zu bytes (cached, heuristic)",
                node->name, dir_names[dir], (int)out->algo, math_name(out->math), out->workspace);
     return gpu_workspace_reserve(d, out->workspace, node);
+  }
+
+  if ((st = cache_init(d, node))) return st;
+  gpu_algo_file *file = d->algos->file; /* only under --cudnn_autotune */
+  const gpu_algo_file_key file_key = file_key_of(d, key, dir);
+  gpu_algo_file_choice cached;
+  if (file && gpu_algo_file_find(file, &file_key, &cached)) {
+    const char *why = file_choice_check(d, key, s, dir, &cached, out);
+    if (!why) {
+      cnnb_log(d->ctx, CNNB_LOG_DEBUG,
+               "cuda: conv2d '%s' %s: algo %d, %s math, workspace %zu bytes, %.3f ms when timed "
+               "(cache hit, %s)",
+               node->name, dir_names[dir], (int)out->algo, math_name(out->math), out->workspace,
+               cached.time_ms, gpu_algo_file_path(file));
+      cache_entry e;
+      memset(&e, 0, sizeof e);
+      e.key = *key;
+      e.dir = (int32_t)dir;
+      e.algo = *out;
+      e.time_ms = (float)cached.time_ms;
+      if ((st = cache_add(d, node, &e))) return st;
+      d->algos->from_file++;
+      return gpu_workspace_reserve(d, out->workspace, node);
+    }
+    cnnb_log(d->ctx, CNNB_LOG_DEBUG,
+             "cuda: conv2d '%s' %s: algo %d in %s not taken (%s): choosing again", node->name,
+             dir_names[dir], (int)cached.algo, gpu_algo_file_path(file), why);
   }
 
   candidate heuristic[MAX_CANDIDATES];
@@ -424,5 +576,14 @@ cnnb_status gpu_conv_algo_choose(gpu_device *d, const cnnb_node *node, const gpu
   e.algo = *out;
   e.time_ms = time_ms;
   if ((st = cache_add(d, node, &e))) return st;
+  if (timed) {
+    /* The choice the next process on this GPU takes instead of timing again. */
+    const gpu_algo_file_choice choice = {.algo = out->algo,
+                                         .math = (int32_t)out->math,
+                                         .workspace = out->workspace,
+                                         .time_ms = time_ms};
+    gpu_algo_file_append(file, &file_key, &choice);
+    d->algos->timed++;
+  }
   return gpu_workspace_reserve(d, out->workspace, node);
 }

@@ -6,10 +6,15 @@
  * measurements (cudnnFind*AlgorithmEx on scratch buffers allocated for the search and
  * freed after it); either way the first candidate that succeeded, fits
  * d->workspace_limit and uses a math type the device allows. The shared workspace is
- * grown to the choice (gpu_workspace_reserve). Everything here runs at prepare time. */
+ * grown to the choice (gpu_workspace_reserve). Everything here runs at prepare time.
+ *
+ * Under --cudnn_autotune, timed choices are also kept in the autotune cache file
+ * (--cudnn_autotune_cache, algo_cache_file.h), read at the first choice: a later process
+ * on the same GPU takes them from there instead of timing again. */
 #ifndef CNNB_GPU_CONV_ALGO_H
 #define CNNB_GPU_CONV_ALGO_H
 
+#include "algo_cache_file.h"
 #include "gpu_device.h"
 
 typedef enum gpu_conv_dir {
@@ -19,20 +24,8 @@ typedef enum gpu_conv_dir {
   GPU_CONV_DIRS = 3
 } gpu_conv_dir;
 
-/* Every parameter of one convolution. Compared bytewise: build it zeroed (all fields
- * are int32_t, so it has no padding either). */
-typedef struct gpu_conv_key {
-  int32_t n, c, h, w;   /* the input cuDNN reads (already padded when the graph's
-                           pads were asymmetric) */
-  int32_t k, r, s;      /* filters [K, C / groups, R, S] */
-  int32_t pad_h, pad_w; /* symmetric, as cuDNN pads */
-  int32_t stride_h, stride_w;
-  int32_t dilation_h, dilation_w;
-  int32_t groups;
-  int32_t data_type; /* cudnnDataType_t of x, w, y (compute is always float) */
-  int32_t format;    /* cudnnTensorFormat_t of x, y and the filter */
-  int32_t math;      /* cudnnMathType_t asked for (gpu_conv_math) */
-} gpu_conv_key;
+/* gpu_conv_key, every parameter of one convolution, is algo_cache_file.h's: the
+ * autotune cache file's columns follow its fields. */
 
 /* The key's descriptors. One convolution descriptor per direction, because the chosen
  * algorithm comes with its own math type and cuDNN reads it from the descriptor. */
@@ -61,13 +54,16 @@ cnnb_status gpu_conv_descs_create(gpu_device *d, const gpu_conv_key *key, gpu_co
                                   const cnnb_node *node);
 void gpu_conv_descs_destroy(gpu_conv_descs *descs);
 
-/* The algorithm for direction `dir` of `key` (descs its descriptors): from the cache or
- * chosen now and cached. Sets descs->conv[dir]'s math type to the choice's and grows
- * the shared workspace to fit it. node names the convolution in messages and logs. */
+/* The algorithm for direction `dir` of `key` (descs its descriptors): from this run's
+ * choices, from the autotune cache file (checked again: cuDNN must offer it for the
+ * descriptors, within the workspace limit), or chosen now and kept in both. Sets descs->conv[dir]'s
+ * math type to the choice's and grows the shared workspace to fit it. node names the convolution in
+ * messages and logs. */
 cnnb_status gpu_conv_algo_choose(gpu_device *d, const cnnb_node *node, const gpu_conv_key *key,
                                  gpu_conv_descs *descs, gpu_conv_dir dir, gpu_conv_algo *out);
 
-/* Frees d->algos (device.c, at destroy); d->algos is NULL after. */
+/* Logs how many choices came from the cache file (info), closes it and frees d->algos
+ * (device.c, at destroy); d->algos is NULL after. */
 void gpu_algo_cache_free(gpu_device *d);
 
 #endif

@@ -194,6 +194,16 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     goto done;
   }
   d->workspace_limit = (size_t)workspace_mb << 20;
+  /* The autotune cache file: kept as the flag says it ("" is none); conv_algo.c resolves
+   * "auto" and reads the file at the first choice. A ctx without flags has none, so a
+   * test harness never writes into the user's cache directory. */
+  const char *cache = have_flags && cnnb_flag_declared(ctx, "cudnn_autotune_cache")
+                          ? cnnb_flag_string(ctx, "cudnn_autotune_cache")
+                          : "";
+  if (cache && cache[0] && !(d->autotune_cache = strdup(cache))) {
+    st = cnnb_error(ctx, CNNB_ENOMEM, "cuda: out of memory");
+    goto done;
+  }
 
   GPU_TRY(st, gpu_cuda(d, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), NULL,
                        "cudaStreamCreate"));
@@ -254,6 +264,7 @@ static void device_destroy(void *device) {
   if (d->cublas) cublasDestroy(d->cublas);
   if (d->cudnn) cudnnDestroy(d->cudnn);
   if (d->stream) cudaStreamDestroy(d->stream);
+  free(d->autotune_cache);
   free(d);
 }
 

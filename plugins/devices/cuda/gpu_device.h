@@ -61,6 +61,8 @@ struct gpu_device {
   int winograd_nonfused;  /* --winograd_nonfused: cuDNN's WINOGRAD_NONFUSED algorithms allowed */
   int bn_persistent;      /* --batchnorm_persistent: SPATIAL_PERSISTENT batch norm allowed */
   size_t workspace_limit; /* --cudnn_workspace_mb, bytes: the most one algorithm may use */
+  char *autotune_cache;   /* --cudnn_autotune_cache: "auto" or a path (conv_algo.c opens it
+                             at the first choice); NULL: none */
 
   /* One cuDNN / cuBLAS workspace for all nodes (they run one after another on the
    * stream), grown at prepare to the largest need, never per step. */

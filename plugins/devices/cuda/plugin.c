@@ -18,6 +18,7 @@
 
 #include <cnnb/cnnb.h>
 
+#include "algo_cache_file.h" /* GPU_ALGO_FILE_AUTO only: plain C, no CUDA */
 #include "gpu_impl.h"
 
 /* ---- the driver probe ------------------------------------------------------------ */
@@ -31,6 +32,17 @@ typedef int (*cu_error_fn)(int error, const char **text);
 
 static char unavailable_why[512];
 static int probed;
+
+/* The driver library the probe opens: NVIDIA's, or in the test-only fake tree
+ * (CNNB_CUDA_FAKE) the fake's, by its path in the build tree. */
+/* The CUDA runtime version the implementation is built with (CMakeLists.txt): 13000 for
+ * 13.0. */
+#ifndef GPU_RUNTIME_VERSION
+#error "GPU_RUNTIME_VERSION: the build defines it from the CUDA toolkit's version"
+#endif
+#ifndef GPU_DRIVER_LIBRARY
+#define GPU_DRIVER_LIBRARY "libcuda.so.1"
+#endif
 
 /* The directory of this plugin's file, for the implementation beside it. */
 static int plugin_dir(char *buf, size_t size) {
@@ -67,6 +79,39 @@ static const char *cu_error_text(void *lib, int code) {
   return buf;
 }
 
+/* The oldest driver release (Linux) that runs each major CUDA runtime version: NVIDIA's
+ * CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions". */
+static const char *minimum_driver(int cuda_major) {
+  return cuda_major >= 13 ? "580" : cuda_major == 12 ? "525" : cuda_major == 11 ? "450" : "?";
+}
+
+/* The loaded kernel module's release ("580.65.06"), or "" where it cannot be read. */
+static void driver_release(char *buf, size_t size) {
+  buf[0] = '\0';
+  FILE *f = fopen("/sys/module/nvidia/version", "r");
+  if (!f) return;
+  if (fgets(buf, (int)size, f)) buf[strcspn(buf, "\n")] = '\0';
+  fclose(f);
+}
+
+/* Whether a driver that supports CUDA `driver` runs this build's runtime
+ * (GPU_RUNTIME_VERSION): the same major version or newer (minor versions are compatible
+ * within a major). When not, unavailable_why names both and the fix: the CUDA runtime
+ * itself would fail only at the first call, with "CUDA driver version is insufficient". */
+static int driver_new_enough(int driver) {
+  int need = GPU_RUNTIME_VERSION / 1000;
+  if (driver <= 0 || driver / 1000 >= need) return 1;
+  char release[64];
+  driver_release(release, sizeof release);
+  snprintf(unavailable_why, sizeof unavailable_why,
+           "the NVIDIA driver%s%s supports CUDA %d.%d, older than %s, which this build "
+           "(CUDA %d.%d runtime) needs: update the driver to %s or newer, or rebuild cnnbench "
+           "with a CUDA %d toolkit",
+           release[0] ? " " : "", release, driver / 1000, driver % 1000 / 10, minimum_driver(need),
+           need, GPU_RUNTIME_VERSION % 1000 / 10, minimum_driver(need), driver / 1000);
+  return 0;
+}
+
 /* Fills unavailable_why, or leaves it empty when a GPU is usable. */
 static void probe(void) {
   char path[4096];
@@ -77,7 +122,7 @@ static void probe(void) {
              GPU_IMPL_FILE);
     return;
   }
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *lib = dlopen(GPU_DRIVER_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     snprintf(unavailable_why, sizeof unavailable_why,
              "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", dlerror());
@@ -97,6 +142,7 @@ static void probe(void) {
   char driver_text[32] = "version unknown";
   if (version(&driver) == 0 && driver > 0)
     snprintf(driver_text, sizeof driver_text, "CUDA %d.%d", driver / 1000, driver % 1000 / 10);
+  if (!driver_new_enough(driver)) return;
   if ((rc = init(0)) != 0) {
     snprintf(unavailable_why, sizeof unavailable_why, "the NVIDIA driver (%s) failed to start: %s",
              driver_text, cu_error_text(lib, rc));
@@ -323,6 +369,17 @@ static cnnb_status register_flags(cnnb_flag_registry *registry) {
       "Choose each convolution's algorithm by timing cuDNN's best candidates once per "
       "distinct shape (TF_CUDNN_USE_AUTOTUNE, cudnn.benchmark); false takes cuDNN's "
       "heuristic first choice.");
+  if (st) return st;
+  st = cnnb_flag_declare(
+      registry, "cudnn_autotune_cache", CNNB_FLAG_STRING, GPU_ALGO_FILE_AUTO,
+      "A file that keeps --cudnn_autotune's choices, per GPU model, cuDNN version, "
+      "convolution and workspace limit, so later runs (each tuner child, each mpirun rank) "
+      "take them instead of timing again; several processes may share it. auto: "
+      "$XDG_CACHE_HOME/cnnbench/cudnn_autotune.tsv (~/.cache/cnnbench/cudnn_autotune.tsv "
+      "without XDG_CACHE_HOME); empty: no cache.");
+  if (st) return st;
+  /* A local path: ranks on different machines may name different files. */
+  st = cnnb_flag_mark_per_rank(registry, "cudnn_autotune_cache");
   if (st) return st;
   st = cnnb_flag_declare(registry, "winograd_nonfused", CNNB_FLAG_BOOL, "true",
                          "Let cuDNN's non-fused Winograd convolution algorithms be chosen "
