@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Checks that every tracked C, header and CUDA file (*.c, *.h, *.cu) is formatted as the
-# repository's .clang-format says, and lists the files that are not. Exits 0 when all are,
-# 1 otherwise (CI runs it). With --fix it formats those files in place (clang-format -i)
-# instead. The style is written for clang-format 14 (Debian 12's): another version may
-# format a few lines differently, so prefer clang-format-14 where it is installed.
+# Checks that every tracked C, header, CUDA and C++ file (*.c, *.h, *.cu, *.cpp: the fake
+# CUDA's) is formatted as the repository's .clang-format says, and lists the files that
+# are not. Exits 0 when all are, 1 otherwise (CI runs it). With --fix it formats those
+# files in place (clang-format -i) instead. The style is written for clang-format 14
+# (Debian 12's): another version may format a few lines differently, so prefer
+# clang-format-14 where it is installed.
 # Works from any directory: it runs at the root of the checkout it belongs to.
 # Usage: scripts/check-format.sh [--fix]
 set -euo pipefail
@@ -30,7 +31,7 @@ fi
 unformatted=()
 while IFS= read -r -d '' f; do
   "$cf" --dry-run --Werror "$f" >/dev/null 2>&1 || unformatted+=("$f")
-done < <(git ls-files -z -- '*.c' '*.h' '*.cu')
+done < <(git ls-files -z -- '*.c' '*.h' '*.cu' '*.cpp')
 
 if ((${#unformatted[@]} == 0)); then
   echo "check-format: all files are formatted"

@@ -274,7 +274,8 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
   if (!finite && tr->overflow_steps++ == 0 && !tr->loss_scale.dynamic)
     cnnb_log(tr->ctx, CNNB_LOG_WARN,
              "step %lld: fp16 gradients overflowed to inf/NaN at the static loss scale %g; the "
-             "update was applied, as tf_cnn_benchmarks does: --auto_loss_scale skips such steps "
+             "update was applied, as tf_cnn_benchmarks does: --fp16_enable_auto_loss_scale skips "
+             "such steps "
              "and lowers the scale",
              (long long)step + 1, scale);
   if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {

@@ -115,9 +115,9 @@ void cnnb_run_print_overflows(cnnb_run *run, int64_t steps, FILE *out) {
   fprintf(out, "fp16 gradients overflowed in %lld of %lld steps (%s)\n", (long long)overflows,
           (long long)steps,
           run->cfg->trainer.auto_loss_scale
-              ? "their updates skipped, the loss scale lowered: --auto_loss_scale"
+              ? "their updates skipped, the loss scale lowered: --fp16_enable_auto_loss_scale"
               : "their updates applied at the static loss scale, as tf_cnn_benchmarks does: "
-                "--auto_loss_scale skips them");
+                "--fp16_enable_auto_loss_scale skips them");
 }
 
 /* Examples the training (or --eval) datasource instances of this process skipped as

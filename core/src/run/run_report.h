@@ -23,7 +23,7 @@ cnnb_status cnnb_run_print_total(cnnb_run *run, double images, double seconds, i
 cnnb_status cnnb_run_print_skipped(cnnb_run *run, FILE *out);
 /* fp16 steps whose gradients overflowed (inf/NaN) on this process's first replica,
  * printed as "fp16 gradients overflowed in N of M steps (...)" when N > 0: skipped under
- * --auto_loss_scale, applied under a static scale. */
+ * --fp16_enable_auto_loss_scale, applied under a static scale. */
 void cnnb_run_print_overflows(cnnb_run *run, int64_t steps, FILE *out);
 /* --model_info: the model's layers, shapes, parameters and FLOPs (after cnnb_run_open). */
 cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out);

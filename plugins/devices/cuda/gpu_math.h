@@ -4,9 +4,10 @@
  * code the kernels run: layout offsets, the dropout mask, ReLU / ReLU6 and their
  * masks, and the optimizer's element update.
  *
- * Without __CUDACC__ this header is plain C11 and includes no CUDA header. The part at
- * the end (loads and stores of float / __half / __nv_bfloat16, the dtype dispatch) is
- * CUDA C++ only and compiled only by nvcc.
+ * In C this header is plain C11 and includes no CUDA header. The part at the end (loads
+ * and stores of float / __half / __nv_bfloat16, the dtype dispatch, the grid-stride loop
+ * and the launch macros) is C++: CUDA C++ under nvcc, and host C++ elsewhere (g++ or
+ * clang++ compiling the kernels for the test-only fake CUDA, through host/gpu_host.h).
  *
  * Float arithmetic that must round exactly like the host reference (the optimizer) is
  * written with gpu_fmul / gpu_fadd / gpu_fsub / gpu_fdiv / gpu_fsqrt: on the device these
@@ -254,11 +255,36 @@ static inline GPU_HD int gpu_update_uses_slot2(int32_t rule) {
   return rule == GPU_OPT_RMSPROP || rule == GPU_OPT_ADAM;
 }
 
-/* ---- CUDA C++ only: storage types and dispatch ------------------------------------- */
+/* ---- C++ only: storage types, dispatch, launches ---------------------------------- */
+
+#ifdef __cplusplus
+/* GPU_DEPAREN(x): x without its parentheses, if it has them: a launch names its kernel
+ * as `name` or, when the template arguments hold a comma, `(name<A, B>)`, which the
+ * preprocessor would otherwise split into two macro arguments. */
+#define GPU_DEPAREN(x) GPU_DEPAREN_ESC_(GPU_DEPAREN_ISH_ x)
+#define GPU_DEPAREN_ISH_(...) GPU_DEPAREN_ISH_ __VA_ARGS__
+#define GPU_DEPAREN_ESC_(...) GPU_DEPAREN_ESC2_(__VA_ARGS__)
+#define GPU_DEPAREN_ESC2_(...) GPU_DEPAREN_VAN##__VA_ARGS__
+#define GPU_DEPAREN_VANGPU_DEPAREN_ISH_
+#define GPU_PRAGMA_(x) _Pragma(#x)
 
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+/* Every launch site writes GPU_LAUNCH(kernel, grid, block, shmem, stream, args...), and
+ * GPU_LAUNCH_BARRIERS for a kernel whose threads wait for one another (__syncthreads,
+ * warp shuffles): nvcc's <<<>>> here; on the host (host/gpu_host.h) the same launch
+ * runs the grid on the CPU, as plain calls or as fibers. */
+#define GPU_LAUNCH(kernel, grid, block, shmem, stream, ...) \
+  GPU_DEPAREN(kernel)<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#define GPU_LAUNCH_BARRIERS(kernel, grid, block, shmem, stream, ...) \
+  GPU_DEPAREN(kernel)<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+/* `#pragma unroll n`, as a macro because g++ (host builds) spells it differently. */
+#define GPU_UNROLL(n) GPU_PRAGMA_(unroll n)
+#else
+#include "host/gpu_host.h"
+#endif
 
 #include "gpu_kernels.h"
 
@@ -298,6 +324,6 @@ static inline unsigned gpu_blocks(int64_t n) {
 #define GPU_GRID_STRIDE(i, n)                                               \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
        i += (int64_t)blockDim.x * gridDim.x)
-#endif /* __CUDACC__ */
+#endif /* __cplusplus */
 
 #endif

@@ -112,7 +112,8 @@ extern "C" cudaError_t gpu_k_cast(void *dst, gpu_dtype dst_type, const void *src
       using D = decltype(dst_tag);
       using S = decltype(src_tag);
       if (n <= 0) return cudaSuccess;
-      cast_kernel<D, S><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, (const S *)src, n);
+      GPU_LAUNCH((cast_kernel<D, S>), gpu_blocks(n), GPU_THREADS, 0, stream, (D *)dst,
+                 (const S *)src, n);
       return cudaGetLastError();
     });
   });
@@ -125,7 +126,7 @@ extern "C" cudaError_t gpu_k_from_nchw_f32(void *dst, gpu_dtype dst_type, gpu_di
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    from_nchw_kernel<D><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, dims, src, n);
+    GPU_LAUNCH(from_nchw_kernel<D>, gpu_blocks(n), GPU_THREADS, 0, stream, (D *)dst, dims, src, n);
     return cudaGetLastError();
   });
 }
@@ -137,7 +138,8 @@ extern "C" cudaError_t gpu_k_to_nchw_f32(float *dst, const void *src, gpu_dtype 
   return gpu_dispatch_float(src_type, [&](auto tag) {
     using S = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    to_nchw_kernel<S><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>(dst, (const S *)src, dims, n);
+    GPU_LAUNCH(to_nchw_kernel<S>, gpu_blocks(n), GPU_THREADS, 0, stream, dst, (const S *)src, dims,
+               n);
     return cudaGetLastError();
   });
 }
@@ -150,8 +152,8 @@ extern "C" cudaError_t gpu_k_from_uint8_nhwc(void *dst, gpu_dtype dst_type, gpu_
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    from_uint8_kernel<D>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, dims, src, scale, offset, n);
+    GPU_LAUNCH(from_uint8_kernel<D>, gpu_blocks(n), GPU_THREADS, 0, stream, (D *)dst, dims, src,
+               scale, offset, n);
     return cudaGetLastError();
   });
 }
@@ -165,8 +167,8 @@ extern "C" cudaError_t gpu_k_filter_to_compute(void *dst, gpu_dtype dst_type, in
   return gpu_dispatch_float(dst_type, [&](auto tag) {
     using D = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    filter_to_compute_kernel<D>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((D *)dst, nhwc, src, c, c_pad, r, s, n);
+    GPU_LAUNCH(filter_to_compute_kernel<D>, gpu_blocks(n), GPU_THREADS, 0, stream, (D *)dst, nhwc,
+               src, c, c_pad, r, s, n);
     return cudaGetLastError();
   });
 }
@@ -179,8 +181,8 @@ extern "C" cudaError_t gpu_k_filter_grad_to_arena(float *dst, const void *src, g
   return gpu_dispatch_float(src_type, [&](auto tag) {
     using S = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    filter_grad_to_arena_kernel<S>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>(dst, (const S *)src, nhwc, c, c_pad, r, s, n);
+    GPU_LAUNCH(filter_grad_to_arena_kernel<S>, gpu_blocks(n), GPU_THREADS, 0, stream, dst,
+               (const S *)src, nhwc, c, c_pad, r, s, n);
     return cudaGetLastError();
   });
 }
@@ -197,8 +199,8 @@ extern "C" cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const voi
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    pad_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dst, dst_dims, (const T *)src,
-                                                             src_dims, top, left, fill, n);
+    GPU_LAUNCH(pad_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dst, dst_dims,
+               (const T *)src, src_dims, top, left, fill, n);
     return cudaGetLastError();
   });
 }
@@ -215,8 +217,8 @@ extern "C" cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const vo
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (n <= 0) return cudaSuccess;
-    crop_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dst, dst_dims, (const T *)src,
-                                                              src_dims, top, left, n);
+    GPU_LAUNCH(crop_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dst, dst_dims,
+               (const T *)src, src_dims, top, left, n);
     return cudaGetLastError();
   });
 }

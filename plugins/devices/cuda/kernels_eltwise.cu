@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(BIAS_GRAD_ROW_THREADS)
   const I end = rows - first < rows_per_chunk ? rows : first + rows_per_chunk;
   float sum = 0.0f;
   if (c < channels) {
-#pragma unroll 8
+    GPU_UNROLL(8)
     for (I r = first + (I)threadIdx.y; r < end; r += BIAS_GRAD_LANES)
       sum = gpu_fadd(sum, gpu_load(&dy[r * channels + c]));
   }
@@ -203,7 +203,7 @@ __global__ void bias_grad_chunks_kernel(float *db, const float *partial, int64_t
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   float sum = 0.0f;
-#pragma unroll 8
+  GPU_UNROLL(8)
   for (int64_t k = 0; k < chunks; k++) sum = gpu_fadd(sum, partial[k * channels + c]);
   db[c] = sum;
 }
@@ -222,7 +222,7 @@ extern "C" cudaError_t gpu_k_relu(void *y, const void *x, gpu_dtype type, int64_
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)x, n);
+    GPU_LAUNCH(relu_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x, n);
     return cudaGetLastError();
   });
 }
@@ -232,8 +232,8 @@ extern "C" cudaError_t gpu_k_relu_backward(void *dx, const void *dy, const void 
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<T>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)y, n);
+    GPU_LAUNCH(relu_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dx,
+               (const T *)dy, (const T *)y, n);
     return cudaGetLastError();
   });
 }
@@ -243,7 +243,7 @@ extern "C" cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu6_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)x, n);
+    GPU_LAUNCH(relu6_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x, n);
     return cudaGetLastError();
   });
 }
@@ -253,8 +253,8 @@ extern "C" cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    relu6_backward_kernel<T>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dx, (const T *)dy, (const T *)y, n);
+    GPU_LAUNCH(relu6_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dx,
+               (const T *)dy, (const T *)y, n);
     return cudaGetLastError();
   });
 }
@@ -264,8 +264,8 @@ extern "C" cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtyp
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)a, (const T *)b, n, relu);
+    GPU_LAUNCH(add_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)a,
+               (const T *)b, n, relu);
     return cudaGetLastError();
   });
 }
@@ -275,7 +275,8 @@ extern "C" cudaError_t gpu_k_accumulate(void *dst, const void *src, gpu_dtype ty
   if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    accumulate_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)dst, (const T *)src, n);
+    GPU_LAUNCH(accumulate_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dst,
+               (const T *)src, n);
     return cudaGetLastError();
   });
 }
@@ -290,8 +291,8 @@ static cudaError_t dropout_launch(void *y, const void *x, gpu_dtype type, int64_
   const float scale = 1.0f / keep_prob;
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<T>
-        <<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, (const T *)x, n, key, threshold, scale);
+    GPU_LAUNCH(dropout_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x, n,
+               key, threshold, scale);
     return cudaGetLastError();
   });
 }
@@ -315,7 +316,8 @@ extern "C" cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, c
     return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    bias_relu_kernel<T><<<gpu_blocks(n), GPU_THREADS, 0, stream>>>((T *)y, n, dims, bias, relu);
+    GPU_LAUNCH(bias_relu_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, n, dims, bias,
+               relu);
     return cudaGetLastError();
   });
 }
@@ -332,14 +334,13 @@ static cudaError_t bias_grad_pass1(float *partial, const T *dy, gpu_dims dims, b
   if (dims.nhwc) {
     const dim3 grid((unsigned)ceil_div(dims.c, BIAS_GRAD_TILE), (unsigned)p.chunks);
     const dim3 block(BIAS_GRAD_TILE, BIAS_GRAD_LANES);
-    bias_grad_rows_kernel<T, I><<<grid, block, 0, stream>>>(partial, dy,
-                                                            (I)((int64_t)dims.n * dims.h * dims.w),
-                                                            (I)dims.c, (I)p.per_chunk);
+    GPU_LAUNCH_BARRIERS((bias_grad_rows_kernel<T, I>), grid, block, 0, stream, partial, dy,
+                        (I)((int64_t)dims.n * dims.h * dims.w), (I)dims.c, (I)p.per_chunk);
   } else {
     const dim3 grid((unsigned)dims.c, (unsigned)p.chunks);
-    bias_grad_planes_kernel<T, I>
-        <<<grid, BIAS_GRAD_THREADS, 0, stream>>>(partial, dy, (I)dims.n, (I)dims.c,
-                                                 (I)((int64_t)dims.h * dims.w), (I)p.per_chunk);
+    GPU_LAUNCH_BARRIERS((bias_grad_planes_kernel<T, I>), grid, BIAS_GRAD_THREADS, 0, stream,
+                        partial, dy, (I)dims.n, (I)dims.c, (I)((int64_t)dims.h * dims.w),
+                        (I)p.per_chunk);
   }
   return cudaGetLastError();
 }
@@ -363,8 +364,8 @@ extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims,
                             : bias_grad_pass1<T, int64_t>(scratch, (const T *)dy, dims, p, stream);
       if (e != cudaSuccess) return e;
     }
-    bias_grad_chunks_kernel<<<(unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS), BIAS_GRAD_THREADS, 0,
-                              stream>>>(db, scratch, p.chunks, dims.c);
+    GPU_LAUNCH(bias_grad_chunks_kernel, (unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS),
+               BIAS_GRAD_THREADS, 0, stream, db, scratch, p.chunks, dims.c);
     return cudaGetLastError();
   });
 }

@@ -100,8 +100,8 @@ extern "C" cudaError_t gpu_k_xent_forward(float *loss, float *probs, const void 
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0 || k == 0) return cudaSuccess;
-    xent_forward_kernel<T>
-        <<<1, XENT_WARPS * 32, 0, stream>>>(loss, probs, (const T *)logits, labels, n, k, errors);
+    GPU_LAUNCH_BARRIERS(xent_forward_kernel<T>, 1, XENT_WARPS * 32, 0, stream, loss, probs,
+                        (const T *)logits, labels, n, k, errors);
     return cudaGetLastError();
   });
 }
@@ -116,8 +116,8 @@ extern "C" cudaError_t gpu_k_xent_backward(void *dlogits, gpu_dtype type, const 
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     if (count == 0) return cudaSuccess;
-    xent_backward_kernel<T>
-        <<<gpu_blocks(count), GPU_THREADS, 0, stream>>>((T *)dlogits, probs, labels, k, s, count);
+    GPU_LAUNCH(xent_backward_kernel<T>, gpu_blocks(count), GPU_THREADS, 0, stream, (T *)dlogits,
+               probs, labels, k, s, count);
     return cudaGetLastError();
   });
 }

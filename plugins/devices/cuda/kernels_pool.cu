@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "gpu_kernels.h"
+#include "gpu_math.h" /* GPU_LAUNCH */
 
 namespace {
 
@@ -323,13 +324,11 @@ cudaError_t launch_pool(void *y, gpu_dims yd, const void *x, gpu_dims xd, gpu_po
                         uint8_t *argmax, cudaStream_t stream) {
   const unsigned blocks = blocks_for(count_of(yd));
   if (fits_int32(count_of(xd)) && fits_int32(count_of(yd)))
-    pool_forward_kernel<T, int32_t><<<blocks, kThreads, 0, stream>>>(static_cast<T *>(y), yd,
-                                                                     static_cast<const T *>(x), xd,
-                                                                     win, argmax);
+    GPU_LAUNCH((pool_forward_kernel<T, int32_t>), blocks, kThreads, 0, stream, static_cast<T *>(y),
+               yd, static_cast<const T *>(x), xd, win, argmax);
   else
-    pool_forward_kernel<T, int64_t><<<blocks, kThreads, 0, stream>>>(static_cast<T *>(y), yd,
-                                                                     static_cast<const T *>(x), xd,
-                                                                     win, argmax);
+    GPU_LAUNCH((pool_forward_kernel<T, int64_t>), blocks, kThreads, 0, stream, static_cast<T *>(y),
+               yd, static_cast<const T *>(x), xd, win, argmax);
   return cudaGetLastError();
 }
 
@@ -338,13 +337,13 @@ cudaError_t launch_pool_backward(void *dx, gpu_dims xd, const void *x, const voi
                                  gpu_pool_window win, const uint8_t *argmax, cudaStream_t stream) {
   const unsigned blocks = blocks_for(count_of(xd));
   if (fits_int32(count_of(xd)) && fits_int32(count_of(yd)))
-    pool_backward_kernel<T, int32_t>
-        <<<blocks, kThreads, 0, stream>>>(static_cast<T *>(dx), xd, static_cast<const T *>(x),
-                                          static_cast<const T *>(dy), yd, win, argmax);
+    GPU_LAUNCH((pool_backward_kernel<T, int32_t>), blocks, kThreads, 0, stream,
+               static_cast<T *>(dx), xd, static_cast<const T *>(x), static_cast<const T *>(dy), yd,
+               win, argmax);
   else
-    pool_backward_kernel<T, int64_t>
-        <<<blocks, kThreads, 0, stream>>>(static_cast<T *>(dx), xd, static_cast<const T *>(x),
-                                          static_cast<const T *>(dy), yd, win, argmax);
+    GPU_LAUNCH((pool_backward_kernel<T, int64_t>), blocks, kThreads, 0, stream,
+               static_cast<T *>(dx), xd, static_cast<const T *>(x), static_cast<const T *>(dy), yd,
+               win, argmax);
   return cudaGetLastError();
 }
 
@@ -356,21 +355,17 @@ bool argmax_valid(const gpu_pool_window &win, const uint8_t *argmax) {
 template <typename T>
 cudaError_t launch_lrn(void *y, const void *x, gpu_dims d, int32_t radius, float bias, float alpha,
                        float beta, cudaStream_t stream) {
-  lrn_forward_kernel<T><<<blocks_for(count_of(d)), kThreads, 0, stream>>>(static_cast<T *>(y),
-                                                                          static_cast<const T *>(x),
-                                                                          d, radius, bias, alpha,
-                                                                          beta);
+  GPU_LAUNCH(lrn_forward_kernel<T>, blocks_for(count_of(d)), kThreads, 0, stream,
+             static_cast<T *>(y), static_cast<const T *>(x), d, radius, bias, alpha, beta);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_lrn_backward(void *dx, const void *dy, const void *x, gpu_dims d, int32_t radius,
                                 float bias, float alpha, float beta, cudaStream_t stream) {
-  lrn_backward_kernel<T>
-      <<<blocks_for(count_of(d)), kThreads, 0, stream>>>(static_cast<T *>(dx),
-                                                         static_cast<const T *>(dy),
-                                                         static_cast<const T *>(x), d, radius, bias,
-                                                         alpha, beta);
+  GPU_LAUNCH(lrn_backward_kernel<T>, blocks_for(count_of(d)), kThreads, 0, stream,
+             static_cast<T *>(dx), static_cast<const T *>(dy), static_cast<const T *>(x), d, radius,
+             bias, alpha, beta);
   return cudaGetLastError();
 }
 
@@ -398,6 +393,7 @@ cudaError_t gpu_k_pool(void *y, gpu_dims y_dims, const void *x, gpu_dims x_dims,
 cudaError_t gpu_k_pool_backward(void *dx, gpu_dims x_dims, const void *x, const void *y,
                                 const void *dy, gpu_dims y_dims, gpu_dtype type,
                                 gpu_pool_window win, const uint8_t *argmax, cudaStream_t stream) {
+  (void)y;
   if (!window_valid(win) || !dims_valid(y_dims) || !dims_valid(x_dims) ||
       y_dims.nhwc != x_dims.nhwc || y_dims.n != x_dims.n || y_dims.c != x_dims.c ||
       !argmax_valid(win, argmax))
@@ -430,6 +426,7 @@ cudaError_t gpu_k_lrn(void *y, const void *x, gpu_dims dims, gpu_dtype type, int
 cudaError_t gpu_k_lrn_backward(void *dx, const void *dy, const void *x, const void *y,
                                gpu_dims dims, gpu_dtype type, int32_t radius, float bias,
                                float alpha, float beta, cudaStream_t stream) {
+  (void)y;
   if (radius < 0 || !dims_valid(dims)) return cudaErrorInvalidValue;
   if (count_of(dims) == 0) return cudaSuccess;
   switch (type) {

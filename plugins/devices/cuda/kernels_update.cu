@@ -41,9 +41,8 @@ __global__ void finite_kernel(int32_t *flag, const float *x, int64_t n) {
 template <int Rule>
 cudaError_t launch_update(const gpu_update_args *a, const gpu_update_hyper &h,
                           cudaStream_t stream) {
-  update_kernel<Rule><<<gpu_blocks(a->count), GPU_THREADS, 0, stream>>>(h, a->params, a->grads,
-                                                                        a->slot1, a->slot2,
-                                                                        a->count);
+  GPU_LAUNCH(update_kernel<Rule>, gpu_blocks(a->count), GPU_THREADS, 0, stream, h, a->params,
+             a->grads, a->slot1, a->slot2, a->count);
   return cudaGetLastError();
 }
 
@@ -82,9 +81,9 @@ extern "C" cudaError_t gpu_k_update(const gpu_update_args *args, cudaStream_t st
 extern "C" cudaError_t gpu_k_all_finite(int32_t *all_finite, const float *grads, int64_t count,
                                         cudaStream_t stream) {
   if (!all_finite || (count > 0 && !grads)) return cudaErrorInvalidValue;
-  set_flag_kernel<<<1, 1, 0, stream>>>(all_finite, 1);
+  GPU_LAUNCH(set_flag_kernel, 1, 1, 0, stream, all_finite, 1);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || count <= 0) return e;
-  finite_kernel<<<gpu_blocks(count), GPU_THREADS, 0, stream>>>(all_finite, grads, count);
+  GPU_LAUNCH(finite_kernel, gpu_blocks(count), GPU_THREADS, 0, stream, all_finite, grads, count);
   return cudaGetLastError();
 }

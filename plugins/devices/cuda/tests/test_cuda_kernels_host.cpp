@@ -1,0 +1,1245 @@
+/* test_cuda_kernels_host.cpp — every launcher of the cuda device's own kernels
+ * (gpu_kernels.h: the kernels_*.cu files nvcc compiles) run on the CPU, compiled as host
+ * C++ (../host/kernels_host.cpp, ../host/gpu_host.h) and launched through the fake CUDA
+ * runtime (../fake/), against the reference ops (tests/support/ref_ops.c) and
+ * cnnb_update_reference. What a GPU would compute, without one: the same kernel code,
+ * each thread's arithmetic unchanged; barriers and warp shuffles run phase by phase.
+ *
+ * Shapes are odd on purpose (1, 3, 7, 257 channels; N 1 and 3; odd H and W), every
+ * launcher runs in fp32, fp16 and bf16 and, where it has one, in both layouts. fp16 / bf16
+ * inputs are rounded first and the reference runs in fp32 on those values; its result is
+ * then rounded to the type (round to nearest even, by this file's own rounding, computed
+ * exactly in double: a check of CUDA's host conversions too). Tolerances, per case:
+ *  - exact (equal values, NaN for NaN): conversions and layouts, ReLU / ReLU6 and their
+ *    gradients, add, accumulate, dropout, bias + ReLU, pooling forward and backward (the
+ *    kernels sum in the reference's order and type), the optimizer (bit for bit);
+ *  - the bias gradient: fp32 sums in a fixed tree, within (m - 1) * 2^-24 * sum |dy| of
+ *    the double reference (m elements per channel: the bound of any summation order),
+ *    and the same bits on a second run;
+ *  - softmax cross-entropy: probabilities within 32 ulps (exp in fp32 of a rounded
+ *    difference, logits in [-8, 8]), the loss within 2^-16 relative (or absolute below
+ *    1); the backward exactly its two fp32 operations on given probabilities, and within
+ *    scale / N * 2^-18 plus one ulp of its type of ref_softmax_xent_backward;
+ *  - LRN: fp32 sums and powf against double, within (2r + 4) * 2^-24 relative in the
+ *    forward, (4r + 8) * 2^-24 of the magnitudes of the gradient's terms in the
+ *    backward, plus one ulp of the type for fp16 / bf16.
+ * The index arithmetic past 2^31 elements (64-bit offsets, the pool kernels' choice of
+ * int32 indices, the grid-stride loop, the bias gradient's split) is checked by calling
+ * that math alone, without allocating such tensors. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <memory>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu_math.h" /* gpu_kernels.h, and host/gpu_host.h (GPU_GRID_STRIDE, probes) */
+
+/* The SDK's C headers check their layouts with C11's _Static_assert, which is C++'s
+ * static_assert. */
+#define _Static_assert static_assert
+#include <cnnb/optimizer.h>
+extern "C" {
+#include "ref_ops.h"
+}
+#undef _Static_assert
+
+/* ck_assert_msg in a loop over many elements, without Check's bookkeeping of every
+ * passing assertion (a message to the parent per call, in fork mode). */
+#define EXPECT(cond, ...)                   \
+  do {                                      \
+    if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+/* ---- reproducible data ----------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint64_t rng_next(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Dull;
+}
+/* Uniform in [lo, hi). */
+static float rng_uniform(float lo, float hi) {
+  return lo + (hi - lo) * (float)((double)(rng_next() >> 40) / 16777216.0);
+}
+static std::vector<float> random_floats(int64_t n, float lo, float hi) {
+  std::vector<float> v((size_t)n);
+  for (float &x : v) x = rng_uniform(lo, hi);
+  return v;
+}
+
+/* ---- the storage types, rounded independently of CUDA ------------------------------------ */
+
+static const gpu_dtype FLOAT_TYPES[] = {GPU_F32, GPU_F16, GPU_BF16};
+static const char *type_name(gpu_dtype t) {
+  return t == GPU_F32 ? "f32" : t == GPU_F16 ? "f16" : t == GPU_BF16 ? "bf16" : "i32";
+}
+
+/* v rounded to nearest even in a binary format of p significant bits, minimum normal
+ * exponent emin and largest finite value max (beyond it: infinity). Every step is exact
+ * in double. */
+static double round_binary(double v, int p, int emin, double max) {
+  if (v == 0.0 || !isfinite(v)) return v;
+  int e;
+  frexp(fabs(v), &e); /* |v| in [2^(e-1), 2^e) */
+  const int lead = e - 1 < emin ? emin : e - 1;
+  const double ulp = ldexp(1.0, lead - (p - 1));
+  const double q = rint(v / ulp) * ulp; /* rint: the default rounding, to nearest even */
+  return fabs(q) > max ? copysign(INFINITY, v) : q;
+}
+static const double HALF_MAX = 65504.0;
+static const double BF16_MAX = 0x1.fep127; /* (2 - 2^-7) * 2^127 */
+
+static uint16_t half_bits(float f) {
+  if (isnan(f)) return 0x7fff;
+  const uint16_t sign = signbit(f) ? 0x8000 : 0;
+  const double a = fabs(round_binary(f, 11, -14, HALF_MAX));
+  if (isinf(a)) return sign | 0x7c00;
+  if (a < ldexp(1.0, -14)) return (uint16_t)(sign | (uint16_t)ldexp(a, 24)); /* subnormal */
+  int e;
+  frexp(a, &e);
+  return (uint16_t)(sign | (e - 1 + 15) << 10 | ((uint16_t)ldexp(a, 10 - (e - 1)) - 1024));
+}
+static float half_value(uint16_t h) {
+  const int e = h >> 10 & 0x1f, m = h & 0x3ff;
+  const double v = e == 0    ? ldexp(m, -24)
+                   : e == 31 ? (m ? NAN : INFINITY)
+                             : ldexp(m + 1024, e - 25);
+  return (float)(h & 0x8000 ? -v : v);
+}
+static uint16_t bf16_bits(float f) {
+  if (isnan(f)) return 0x7fff;
+  const float q = (float)round_binary(f, 8, -126, BF16_MAX); /* exact in float */
+  uint32_t u;
+  memcpy(&u, &q, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+static float bf16_value(uint16_t b) {
+  const uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+/* v stored in t and loaded back. */
+static float round_to(gpu_dtype t, float v) {
+  return t == GPU_F16 ? half_value(half_bits(v)) : t == GPU_BF16 ? bf16_value(bf16_bits(v)) : v;
+}
+static std::vector<float> round_all(gpu_dtype t, std::vector<float> v) {
+  for (float &x : v) x = round_to(t, x);
+  return v;
+}
+/* The spacing of t's values at |v|. */
+static double ulp_of(gpu_dtype t, double v) {
+  const int p = t == GPU_F16 ? 11 : t == GPU_BF16 ? 8 : 24;
+  const int emin = t == GPU_F16 ? -14 : -126;
+  int e;
+  frexp(fabs(v), &e);
+  return ldexp(1.0, (e - 1 < emin ? emin : e - 1) - (p - 1));
+}
+
+/* ---- tensors: logical NCHW floats <-> a buffer's layout and type -------------------------- */
+
+static int64_t count_of(gpu_dims d) { return (int64_t)d.n * d.c * d.h * d.w; }
+/* Written out here rather than taken from gpu_math.h: the kernels' own index math is
+ * what is under test. */
+static int64_t layout_at(gpu_dims d, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;
+}
+static int64_t nchw_at(gpu_dims d, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return ((n * d.c + c) * d.h + h) * d.w + w;
+}
+static cnnb_shape shape_of(gpu_dims d) { return cnnb_shape{d.n, d.c, d.h, d.w}; }
+static gpu_dims dims(int32_t n, int32_t c, int32_t h, int32_t w, int32_t nhwc) {
+  return gpu_dims{n, c, h, w, nhwc};
+}
+
+/* Logical values in d's layout, stored as t (rounded to nearest even). */
+static std::vector<uint8_t> encode(gpu_dtype t, gpu_dims d, const std::vector<float> &nchw) {
+  const size_t size = gpu_dtype_size(t);
+  std::vector<uint8_t> bytes((size_t)count_of(d) * size);
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const float v = nchw[(size_t)nchw_at(d, n, c, h, w)];
+          uint8_t *at = &bytes[(size_t)layout_at(d, n, c, h, w) * size];
+          if (t == GPU_F32) memcpy(at, &v, 4);
+          else {
+            const uint16_t b = t == GPU_F16 ? half_bits(v) : bf16_bits(v);
+            memcpy(at, &b, 2);
+          }
+        }
+  return bytes;
+}
+static std::vector<float> decode(gpu_dtype t, gpu_dims d, const std::vector<uint8_t> &bytes) {
+  const size_t size = gpu_dtype_size(t);
+  std::vector<float> nchw((size_t)count_of(d));
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const uint8_t *at = &bytes[(size_t)layout_at(d, n, c, h, w) * size];
+          float v;
+          if (t == GPU_F32) memcpy(&v, at, 4);
+          else {
+            uint16_t b;
+            memcpy(&b, at, 2);
+            v = t == GPU_F16 ? half_value(b) : bf16_value(b);
+          }
+          nchw[(size_t)nchw_at(d, n, c, h, w)] = v;
+        }
+  return nchw;
+}
+static gpu_dims flat(int64_t n) { return gpu_dims{1, 1, 1, (int32_t)n, 0}; }
+
+/* ---- "device" memory (the fake's: host memory in its registry) ---------------------------- */
+
+struct dev {
+  void *p = nullptr;
+  size_t bytes = 0;
+  explicit dev(size_t n) : bytes(n) { ck_assert_int_eq(cudaMalloc(&p, n ? n : 1), cudaSuccess); }
+  explicit dev(const std::vector<uint8_t> &host) : dev(host.size()) {
+    if (bytes) ck_assert_int_eq(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), 0);
+  }
+  dev(const dev &) = delete;
+  dev &operator=(const dev &) = delete;
+  ~dev() { cudaFree(p); }
+  std::vector<uint8_t> get() const {
+    std::vector<uint8_t> host(bytes);
+    if (bytes) ck_assert_int_eq(cudaMemcpy(host.data(), p, bytes, cudaMemcpyDeviceToHost), 0);
+    return host;
+  }
+  template <typename T>
+  T *as() const {
+    return static_cast<T *>(p);
+  }
+};
+template <typename T>
+static std::vector<uint8_t> bytes_of(const std::vector<T> &v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!b.empty()) memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+template <typename T>
+static std::vector<T> values_of(const std::vector<uint8_t> &b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!b.empty()) memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+/* A tensor uploaded in t and d's layout; and one read back as logical NCHW floats. */
+static dev *put(gpu_dtype t, gpu_dims d, const std::vector<float> &nchw) {
+  return new dev(encode(t, d, nchw));
+}
+static std::vector<float> get(gpu_dtype t, gpu_dims d, const dev &buffer) {
+  return decode(t, d, buffer.get());
+}
+
+/* ---- comparisons ------------------------------------------------------------------------ */
+
+static bool same(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* got[i] against want[i] for every i, within tol(i) (0: equal, NaN for NaN); the first
+ * difference fails the test, named by `what`. */
+template <typename Tol>
+static void expect_near(const char *what, const std::vector<float> &got,
+                        const std::vector<float> &want, Tol tol) {
+  ck_assert_msg(got.size() == want.size(), "%s: %zu values, expected %zu", what, got.size(),
+                want.size());
+  for (size_t i = 0; i < got.size(); i++) {
+    const double t = tol(i);
+    const bool ok = t == 0.0 ? same(got[i], want[i])
+                             : (same(got[i], want[i]) || fabs((double)got[i] - want[i]) <= t);
+    if (!ok)
+      ck_abort_msg("%s: [%zu] = %.9g (%a), reference %.9g (%a), tolerance %.3g", what, i,
+                   (double)got[i], (double)got[i], (double)want[i], (double)want[i], t);
+  }
+}
+static void expect_same(const char *what, const std::vector<float> &got,
+                        const std::vector<float> &want) {
+  expect_near(what, got, want, [](size_t) { return 0.0; });
+}
+
+/* ---- shapes -------------------------------------------------------------------------------- */
+
+/* Odd ones: 1, 3, 7 and 257 channels, N 1 and 3, odd H and W, a 1-pixel image. */
+static const gpu_dims SHAPES[] = {{1, 1, 1, 1, 0},   {1, 3, 5, 7, 0},   {3, 7, 9, 1, 0},
+                                  {3, 257, 3, 5, 0}, {1, 1, 13, 11, 0}, {3, 3, 1, 17, 0}};
+#define FOR_SHAPES(d)                                                                            \
+  for (const gpu_dims &shape_ : SHAPES)                                                          \
+    for (int32_t nhwc_ = 0; nhwc_ < 2; nhwc_++)                                                  \
+      for (gpu_dims d = dims(shape_.n, shape_.c, shape_.h, shape_.w, nhwc_), *once_ = &d; once_; \
+           once_ = nullptr)
+#define DIMS_FMT "[%d, %d, %d, %d] %s"
+#define DIMS_ARGS(d) (d).n, (d).c, (d).h, (d).w, (d).nhwc ? "NHWC" : "NCHW"
+
+/* Element counts for the flat kernels: tiny, odd, and past one grid of gpu_blocks
+ * (8192 blocks of 256 threads) so the grid-stride loops go round more than once. */
+static const int64_t COUNTS[] = {1, 3, 7, 257, 65537, 8192 * 256 + 3};
+
+/* The library holds code for this "GPU": the host build's kernels always run. */
+START_TEST(image_check) { ck_assert_int_eq(gpu_k_image_check(), cudaSuccess); }
+END_TEST
+
+/* ---- conversions ---------------------------------------------------------------------------- */
+
+START_TEST(cast_rounds_to_nearest_even) {
+  /* Every half and bf16 value, the midpoints between neighbours (ties), one float ulp
+   * either side of them, random bit patterns, and the specials. */
+  std::vector<float> v;
+  for (int fmt = 0; fmt < 2; fmt++)
+    for (uint32_t b = 0; b < 0xffff; b++) {
+      const float x = fmt ? bf16_value((uint16_t)b) : half_value((uint16_t)b);
+      const float next = fmt ? bf16_value((uint16_t)(b + 1)) : half_value((uint16_t)(b + 1));
+      if (isnan(x)) continue;
+      v.push_back(x);
+      if (isnan(next) || isinf(x) || (b & 0x7fff) == 0x7fff || signbit(x) != signbit(next))
+        continue;
+      const float mid = (float)(((double)x + next) / 2); /* exact: one bit more */
+      v.push_back(mid);
+      v.push_back(nextafterf(mid, INFINITY));
+      v.push_back(nextafterf(mid, -INFINITY));
+    }
+  for (int i = 0; i < 100000; i++) {
+    const uint32_t u = (uint32_t)rng_next();
+    float f;
+    memcpy(&f, &u, sizeof f);
+    v.push_back(f);
+  }
+  const float specials[] = {0.0f,    -0.0f,  INFINITY, -INFINITY,  NAN,      FLT_MAX,  -FLT_MAX,
+                            FLT_MIN, 1e-45f, 65504.0f, 65519.996f, 65520.0f, 65536.0f, 0x1.fep127f};
+  v.insert(v.end(), specials, specials + sizeof specials / sizeof specials[0]);
+  const int64_t n = (int64_t)v.size();
+  dev src(bytes_of(v));
+
+  /* fp32 -> fp16 / bf16: the bits of nearest even; fp32 -> fp32: the same bits. */
+  for (gpu_dtype t : FLOAT_TYPES) {
+    dev dst((size_t)n * gpu_dtype_size(t));
+    ck_assert_int_eq(gpu_k_cast(dst.p, t, src.p, GPU_F32, n, 0), cudaSuccess);
+    const std::vector<uint8_t> got = dst.get();
+    for (int64_t i = 0; i < n; i++) {
+      if (t == GPU_F32) {
+        EXPECT(memcmp(&got[(size_t)i * 4], &v[(size_t)i], 4) == 0, "f32 copy [%lld]", (long long)i);
+        continue;
+      }
+      uint16_t b;
+      memcpy(&b, &got[(size_t)i * 2], 2);
+      const uint16_t want = t == GPU_F16 ? half_bits(v[(size_t)i]) : bf16_bits(v[(size_t)i]);
+      const bool nan_ok = isnan(v[(size_t)i]) &&
+                          isnan(t == GPU_F16 ? half_value(b) : bf16_value(b));
+      EXPECT(b == want || nan_ok, "f32 -> %s of %a: 0x%04x, nearest even is 0x%04x", type_name(t),
+             (double)v[(size_t)i], b, want);
+    }
+  }
+
+  /* Every fp16 / bf16 bit pattern loaded as fp32 (exact), and converted to the other. */
+  std::vector<uint16_t> all(65536);
+  for (uint32_t b = 0; b < 65536; b++) all[b] = (uint16_t)b;
+  dev patterns(bytes_of(all));
+  for (gpu_dtype from : {GPU_F16, GPU_BF16}) {
+    dev wide(65536 * 4), other(65536 * 2);
+    const gpu_dtype to = from == GPU_F16 ? GPU_BF16 : GPU_F16;
+    ck_assert_int_eq(gpu_k_cast(wide.p, GPU_F32, patterns.p, from, 65536, 0), cudaSuccess);
+    ck_assert_int_eq(gpu_k_cast(other.p, to, patterns.p, from, 65536, 0), cudaSuccess);
+    const std::vector<float> f = values_of<float>(wide.get());
+    const std::vector<uint16_t> o = values_of<uint16_t>(other.get());
+    for (uint32_t b = 0; b < 65536; b++) {
+      const float want = from == GPU_F16 ? half_value((uint16_t)b) : bf16_value((uint16_t)b);
+      EXPECT(same(f[b], want) && (isnan(want) || signbit(f[b]) == signbit(want)),
+             "%s 0x%04x -> f32: %a, expected %a", type_name(from), b, (double)f[b], (double)want);
+      const uint16_t want_o = to == GPU_F16 ? half_bits(want) : bf16_bits(want);
+      const float got_o = to == GPU_F16 ? half_value(o[b]) : bf16_value(o[b]);
+      EXPECT(o[b] == want_o || (isnan(want) && isnan(got_o)),
+             "%s 0x%04x -> %s: 0x%04x, expected 0x%04x", type_name(from), b, type_name(to), o[b],
+             want_o);
+    }
+  }
+
+  /* int32 copies as it is; int32 and a float type do not mix; nothing to do is done. */
+  std::vector<int32_t> ints(257);
+  for (size_t i = 0; i < ints.size(); i++) ints[i] = (int32_t)(rng_next() >> 33) - (1 << 30);
+  dev isrc(bytes_of(ints)), idst(ints.size() * 4);
+  ck_assert_int_eq(gpu_k_cast(idst.p, GPU_I32, isrc.p, GPU_I32, 257, 0), cudaSuccess);
+  ck_assert(values_of<int32_t>(idst.get()) == ints);
+  ck_assert_int_eq(gpu_k_cast(idst.p, GPU_F32, isrc.p, GPU_I32, 257, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_cast(idst.p, GPU_I32, isrc.p, GPU_F16, 257, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_cast(idst.p, GPU_F32, isrc.p, GPU_F16, 0, 0), cudaSuccess);
+}
+END_TEST
+
+START_TEST(layouts_from_and_to_nchw) {
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES) FOR_SHAPES(d) {
+      const std::vector<float> x = random_floats(count_of(d), -4.0f, 4.0f);
+      dev src(bytes_of(x)), dst((size_t)count_of(d) * gpu_dtype_size(t)),
+          back((size_t)count_of(d) * 4);
+      ck_assert_int_eq(gpu_k_from_nchw_f32(dst.p, t, d, src.as<float>(), 0), cudaSuccess);
+      snprintf(what, sizeof what, "from_nchw_f32 %s " DIMS_FMT, type_name(t), DIMS_ARGS(d));
+      expect_same(what, get(t, d, dst), round_all(t, x));
+      ck_assert_int_eq(gpu_k_to_nchw_f32(back.as<float>(), dst.p, t, d, 0), cudaSuccess);
+      snprintf(what, sizeof what, "to_nchw_f32 %s " DIMS_FMT, type_name(t), DIMS_ARGS(d));
+      expect_same(what, values_of<float>(back.get()), round_all(t, x));
+    }
+  dev any(16);
+  ck_assert_int_eq(gpu_k_from_nchw_f32(any.p, GPU_F32, dims(1, -1, 1, 1, 0), any.as<float>(), 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_to_nchw_f32(any.as<float>(), any.p, GPU_F32, dims(0, 3, 5, 7, 1), 0),
+                   cudaSuccess);
+}
+END_TEST
+
+START_TEST(uint8_input) {
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES) FOR_SHAPES(d) {
+      /* Pixels are [N, H, W, C] whatever the device's layout. */
+      std::vector<uint8_t> px((size_t)count_of(d));
+      for (uint8_t &p : px) p = (uint8_t)(rng_next() >> 56);
+      const std::vector<float> scale = random_floats(d.c, 0.001f, 0.05f);
+      const std::vector<float> offset = random_floats(d.c, -2.0f, 2.0f);
+      dev src(px), sc(bytes_of(scale)), off(bytes_of(offset));
+      dev dst((size_t)count_of(d) * gpu_dtype_size(t));
+      ck_assert_int_eq(gpu_k_from_uint8_nhwc(dst.p, t, d, src.as<uint8_t>(), sc.as<float>(),
+                                             off.as<float>(), 0),
+                       cudaSuccess);
+      std::vector<float> want((size_t)count_of(d));
+      for (int64_t n = 0; n < d.n; n++)
+        for (int64_t c = 0; c < d.c; c++)
+          for (int64_t h = 0; h < d.h; h++)
+            for (int64_t w = 0; w < d.w; w++) {
+              const float v = (float)px[(size_t)(((n * d.h + h) * d.w + w) * d.c + c)];
+              const float scaled = v * scale[(size_t)c]; /* two roundings (no contraction) */
+              want[(size_t)nchw_at(d, n, c, h, w)] = round_to(t, scaled + offset[(size_t)c]);
+            }
+      snprintf(what, sizeof what, "from_uint8_nhwc %s " DIMS_FMT, type_name(t), DIMS_ARGS(d));
+      expect_same(what, get(t, d, dst), want);
+    }
+}
+END_TEST
+
+START_TEST(filters_to_compute_and_back) {
+  /* (K, C, C padded, R, S). */
+  static const int32_t cases[][5] = {
+      {1, 1, 1, 1, 1}, {3, 3, 8, 3, 3}, {7, 1, 1, 1, 7}, {3, 257, 260, 1, 3}, {1, 3, 3, 5, 5}};
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const auto &k : cases)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+        const gpu_dims arena = dims(k[0], k[1], k[3], k[4], 0);
+        const gpu_dims compute = dims(k[0], k[2], k[3], k[4], nhwc);
+        const std::vector<float> w = random_floats(count_of(arena), -1.0f, 1.0f);
+        dev src(bytes_of(w)), dst((size_t)count_of(compute) * gpu_dtype_size(t));
+        ck_assert_int_eq(gpu_k_filter_to_compute(dst.p, t, nhwc, src.as<float>(), k[0], k[1], k[2],
+                                                 k[3], k[4], 0),
+                         cudaSuccess);
+        std::vector<float> want((size_t)count_of(compute), 0.0f); /* padded channels: 0 */
+        for (int64_t o = 0; o < k[0]; o++)
+          for (int64_t c = 0; c < k[1]; c++)
+            for (int64_t r = 0; r < k[3]; r++)
+              for (int64_t s = 0; s < k[4]; s++)
+                want[(size_t)nchw_at(compute, o, c, r, s)] =
+                    round_to(t, w[(size_t)nchw_at(arena, o, c, r, s)]);
+        snprintf(what, sizeof what, "filter_to_compute %s [%d, %d->%d, %d, %d] %s", type_name(t),
+                 k[0], k[1], k[2], k[3], k[4], nhwc ? "OHWI" : "OIHW");
+        expect_same(what, get(t, compute, dst), want);
+
+        /* A gradient in the compute form back to the arena's C channels. */
+        const std::vector<float> g = round_all(t, random_floats(count_of(compute), -1.0f, 1.0f));
+        std::unique_ptr<dev> gsrc(put(t, compute, g));
+        dev garena((size_t)count_of(arena) * 4);
+        ck_assert_int_eq(gpu_k_filter_grad_to_arena(garena.as<float>(), gsrc->p, t, nhwc, k[0],
+                                                    k[1], k[2], k[3], k[4], 0),
+                         cudaSuccess);
+        std::vector<float> gwant((size_t)count_of(arena));
+        for (int64_t o = 0; o < k[0]; o++)
+          for (int64_t c = 0; c < k[1]; c++)
+            for (int64_t r = 0; r < k[3]; r++)
+              for (int64_t s = 0; s < k[4]; s++)
+                gwant[(size_t)nchw_at(arena, o, c, r, s)] = g[(size_t)nchw_at(compute, o, c, r, s)];
+        snprintf(what, sizeof what, "filter_grad_to_arena %s [%d, %d<-%d, %d, %d] %s", type_name(t),
+                 k[0], k[1], k[2], k[3], k[4], nhwc ? "OHWI" : "OIHW");
+        expect_same(what, values_of<float>(garena.get()), gwant);
+      }
+  dev any(16);
+  ck_assert_int_eq(gpu_k_filter_to_compute(any.p, GPU_F32, 0, any.as<float>(), 1, 3, 2, 1, 1, 0),
+                   cudaErrorInvalidValue);
+}
+END_TEST
+
+/* The channels [0, c) of x [N, C, H, W] (logical). */
+static std::vector<float> first_channels(const std::vector<float> &x, gpu_dims d, int32_t c) {
+  std::vector<float> y;
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) y.push_back(x[(size_t)nchw_at(d, n, ch, h, w)]);
+  return y;
+}
+
+START_TEST(pad_and_crop_spatial) {
+  /* (top, bottom, left, right): none, asymmetric ones. */
+  static const int32_t pads[][4] = {{0, 0, 0, 0}, {1, 2, 0, 3}, {2, 0, 1, 1}, {0, 1, 0, 1}};
+  static const int32_t extra_channels[] = {0, 5};
+  static const float fills[] = {0.0f, -1.5f};
+  char what[200];
+  for (gpu_dtype t : FLOAT_TYPES) FOR_SHAPES(xd) {
+      for (const auto &p : pads)
+        for (int32_t extra : extra_channels)
+          for (float fill : fills) {
+            const gpu_dims yd = dims(xd.n, xd.c + extra, xd.h + p[0] + p[1], xd.w + p[2] + p[3],
+                                     xd.nhwc);
+            const gpu_dims yd_c = dims(yd.n, xd.c, yd.h, yd.w, 0); /* x's channels only */
+            const std::vector<float> x = round_all(t, random_floats(count_of(xd), -3.0f, 3.0f));
+            std::unique_ptr<dev> src(put(t, xd, x));
+            dev dst((size_t)count_of(yd) * gpu_dtype_size(t));
+            ck_assert_int_eq(gpu_k_pad_spatial(dst.p, yd, src->p, xd, t, p[0], p[2], fill, 0),
+                             cudaSuccess);
+            /* The reference pads with zeros; padding an all-ones tensor tells where x lies,
+             * and `fill` goes everywhere else (also in the channels beyond x's). */
+            std::vector<float> ref((size_t)count_of(yd_c)), inside((size_t)count_of(yd_c));
+            const std::vector<float> ones((size_t)count_of(xd), 1.0f);
+            ref_pad_spatial_forward(x.data(), shape_of(xd), p[0], p[1], p[2], p[3], ref.data());
+            ref_pad_spatial_forward(ones.data(), shape_of(xd), p[0], p[1], p[2], p[3],
+                                    inside.data());
+            std::vector<float> want((size_t)count_of(yd), fill);
+            for (int64_t n = 0; n < yd.n; n++)
+              for (int64_t c = 0; c < xd.c; c++)
+                for (int64_t h = 0; h < yd.h; h++)
+                  for (int64_t w = 0; w < yd.w; w++) {
+                    const size_t at = (size_t)nchw_at(yd_c, n, c, h, w);
+                    if (inside[at] != 0.0f) want[(size_t)nchw_at(yd, n, c, h, w)] = ref[at];
+                  }
+            snprintf(what, sizeof what,
+                     "pad_spatial %s x " DIMS_FMT " pads %d,%d,%d,%d +%d ch fill %g", type_name(t),
+                     DIMS_ARGS(xd), p[0], p[1], p[2], p[3], extra, (double)fill);
+            expect_same(what, get(t, yd, dst), round_all(t, want));
+
+            /* The crop back from a random tensor of y's size: the reference's pad with
+             * negative amounts (a cut), on its first C channels. */
+            const std::vector<float> big = round_all(t, random_floats(count_of(yd), -3.0f, 3.0f));
+            std::unique_ptr<dev> bsrc(put(t, yd, big));
+            dev cropped((size_t)count_of(xd) * gpu_dtype_size(t));
+            ck_assert_int_eq(gpu_k_crop_spatial(cropped.p, xd, bsrc->p, yd, t, p[0], p[2], 0),
+                             cudaSuccess);
+            std::vector<float> cwant((size_t)count_of(xd));
+            ref_pad_spatial_forward(first_channels(big, yd, xd.c).data(), shape_of(yd_c), -p[0],
+                                    -p[1], -p[2], -p[3], cwant.data());
+            snprintf(what, sizeof what, "crop_spatial %s to " DIMS_FMT " cut %d,%d,%d,%d -%d ch",
+                     type_name(t), DIMS_ARGS(xd), p[0], p[1], p[2], p[3], extra);
+            expect_same(what, get(t, xd, cropped), cwant);
+          }
+    }
+  /* x must fit inside y at (top, left), and the crop's window inside its source. */
+  dev any(4096);
+  const gpu_dims small = dims(1, 3, 5, 7, 0), big = dims(1, 3, 6, 7, 0);
+  ck_assert_int_eq(gpu_k_pad_spatial(any.p, big, any.p, small, GPU_F32, 2, 0, 0.0f, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_crop_spatial(any.p, small, any.p, big, GPU_F32, 0, 1, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_pad_spatial(any.p, big, any.p, dims(1, 3, 5, 7, 1), GPU_F32, 1, 0, 0.0f,
+                                     0),
+                   cudaErrorInvalidValue);
+}
+END_TEST
+
+/* ---- elementwise ------------------------------------------------------------------------- */
+
+/* Values for the ReLUs: random, and the bounds exactly (0, -0, 6) now and then. */
+static std::vector<float> relu_inputs(gpu_dtype t, int64_t n) {
+  std::vector<float> x = random_floats(n, -8.0f, 8.0f);
+  for (int64_t i = 0; i < n; i += 5)
+    x[(size_t)i] = (i / 5) % 3 == 0 ? 0.0f : (i / 5) % 3 == 1 ? 6.0f : -0.0f;
+  return round_all(t, x);
+}
+
+START_TEST(relu_family) {
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int64_t n : COUNTS) {
+      if (t != GPU_F32 && n > 100000) continue; /* the long one once */
+      const size_t bytes = (size_t)n * gpu_dtype_size(t);
+      const std::vector<float> x = relu_inputs(t, n);
+      const std::vector<float> dy = round_all(t, random_floats(n, -1.0f, 1.0f));
+      std::unique_ptr<dev> dx_(put(t, flat(n), x)), ddy(put(t, flat(n), dy));
+      dev y(bytes), y6(bytes), dx(bytes), dx6(bytes);
+      std::vector<float> want((size_t)n), want6((size_t)n), g((size_t)n), g6((size_t)n);
+      ref_relu_forward(x.data(), n, want.data());
+      ref_relu6_forward(x.data(), n, want6.data());
+      ref_relu_backward(want.data(), dy.data(), n, g.data());
+      ref_relu6_backward(x.data(), dy.data(), n, g6.data()); /* from the input */
+
+      ck_assert_int_eq(gpu_k_relu(y.p, dx_->p, t, n, 0), cudaSuccess);
+      ck_assert_int_eq(gpu_k_relu6(y6.p, dx_->p, t, n, 0), cudaSuccess);
+      snprintf(what, sizeof what, "relu %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), y), want);
+      snprintf(what, sizeof what, "relu6 %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), y6), want6);
+
+      /* The gradients from the outputs the kernels just wrote. */
+      ck_assert_int_eq(gpu_k_relu_backward(dx.p, ddy->p, y.p, t, n, 0), cudaSuccess);
+      ck_assert_int_eq(gpu_k_relu6_backward(dx6.p, ddy->p, y6.p, t, n, 0), cudaSuccess);
+      snprintf(what, sizeof what, "relu_backward %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), dx), g);
+      snprintf(what, sizeof what, "relu6_backward %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), dx6), g6);
+
+      /* In place: y over x, dx over dy. */
+      ck_assert_int_eq(gpu_k_relu(dx_->p, dx_->p, t, n, 0), cudaSuccess);
+      snprintf(what, sizeof what, "relu in place %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), *dx_), want);
+      ck_assert_int_eq(gpu_k_relu6_backward(ddy->p, ddy->p, y6.p, t, n, 0), cudaSuccess);
+      snprintf(what, sizeof what, "relu6_backward in place %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), *ddy), g6);
+    }
+  dev any(16);
+  ck_assert_int_eq(gpu_k_relu(any.p, any.p, GPU_I32, 3, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_relu(any.p, any.p, GPU_F16, 0, 0), cudaSuccess);
+}
+END_TEST
+
+START_TEST(add_and_accumulate) {
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int64_t n : COUNTS) {
+      if (t != GPU_F32 && n > 100000) continue;
+      const size_t bytes = (size_t)n * gpu_dtype_size(t);
+      const std::vector<float> a = round_all(t, random_floats(n, -4.0f, 4.0f));
+      const std::vector<float> b = round_all(t, random_floats(n, -4.0f, 4.0f));
+      std::unique_ptr<dev> da(put(t, flat(n), a)), db(put(t, flat(n), b));
+      std::vector<float> sum((size_t)n), sum_relu((size_t)n);
+      ref_add_forward(a.data(), b.data(), n, sum.data()); /* fp32 sums */
+      ref_relu_forward(sum.data(), n, sum_relu.data());
+      for (int32_t relu = 0; relu < 2; relu++) {
+        dev y(bytes);
+        ck_assert_int_eq(gpu_k_add(y.p, da->p, db->p, t, n, relu, 0), cudaSuccess);
+        snprintf(what, sizeof what, "add%s %s n %lld", relu ? "+relu" : "", type_name(t),
+                 (long long)n);
+        expect_same(what, get(t, flat(n), y), round_all(t, relu ? sum_relu : sum));
+      }
+      ck_assert_int_eq(gpu_k_accumulate(da->p, db->p, t, n, 0), cudaSuccess);
+      snprintf(what, sizeof what, "accumulate %s n %lld", type_name(t), (long long)n);
+      expect_same(what, get(t, flat(n), *da), round_all(t, sum));
+    }
+}
+END_TEST
+
+START_TEST(dropout_mask_and_scale) {
+  /* The mask is gpu_math.h's counter hash (its rate is unit_cuda_math's); here: that
+   * the kernel applies it at each element's own index, and scales by fl(1 / keep). */
+  static const float keeps[] = {0.5f, 0.9f, 1.0f};
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int64_t n : COUNTS)
+      for (float keep : keeps) {
+        if (t != GPU_F32 && n > 100000) continue;
+        const std::vector<float> x = round_all(t, random_floats(n, -4.0f, 4.0f));
+        std::unique_ptr<dev> dx_(put(t, flat(n), x));
+        dev y((size_t)n * gpu_dtype_size(t)), dx((size_t)n * gpu_dtype_size(t));
+        const uint32_t seed = 77;
+        const uint64_t step = 5 + (uint64_t)n;
+        ck_assert_int_eq(gpu_k_dropout(y.p, dx_->p, t, n, keep, seed, step, 0), cudaSuccess);
+        ck_assert_int_eq(gpu_k_dropout_backward(dx.p, dx_->p, t, n, keep, seed, step, 0),
+                         cudaSuccess);
+        const float scale = 1.0f / keep;
+        std::vector<float> want((size_t)n);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < n; i++) {
+          const bool k = gpu_dropout_keep(seed, step, i, keep);
+          kept += k;
+          want[(size_t)i] = round_to(t, k ? x[(size_t)i] * scale : 0.0f);
+        }
+        if (keep == 1.0f) ck_assert_int_eq(kept, n);
+        snprintf(what, sizeof what, "dropout %s n %lld keep %g", type_name(t), (long long)n,
+                 (double)keep);
+        expect_same(what, get(t, flat(n), y), want);
+        snprintf(what, sizeof what, "dropout_backward %s n %lld keep %g", type_name(t),
+                 (long long)n, (double)keep);
+        expect_same(what, get(t, flat(n), dx), want);
+      }
+  dev any(16);
+  ck_assert_int_eq(gpu_k_dropout(any.p, any.p, GPU_F32, 3, 0.0f, 1, 1, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_dropout(any.p, any.p, GPU_F32, 3, 1.5f, 1, 1, 0), cudaErrorInvalidValue);
+}
+END_TEST
+
+START_TEST(bias_and_relu) {
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES) FOR_SHAPES(d) {
+      const std::vector<float> x = round_all(t, random_floats(count_of(d), -2.0f, 2.0f));
+      const std::vector<float> bias = random_floats(d.c, -1.0f, 1.0f);
+      dev db(bytes_of(bias));
+      for (int variant = 0; variant < 4; variant++) {
+        const bool with_bias = variant & 1;
+        const int32_t relu = variant >> 1;
+        std::unique_ptr<dev> y(put(t, d, x));
+        ck_assert_int_eq(gpu_k_bias_relu(y->p, d, t, with_bias ? db.as<float>() : nullptr, relu, 0),
+                         cudaSuccess);
+        std::vector<float> want(x);
+        for (int64_t n = 0; n < d.n; n++)
+          for (int64_t c = 0; c < d.c; c++)
+            for (int64_t h = 0; h < d.h; h++)
+              for (int64_t w = 0; w < d.w; w++) {
+                float &v = want[(size_t)nchw_at(d, n, c, h, w)];
+                if (with_bias) v = v + bias[(size_t)c];
+                if (relu) ref_relu_forward(&v, 1, &v);
+                v = round_to(t, v);
+              }
+        snprintf(what, sizeof what, "bias_relu %s " DIMS_FMT " bias %d relu %d", type_name(t),
+                 DIMS_ARGS(d), with_bias, relu);
+        expect_same(what, get(t, d, *y), want);
+      }
+    }
+}
+END_TEST
+
+/* Shapes for the bias gradient beyond SHAPES: several chunks of rows (NHWC: 118 chunks,
+ * two tiles of 32 channels) or images (NCHW), a plane smaller than a block. */
+static const gpu_dims BIAS_GRAD_SHAPES[] = {
+    {3, 7, 57, 57, 0}, {3, 33, 100, 100, 0}, {3, 3, 5, 7, 0}, {1, 257, 3, 3, 0}};
+
+static void check_bias_grad(gpu_dtype t, gpu_dims d) {
+  char what[160];
+  const std::vector<float> dy = round_all(t, random_floats(count_of(d), -1.0f, 1.0f));
+  std::unique_ptr<dev> ddy(put(t, d, dy));
+  const size_t scratch_bytes = gpu_k_bias_grad_scratch_bytes(d);
+  dev scratch(scratch_bytes), db((size_t)d.c * 4);
+  ck_assert_int_eq(gpu_k_bias_grad(db.as<float>(), ddy->p, d, t,
+                                   scratch_bytes ? scratch.as<float>() : nullptr, 0),
+                   cudaSuccess);
+  /* The reference: a dense layer's bias gradient over rows [N * H * W, C]. */
+  const int64_t m = (int64_t)d.n * d.h * d.w;
+  std::vector<float> rows((size_t)count_of(d)), want((size_t)d.c);
+  std::vector<double> magnitude((size_t)d.c, 0.0);
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const float v = dy[(size_t)nchw_at(d, n, c, h, w)];
+          rows[(size_t)(((n * d.h + h) * d.w + w) * d.c + c)] = v;
+          magnitude[(size_t)c] += fabs(v);
+        }
+  float unused = 0.0f;
+  ref_dense_backward_weights(&unused, rows.data(), (int)m, 0, d.c, &unused, want.data());
+  const std::vector<float> got = values_of<float>(db.get());
+  snprintf(what, sizeof what, "bias_grad %s " DIMS_FMT, type_name(t), DIMS_ARGS(d));
+  expect_near(what, got, want,
+              [&](size_t c) { return m > 1 ? (double)(m - 1) * 0x1p-24 * magnitude[c] : 0.0; });
+  /* Deterministic: the same bits again. */
+  ck_assert_int_eq(gpu_k_bias_grad(db.as<float>(), ddy->p, d, t,
+                                   scratch_bytes ? scratch.as<float>() : nullptr, 0),
+                   cudaSuccess);
+  ck_assert_msg(values_of<float>(db.get()) == got, "%s: a second run gave other bits", what);
+}
+
+START_TEST(bias_grad_two_passes) {
+  for (gpu_dtype t : FLOAT_TYPES) {
+    FOR_SHAPES(d) check_bias_grad(t, d);
+    for (const gpu_dims &s : BIAS_GRAD_SHAPES)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++) check_bias_grad(t, dims(s.n, s.c, s.h, s.w, nhwc));
+  }
+  /* No elements per channel: zeros, no scratch needed; no channels: nothing. */
+  dev db(7 * 4);
+  for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+    const gpu_dims empty = dims(0, 7, 5, 3, nhwc);
+    ck_assert_uint_eq(gpu_k_bias_grad_scratch_bytes(empty), 0);
+    ck_assert_int_eq(gpu_k_bias_grad(db.as<float>(), nullptr, empty, GPU_F16, nullptr, 0),
+                     cudaSuccess);
+    for (float v : values_of<float>(db.get())) ck_assert(v == 0.0f && !signbit(v));
+  }
+  ck_assert_int_eq(gpu_k_bias_grad(db.as<float>(), db.p, dims(1, 0, 3, 3, 0), GPU_F32, nullptr, 0),
+                   cudaSuccess);
+  ck_assert_int_eq(gpu_k_bias_grad(db.as<float>(), db.p, dims(1, 7, 1, 1, 0), GPU_F32, nullptr, 0),
+                   cudaErrorInvalidValue); /* scratch needed */
+}
+END_TEST
+
+/* ---- softmax cross-entropy -------------------------------------------------------------- */
+
+START_TEST(softmax_xent) {
+  /* (N, K): one row, odd ones, more rows than the forward's 32 warps (warps take 3 rows),
+   * a row wider than a warp. */
+  static const int32_t cases[][2] = {{1, 1}, {3, 3}, {7, 257}, {70, 33}, {33, 1000}, {1, 40}};
+  static const float scales[] = {1.0f, 128.0f};
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const auto &nk : cases) {
+      const int32_t n = nk[0], k = nk[1];
+      const std::vector<float> logits = round_all(t, random_floats((int64_t)n * k, -8.0f, 8.0f));
+      std::vector<int32_t> labels((size_t)n);
+      for (int32_t &l : labels) l = (int32_t)(rng_next() % (uint64_t)k);
+      std::unique_ptr<dev> dlogits(put(t, flat((int64_t)n * k), logits));
+      dev dlabels(bytes_of(labels)), loss(4), probs((size_t)n * k * 4);
+      dev errors(bytes_of(std::vector<gpu_kernel_errors>(1, gpu_kernel_errors{0, 0, 0, 0})));
+      ck_assert_int_eq(gpu_k_xent_forward(loss.as<float>(), probs.as<float>(), dlogits->p, t,
+                                          dlabels.as<int32_t>(), n, k,
+                                          errors.as<gpu_kernel_errors>(), 0),
+                       cudaSuccess);
+      std::vector<float> ref_probs((size_t)n * k);
+      const double ref_loss = ref_softmax_xent_forward(logits.data(), n, k, labels.data(),
+                                                       ref_probs.data());
+      const float got_loss = values_of<float>(loss.get())[0];
+      ck_assert_msg(fabs(got_loss - ref_loss) <= 0x1p-16 * fmax(1.0, fabs(ref_loss)),
+                    "xent_forward %s N %d K %d: loss %.9g, reference %.9g", type_name(t), n, k,
+                    (double)got_loss, ref_loss);
+      snprintf(what, sizeof what, "xent_forward %s N %d K %d probs", type_name(t), n, k);
+      expect_near(what, values_of<float>(probs.get()), ref_probs,
+                  [&](size_t i) { return 32 * ulp_of(GPU_F32, ref_probs[i]); });
+      ck_assert_int_eq(values_of<gpu_kernel_errors>(errors.get())[0].bad_label_count, 0);
+
+      /* The backward on the reference's probabilities: exactly fl(fl(s p) - s) per
+       * element, s = fl(scale / N), and near the reference's own gradient. */
+      dev dprobs(bytes_of(ref_probs));
+      for (float scale : scales) {
+        dev g((size_t)n * k * gpu_dtype_size(t));
+        ck_assert_int_eq(gpu_k_xent_backward(g.p, t, dprobs.as<float>(), dlabels.as<int32_t>(), n,
+                                             k, scale, 0),
+                         cudaSuccess);
+        const float s = scale / (float)n;
+        std::vector<float> exact((size_t)n * k), ref((size_t)n * k);
+        for (int64_t i = 0; i < (int64_t)n * k; i++) {
+          const float sp = s * ref_probs[(size_t)i];
+          exact[(size_t)i] = round_to(t, i % k == labels[(size_t)(i / k)] ? sp - s : sp);
+        }
+        ref_softmax_xent_backward(logits.data(), n, k, labels.data(), scale, ref.data());
+        const std::vector<float> got = get(t, flat((int64_t)n * k), g);
+        snprintf(what, sizeof what, "xent_backward %s N %d K %d scale %g", type_name(t), n, k,
+                 (double)scale);
+        expect_same(what, got, exact);
+        expect_near(what, got, ref, [&](size_t i) {
+          return (double)s * 0x1p-18 + (t == GPU_F32 ? 0.0 : ulp_of(t, ref[i]));
+        });
+      }
+    }
+
+  /* Labels outside [0, K): counted, their rows add nothing and get no gradient. */
+  const int32_t n = 5, k = 7;
+  const std::vector<float> logits = random_floats(n * k, -8.0f, 8.0f);
+  const std::vector<int32_t> labels = {0, -1, 3, 7, 2};
+  dev dlogits(bytes_of(logits)), dlabels(bytes_of(labels)), loss(4), probs(n * k * 4), g(n * k * 4);
+  dev errors(bytes_of(std::vector<gpu_kernel_errors>(1, gpu_kernel_errors{0, 0, 0, 0})));
+  ck_assert_int_eq(gpu_k_xent_forward(loss.as<float>(), probs.as<float>(), dlogits.p, GPU_F32,
+                                      dlabels.as<int32_t>(), n, k, errors.as<gpu_kernel_errors>(),
+                                      0),
+                   cudaSuccess);
+  const gpu_kernel_errors e = values_of<gpu_kernel_errors>(errors.get())[0];
+  ck_assert_int_eq(e.bad_label_count, 2);
+  ck_assert_int_eq(e.classes, k);
+  ck_assert_msg((e.first_bad_label == -1 && e.first_bad_index == 1) ||
+                    (e.first_bad_label == 7 && e.first_bad_index == 3),
+                "first bad label %d at %d", e.first_bad_label, e.first_bad_index);
+  double total = 0.0;
+  for (int32_t i = 0; i < n; i++)
+    if (labels[(size_t)i] >= 0 && labels[(size_t)i] < k)
+      total += ref_softmax_xent_forward(&logits[(size_t)(i * k)], 1, k, &labels[(size_t)i],
+                                        nullptr);
+  const float got_loss = values_of<float>(loss.get())[0];
+  ck_assert_msg(fabs(got_loss - total / n) <= 0x1p-16 * fmax(1.0, fabs(total / n)),
+                "loss with bad labels %.9g, reference %.9g", (double)got_loss, total / n);
+  ck_assert_int_eq(gpu_k_xent_backward(g.p, GPU_F32, probs.as<float>(), dlabels.as<int32_t>(), n, k,
+                                       1.0f, 0),
+                   cudaSuccess);
+  const std::vector<float> grad = values_of<float>(g.get());
+  for (int32_t j = 0; j < k; j++)
+    ck_assert(grad[(size_t)(1 * k + j)] == 0.0f && grad[(size_t)(3 * k + j)] == 0.0f);
+}
+END_TEST
+
+/* ---- optimizer and loss scaling ------------------------------------------------------------ */
+
+START_TEST(update_matches_reference) {
+  struct rule_case {
+    const char *name;
+    uint32_t rule;
+    int32_t nesterov;
+    float weight_decay, clip, grad_scale;
+  };
+  static const rule_case rules[] = {
+      {"sgd", CNNB_OPT_SGD, 0, 0.0f, 0.0f, 1.0f},
+      {"sgd wd clip", CNNB_OPT_SGD, 0, 4e-5f, 0.5f, 0.25f},
+      {"momentum", CNNB_OPT_MOMENTUM, 0, 1e-4f, 0.0f, 1.0f},
+      {"nesterov", CNNB_OPT_MOMENTUM, 1, 1e-4f, 0.0f, 0.5f},
+      {"rmsprop", CNNB_OPT_RMSPROP, 0, 0.0f, 0.0f, 1.0f},
+      {"adam", CNNB_OPT_ADAM, 0, 1e-4f, 1.0f, 1.0f},
+  };
+  for (const rule_case &r : rules)
+    for (int64_t n : COUNTS) {
+      if (n > 100000) continue;
+      std::vector<float> w = random_floats(n, -1.0f, 1.0f), g = random_floats(n, -2.0f, 2.0f),
+                         s1 = random_floats(n, -0.5f, 0.5f), s2 = random_floats(n, 0.0f, 0.5f);
+      if (n > 7) g[3] = INFINITY, g[5] = NAN; /* a broken step stays visible */
+      dev dw(bytes_of(w)), dg(bytes_of(g)), ds1(bytes_of(s1)), ds2(bytes_of(s2));
+      cnnb_update u = {};
+      u.struct_size = sizeof u;
+      u.rule = r.rule;
+      u.count = n;
+      u.params = w.data();
+      u.grads = g.data();
+      u.slot1 = s1.data();
+      u.slot2 = s2.data();
+      u.learning_rate = 0.1f;
+      u.weight_decay = r.weight_decay;
+      u.grad_scale = r.grad_scale;
+      u.clip = r.clip;
+      u.momentum = 0.9f;
+      u.rho = 0.9f;
+      u.epsilon = r.rule == CNNB_OPT_RMSPROP ? 1.0f : 1e-8f;
+      u.beta1 = 0.9f;
+      u.beta2 = 0.999f;
+      u.nesterov = r.nesterov;
+      u.step = 6;
+      gpu_update_args a = {};
+      a.rule = (int32_t)u.rule;
+      a.nesterov = u.nesterov;
+      a.count = n;
+      a.params = dw.as<float>();
+      a.grads = dg.as<float>();
+      a.slot1 = ds1.as<float>();
+      a.slot2 = ds2.as<float>();
+      a.learning_rate = u.learning_rate;
+      a.weight_decay = u.weight_decay;
+      a.grad_scale = u.grad_scale;
+      a.clip = u.clip;
+      a.momentum = u.momentum;
+      a.rho = u.rho;
+      a.epsilon = u.epsilon;
+      a.beta1 = u.beta1;
+      a.beta2 = u.beta2;
+      a.adam_lr_t = gpu_adam_lr_t(u.learning_rate, u.beta1, u.beta2, u.step);
+      ck_assert_int_eq(gpu_k_update(&a, 0), cudaSuccess);
+      cnnb_update_reference(&u);
+      const std::vector<float> gw = values_of<float>(dw.get()), g1 = values_of<float>(ds1.get()),
+                               g2 = values_of<float>(ds2.get());
+      for (int64_t i = 0; i < n; i++) {
+        const size_t j = (size_t)i;
+        EXPECT(memcmp(&gw[j], &w[j], 4) == 0 && memcmp(&g1[j], &s1[j], 4) == 0 &&
+                   memcmp(&g2[j], &s2[j], 4) == 0,
+               "update %s n %lld [%lld]: w %a s1 %a s2 %a, reference %a %a %a", r.name,
+               (long long)n, (long long)i, (double)gw[j], (double)g1[j], (double)g2[j],
+               (double)w[j], (double)s1[j], (double)s2[j]);
+      }
+    }
+  gpu_update_args bad = {};
+  bad.rule = 9;
+  bad.count = 3;
+  ck_assert_int_eq(gpu_k_update(&bad, 0), cudaErrorInvalidValue);
+  bad.rule = CNNB_OPT_SGD;
+  bad.count = 0;
+  ck_assert_int_eq(gpu_k_update(&bad, 0), cudaSuccess);
+}
+END_TEST
+
+START_TEST(all_finite_flag) {
+  for (int64_t n : COUNTS) {
+    std::vector<float> x = random_floats(n, -1e30f, 1e30f);
+    dev flag(4);
+    /* -1: all finite; else the position of an inf / NaN: first, middle, last. */
+    const int64_t where[] = {-1, 0, n / 2, n - 1};
+    for (int64_t at : where)
+      for (float bad : {INFINITY, -INFINITY, NAN}) {
+        std::vector<float> v(x);
+        if (at >= 0) v[(size_t)at] = bad;
+        dev dv(bytes_of(v));
+        ck_assert_int_eq(gpu_k_all_finite(flag.as<int32_t>(), dv.as<float>(), n, 0), cudaSuccess);
+        ck_assert_msg(values_of<int32_t>(flag.get())[0] == (at < 0),
+                      "all_finite n %lld, %g at %lld: flag %d", (long long)n, (double)bad,
+                      (long long)at, values_of<int32_t>(flag.get())[0]);
+        if (at < 0) break;
+      }
+  }
+  dev flag(bytes_of(std::vector<int32_t>{0}));
+  ck_assert_int_eq(gpu_k_all_finite(flag.as<int32_t>(), nullptr, 0, 0), cudaSuccess);
+  ck_assert_int_eq(values_of<int32_t>(flag.get())[0], 1);
+}
+END_TEST
+
+/* ---- pooling and LRN ------------------------------------------------------------------------- */
+
+struct pool_case {
+  int32_t kh, kw, sh, sw, pt, pb, pl, pr;
+};
+/* TF SAME's one-sided padding, symmetric, none, windows entirely in the padding (empty:
+ * -inf / 0, no gradient), a window taller than wide, strides wider than windows. */
+static const pool_case POOLS[] = {{3, 3, 2, 2, 1, 1, 1, 1}, {3, 3, 2, 2, 0, 1, 0, 1},
+                                  {2, 2, 2, 2, 0, 0, 0, 0}, {1, 1, 1, 1, 0, 0, 0, 0},
+                                  {3, 1, 1, 2, 2, 0, 0, 1}, {5, 3, 3, 2, 2, 1, 1, 0},
+                                  {1, 1, 1, 1, 2, 2, 0, 1}, {2, 3, 3, 1, 1, 0, 2, 2}};
+static const gpu_dims POOL_SHAPES[] = {
+    {1, 1, 1, 1, 0}, {3, 3, 5, 7, 0}, {1, 7, 9, 13, 0}, {3, 257, 3, 5, 0}, {1, 1, 6, 1, 0}};
+
+/* Pool inputs: ties (a few small integers) half the time, -inf now and then. */
+static std::vector<float> pool_inputs(gpu_dtype t, int64_t n, bool with_inf) {
+  std::vector<float> x((size_t)n);
+  for (float &v : x) {
+    const uint64_t r = rng_next();
+    v = r % 2 ? (float)((int)(r >> 8 & 3) - 1) : rng_uniform(-3.0f, 3.0f);
+    if (with_inf && r % 17 == 0) v = -INFINITY;
+  }
+  return round_all(t, x);
+}
+
+START_TEST(pool_matches_reference) {
+  char what[220];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const gpu_dims &s : POOL_SHAPES)
+      for (const pool_case &p : POOLS)
+        for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+          for (int32_t max = 0; max < 2; max++) {
+            if (s.h + p.pt + p.pb < p.kh || s.w + p.pl + p.pr < p.kw) continue;
+            const gpu_dims xd = dims(s.n, s.c, s.h, s.w, nhwc);
+            const gpu_dims yd = dims(s.n, s.c, (s.h + p.pt + p.pb - p.kh) / p.sh + 1,
+                                     (s.w + p.pl + p.pr - p.kw) / p.sw + 1, nhwc);
+            const ref_window rw = {p.kh, p.kw, p.sh, p.sw, p.pt, p.pb, p.pl, p.pr, 1, 1, 1};
+            const gpu_pool_window win = {p.kh, p.kw, p.sh, p.sw, p.pt, p.pl, max};
+            const std::vector<float> x = pool_inputs(t, count_of(xd), max);
+            const std::vector<float> dy = round_all(t, random_floats(count_of(yd), -1.0f, 1.0f));
+            std::unique_ptr<dev> dx_(put(t, xd, x)), ddy(put(t, yd, dy));
+            const size_t size = gpu_dtype_size(t);
+            dev y((size_t)count_of(yd) * size), argmax((size_t)count_of(yd));
+            dev dx((size_t)count_of(xd) * size), dx2((size_t)count_of(xd) * size);
+            std::vector<float> want((size_t)count_of(yd)), gwant((size_t)count_of(xd));
+            if (max) {
+              ref_max_pool_forward(x.data(), shape_of(xd), &rw, want.data(), shape_of(yd));
+              ref_max_pool_backward(x.data(), shape_of(xd), dy.data(), shape_of(yd), &rw,
+                                    gwant.data());
+            } else {
+              ref_avg_pool_forward(x.data(), shape_of(xd), &rw, want.data(), shape_of(yd));
+              ref_avg_pool_backward(dy.data(), shape_of(yd), &rw, gwant.data(), shape_of(xd));
+            }
+            const int passes = max ? 2 : 1; /* max: with and without the argmax record */
+            for (int rec = 0; rec < passes; rec++) {
+              uint8_t *am = rec ? argmax.as<uint8_t>() : nullptr;
+              snprintf(what, sizeof what,
+                       "%s pool %s x " DIMS_FMT " win %dx%d/%d,%d pad %d,%d,%d,%d%s",
+                       max ? "max" : "avg", type_name(t), DIMS_ARGS(xd), p.kh, p.kw, p.sh, p.sw,
+                       p.pt, p.pb, p.pl, p.pr, rec ? " argmax" : "");
+              ck_assert_int_eq(gpu_k_pool(y.p, yd, dx_->p, xd, t, win, am, 0), cudaSuccess);
+              expect_same(what, get(t, yd, y), round_all(t, want));
+              /* The backward reads dy (and x, or the record), never y. */
+              ck_assert_int_eq(gpu_k_pool_backward(rec ? dx2.p : dx.p, xd, dx_->p, nullptr, ddy->p,
+                                                   yd, t, win, am, 0),
+                               cudaSuccess);
+              expect_same(what, get(t, xd, rec ? dx2 : dx), round_all(t, gwant));
+            }
+            if (!max) continue;
+            /* The record: each window's first maximum, kh * kernel_w + kw, or NONE. */
+            const std::vector<uint8_t> rec = argmax.get();
+            for (int64_t n = 0; n < yd.n; n++)
+              for (int64_t c = 0; c < yd.c; c++)
+                for (int64_t oh = 0; oh < yd.h; oh++)
+                  for (int64_t ow = 0; ow < yd.w; ow++) {
+                    float best = -INFINITY;
+                    int at = GPU_POOL_ARGMAX_NONE;
+                    for (int kh = 0; kh < p.kh; kh++)
+                      for (int kw = 0; kw < p.kw; kw++) {
+                        const int64_t ih = oh * p.sh - p.pt + kh, iw = ow * p.sw - p.pl + kw;
+                        if (ih < 0 || ih >= xd.h || iw < 0 || iw >= xd.w) continue;
+                        const float v = x[(size_t)nchw_at(xd, n, c, ih, iw)];
+                        if (v > best) best = v, at = kh * p.kw + kw;
+                      }
+                    const uint8_t got = rec[(size_t)layout_at(yd, n, c, oh, ow)];
+                    EXPECT(got == at, "%s: argmax at (%lld, %lld, %lld, %lld) %d, expected %d",
+                           what, (long long)n, (long long)c, (long long)oh, (long long)ow, got, at);
+                  }
+          }
+  /* The record is for max pooling, and numbers at most 255 window positions. */
+  dev any(4096);
+  const gpu_dims d = dims(1, 1, 16, 16, 0), one = dims(1, 1, 1, 1, 0);
+  gpu_pool_window avg = {3, 3, 1, 1, 0, 0, 0}, wide = {16, 16, 1, 1, 0, 0, 1};
+  ck_assert_int_eq(gpu_k_pool(any.p, d, any.p, d, GPU_F32, avg, any.as<uint8_t>(), 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_pool(any.p, one, any.p, d, GPU_F32, wide, any.as<uint8_t>(), 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_pool(any.p, one, any.p, d, GPU_F32, wide, nullptr, 0), cudaSuccess);
+}
+END_TEST
+
+START_TEST(lrn_matches_reference) {
+  static const gpu_dims shapes[] = {
+      {1, 1, 3, 5, 0}, {3, 7, 5, 3, 0}, {1, 257, 3, 1, 0}, {3, 3, 1, 1, 0}};
+  static const int32_t radii[] = {0, 1, 2, 5};
+  const float bias = 2.0f, alpha = 0.25f, beta = 0.75f;
+  char what[160];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const gpu_dims &s : shapes)
+      for (int32_t r : radii)
+        for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+          const gpu_dims d = dims(s.n, s.c, s.h, s.w, nhwc);
+          const std::vector<float> x = round_all(t, random_floats(count_of(d), -2.0f, 2.0f));
+          const std::vector<float> dy = round_all(t, random_floats(count_of(d), -1.0f, 1.0f));
+          std::unique_ptr<dev> dx_(put(t, d, x)), ddy(put(t, d, dy));
+          dev y((size_t)count_of(d) * gpu_dtype_size(t)),
+              dx((size_t)count_of(d) * gpu_dtype_size(t));
+          ck_assert_int_eq(gpu_k_lrn(y.p, dx_->p, d, t, r, bias, alpha, beta, 0), cudaSuccess);
+          ck_assert_int_eq(gpu_k_lrn_backward(dx.p, ddy->p, dx_->p, nullptr, d, t, r, bias, alpha,
+                                              beta, 0),
+                           cudaSuccess);
+          std::vector<float> want((size_t)count_of(d)), gwant((size_t)count_of(d));
+          ref_lrn_forward(x.data(), shape_of(d), r, bias, alpha, beta, want.data());
+          ref_lrn_backward(x.data(), shape_of(d), dy.data(), r, bias, alpha, beta, gwant.data());
+          /* The size of the gradient's terms, for its tolerance: |dy_j N_j^-b| +
+           * 2ab |x_j| sum |dy_c x_c N_c^(-b-1)|. */
+          std::vector<double> scale((size_t)count_of(d));
+          for (int64_t n = 0; n < d.n; n++)
+            for (int64_t h = 0; h < d.h; h++)
+              for (int64_t w = 0; w < d.w; w++) {
+                std::vector<double> norm((size_t)d.c);
+                for (int64_t c = 0; c < d.c; c++) {
+                  double sum = 0.0;
+                  for (int64_t j = c - r; j <= c + r; j++)
+                    if (j >= 0 && j < d.c) {
+                      const double v = x[(size_t)nchw_at(d, n, j, h, w)];
+                      sum += v * v;
+                    }
+                  norm[(size_t)c] = bias + alpha * sum;
+                }
+                for (int64_t j = 0; j < d.c; j++) {
+                  const size_t at = (size_t)nchw_at(d, n, j, h, w);
+                  double cross = 0.0;
+                  for (int64_t c = j - r; c <= j + r; c++)
+                    if (c >= 0 && c < d.c) {
+                      const size_t ac = (size_t)nchw_at(d, n, c, h, w);
+                      cross += fabs(dy[ac] * x[ac] * pow(norm[(size_t)c], -beta - 1.0));
+                    }
+                  scale[at] = fabs(dy[at] * pow(norm[(size_t)j], -beta)) +
+                              2.0 * alpha * beta * fabs(x[at]) * cross;
+                }
+              }
+          snprintf(what, sizeof what, "lrn %s " DIMS_FMT " radius %d", type_name(t), DIMS_ARGS(d),
+                   r);
+          const std::vector<float> rw = round_all(t, want), rg = round_all(t, gwant);
+          expect_near(what, get(t, d, y), rw, [&](size_t i) {
+            return (2 * r + 4) * 0x1p-24 * fabs(want[i]) +
+                   (t == GPU_F32 ? 0.0 : ulp_of(t, want[i]));
+          });
+          snprintf(what, sizeof what, "lrn_backward %s " DIMS_FMT " radius %d", type_name(t),
+                   DIMS_ARGS(d), r);
+          expect_near(what, get(t, d, dx), rg, [&](size_t i) {
+            return (4 * r + 8) * 0x1p-24 * scale[i] + (t == GPU_F32 ? 0.0 : ulp_of(t, gwant[i]));
+          });
+        }
+}
+END_TEST
+
+/* ---- index arithmetic past 2^31 elements, without allocating ---------------------------- */
+
+START_TEST(index_math_past_2_31) {
+  /* gpu_blocks caps the grid at 8192 blocks; GPU_GRID_STRIDE then walks each thread
+   * through its residue class in 64 bits: first index, count, last index < n. */
+  const int64_t big[] = {((int64_t)1 << 31) + 5, ((int64_t)1 << 32) + 257};
+  for (int64_t n : big) {
+    bool past_2_31 = false;
+    ck_assert_uint_eq(gpu_blocks(n), 8192);
+    const int64_t stride = 8192 * (int64_t)GPU_THREADS;
+    gridDim = dim3(gpu_blocks(n));
+    blockDim = dim3(GPU_THREADS);
+    const unsigned sample_blocks[] = {0, 1, 4095, 8191};
+    const unsigned sample_threads[] = {0, 1, 255};
+    for (unsigned b : sample_blocks)
+      for (unsigned t : sample_threads) {
+        blockIdx = make_uint3(b, 0, 0);
+        threadIdx = make_uint3(t, 0, 0);
+        const int64_t first = (int64_t)b * GPU_THREADS + t;
+        int64_t count = 0, expect = first, last = -1;
+        GPU_GRID_STRIDE(i, n) {
+          EXPECT(i == expect, "thread %u of block %u: index %lld, expected %lld", t, b,
+                 (long long)i, (long long)expect);
+          expect += stride;
+          last = i;
+          count++;
+        }
+        ck_assert_int_eq(count, (n - first + stride - 1) / stride);
+        ck_assert(last < n && last + stride >= n);
+        past_2_31 |= last > INT32_MAX;
+      }
+    ck_assert(past_2_31);
+  }
+
+  /* gpu_math.h's offsets and their inverse on tensors of 3.2e9 and 4.3e9 elements. */
+  const gpu_dims huge[] = {
+      {3, 257, 2049, 2049, 0}, {1, 1, 65537, 65537, 0}, {2, 3, 46341, 46341, 0}};
+  for (const gpu_dims &s : huge) {
+    const int64_t count = count_of(s);
+    ck_assert(count > INT32_MAX);
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      const gpu_dims d = dims(s.n, s.c, s.h, s.w, nhwc);
+      ck_assert_int_eq(gpu_offset(nhwc, d.c, d.h, d.w, d.n - 1, d.c - 1, d.h - 1, d.w - 1),
+                       count - 1);
+      const int64_t probes[] = {0,         INT32_MAX, (int64_t)INT32_MAX + 1,
+                                count / 2, count - 1, count - d.c - 1};
+      for (int64_t i : probes) {
+        const gpu_coord p = gpu_coord_of(nhwc, d.c, d.h, d.w, i);
+        ck_assert_int_eq(gpu_offset(nhwc, d.c, d.h, d.w, p.n, p.c, p.h, p.w), i);
+        ck_assert_int_eq(layout_at(d, p.n, p.c, p.h, p.w), i);
+        ck_assert_int_eq(gpu_channel_of(nhwc, d.c, d.h, d.w, i), p.c);
+        /* The pool kernels' own int64_t index math agrees. */
+        int32_t n, c, h, w;
+        gpu_host_pool_unravel(d, i, &n, &c, &h, &w);
+        ck_assert(n == p.n && c == p.c && h == p.h && w == p.w);
+        ck_assert_int_eq(gpu_host_pool_offset(d, n, c, h, w), i);
+      }
+    }
+    /* Too large for int32_t indices: the pool kernels take their int64_t instance. */
+    ck_assert(!gpu_host_pool_fits_int32(count));
+  }
+  /* The int32_t choice leaves room for the last grid-stride step: every index below
+   * count plus one grid width stays below 2^31. */
+  const int64_t width = (int64_t)gpu_host_pool_blocks((int64_t)1 << 40) * 256;
+  ck_assert_int_eq(width, (int64_t)1 << 28);
+  const int64_t limit = (int64_t)INT32_MAX - width;
+  ck_assert(gpu_host_pool_fits_int32(limit) && !gpu_host_pool_fits_int32(limit + 1));
+  ck_assert(gpu_host_pool_fits_int32(limit) && limit - 1 + width <= INT32_MAX);
+  ck_assert_uint_eq(gpu_host_pool_blocks(limit),
+                    (unsigned)((limit + 255) / 256 < (1 << 20) ? (limit + 255) / 256 : 1 << 20));
+
+  /* The bias gradient's split of 2^34 elements: at most 512 chunks covering every row
+   * (NHWC) or image (NCHW), no empty chunk, and the scratch it asks for. */
+  const gpu_dims splits[] = {{64, 64, 2048, 2048, 1}, {1024, 64, 512, 512, 0}, {600, 7, 64, 64, 0}};
+  for (const gpu_dims &d : splits) {
+    int64_t chunks, per;
+    gpu_host_bias_grad_plan(d, &chunks, &per);
+    const int64_t units = d.nhwc ? (int64_t)d.n * d.h * d.w : d.n;
+    ck_assert(chunks >= 1 && chunks <= 512);
+    ck_assert(chunks * per >= units && (chunks - 1) * per < units);
+    ck_assert_uint_eq(gpu_k_bias_grad_scratch_bytes(d), (uint64_t)chunks * (uint64_t)d.c * 4);
+  }
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("cuda_kernels_host");
+  TCase *tc = tcase_create("kernels");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, image_check);
+  tcase_add_test(tc, cast_rounds_to_nearest_even);
+  tcase_add_test(tc, layouts_from_and_to_nchw);
+  tcase_add_test(tc, uint8_input);
+  tcase_add_test(tc, filters_to_compute_and_back);
+  tcase_add_test(tc, pad_and_crop_spatial);
+  tcase_add_test(tc, relu_family);
+  tcase_add_test(tc, add_and_accumulate);
+  tcase_add_test(tc, dropout_mask_and_scale);
+  tcase_add_test(tc, bias_and_relu);
+  tcase_add_test(tc, bias_grad_two_passes);
+  tcase_add_test(tc, softmax_xent);
+  tcase_add_test(tc, update_matches_reference);
+  tcase_add_test(tc, all_finite_flag);
+  tcase_add_test(tc, pool_matches_reference);
+  tcase_add_test(tc, lrn_matches_reference);
+  tcase_add_test(tc, index_math_past_2_31);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
