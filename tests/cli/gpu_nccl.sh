@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Label gpu (tests/CMakeLists.txt: every cli/gpu_*.sh). The strategies' NCCL paths on a
-# real GPU with the real NCCL (cli_strategy_nccl checks the same code against a recording
-# stub everywhere). One GPU allows one rank per GPU, so on one GPU:
+# Label gpu (tests/CMakeLists.txt: every cli/gpu_*.sh; cuda_fake in a tree built against
+# the fake CUDA, below). The strategies' NCCL paths on a real GPU with the real NCCL
+# (cli_strategy_nccl checks the same code against a recording stub everywhere). One GPU
+# allows one rank per GPU, so on one GPU:
 #  - replicated --all_reduce_spec=nccl with one GPU (a communicator of one: the whole call
 #    path — communicator, groups, the all-reduces on the stream, the waits) and
 #    parameter_server --local_parameter_device=gpu (NCCL reduce and broadcast, the update
@@ -18,7 +19,20 @@
 # With two or more GPUs also: replicated nccl over N GPUs of one process (lenet) ends where
 # one GPU of N*b does, and under mpirun -np 2 (a GPU a rank, one communicator over both)
 # a rank stopped mid-run (SIGSTOP) is named by rank 0 within twice --collective_timeout_s
-# and the probe window. Skips (77), saying why, where the cuda device or NCCL cannot run.
+# and the probe window. On any number of GPUs, one process of horovod on NCCL (a
+# communicator of one; flat, hierarchical with its premultiplied sums, and compact bf16)
+# ends where one process without a strategy does.
+#
+# On the fake CUDA (CNNB_CUDA_FAKE=1: a -DCNNB_CUDA_FAKE=ON tree, where the cuda device and
+# libcnnb_nccl_impl.so run on the checking CPU fake, plugins/devices/cuda/fake) the same
+# strategies run over the fake's GPUs ($CNNB_FAKE_CUDA_DEVICES, 2) with its NCCL, which
+# computes the collectives across the communicators of one process and aborts on any
+# misuse: the one-GPU comparison with the cpu device on fewer steps (reference-op
+# convolutions are slow); replicated nccl over 2 GPUs (plain, nccl#3 and compact bf16) and
+# parameter_server --local_parameter_device=gpu --num_gpus=2 against 1 x 2b; horovod under
+# mpirun on one shared fake GPU (the host path), and the NCCL fault case refused, as the
+# fake NCCL spans one process (so is the stopped-rank case, which is skipped).
+# Skips (77), saying why, where the cuda device or NCCL cannot run.
 set -uo pipefail
 : "${CNNBENCH:?}" "${CNNB_PLUGIN_DIR:?}" "${CNNB_SOURCE_DIR:?}" "${TRAIN_PARAMS:?}" "${PARAMS_COMPARE:?}"
 : "${CNNB_BUILD_DIR:?}"
@@ -40,13 +54,23 @@ trap 'mpi_cleanup; rm -rf "$dir"' EXIT
 unset CNNB_NCCL_LIBRARY # the real implementation
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .); fi
+fake=false
+[ "${CNNB_CUDA_FAKE:-0}" = 1 ] && fake=true
+if $fake; then
+  export CNNB_FAKE_CUDA_DEVICES=${CNNB_FAKE_CUDA_DEVICES:-2}
+  gpus=$CNNB_FAKE_CUDA_DEVICES
+  echo "the fake CUDA (CNNB_CUDA_FAKE=1): $gpus GPUs, NCCL within one process"
+else
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .); fi
+fi
 [ "${gpus:-0}" -ge 1 ] || gpus=1
 echo "GPUs visible: $gpus"
 
 echo "== one GPU: replicated nccl and parameter_server on the GPU against the cpu device"
-common=(--model=resnet20 --data_name=cifar10 --batch_size=8 --num_batches=20 --num_warmup_batches=0
+steps=20
+$fake && steps=${CNNB_FAKE_NCCL_STEPS:-10} # reference-op convolutions on the CPU
+common=(--model=resnet20 --data_name=cifar10 --batch_size=8 --num_batches="$steps" --num_warmup_batches=0
         --display_every=1 --init_learning_rate=0.005 --optimizer=momentum --seed=7)
 losses() { grep -h '"record":"step"' "$1"/benchmark_run.rank0.jsonl | grep -o '"loss":[-0-9.eE+]*' | cut -d: -f2; }
 run() { # run NAME ARGS...
@@ -55,11 +79,11 @@ run() { # run NAME ARGS...
     || { fail "cnnbench $* exited $?:"; grep -m3 error "$dir/$name.out"; return 1; }
 }
 compare() { # compare A B TOL
-  paste <(losses "$dir/$1") <(losses "$dir/$2") | awk -v tol="$3" -v a="$1" -v b="$2" '
+  paste <(losses "$dir/$1") <(losses "$dir/$2") | awk -v tol="$3" -v a="$1" -v b="$2" -v steps="$steps" '
     { n++; d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1
       printf "step %2d  %-10s %.6f  %-10s %.6f  |diff| %.2e\n", n, a, $1, b, $2, d
       if (d > tol * (1 + m) || $2 != $2) bad++ }
-    END { if (n != 20) { print "want 20 steps, got " n; exit 1 } exit bad > 0 }' | tail -n 3 \
+    END { if (n != steps) { print "want " steps " steps, got " n; exit 1 } exit bad > 0 }' | tail -n 3 \
     || fail "$2 does not follow $1 within $3 * (1 + |loss|)"
 }
 if run cpu --device=cpu; then
@@ -77,18 +101,47 @@ if run cpu --device=cpu; then
   fi
 fi
 
-echo "== mpirun -np 2 horovod on the cuda device"
 export CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/data"
-small=(--model=lenet --datasource=sequence --num_intra_threads=1 --num_warmup_batches=0 --num_batches=4
-       --optimizer=momentum --init_learning_rate=0.01 --device=cuda --nocuda_allow_tf32)
+small_steps=4
+$fake && small_steps=2 # lenet's steps take seconds each on the fake
+small=(--model=lenet --datasource=sequence --num_intra_threads=1 --num_warmup_batches=0
+       --num_batches="$small_steps" --optimizer=momentum --init_learning_rate=0.01 --device=cuda
+       --nocuda_allow_tf32)
+CNNB_PARAMS_OUT="$dir/ref8" "$TRAIN_PARAMS" "${small[@]}" --batch_size=8 >"$dir/ref8.out" 2>&1 \
+  || fail "1 process of batch 8: $(grep -m1 error "$dir/ref8.out")"
+
+echo "== one process of horovod on NCCL (a communicator of one GPU)"
+if [ ! -e "$CNNB_PLUGIN_DIR/libcnnb_strategy_horovod.so" ]; then
+  echo "(skipped: no horovod plugin: a build without MPI)"
+else
+  for mode in flat hier compact; do
+    extra=()
+    [ $mode = hier ] && extra=(--horovod_hierarchical_allreduce)
+    [ $mode = compact ] && extra=(--compact_gradient_transfer)
+    CNNB_PARAMS_OUT="$dir/hvd1_$mode" "$TRAIN_PARAMS" "${small[@]}" --batch_size=8 --variable_update=horovod \
+      --horovod_gpu_operations=nccl "${extra[@]}" >"$dir/hvd1_$mode.out" 2>&1 \
+      || { fail "1 process of horovod $mode on NCCL: $(grep -m1 error "$dir/hvd1_$mode.out")"; continue; }
+    grep -q "on the GPU by NCCL" "$dir/hvd1_$mode.out" \
+      || { fail "horovod $mode in one process did not take NCCL"; grep horovod: "$dir/hvd1_$mode.out"; }
+    tol=1e-5
+    [ $mode = compact ] && tol=3e-3 # bf16 copies of the gradients
+    "$PARAMS_COMPARE" $tol "$dir/ref8.0.0" "$dir/hvd1_$mode.0.0" >/dev/null \
+      || fail "1 process of horovod $mode on NCCL differs from 1 process without it beyond $tol"
+  done
+fi
+
+echo "== mpirun -np 2 horovod on the cuda device"
 if ! command -v mpirun >/dev/null 2>&1; then
   fail "mpirun not found (apt-get install openmpi-bin): the horovod and fault cases did not run"
 else
-  CNNB_PARAMS_OUT="$dir/ref8" "$TRAIN_PARAMS" "${small[@]}" --batch_size=8 >"$dir/ref8.out" 2>&1 \
-    || fail "1 process of batch 8: $(grep -m1 error "$dir/ref8.out")"
-  CNNB_PARAMS_OUT="$dir/hvd" mpi_run_bounded 300 2 "$TRAIN_PARAMS" "${small[@]}" --batch_size=4 \
-    --variable_update=horovod >"$dir/hvd.out" 2>&1 || fail "mpirun -np 2 horovod: $(grep -m1 error "$dir/hvd.out")"
-  if [ "$gpus" -eq 1 ]; then
+  # The fake NCCL spans one process: on the fake the two ranks share its one GPU and take
+  # the host path, as on one real GPU.
+  hvd_gpus=$gpus
+  $fake && hvd_gpus=1
+  CNNB_FAKE_CUDA_DEVICES=$hvd_gpus CNNB_PARAMS_OUT="$dir/hvd" mpi_run_bounded 300 2 "$TRAIN_PARAMS" \
+    "${small[@]}" --batch_size=4 --variable_update=horovod >"$dir/hvd.out" 2>&1 \
+    || fail "mpirun -np 2 horovod: $(grep -m1 error "$dir/hvd.out")"
+  if [ "$hvd_gpus" -eq 1 ]; then
     grep -q "staged through host memory (ranks 0 and 1 share GPU 0" "$dir/hvd.out" \
       || { fail "horovod on one shared GPU did not take the host path saying why"; grep horovod: "$dir/hvd.out"; }
   else
@@ -100,11 +153,17 @@ else
   echo "== the NCCL fault path: two ranks on one GPU, NCCL asked for"
   start=$SECONDS
   one=${CUDA_VISIBLE_DEVICES:-0}
-  CUDA_VISIBLE_DEVICES=${one%%,*} mpi_run_bounded 120 2 "$CNNBENCH" "${small[@]}" --batch_size=4 \
-    --num_batches=20 --variable_update=horovod --horovod_gpu_operations=nccl --collective_timeout_s=10 \
-    >"$dir/dup.out" 2>&1
+  CNNB_FAKE_CUDA_DEVICES=1 CUDA_VISIBLE_DEVICES=${one%%,*} mpi_run_bounded 120 2 "$CNNBENCH" "${small[@]}" \
+    --batch_size=4 --num_batches=20 --variable_update=horovod --horovod_gpu_operations=nccl \
+    --collective_timeout_s=10 >"$dir/dup.out" 2>&1
   rc=$? took=$((SECONDS - start))
-  if [ $rc -eq 0 ]; then
+  if $fake; then # refused at once on both ranks, not at a timeout
+    [ $rc -ne 0 ] || fail "the fake NCCL ran a communicator across two processes"
+    [ $took -le 30 ] || fail "two ranks on the fake NCCL took $took s to be refused"
+    grep -q "NCCL: .*the fake NCCL spans one process" "$dir/dup.out" \
+      || { fail "the refusal does not say the fake NCCL spans one process:"; grep -m3 error "$dir/dup.out"; }
+    echo "ok: exit $rc after $took s: $(grep -m1 -o 'NCCL: .*' "$dir/dup.out" | cut -c1-160)"
+  elif [ $rc -eq 0 ]; then
     echo "note: this NCCL ran two ranks on one GPU; the refusal is not checked"
   else
     [ $rc -ne 137 ] || fail "two ranks on one GPU with NCCL hung (killed after 120 s)"
@@ -129,7 +188,26 @@ else
   files=("$dir"/repn.0.*)
   "$PARAMS_COMPARE" 1e-4 "$dir/refn.0.0" "${files[@]}" || fail "replicated nccl over $n GPUs differs from 1 x $((4 * n))"
   "$PARAMS_COMPARE" 0 "$dir/repn.0.0" "${files[@]}" >/dev/null || fail "the $n GPUs' parameters differ"
-  if command -v mpirun >/dev/null 2>&1; then
+  # The other spellings of NCCL over the process's GPUs: pieces of a bucket (nccl#3), bf16
+  # copies of the gradients, and the parameter server on the first GPU (NCCL reduce and
+  # broadcast), each against 1 x n*b.
+  for run in "nccl3|1e-4|--variable_update=replicated --all_reduce_spec=nccl#3" \
+             "compact|3e-3|--variable_update=replicated --all_reduce_spec=nccl --compact_gradient_transfer" \
+             "psgpun|1e-4|--variable_update=parameter_server --local_parameter_device=gpu"; do
+    IFS='|' read -r name tol args <<<"$run"
+    # shellcheck disable=SC2086 # args is words
+    CNNB_PARAMS_OUT="$dir/$name" "$TRAIN_PARAMS" "${small[@]}" --batch_size=4 --num_gpus="$n" $args \
+      >"$dir/$name.out" 2>&1 || { fail "$args over $n GPUs: $(grep -m1 error "$dir/$name.out")"; continue; }
+    files=("$dir/$name".0.*)
+    [ "${#files[@]}" -eq "$n" ] || fail "$name: ${#files[@]} replicas' parameters, want $n"
+    "$PARAMS_COMPARE" "$tol" "$dir/refn.0.0" "${files[@]}" >/dev/null \
+      || fail "$args over $n GPUs differs from 1 x $((4 * n)) beyond $tol"
+    "$PARAMS_COMPARE" 0 "$dir/$name.0.0" "${files[@]}" >/dev/null || fail "$name: the GPUs' parameters differ"
+  done
+  grep -q "parameter server on the first replica's GPU" "$dir/psgpun.out" || fail "parameter_server did not say so"
+  if $fake; then
+    echo "(the stopped rank needs NCCL across processes, which the fake does not span: skipped)"
+  elif command -v mpirun >/dev/null 2>&1; then
     echo "-- mpirun -np 2, one communicator over both ranks' GPUs, rank 1 stopped mid-run"
     (mpi_run_bounded 300 2 "$CNNBENCH" "${small[@]}" --batch_size=16 --num_batches=100000 --display_every=10 \
        --variable_update=replicated --all_reduce_spec=nccl --collective_timeout_s=10 >"$dir/stop.out" 2>&1

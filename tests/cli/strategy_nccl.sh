@@ -28,6 +28,11 @@
 #    $CNNB_NCCL_LIBRARY that is not there, parameter_server's gpu variables under mpirun,
 #    horovod's nccl on the cpu device (also as tf's --horovod_device=gpu), a bad
 #    --horovod_gpu_operations or --horovod_device, the two disagreeing.
+# In a tree built against the fake CUDA (CNNB_CUDA_FAKE=1) the real implementation runs on
+# the fake, which has GPUs: there, fixture_gpu's streams and host memory given to it must
+# end the run at the first ncclAllReduce with the fake's abort naming them (the fake is a
+# checker), and the implementation links the fake instead of NCCL. cli_gpu_nccl runs the
+# strategies on the fake's cuda device.
 set -euo pipefail
 : "${TRAIN_PARAMS:?}" "${PARAMS_COMPARE:?}" "${CNNB_BUILD_DIR:?}" "${CNNB_PLUGIN_DIR:?}"
 : "${CNNB_SOURCE_DIR:?}" "${CNNBENCH:?}"
@@ -43,6 +48,9 @@ trap 'mpi_cleanup; rm -rf "$work"' EXIT
 export CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/gpu:$CNNB_BUILD_DIR/fixtures/data"
 export CNNB_NCCL_LIBRARY=$stub
 B=4 K=3
+# lenet's arena: its 2173353 parameters, each starting on a 256-byte boundary (what one
+# NCCL call of the parameter server's, or a step's horovod all-reduces, cover).
+ARENA=2173417
 common=(--model=lenet --num_batches=$K --num_warmup_batches=0 --optimizer=momentum
         --init_learning_rate=0.01 --num_intra_threads=1 --datasource=sequence --log_level=debug)
 failures=0
@@ -180,9 +188,9 @@ for optimizer in momentum sgd rmsprop; do
   train "ps_$optimizer" "${common_ps[@]}" --optimizer=$optimizer || continue
   matches "ps_$optimizer" "psref_$optimizer"
   # Per step: one reduce group into GPU 0, an update there, one broadcast group back.
-  got=$(calls "$work/ps_$optimizer-stub.0" | grep -c "^reduce comm=C1:. count=2173353 type=fp32 op=avg root=0")
+  got=$(calls "$work/ps_$optimizer-stub.0" | grep -c "^reduce comm=C1:. count=$ARENA type=fp32 op=avg root=0")
   [ "$got" = $((2 * K)) ] || fail "ps $optimizer: $got reduce calls, want $((2 * K))"
-  got=$(calls "$work/ps_$optimizer-stub.0" | grep -c "^broadcast comm=C1:. count=2173353 type=fp32 root=0")
+  got=$(calls "$work/ps_$optimizer-stub.0" | grep -c "^broadcast comm=C1:. count=$ARENA type=fp32 root=0")
   [ "$got" = $((2 * (K + 1))) ] || fail "ps $optimizer: $got broadcast calls, want $((2 * (K + 1)))"
 done
 grep -q "parameter server on the first replica's GPU" "$work/ps_momentum.log" \
@@ -239,7 +247,18 @@ if $have_horovod; then
 fi
 # The real implementation (it links NCCL and the CUDA runtime) on this machine.
 impl="$CNNB_PLUGIN_DIR/nccl/libcnnb_nccl_impl.so"
-if [ ! -e "$impl" ]; then
+fake=false
+[ "${CNNB_CUDA_FAKE:-0}" = 1 ] && fake=true
+if $fake; then
+  # On the fake's GPUs, with a device that is no CUDA device: the fake's NCCL must stop it.
+  rc=0
+  out=$(CNNB_NCCL_LIBRARY='' timeout 60 "$CNNBENCH" "${common[@]}" --batch_size=2 --num_batches=1 \
+          --device=fixture_gpu --num_gpus=2 --variable_update=replicated --all_reduce_spec=nccl 2>&1) || rc=$?
+  [ $rc -eq 134 ] || { fail "the fake NCCL given fixture_gpu's streams: exit $rc, want 134 (its abort)"; tail -n 3 <<<"$out"; }
+  grep -q "^fake CUDA: ncclAllReduce: " <<<"$out" \
+    || { fail "the fake's abort does not name ncclAllReduce:"; grep -m2 "fake CUDA" <<<"$out"; }
+  echo "ok: the fake refuses fixture_gpu: $(grep -m1 -o 'fake CUDA: .*' <<<"$out" | cut -c1-120)"
+elif [ ! -e "$impl" ]; then
   echo "(the real NCCL implementation is not built here: its refusal is not checked)"
   CNNB_NCCL_LIBRARY= refused "--all_reduce_spec=nccl: this build has no NCCL" \
     --device=fixture_gpu --num_gpus=2 --variable_update=replicated --all_reduce_spec=nccl
@@ -263,8 +282,13 @@ if command -v readelf >/dev/null 2>&1; then
       || fail "$so links NCCL or CUDA"
   done
   ! readelf -d "$CNNBENCH" | grep -E 'NEEDED.*libmpi' || fail "cnnbench links MPI"
-  [ ! -e "$impl" ] || readelf -d "$impl" | grep -q 'NEEDED.*libnccl\.so' \
-    || fail "$impl does not link NCCL"
+  if $fake; then # the fake's NCCL, never NVIDIA's
+    readelf -d "$impl" | grep -q 'NEEDED.*libcnnb_fake_cuda\.so' || fail "$impl does not link the fake"
+    ! readelf -d "$impl" | grep -E 'NEEDED.*(libnccl|libcudart|libcuda\.)' || fail "$impl links NVIDIA's"
+  else
+    [ ! -e "$impl" ] || readelf -d "$impl" | grep -q 'NEEDED.*libnccl\.so' \
+      || fail "$impl does not link NCCL"
+  fi
 else
   echo "(readelf not found: the links are not checked)"
 fi
@@ -320,10 +344,10 @@ else
         || fail "horovod $mode: the ranks' NCCL calls differ"
       type=fp32; [ $mode = compact ] && type=bf16
       # (lenet's 4 buckets, of which the 2 small ones fuse: 3 all-reduces a step)
-      calls "$work/hvd_$mode-stub.0" | awk -v type=$type -v steps=$K '
+      calls "$work/hvd_$mode-stub.0" | awk -v type=$type -v steps=$K -v arena=$ARENA '
         /^all_reduce/ { split($3, c, "="); total += c[2]; n++
                         if ($4 != "type=" type || $5 != "op=avg" || $7 != "in_place") bad++ }
-        END { if (total != 2173353 * steps || bad || n != 3 * steps) {
+        END { if (total != arena * steps || bad || n != 3 * steps) {
                 print "total " total " in " n " calls, " bad " bad"; exit 1 } }' \
         || fail "horovod $mode: the all-reduces do not cover the arena each step in 3 fused groups"
     else

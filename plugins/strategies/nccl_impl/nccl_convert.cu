@@ -1,11 +1,17 @@
 /* nccl_convert.cu — fp32 <-> fp16 / bf16 with a scale (nccl_convert.h). The product is
  * taken in fp32 and rounded once to the 16-bit type, to nearest even (__float2half_rn,
- * __float2bfloat16_rn), as the host's compact16.h rounds for MPI. */
+ * __float2bfloat16_rn), as the host's compact16.h rounds for MPI.
+ *
+ * nvcc compiles it; the test-only fake tree (CNNB_CUDA_FAKE) compiles it as host C++
+ * (nccl_convert_host.cpp), as the cuda device's kernels: hence GPU_LAUNCH and gpu_fmul
+ * from the device's gpu_math.h, which are nvcc's launch and __fmul_rn under nvcc and the
+ * host shim's (../../devices/cuda/host/gpu_host.h) elsewhere. */
 #include <string.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "../../devices/cuda/gpu_math.h"
 #include "../common/nccl_api.h"
 #include "nccl_convert.h"
 
@@ -27,7 +33,7 @@ __global__ void convert(const void *src, int32_t from, void *dst, int32_t to, in
                         float scale) {
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
-    store(dst, to, i, __fmul_rn(load(src, from, i), scale));
+    store(dst, to, i, gpu_fmul(load(src, from, i), scale));
 }
 
 } // namespace
@@ -38,7 +44,7 @@ extern "C" cudaError_t nccl_convert_launch(cudaStream_t stream, const void *src,
   const int threads = 256;
   int64_t blocks = (count + threads - 1) / threads;
   if (blocks > 4096) blocks = 4096; /* a grid-stride loop does the rest */
-  convert<<<(unsigned)blocks, threads, 0, stream>>>(src, from, dst, to, count, scale);
+  GPU_LAUNCH(convert, (unsigned)blocks, threads, 0, stream, src, from, dst, to, count, scale);
   return cudaGetLastError();
 }
 

@@ -66,10 +66,16 @@ static const char *last_error(nccl_comm *comm) {
 static char why[512];
 static int probed;
 
+/* The driver library the probe opens: NVIDIA's, or in the test-only fake tree
+ * (CNNB_CUDA_FAKE) the fake's, by its path in the build tree (as the cuda plugin's). */
+#ifndef GPU_DRIVER_LIBRARY
+#define GPU_DRIVER_LIBRARY "libcuda.so.1"
+#endif
+
 static void probe(void) {
   /* The driver first, by name, as the CUDA runtime finds it: its absence is the common
    * case (a machine without a GPU) and deserves plain words. */
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *driver = dlopen(GPU_DRIVER_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (!driver) {
     snprintf(why, sizeof why, "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)", dlerror());
     return;
