@@ -184,6 +184,81 @@ START_TEST(test_residual_block) {
 }
 END_TEST
 
+/* conv (no bias) -> batch norm with a scale, its ReLU fused when `relu`; strided convs pad
+ * as ResNet v1.5's conv2d_fixed_padding (by the kernel alone: explicit, symmetric for odd
+ * kernels), the rest SAME. */
+static cnnb_tensor conv_bn(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t filters,
+                           int32_t k, int32_t stride, int relu) {
+  char conv[48], bn[48];
+  snprintf(conv, sizeof conv, "%s_conv", name);
+  snprintf(bn, sizeof bn, "%s_bn", name);
+  cnnb_conv2d_desc d = {.struct_size = sizeof d,
+                        .filters = filters,
+                        .kernel_h = k,
+                        .kernel_w = k,
+                        .stride_h = stride,
+                        .stride_w = stride,
+                        .padding = CNNB_PAD_SAME};
+  if (stride > 1) {
+    d.padding = CNNB_PAD_EXPLICIT;
+    d.pad_top = d.pad_left = (k - 1) / 2;
+    d.pad_bottom = d.pad_right = k - 1 - (k - 1) / 2;
+  }
+  cnnb_tensor y = cnnb_batch_norm(g, bn, cnnb_conv2d(g, conv, x, &d), CNNB_BATCH_NORM(.scale = 1));
+  if (relu) ck_assert_int_eq(cnnb_graph_set_fused_relu(g, y, 1), CNNB_OK);
+  return y;
+}
+
+/* ResNet v1.5's bottleneck: 1x1 -> bn + relu -> 3x3 (the stride) -> bn + relu -> 1x1 -> bn,
+ * added to the shortcut (a strided 1x1 conv + bn where the depth changes, else x itself,
+ * which then feeds two consumers), then ReLU: fused into the add where the device offers
+ * it (the host's planner fuses it there), else a node of its own. */
+static cnnb_tensor bottleneck(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t depth,
+                              int32_t bneck, int32_t stride) {
+  char n[48];
+  cnnb_tensor shortcut = x;
+  if (cnnb_graph_node(g, x)->shape.c != depth) {
+    snprintf(n, sizeof n, "%s_shortcut", name);
+    shortcut = conv_bn(g, n, x, depth, 1, stride, 0);
+  }
+  snprintf(n, sizeof n, "%s_1", name);
+  cnnb_tensor y = conv_bn(g, n, x, bneck, 1, 1, 1);
+  snprintf(n, sizeof n, "%s_2", name);
+  y = conv_bn(g, n, y, bneck, 3, stride, 1);
+  snprintf(n, sizeof n, "%s_3", name);
+  y = conv_bn(g, n, y, depth, 1, 1, 0);
+  snprintf(n, sizeof n, "%s_add", name);
+  cnnb_tensor sum = cnnb_add(g, n, shortcut, y);
+  if (device_harness_has_extension(NULL, CNNB_EXT_FUSED_RELU_ADD)) {
+    ck_assert_int_eq(cnnb_graph_set_fused_relu(g, sum, 1), CNNB_OK);
+    return sum;
+  }
+  snprintf(n, sizeof n, "%s_relu", name);
+  return cnnb_relu(g, n, sum);
+}
+
+/* ResNet-50 v1.5 in miniature, at the shapes of its last stage in a small-image run: the
+ * 7x7 stride-2 stem with batch norm + ReLU, the 3x3 stride-2 SAME max pool (pads 0 and
+ * 1: asymmetric), then a stage's first block (projection shortcut, stride 2 in its 3x3)
+ * and an identity block, both on 2x2 maps of a batch of 2: every batch norm there
+ * normalises over m = N*H*W = 8 values, where its dx is a small difference of large
+ * terms. */
+START_TEST(test_bottleneck_blocks) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 16, 16, 5);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor y = conv_bn(g, "stem", x, 8, 7, 2, 1); /* 8x8 */
+  y = cnnb_max_pool(g, "pool", y,
+                    CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2,
+                              .padding = CNNB_PAD_SAME)); /* 4x4 */
+  y = bottleneck(g, "block0", y, 16, 4, 2);               /* 2x2 */
+  y = bottleneck(g, "block1", y, 16, 4, 1);
+  cnnb_tensor logits = cnnb_dense(g, "fc", cnnb_global_avg_pool(g, "gap", y),
+                                  CNNB_DENSE(.units = 5, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  gradcheck(g, 41);
+}
+END_TEST
+
 START_TEST(test_inception_block) {
   cnnb_graph *g = cnnb_graph_create(2, 4, 9, 9, 6);
   cnnb_tensor x = cnnb_graph_input(g);
@@ -262,6 +337,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("graphs");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_block);
+  tcase_add_test(tc, test_bottleneck_blocks);
   tcase_add_test(tc, test_inception_block);
   tcase_add_test(tc, test_factorized_reduction);
   suite_add_tcase(s, tc);
