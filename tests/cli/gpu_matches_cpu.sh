@@ -60,6 +60,16 @@ run cpu --device=cpu && run cuda_fp32 --device=cuda --nocuda_allow_tf32 && compa
 [ -e "$dir/cpu" ] && run cuda_nhwc --device=cuda --nocuda_allow_tf32 --data_format=NHWC &&
   compare cpu cuda_nhwc 2e-3
 [ -e "$dir/cpu" ] && run cuda_fp16 --device=cuda --use_fp16 && compare cpu cuda_fp16 5e-2
+# --cuda_graphs: from step 3 on every step replays the recording (step 3's own included):
+# the same work in the same order, so the curve is the plain fp32 run's (up to cuDNN's
+# choice of algorithm, made again in each run).
+if [ -e "$dir/cuda_fp32" ] && run cuda_graphs --device=cuda --nocuda_allow_tf32 --cuda_graphs; then
+  compare cuda_fp32 cuda_graphs 1e-5
+  grep -q -- "--cuda_graphs: 1 recording(s), $((steps - 2)) of $steps steps replayed" \
+    "$dir/cuda_graphs.out" ||
+    { echo "FAIL: --cuda_graphs replayed no recording: $(grep -- --cuda_graphs "$dir/cuda_graphs.out")"
+      failures=$((failures + 1)); }
+fi
 
 # The fake's big models: one step each, its loss (the forward of the initial weights) on
 # both devices within 1e-4 (fp32, TF32 off); the step's backward and update must run.

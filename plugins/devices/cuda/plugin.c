@@ -319,10 +319,33 @@ static const void *plugin_extension(const char *id) {
   return NULL;
 }
 
-/* The instance's own answers (its stream) first; the rest are the plugin's. A wrapped
- * answer whose functions take the device must stay the plugin's (uint8_input above). */
+/* --cuda_graphs (step_graph.c): the implementation's recording, its functions given the
+ * implementation's instance, as uint8_input's are. */
+static const cnnb_device_step_graph *impl_step_graph(void *device) {
+  return VT->get_extension(DEV(device), CNNB_EXT_STEP_GRAPH);
+}
+static cnnb_status forward_begin_capture(void *device) {
+  return impl_step_graph(device)->begin_capture(DEV(device));
+}
+static cnnb_status forward_end_capture(void *device) {
+  return impl_step_graph(device)->end_capture(DEV(device));
+}
+static cnnb_status forward_replay(void *device) {
+  return impl_step_graph(device)->replay(DEV(device));
+}
+static const cnnb_device_step_graph step_graph = {
+    .struct_size = sizeof(cnnb_device_step_graph),
+    .begin_capture = forward_begin_capture,
+    .end_capture = forward_end_capture,
+    .replay = forward_replay,
+};
+
+/* The instance's own answers (its stream, its step recording) first; the rest are the
+ * plugin's. A wrapped answer whose functions take the device must stay the plugin's
+ * (uint8_input above, step_graph): the host passes them the plugin's instance. */
 static const void *forward_get_extension(void *device, const char *id) {
   if (strcmp(id, CNNB_EXT_CUDA_STREAM) == 0) return VT->get_extension(DEV(device), id);
+  if (strcmp(id, CNNB_EXT_STEP_GRAPH) == 0) return impl_step_graph(device) ? &step_graph : NULL;
   return plugin_extension(id);
 }
 

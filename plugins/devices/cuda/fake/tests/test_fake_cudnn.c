@@ -1151,7 +1151,41 @@ static void fire_alpha_on_device(void) {
   cudnnScaleTensor(h, d, y, y);
 }
 
+/* The runtime's own checks (fake_runtime.cpp): what a CUDA graph may not hold, and
+ * memory used outside what was allocated. */
+static cudaStream_t capturing_stream(void) {
+  cudaStream_t s;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) _exit(3);
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) _exit(3);
+  return s;
+}
+static void fire_sync_in_capture(void) { cudaStreamSynchronize(capturing_stream()); }
+static void fire_malloc_in_capture(void) {
+  capturing_stream();
+  void *p;
+  cudaMalloc(&p, 64);
+}
+static void fire_pageable_copy_in_capture(void) {
+  void *d = dev(64);
+  cudaStream_t s = capturing_stream();
+  static char host[64];
+  cudaMemcpyAsync(d, host, sizeof host, cudaMemcpyHostToDevice, s);
+}
+static void fire_copy_past_allocation(void) {
+  char *d = dev(64);
+  cudaMemsetAsync(d + 32, 0, 64, 0);
+}
+static void fire_free_inside_allocation(void) {
+  char *d = dev(64);
+  cudaFree(d + 16);
+}
+
 START_TEST(checks_fire) {
+  expect_abort(fire_sync_in_capture, "cudaStreamSynchronize", "capturing");
+  expect_abort(fire_malloc_in_capture, "cudaMalloc", "capturing");
+  expect_abort(fire_pageable_copy_in_capture, "cudaMemcpyAsync", "pageable");
+  expect_abort(fire_copy_past_allocation, "cudaMemsetAsync", "runs past its allocation");
+  expect_abort(fire_free_inside_allocation, "cudaFree", "not the start of a live allocation");
   expect_abort(fire_workspace_short, "cudnnConvolutionForward",
                "cudnnGetConvolutionForwardWorkspaceSize");
   expect_abort(fire_misaligned_fp32, "cudnnConvolutionForward", "aligned to 4");
