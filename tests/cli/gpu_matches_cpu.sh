@@ -94,5 +94,6 @@ if [ "${CNNB_CUDA_FAKE:-0}" = 1 ]; then
   first_loss resnet50 resnet50 64 2
   first_loss inception3 inception3 299 1
   first_loss vgg16 vgg16 224 1 --forward_only
+  first_loss nasnet nasnet 64 2
 fi
 [ "$failures" -eq 0 ] && echo "PASS: gpu_matches_cpu" || exit 1

@@ -147,6 +147,8 @@ cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t inde
 cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_pad(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_reshape(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
+cnnb_status gpu_prepare_pad_spatial(gpu_device *d, const cnnb_graph *g, int32_t index,
+                                    gpu_node **out);
 cnnb_status gpu_prepare_softmax_xent(gpu_device *d, const cnnb_graph *g, int32_t index,
                                      gpu_node **out);
 

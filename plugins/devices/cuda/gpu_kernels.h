@@ -79,6 +79,12 @@ cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu
                               cudaStream_t stream);
 cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
                                gpu_dtype type, int32_t top, int32_t left, cudaStream_t stream);
+/* The pad_spatial op (NASNet's one-pixel shift): dst[n, c, h, w] = src[n, c, h - top,
+ * w - left] where that lies inside src, else 0; top and left of either sign (a negative
+ * one crops). Same batch, channels, type and layout on both sides. Its gradient is the
+ * same call from dy to dx with -top, -left. */
+cudaError_t gpu_k_shift_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
+                                gpu_dtype type, int32_t top, int32_t left, cudaStream_t stream);
 
 /* ---- elementwise (kernels_eltwise.cu) ---------------------------------------------- */
 

@@ -205,6 +205,22 @@ extern "C" cudaError_t gpu_k_pad_spatial(void *dst, gpu_dims dst_dims, const voi
   });
 }
 
+extern "C" cudaError_t gpu_k_shift_spatial(void *dst, gpu_dims dst_dims, const void *src,
+                                           gpu_dims src_dims, gpu_dtype type, int32_t top,
+                                           int32_t left, cudaStream_t stream) {
+  if (!dims_valid(dst_dims) || !dims_valid(src_dims) || dst_dims.n != src_dims.n ||
+      dst_dims.c != src_dims.c || dst_dims.nhwc != src_dims.nhwc)
+    return cudaErrorInvalidValue;
+  const int64_t n = count_of(dst_dims);
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    if (n <= 0) return cudaSuccess;
+    GPU_LAUNCH(pad_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dst, dst_dims,
+               (const T *)src, src_dims, top, left, 0.0f, n);
+    return cudaGetLastError();
+  });
+}
+
 extern "C" cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const void *src,
                                           gpu_dims src_dims, gpu_dtype type, int32_t top,
                                           int32_t left, cudaStream_t stream) {

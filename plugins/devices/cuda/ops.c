@@ -24,8 +24,9 @@ static const gpu_op ops[] = {
     {CNNB_OP_ADD, gpu_prepare_add},
     {CNNB_OP_RESHAPE, gpu_prepare_reshape},
     {CNNB_OP_SOFTMAX_XENT, gpu_prepare_softmax_xent},
-    {CNNB_OP_RELU6, gpu_prepare_relu6},      /* ABI 1.1 */
-    {CNNB_OP_PAD_CHANNELS, gpu_prepare_pad}, /* ABI 1.2 */
+    {CNNB_OP_RELU6, gpu_prepare_relu6},             /* ABI 1.1 */
+    {CNNB_OP_PAD_CHANNELS, gpu_prepare_pad},        /* ABI 1.2 */
+    {CNNB_OP_PAD_SPATIAL, gpu_prepare_pad_spatial}, /* ABI 1.10 */
 };
 
 const gpu_op *gpu_op_find(uint32_t op) {
