@@ -99,6 +99,11 @@ cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64_t n, cudaS
 /* dx = dy where 0 < y < 6, else 0 (TF's relu6 gradient, from the output). */
 cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
                                  cudaStream_t stream);
+/* The gradients of y = a + b (with a fused ReLU when y is given: dy where y > 0, else 0)
+ * into both inputs' buffers in one pass: ga = gb = that. Either may be NULL (no
+ * gradient wanted) and either may alias dy. */
+cudaError_t gpu_k_add_backward(void *ga, void *gb, const void *dy, const void *y, gpu_dtype type,
+                               int64_t n, cudaStream_t stream);
 /* y = a + b, then max(y, 0) when relu. */
 cudaError_t gpu_k_add(void *y, const void *a, const void *b, gpu_dtype type, int64_t n,
                       int32_t relu, cudaStream_t stream);

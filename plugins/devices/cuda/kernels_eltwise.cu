@@ -31,6 +31,18 @@ __global__ void relu_backward_kernel(T *dx, const T *dy, const T *y, int64_t n) 
   }
 }
 
+/* Each element is read before it is written, by the same thread: ga or gb may alias dy.
+ * y NULL: no ReLU. */
+template <typename T>
+__global__ void add_backward_kernel(T *ga, T *gb, const T *dy, const T *y, int64_t n) {
+  GPU_GRID_STRIDE(i, n) {
+    float g = gpu_load(&dy[i]);
+    if (y && !gpu_relu_passes(gpu_load(&y[i]))) g = 0.0f;
+    if (ga) gpu_store(&ga[i], g);
+    if (gb) gpu_store(&gb[i], g);
+  }
+}
+
 template <typename T>
 __global__ void relu6_backward_kernel(T *dx, const T *dy, const T *y, int64_t n) {
   GPU_GRID_STRIDE(i, n) {
@@ -233,6 +245,17 @@ extern "C" cudaError_t gpu_k_relu_backward(void *dx, const void *dy, const void 
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
     GPU_LAUNCH(relu_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dx,
+               (const T *)dy, (const T *)y, n);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_add_backward(void *ga, void *gb, const void *dy, const void *y,
+                                          gpu_dtype type, int64_t n, cudaStream_t stream) {
+  if (n <= 0 || (!ga && !gb)) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(add_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)ga, (T *)gb,
                (const T *)dy, (const T *)y, n);
     return cudaGetLastError();
   });

@@ -142,19 +142,11 @@ static cnnb_status add_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *
     return gpu_cuda(d, gpu_k_add(ga, dy, dy, s->type, s->count, 0, d->stream), node,
                     "add backward (doubling for add(x, x))");
   }
-  if (s->fused_relu) {
-    void *first = ga ? ga : gb;
-    if (!first) return CNNB_OK;
-    if ((st = gpu_cuda(d, gpu_k_relu_backward(first, dy, io->output, s->type, s->count, d->stream),
-                       node, "add's fused relu backward")))
-      return st;
-    if (first == ga && gb)
-      return copy_buffer(d, gb, first, s->count, s->type, node, "add backward copy");
-    return CNNB_OK;
-  }
-  if (ga && (st = copy_buffer(d, ga, dy, s->count, s->type, node, "add backward copy"))) return st;
-  if (gb && (st = copy_buffer(d, gb, dy, s->count, s->type, node, "add backward copy"))) return st;
-  return CNNB_OK;
+  /* Both inputs' gradients in one pass over dy (and y, for a fused ReLU). */
+  return gpu_cuda(d,
+                  gpu_k_add_backward(ga, gb, dy, s->fused_relu ? io->output : NULL, s->type,
+                                     s->count, d->stream),
+                  node, "add backward");
 }
 
 static const gpu_node_ops add_ops = {add_forward, add_backward, eltwise_release};
