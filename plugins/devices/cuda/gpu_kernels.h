@@ -86,6 +86,34 @@ cudaError_t gpu_k_crop_spatial(void *dst, gpu_dims dst_dims, const void *src, gp
 cudaError_t gpu_k_shift_spatial(void *dst, gpu_dims dst_dims, const void *src, gpu_dims src_dims,
                                 gpu_dtype type, int32_t top, int32_t left, cudaStream_t stream);
 
+/* ---- concatenation along channels (kernels_concat.cu) ------------------------------ */
+
+/* Tensors side by side along the channels of y [N, C, H, W] (concat; pad_channels is one
+ * part with zeros around it): part k holds y's channels [start, start + channels), with
+ * y's N, H, W, layout and type. Parts come in increasing start and do not overlap; gaps
+ * between them are allowed. Elements are copied as they are (their 2 or 4 bytes).
+ * host_parts is read during the call. One launch gathers or scatters at most
+ * GPU_CONCAT_MAX_INPUTS parts, passed to the kernel by value; a call with more makes
+ * several launches, each over its own range of y's channels, so any count works.
+ * Parts out of order, overlapping or outside y, or a type other than F32 / F16 / BF16:
+ * cudaErrorInvalidValue. */
+#define GPU_CONCAT_MAX_INPUTS 32
+typedef struct gpu_concat_part {
+  void *data;       /* forward: the input, read; backward: its gradient, written (NULL: none
+                       wanted, skipped) */
+  int32_t start;    /* y's channel holding the part's channel 0 */
+  int32_t channels; /* the part's C (0: no part) */
+} gpu_concat_part;
+/* y = every part at its channels, +0 in the channels no part holds. Every part with
+ * channels needs its data. */
+cudaError_t gpu_k_concat(void *y, gpu_dims y_dims, const gpu_concat_part *host_parts, int32_t count,
+                         gpu_dtype type, cudaStream_t stream);
+/* Each part's gradient (data) = its channels of dy (dims y_dims); dy's other channels
+ * are not read. */
+cudaError_t gpu_k_concat_backward(const void *dy, gpu_dims y_dims,
+                                  const gpu_concat_part *host_parts, int32_t count, gpu_dtype type,
+                                  cudaStream_t stream);
+
 /* ---- elementwise (kernels_eltwise.cu) ---------------------------------------------- */
 
 /* y = max(x, 0); y may alias x (batch norm and convolutions apply a fused ReLU in

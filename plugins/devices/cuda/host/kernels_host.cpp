@@ -4,7 +4,7 @@
  * gpu_host.h, which gives the CUDA spellings host meanings and runs each launch's grid
  * on the CPU through the fake runtime.
  *
- * Each file gets a namespace of its own: the five were written as separate translation
+ * Each file gets a namespace of its own: the six were written as separate translation
  * units, so their file-local helpers share names (count_of, dims_valid). Their extern "C"
  * launchers are gpu_kernels.h's functions whatever namespace defines them. Every header
  * they include is included here first, at global scope, so that their own #includes,
@@ -36,6 +36,9 @@ namespace cnnb_kernels_update {
 namespace cnnb_kernels_pool {
 #include "../kernels_pool.cu"
 }
+namespace cnnb_kernels_concat {
+#include "../kernels_concat.cu"
+}
 
 /* ---- probes for the test ---------------------------------------------------------------- */
 
@@ -60,4 +63,29 @@ extern "C" void gpu_host_bias_grad_plan(gpu_dims d, int64_t *chunks, int64_t *pe
   const auto p = cnnb_kernels_eltwise::bias_grad_plan(d);
   *chunks = p.chunks;
   *per_chunk = p.per_chunk;
+}
+
+/* kernels_concat.cu's placement of element i of a launch over y's channels
+ * [lo, lo + width) holding `parts` (at most GPU_CONCAT_MAX_INPUTS, none empty), in the
+ * kernels' 32-bit (wide 0) or 64-bit (wide 1) index type: y's offset, the part holding
+ * it (returned; -1: none) and the offset in that part. For the test, which declares it:
+ * it checks the math on tensors too large to allocate. */
+extern "C" int32_t gpu_host_concat_locate(gpu_dims d, const gpu_concat_part *parts, int32_t count,
+                                          int32_t lo, int32_t width, int64_t i, int wide,
+                                          int64_t *y_offset, int64_t *x_offset) {
+  cnnb_kernels_concat::concat_args a = {};
+  int32_t next = 0;
+  cnnb_kernels_concat::take_parts(&a, parts, count, &next, true);
+  a.lo = lo;
+  a.width = width;
+  if (wide) {
+    const auto p = cnnb_kernels_concat::locate<uint64_t>(d, a, (uint64_t)i);
+    *y_offset = (int64_t)p.y;
+    *x_offset = (int64_t)p.x;
+    return p.part;
+  }
+  const auto p = cnnb_kernels_concat::locate<uint32_t>(d, a, (uint32_t)i);
+  *y_offset = (int64_t)p.y;
+  *x_offset = (int64_t)p.x;
+  return p.part;
 }

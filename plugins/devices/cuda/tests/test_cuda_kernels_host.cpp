@@ -10,9 +10,10 @@
  * inputs are rounded first and the reference runs in fp32 on those values; its result is
  * then rounded to the type (round to nearest even, by this file's own rounding, computed
  * exactly in double: a check of CUDA's host conversions too). Tolerances, per case:
- *  - exact (equal values, NaN for NaN): conversions and layouts, ReLU / ReLU6 and their
- *    gradients, add, accumulate, dropout, bias + ReLU, pooling forward and backward (the
- *    kernels sum in the reference's order and type), the optimizer (bit for bit);
+ *  - exact (equal values, NaN for NaN): conversions and layouts, concat and pad_channels
+ *    (copies), ReLU / ReLU6 and their gradients, add, accumulate, dropout, bias + ReLU,
+ *    pooling forward and backward (the kernels sum in the reference's order and type),
+ *    the optimizer (bit for bit);
  *  - the bias gradient: fp32 sums in a fixed tree, within (m - 1) * 2^-24 * sum |dy| of
  *    the double reference (m elements per channel: the bound of any summation order),
  *    and the same bits on a second run;
@@ -24,8 +25,9 @@
  *    forward, (4r + 8) * 2^-24 of the magnitudes of the gradient's terms in the
  *    backward, plus one ulp of the type for fp16 / bf16.
  * The index arithmetic past 2^31 elements (64-bit offsets, the pool kernels' choice of
- * int32 indices, the grid-stride loop, the bias gradient's split) is checked by calling
- * that math alone, without allocating such tensors. */
+ * int32 indices, the grid-stride loop, the bias gradient's split, concat's placement in
+ * both its index types) is checked by calling that math alone, without allocating such
+ * tensors. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -548,6 +550,334 @@ START_TEST(pad_and_crop_spatial) {
 }
 END_TEST
 
+/* The pad_spatial op (shift_spatial): pads and cuts of either sign on each side, against
+ * the reference's forward and backward. */
+START_TEST(shift_spatial_matches_reference) {
+  static const int32_t pads[][4] = {{0, 0, 0, 0}, {1, 0, 1, 0}, {-1, 1, 0, -1}, {2, -1, -2, 3}};
+  char what[200];
+  for (gpu_dtype t : FLOAT_TYPES) FOR_SHAPES(xd) {
+      for (const auto &p : pads) {
+        if (xd.h + p[0] + p[1] <= 0 || xd.w + p[2] + p[3] <= 0) continue;
+        const gpu_dims yd = dims(xd.n, xd.c, xd.h + p[0] + p[1], xd.w + p[2] + p[3], xd.nhwc);
+        const std::vector<float> x = round_all(t, random_floats(count_of(xd), -3.0f, 3.0f));
+        std::unique_ptr<dev> src(put(t, xd, x));
+        dev y((size_t)count_of(yd) * gpu_dtype_size(t));
+        ck_assert_int_eq(gpu_k_shift_spatial(y.p, yd, src->p, xd, t, p[0], p[2], 0), cudaSuccess);
+        std::vector<float> want((size_t)count_of(yd));
+        ref_pad_spatial_forward(x.data(), shape_of(xd), p[0], p[1], p[2], p[3], want.data());
+        snprintf(what, sizeof what, "shift_spatial %s x " DIMS_FMT " by %d,%d,%d,%d", type_name(t),
+                 DIMS_ARGS(xd), p[0], p[1], p[2], p[3]);
+        expect_same(what, get(t, yd, y), want);
+
+        const std::vector<float> dy = round_all(t, random_floats(count_of(yd), -3.0f, 3.0f));
+        std::unique_ptr<dev> ddy(put(t, yd, dy));
+        dev dx((size_t)count_of(xd) * gpu_dtype_size(t));
+        ck_assert_int_eq(gpu_k_shift_spatial(dx.p, xd, ddy->p, yd, t, -p[0], -p[2], 0),
+                         cudaSuccess);
+        std::vector<float> dwant((size_t)count_of(xd));
+        ref_pad_spatial_backward(dy.data(), shape_of(xd), p[0], p[1], p[2], p[3], dwant.data());
+        snprintf(what, sizeof what, "shift_spatial backward %s x " DIMS_FMT " by %d,%d,%d,%d",
+                 type_name(t), DIMS_ARGS(xd), p[0], p[1], p[2], p[3]);
+        expect_same(what, get(t, xd, dx), dwant);
+      }
+    }
+  dev any(4096);
+  ck_assert_int_eq(gpu_k_shift_spatial(any.p, dims(1, 4, 5, 7, 0), any.p, dims(1, 3, 5, 7, 0),
+                                       GPU_F32, 0, 0, 0),
+                   cudaErrorInvalidValue);
+}
+END_TEST
+
+/* ---- concatenation along channels ------------------------------------------------------ */
+
+/* The inputs' channel counts: 1 to 5 inputs of 1, 3, 7 and 257 channels. */
+static const std::vector<int32_t> CONCAT_CHANNELS[] = {
+    {1}, {3, 1}, {7, 257, 1}, {1, 3, 7, 1}, {257, 7, 3, 1, 3}};
+/* N, H, W of the inputs and the output. */
+static const int32_t CONCAT_NHW[][3] = {{1, 1, 1}, {3, 5, 7}, {2, 1, 17}, {3, 9, 1}};
+
+/* One input of a concat case: logical values, its buffer, and its gradient's. */
+struct concat_input {
+  gpu_dims d;
+  std::vector<float> x;
+  std::unique_ptr<dev> buffer, grad;
+};
+
+/* Runs gpu_k_concat and gpu_k_concat_backward over `channels` inputs of shape `nhw` in
+ * layout nhwc, with the gaps gaps[k] (zero channels, no input) before input k and
+ * gaps[count] after the last (none when gaps is empty), against ref_concat_forward /
+ * ref_concat_backward, in which a gap is an input of zeros whose gradient is dropped.
+ * The backward wants no gradient for the inputs in `skip`. Exact: elements are copied. */
+static void check_concat(gpu_dtype t, const int32_t nhw[3], int32_t nhwc,
+                         const std::vector<int32_t> &channels, const std::vector<int32_t> &gaps,
+                         const std::vector<int> &skip) {
+  const int count = (int)channels.size();
+  const size_t size = gpu_dtype_size(t);
+  std::vector<concat_input> in((size_t)count);
+  std::vector<gpu_concat_part> parts;
+  /* The reference's inputs: each gap as zeros, then the input. */
+  std::vector<cnnb_shape> ref_shapes;
+  std::vector<std::vector<float>> ref_values;
+  std::vector<int> ref_of_input;
+  int32_t total = 0;
+  for (int k = 0; k <= count; k++) {
+    const int32_t gap = gaps.empty() ? 0 : gaps[(size_t)k];
+    if (gap > 0) {
+      const gpu_dims gd = dims(nhw[0], gap, nhw[1], nhw[2], nhwc);
+      ref_shapes.push_back(shape_of(gd));
+      ref_values.emplace_back((size_t)count_of(gd), 0.0f);
+      total += gap;
+    }
+    if (k == count) break;
+    concat_input &x = in[(size_t)k];
+    x.d = dims(nhw[0], channels[(size_t)k], nhw[1], nhw[2], nhwc);
+    x.x = round_all(t, random_floats(count_of(x.d), -3.0f, 3.0f));
+    x.buffer.reset(put(t, x.d, x.x));
+    x.grad.reset(new dev((size_t)count_of(x.d) * size));
+    parts.push_back(gpu_concat_part{x.buffer->p, total, x.d.c});
+    ref_of_input.push_back((int)ref_shapes.size());
+    ref_shapes.push_back(shape_of(x.d));
+    ref_values.push_back(x.x);
+    total += x.d.c;
+  }
+  const gpu_dims yd = dims(nhw[0], total, nhw[1], nhw[2], nhwc);
+  char what[240];
+  int at = snprintf(what, sizeof what, "concat %s " DIMS_FMT " of %d inputs:", type_name(t),
+                    DIMS_ARGS(yd), count);
+  for (int k = 0; k < count && k < 8 && at < 200; k++)
+    at += snprintf(what + at, sizeof what - (size_t)at, " %d@%d", parts[(size_t)k].channels,
+                   parts[(size_t)k].start);
+  if (count > 8) snprintf(what + at, sizeof what - (size_t)at, " ...");
+
+  /* The forward: y freshly allocated (the fake fills it with NaN), so an element the
+   * kernel leaves unwritten shows. */
+  dev y((size_t)count_of(yd) * size);
+  ck_assert_msg(gpu_k_concat(y.p, yd, parts.data(), count, t, 0) == cudaSuccess, "%s", what);
+  std::vector<const float *> ref_x;
+  for (const auto &v : ref_values) ref_x.push_back(v.data());
+  std::vector<float> want((size_t)count_of(yd));
+  ref_concat_forward(ref_x.data(), ref_shapes.data(), (int)ref_shapes.size(), want.data());
+  expect_same(what, get(t, yd, y), want);
+
+  /* The backward. */
+  const std::vector<float> dy = round_all(t, random_floats(count_of(yd), -3.0f, 3.0f));
+  std::unique_ptr<dev> dy_buffer(put(t, yd, dy));
+  for (int k = 0; k < count; k++) {
+    bool skipped = false;
+    for (int s : skip) skipped |= s == k;
+    parts[(size_t)k].data = skipped ? nullptr : in[(size_t)k].grad->p;
+  }
+  ck_assert_msg(gpu_k_concat_backward(dy_buffer->p, yd, parts.data(), count, t, 0) == cudaSuccess,
+                "%s: backward", what);
+  std::vector<std::vector<float>> ref_dx;
+  std::vector<float *> ref_dx_ptr;
+  for (const cnnb_shape &s : ref_shapes) ref_dx.emplace_back((size_t)cnnb_shape_count(s));
+  for (auto &v : ref_dx) ref_dx_ptr.push_back(v.data());
+  ref_concat_backward(dy.data(), ref_shapes.data(), (int)ref_shapes.size(), ref_dx_ptr.data());
+  for (int k = 0; k < count; k++) {
+    if (!parts[(size_t)k].data) continue;
+    char grad_what[300];
+    snprintf(grad_what, sizeof grad_what, "%s: backward, input %d", what, k);
+    const concat_input &x = in[(size_t)k];
+    expect_same(grad_what, get(t, x.d, *x.grad), ref_dx[(size_t)ref_of_input[(size_t)k]]);
+  }
+}
+
+START_TEST(concat_matches_reference) {
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const auto &nhw : CONCAT_NHW)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+        for (const auto &channels : CONCAT_CHANNELS) {
+          check_concat(t, nhw, nhwc, channels, {}, {});
+          /* The backward without the last input's gradient (a constant), and the
+           * first's. */
+          const int last = (int)channels.size() - 1;
+          check_concat(t, nhw, nhwc, channels, {}, {last});
+          if (last > 0) check_concat(t, nhw, nhwc, channels, {}, {0});
+        }
+}
+END_TEST
+
+/* pad_channels' use: one part, zero channels before and after it. */
+START_TEST(pad_channels_matches_reference) {
+  static const int32_t pads[][2] = {{0, 0}, {1, 2}, {3, 0}, {0, 5}, {4, 4}};
+  static const int32_t channels[] = {1, 3, 7, 257};
+  char what[200];
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (const auto &nhw : CONCAT_NHW)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+        for (int32_t c : channels)
+          for (const auto &p : pads) {
+            const gpu_dims xd = dims(nhw[0], c, nhw[1], nhw[2], nhwc);
+            const gpu_dims yd = dims(xd.n, p[0] + c + p[1], xd.h, xd.w, nhwc);
+            const std::vector<float> x = round_all(t, random_floats(count_of(xd), -3.0f, 3.0f));
+            std::unique_ptr<dev> xb(put(t, xd, x));
+            dev y((size_t)count_of(yd) * gpu_dtype_size(t));
+            gpu_concat_part part = {xb->p, p[0], c};
+            ck_assert_int_eq(gpu_k_concat(y.p, yd, &part, 1, t, 0), cudaSuccess);
+            std::vector<float> want((size_t)count_of(yd));
+            ref_pad_channels_forward(x.data(), shape_of(xd), p[0], p[1], want.data());
+            snprintf(what, sizeof what, "pad_channels %s x " DIMS_FMT " by %d, %d", type_name(t),
+                     DIMS_ARGS(xd), p[0], p[1]);
+            expect_same(what, get(t, yd, y), want);
+
+            const std::vector<float> dy = round_all(t, random_floats(count_of(yd), -3.0f, 3.0f));
+            std::unique_ptr<dev> dyb(put(t, yd, dy));
+            dev dx((size_t)count_of(xd) * gpu_dtype_size(t));
+            part.data = dx.p;
+            ck_assert_int_eq(gpu_k_concat_backward(dyb->p, yd, &part, 1, t, 0), cudaSuccess);
+            std::vector<float> dwant((size_t)count_of(xd));
+            ref_pad_channels_backward(dy.data(), shape_of(xd), p[0], p[1], dwant.data());
+            snprintf(what, sizeof what, "pad_channels %s x " DIMS_FMT " by %d, %d: backward",
+                     type_name(t), DIMS_ARGS(xd), p[0], p[1]);
+            expect_same(what, get(t, xd, dx), dwant);
+          }
+}
+END_TEST
+
+/* More parts than one launch takes: several launches, each over its own channels,
+ * with gaps (zeros) between parts and at both ends, empty parts, and gradients left out
+ * on either side of the launches' boundaries. */
+START_TEST(concat_more_than_max_inputs) {
+  const int count = 2 * GPU_CONCAT_MAX_INPUTS + 7;
+  static const int32_t cycle[] = {1, 3, 7, 1, 0, 3};
+  std::vector<int32_t> channels, gaps;
+  for (int k = 0; k < count; k++) channels.push_back(cycle[k % 6]);
+  for (int k = 0; k <= count; k++) gaps.push_back(k == 0 ? 2 : k == count ? 3 : k % 4 == 1);
+  /* Nonempty parts (k % 6 != 4) on both sides of the launches' boundaries. */
+  const std::vector<int> skip = {0, GPU_CONCAT_MAX_INPUTS - 1, GPU_CONCAT_MAX_INPUTS,
+                                 2 * GPU_CONCAT_MAX_INPUTS + 1, count - 2};
+  /* No empty parts: exactly one launch's worth, and one more. */
+  std::vector<int32_t> full;
+  for (int k = 0; k <= GPU_CONCAT_MAX_INPUTS; k++) full.push_back(cycle[k % 3]);
+  static const int32_t nhw[3] = {2, 3, 5};
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      check_concat(t, nhw, nhwc, channels, {}, {});
+      check_concat(t, nhw, nhwc, channels, gaps, skip);
+      check_concat(t, nhw, nhwc, std::vector<int32_t>(full.begin(), full.end() - 1), {}, {});
+      check_concat(t, nhw, nhwc, full, {}, {GPU_CONCAT_MAX_INPUTS - 1});
+    }
+}
+END_TEST
+
+START_TEST(concat_refuses_bad_parts) {
+  dev any(4096);
+  const gpu_dims yd = dims(1, 6, 3, 5, 1);
+  const gpu_concat_part overlap[] = {{any.p, 0, 3}, {any.p, 2, 3}};
+  const gpu_concat_part unordered[] = {{any.p, 3, 3}, {any.p, 0, 3}};
+  const gpu_concat_part beyond[] = {{any.p, 4, 3}};
+  const gpu_concat_part negative[] = {{any.p, 0, -1}};
+  const gpu_concat_part no_data[] = {{any.p, 0, 3}, {nullptr, 3, 3}};
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, overlap, 2, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, unordered, 2, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, beyond, 1, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, negative, 1, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat_backward(any.p, yd, overlap, 2, GPU_F16, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat_backward(any.p, yd, beyond, 1, GPU_BF16, 0), cudaErrorInvalidValue);
+  /* The forward reads every part; the backward skips a gradient nobody wants. */
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, no_data, 2, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat_backward(any.p, yd, no_data, 2, GPU_F32, 0), cudaSuccess);
+  ck_assert_int_eq(gpu_k_concat(any.p, yd, no_data, 1, GPU_I32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_concat(any.p, dims(1, -6, 3, 5, 0), no_data, 0, GPU_F32, 0),
+                   cudaErrorInvalidValue);
+  /* Nothing to do: no launch, whatever the pointers. */
+  ck_assert_int_eq(gpu_k_concat(nullptr, dims(0, 6, 3, 5, 0), no_data, 1, GPU_F32, 0), cudaSuccess);
+  /* No part at all: the forward writes zeros everywhere. */
+  const gpu_dims zd = dims(2, 5, 3, 1, 0);
+  dev z((size_t)count_of(zd) * 2);
+  ck_assert_int_eq(gpu_k_concat(z.p, zd, nullptr, 0, GPU_F16, 0), cudaSuccess);
+  expect_same("concat of no parts", get(GPU_F16, zd, z),
+              std::vector<float>((size_t)count_of(zd), 0.0f));
+}
+END_TEST
+
+/* kernels_concat.cu's placement of a launch's element i (host/kernels_host.cpp: the
+ * same locate() the kernels run), in its 32-bit (wide 0) or 64-bit (wide 1) index
+ * type: y's offset, the part holding it (returned; -1: none) and the offset in it. The
+ * launch covers y's channels [lo, lo + width) with `count` nonempty parts (at most
+ * GPU_CONCAT_MAX_INPUTS). */
+extern "C" int32_t gpu_host_concat_locate(gpu_dims d, const gpu_concat_part *parts, int32_t count,
+                                          int32_t lo, int32_t width, int64_t i, int wide,
+                                          int64_t *y_offset, int64_t *x_offset);
+
+/* The index math on tensors too large to allocate: past 2^32 elements in the 64-bit
+ * type the launcher takes for them, and up to 2^32 - 1 in the 32-bit one, against this
+ * file's own layout math. */
+START_TEST(concat_index_math_wide) {
+  struct index_case {
+    gpu_dims y;
+    int wide;
+    int32_t lo, width;
+    std::vector<gpu_concat_part> parts;
+  };
+  const index_case cases[] = {
+      /* 5.0e9 elements: all channels, and a later launch's range with a gap. */
+      {{3, 400, 2049, 2049, 0},
+       1,
+       0,
+       400,
+       {{nullptr, 0, 1}, {nullptr, 1, 257}, {nullptr, 300, 100}}},
+      {{3, 400, 2049, 2049, 0}, 1, 258, 142, {{nullptr, 300, 99}}},
+      /* 2^32 - 1 elements in 32 bits. */
+      {{1, 65535, 65537, 1, 0}, 0, 0, 65535, {{nullptr, 0, 65534}, {nullptr, 65534, 1}}},
+      {{1, 3, 1431655765, 1, 0}, 0, 1, 2, {{nullptr, 1, 1}}},
+  };
+  for (const index_case &ic : cases)
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      const gpu_dims y = dims(ic.y.n, ic.y.c, ic.y.h, ic.y.w, nhwc);
+      /* The launch's elements: y's [N, width, H, W] in y's layout. */
+      const gpu_dims range = dims(y.n, ic.width, y.h, y.w, nhwc);
+      const int64_t n = count_of(range);
+      ck_assert(ic.wide ? count_of(y) > UINT32_MAX : count_of(y) <= UINT32_MAX);
+      const int64_t probes[] = {0,
+                                1,
+                                ic.width,
+                                INT32_MAX,
+                                (int64_t)INT32_MAX + 1,
+                                n / 2 + 12345,
+                                n - ic.width - 1,
+                                n - 2,
+                                n - 1,
+                                (int64_t)(rng_next() % (uint64_t)n)};
+      for (int64_t i : probes) {
+        if (i < 0 || i >= n) continue;
+        /* i's logical coordinates in the range, by the test's own unravelling. */
+        int64_t pn, pc, ph, pw, r = i;
+        if (nhwc) {
+          pc = r % range.c, r /= range.c;
+          pw = r % range.w, r /= range.w;
+          ph = r % range.h, pn = r / range.h;
+        } else {
+          pw = r % range.w, r /= range.w;
+          ph = r % range.h, r /= range.h;
+          pc = r % range.c, pn = r / range.c;
+        }
+        const int64_t c = ic.lo + pc;
+        int32_t want_part = -1;
+        for (size_t k = 0; k < ic.parts.size(); k++)
+          if (c >= ic.parts[k].start && c < ic.parts[k].start + ic.parts[k].channels)
+            want_part = (int32_t)k;
+        int64_t y_offset = -1, x_offset = -1;
+        const int32_t part = gpu_host_concat_locate(y, ic.parts.data(), (int32_t)ic.parts.size(),
+                                                    ic.lo, ic.width, i, ic.wide, &y_offset,
+                                                    &x_offset);
+        EXPECT(part == want_part && y_offset == layout_at(y, pn, c, ph, pw),
+               DIMS_FMT " [%d, %d) element %lld: part %d at %lld, expected %d at %lld",
+               DIMS_ARGS(y), ic.lo, ic.lo + ic.width, (long long)i, part, (long long)y_offset,
+               want_part, (long long)layout_at(y, pn, c, ph, pw));
+        if (part >= 0) {
+          const gpu_concat_part &p = ic.parts[(size_t)part];
+          const gpu_dims xd = dims(y.n, p.channels, y.h, y.w, nhwc);
+          const int64_t want = layout_at(xd, pn, c - p.start, ph, pw);
+          EXPECT(x_offset == want, DIMS_FMT " element %lld: offset %lld in part %d, expected %lld",
+                 DIMS_ARGS(y), (long long)i, (long long)x_offset, part, (long long)want);
+        }
+      }
+    }
+}
+END_TEST
+
 /* ---- elementwise ------------------------------------------------------------------------- */
 
 /* Values for the ReLUs: random, and the bounds exactly (0, -0, 6) now and then. */
@@ -622,6 +952,25 @@ START_TEST(add_and_accumulate) {
                  (long long)n);
         expect_same(what, get(t, flat(n), y), round_all(t, relu ? sum_relu : sum));
       }
+      /* The add's backward: both gradients from one pass, through the fused ReLU's mask
+       * (of y = relu(a + b)) or not, either one wanted alone. */
+      std::unique_ptr<dev> dy(put(t, flat(n), a)), y(put(t, flat(n), round_all(t, sum_relu)));
+      std::vector<float> masked((size_t)n);
+      ref_relu_backward(round_all(t, sum_relu).data(), a.data(), n, masked.data());
+      for (int32_t relu = 0; relu < 2; relu++)
+        for (int32_t which = 0; which < 3; which++) { /* both, only ga, only gb */
+          dev ga(bytes), gb(bytes);
+          ck_assert_int_eq(gpu_k_add_backward(which == 2 ? NULL : ga.p, which == 1 ? NULL : gb.p,
+                                              dy->p, relu ? y->p : NULL, t, n, 0),
+                           cudaSuccess);
+          snprintf(what, sizeof what, "add backward%s %s n %lld (%s)", relu ? "+relu" : "",
+                   type_name(t), (long long)n,
+                   which == 0   ? "both"
+                   : which == 1 ? "ga"
+                                : "gb");
+          if (which != 2) expect_same(what, get(t, flat(n), ga), relu ? masked : a);
+          if (which != 1) expect_same(what, get(t, flat(n), gb), relu ? masked : a);
+        }
       ck_assert_int_eq(gpu_k_accumulate(da->p, db->p, t, n, 0), cudaSuccess);
       snprintf(what, sizeof what, "accumulate %s n %lld", type_name(t), (long long)n);
       expect_same(what, get(t, flat(n), *da), round_all(t, sum));
@@ -1221,6 +1570,12 @@ static Suite *suite(void) {
   tcase_add_test(tc, uint8_input);
   tcase_add_test(tc, filters_to_compute_and_back);
   tcase_add_test(tc, pad_and_crop_spatial);
+  tcase_add_test(tc, shift_spatial_matches_reference);
+  tcase_add_test(tc, concat_matches_reference);
+  tcase_add_test(tc, pad_channels_matches_reference);
+  tcase_add_test(tc, concat_more_than_max_inputs);
+  tcase_add_test(tc, concat_refuses_bad_parts);
+  tcase_add_test(tc, concat_index_math_wide);
   tcase_add_test(tc, relu_family);
   tcase_add_test(tc, add_and_accumulate);
   tcase_add_test(tc, dropout_mask_and_scale);
