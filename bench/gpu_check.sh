@@ -34,7 +34,7 @@
 #   Total ~7 minutes; the budget drops the last rows rather than overrun.
 #
 # Usage (from the repository root; bench/README.md, "GPU check", has the `run` call):
-#   COMMIT=<sha> bench/gpu_check.sh [--dry-run] [--budget=S] [--rows=ID,ID|all]
+#   COMMIT=<sha> bench/gpu_check.sh [--dry-run] [--smoke] [--budget=S] [--rows=ID,ID|all]
 #       [--steps=N] [--warmup=N] [--tests-timeout=S] [--no-tests] [--no-build]
 #       [--no-compile] [--build-dir=DIR] [--build-targets="T1 T2"]
 # Env: OUT (results folder; default BUILD/gpu-check-out), COMMIT (the commit, when .git
@@ -42,9 +42,30 @@
 # "--nocudnn_autotune"), GPU_DEPS (default .gpu-deps).
 # --dry-run prints every command it would run (configure, build, tests, each benchmark)
 # and the table with placeholders; it runs nothing but the read-only facts.
-# --smoke tests the script itself on a machine without a GPU: every run on the cpu device
-# (cnnbench --device=cpu, pytorch_gpu_train.py --device=cpu), batch 2, 1 + 2 steps, fp16
-# rows as bf16, no torch.compile. Its numbers mean nothing.
+# --smoke tests the script itself on a machine without a GPU (CI runs it): the same code
+# paths as the full run, with cnnbench --device=cuda on a test-only tree built with
+# -DCNNB_CUDA_FAKE=ON (the cuda device on the checking CPU fake of CUDA, cuDNN and NCCL).
+# It builds nothing (it implies --no-build; --build-dir, default build-fake, must be such
+# a tree: its CMakeCache.txt says CNNB_CUDA_FAKE:BOOL=ON, else it refuses, naming the
+# commands that make one). By default it runs the rows whose parsing differs (--rows
+# overrides): resnet50-fp16 (train), -infer, -graphs (--cuda_graphs: "N recording(s)"
+# must be >= 1), -nccl and -psgpu (their logs must name NCCL), and the compile row's skip,
+# at batch 2, 1 warm-up + 2 steps (--cuda_graphs records step 3), ResNets at
+# --image_size=64 (at 32 a batch of 2 leaves 1x1 maps whose fp16 gradients overflow the
+# static loss scale), the autotune cache in the logs folder, each run at most 240 s.
+# alexnet, vgg16 and inception3 have fixed sizes (227 and 224 by their dense layers, 299
+# by an 8x8 pool): on the fake ~8, ~40 and ~18 s a step, so only by --rows, with a larger
+# --budget. The tests: four quick ones of `ctest -L cuda_fake` (-R: unit_fake_cudnn,
+# unit_nccl_impl, unit_device_ops_cuda, cli_gpu_fp16_overflow; CI's fake stage runs them
+# all), at most 60 s. PyTorch runs on the CPU (fp16 as bf16, OMP_NUM_THREADS=1) when
+# $PYTHON imports torch and torchvision; else its cells say so, which the smoke accepts.
+# The GPU memory cells are n/a (no GPU memory to sample). Unlike the full run, it exits 1,
+# naming each row or check, when a cnnbench row has no figure, a line or cell the full run
+# parses is missing (the graphs count with N >= 1, the NCCL rows' NCCL, a memory cell, the
+# tests' summary), a test fails, or torch imports and a PyTorch row has no figure. ~65 s
+# of CPU, 75 s on a busy 2-core machine, ~20 s more with torch; its numbers mean nothing.
+# --smoke's defaults: --build-dir=build-fake --budget=300 --steps=2 --warmup=1
+# --tests-timeout=60.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,6 +84,19 @@ ROWS_WANTED=all
 BUILD=build-gpu
 BUILD_TARGETS=""
 SMOKE=0
+# --smoke's defaults first, so that explicit options after or before it still win.
+for arg in "$@"; do
+  if [ "$arg" = --smoke ]; then
+    SMOKE=1
+    BUILD=build-fake
+    BUDGET_S=300
+    STEPS=2
+    WARMUP=1
+    TESTS_TIMEOUT_S=60
+    RUN_COMPILE=0
+    ROWS_WANTED=resnet50-fp16,resnet50-fp16-infer,resnet50-fp16-graphs,resnet50-fp16-nccl,resnet50-fp16-psgpu,resnet50-fp16-compile
+  fi
+done
 for arg in "$@"; do
   case "$arg" in
     --dry-run) DRY_RUN=1 ;;
@@ -81,16 +115,35 @@ for arg in "$@"; do
     *) echo "gpu_check.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
-DEVICE=cuda
-if [ "$SMOKE" = 1 ]; then
-  DEVICE=cpu
-  STEPS=2
-  WARMUP=1
-  RUN_COMPILE=0
-fi
 for v in BUDGET_S STEPS WARMUP TESTS_TIMEOUT_S; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu_check.sh: $v must be a whole number" >&2; exit 2; }
 done
+# The tests: the GPU's label; the smoke's is the fake tree's, four quick ones of it (CI's
+# fake stage runs them all; the smoke exercises the running and the parsing).
+TEST_ARGS=(-L gpu)
+TEST_JOBS=4
+if [ "$SMOKE" = 1 ]; then
+  RUN_BUILD=0  # never configure a fake tree with the GPU's arguments
+  TEST_ARGS=(-L cuda_fake -R '^(unit_fake_cudnn|unit_nccl_impl|unit_device_ops_cuda|cli_gpu_fp16_overflow)$')
+  TEST_JOBS=2
+  # A tree built with -DCNNB_CUDA_FAKE=ON (checked before anything is written into it).
+  fake_why=""
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    fake_why="it has no CMakeCache.txt"
+  elif ! grep -qiE '^CNNB_CUDA_FAKE:BOOL=(ON|1|TRUE|YES|Y)$' "$BUILD/CMakeCache.txt"; then
+    fake_why="its CMakeCache.txt has $(grep -m1 '^CNNB_CUDA_FAKE:' "$BUILD/CMakeCache.txt" || echo 'no CNNB_CUDA_FAKE'), not CNNB_CUDA_FAKE:BOOL=ON"
+  elif [ ! -x "$BUILD/bin/cnnbench" ]; then
+    fake_why="it is configured with CNNB_CUDA_FAKE=ON but not built (no bin/cnnbench)"
+  fi
+  if [ -n "$fake_why" ]; then
+    echo "gpu_check.sh: --smoke runs cnnbench --device=cuda on the CPU fake of CUDA and needs a" \
+         "tree built with -DCNNB_CUDA_FAKE=ON; --build-dir $BUILD is not one: $fake_why. Make" \
+         "one, then run the smoke on it:" >&2
+    echo "  cmake -S . -B build-fake -DCNNB_CUDA_FAKE=ON && cmake --build build-fake -j\"\$(nproc)\"" >&2
+    echo "  bash bench/gpu_check.sh --smoke --build-dir=build-fake" >&2
+    exit 2
+  fi
+fi
 
 PYTHON=${PYTHON:-python3}
 GPU_DEPS=${GPU_DEPS:-.gpu-deps}
@@ -158,6 +211,8 @@ cudnn_version() {
   done
   echo "not found"
 }
+torch_facts=$(timeout 60 "$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__, "/ cuda", torch.version.cuda, "/ cudnn", torch.backends.cudnn.version())' 2>/dev/null)
+TORCH_OK=$?
 gpu_facts=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm \
               --format=csv,noheader 2>/dev/null | head -n1)
 FACTS=(
@@ -166,7 +221,7 @@ FACTS=(
   "GPU (name, driver, memory, power limit, max SM clock): ${gpu_facts:-nvidia-smi not available}"
   "CUDA compiler: $(nvcc --version 2>/dev/null | grep -m1 -o 'release [^,]*, V[0-9.]*' || echo 'nvcc not found')"
   "cuDNN header: $(cudnn_version)"
-  "PyTorch: $(timeout 60 "$PYTHON" -c 'import torch, torchvision; print(torch.__version__, "/ torchvision", torchvision.__version__, "/ cuda", torch.version.cuda, "/ cudnn", torch.backends.cudnn.version())' 2>/dev/null || echo "not importable by $PYTHON")"
+  "PyTorch: $([ "$TORCH_OK" = 0 ] && echo "$torch_facts" || echo "not importable by $PYTHON")"
   # shellcheck source=/dev/null
   "cmake: $(cmake --version 2>/dev/null | head -n1); C compiler: $(cc --version 2>/dev/null | head -n1); $(nproc) cores; $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
 )
@@ -180,6 +235,9 @@ CNNB_UNAVAILABLE=""   # why cnnbench cannot run on cuda here, when it cannot
 declare -A RES        # RES[row,field]
 declare -A TORCH_CACHE
 CNNB_TIMEOUTS=0       # after two cnnbench runs time out, the rest are not started
+SMOKE_FAILS=()        # --smoke: "what: why" for each check that failed
+SMOKE_VERDICT=""
+smoke_fail() { SMOKE_FAILS+=("$1"); say "SMOKE CHECK FAILED: $1"; }
 
 # ---------------------------------------------------------------- rows
 # id | cnnbench model | PyTorch model | precision | batch | mode (train/infer/compile/graphs:
@@ -218,12 +276,13 @@ write_report() {
     echo "# cnnbench GPU check (bench/gpu_check.sh)"
     echo
     printf -- '- %s\n' "${FACTS[@]}"
-    [ "$SMOKE" = 1 ] && echo "- SMOKE TEST (--smoke): everything on the cpu device at batch 2; the numbers mean nothing"
+    [ "$SMOKE" = 1 ] && echo "- SMOKE TEST (--smoke): cnnbench --device=cuda on the CPU fake of CUDA ($BUILD, CNNB_CUDA_FAKE=ON), PyTorch on the CPU (its fp16 as bf16), batch 2, ResNets at 64x64; the numbers mean nothing"
     echo "- build: $BUILD_STATE"
     [ -n "$COMPONENTS" ] && echo "- components: $COMPONENTS"
-    echo "- gpu tests (ctest -L gpu): $TESTS_STATE"
+    echo "- gpu tests (ctest ${TEST_ARGS[*]}): $TESTS_STATE"
     [ -n "$CNNB_UNAVAILABLE" ] && echo "- cnnbench --device=cuda not run: $CNNB_UNAVAILABLE"
     echo "- runs: $WARMUP warm-up + $STEPS timed steps each, synthetic data; elapsed $(elapsed) s of a $BUDGET_S s budget"
+    [ -n "$SMOKE_VERDICT" ] && echo "- smoke: $SMOKE_VERDICT"
     echo
     echo "| model | precision | batch | mode | cnnbench img/s | PyTorch img/s | cnnbench / PyTorch | cnnbench GPU MiB | PyTorch GPU MiB | target |"
     echo "|---|---|---:|---|---:|---:|---:|---:|---:|---|"
@@ -241,6 +300,7 @@ write_report() {
       mem_p=${RES[$id,torch_mem]:--}
       model=$cm
       [ "$cm" = - ] && model="$tm (PyTorch only)"
+      [ "$SMOKE" = 1 ] && batch=2
       echo "| $model | $prec | $batch | $mode | $cn | $pt | $ratio | $mem_c | $mem_p | $target |"
     done
     echo
@@ -267,6 +327,8 @@ SAMPLER_PID=""
 MEM_BASE=0
 mem_start() {  # $1: sample file
   SAMPLER_PID=""
+  # The smoke's "GPU" is the CPU fake: nothing to sample (the cells say n/a).
+  [ "$SMOKE" = 1 ] && return 0
   command -v nvidia-smi >/dev/null 2>&1 || return 0
   MEM_BASE=$(timeout 10 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -n1)
   [[ $MEM_BASE =~ ^[0-9]+$ ]] || MEM_BASE=0
@@ -324,6 +386,9 @@ ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 # PyTorch runs with the machine's own library path, not the carried libraries.
 if [ -n "$ORIG_LD_LIBRARY_PATH" ]; then PY_ENV=(env "LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH")
 else PY_ENV=(env -u LD_LIBRARY_PATH); fi
+# The smoke's PyTorch on the CPU: one thread (OpenMP threads that spin on a busy 2-core
+# machine made a 0.2 s step take 13 s).
+[ "$SMOKE" = 1 ] && PY_ENV+=(OMP_NUM_THREADS=1)
 CMAKE_ARGS=(-S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
             # gcc 13 there may warn where gcc 12 here does not: the check measures, CI lints.
             -DCNNB_WERROR=OFF
@@ -408,8 +473,6 @@ CUDA_IMPL="$BUILD/lib/cnnbench/plugins/cuda/libcnnb_cuda_impl.so"
 if [ "$DRY_RUN" = 0 ]; then
   if [ ! -x "$CNNBENCH" ]; then
     CNNB_UNAVAILABLE="no $CNNBENCH (the build failed)"
-  elif [ "$DEVICE" != cuda ]; then
-    :
   elif [ ! -f "$CUDA_PLUGIN" ]; then
     CNNB_UNAVAILABLE="the build has no cuda plugin ($(grep -o 'CUDA off.*' <<<"$COMPONENTS" || echo 'libcnnb_device_cuda.so not built'))"
   elif [ ! -f "$CUDA_IMPL" ]; then
@@ -418,7 +481,10 @@ if [ "$DRY_RUN" = 0 ]; then
   if [ -x "$CNNBENCH" ]; then
     timeout 30 "$CNNBENCH" --list_plugins > "$LOGS/list_plugins.log" 2>&1
     grep -iE 'cuda|rejected|cannot' "$LOGS/list_plugins.log"
+    [ "$SMOKE" = 1 ] && ! grep -qE '^[[:space:]]*device[[:space:]]+cuda[[:space:]]' "$LOGS/list_plugins.log" &&
+      smoke_fail "--list_plugins: no cuda device listed (see list_plugins.log in logs.tar.gz)"
   fi
+  [ "$SMOKE" = 1 ] && [ -n "$CNNB_UNAVAILABLE" ] && smoke_fail "cnnbench --device=cuda: $CNNB_UNAVAILABLE"
 fi
 [ -n "$CNNB_UNAVAILABLE" ] && say "cnnbench side not run: $CNNB_UNAVAILABLE; the PyTorch side still runs"
 write_report
@@ -428,7 +494,7 @@ run_gpu_tests() {
   local limit
   limit=$(( $(left) - 60 ))
   [ "$limit" -gt "$TESTS_TIMEOUT_S" ] && limit=$TESTS_TIMEOUT_S
-  local cmd=(ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 120 -j4)
+  local cmd=(ctest --test-dir "$BUILD" "${TEST_ARGS[@]}" --output-on-failure --timeout 120 "-j$TEST_JOBS")
   say "gpu tests ($(elapsed) s), at most $limit s"
   show "${cmd[@]}"
   if [ "$DRY_RUN" = 1 ]; then TESTS_STATE="dry run"; return; fi
@@ -450,18 +516,28 @@ run_gpu_tests() {
   [ "$rc" = 124 ] || [ "$rc" = 137 ] && TESTS_STATE="$TESTS_STATE; cut off at $limit s"
   say "gpu tests: $TESTS_STATE"
   grep -E 'Test +#|tests passed|Skipped|\*\*\*' "$OUT/ctest.log" | head -n 60
+  # The smoke: a summary of at least one test, none failed, the run not cut off.
+  if [ "$SMOKE" = 1 ] && { ! [[ $summary =~ ^100%\ tests\ passed,\ 0\ tests\ failed\ out\ of\ [1-9] ]] ||
+                           [ -n "$failed" ] || [ "$rc" != 0 ]; }; then
+    smoke_fail "tests (ctest ${TEST_ARGS[*]}): $TESTS_STATE (exit $rc)"
+  fi
 }
 
 # ---------------------------------------------------------------- (d) benchmarks
 run_row() {
   local id=$1 cm=$2 tm=$3 prec=$4 batch=$5 mode=$6 est=$7 limit ips log alloc
-  if [ "$SMOKE" = 1 ]; then
-    batch=2
-    [ "$prec" = fp16 ] && prec=bf16
-  fi
+  local tprec=$prec size=""
   # Start-up plus steps at three times the estimate (a slow first GPU version must still
   # finish and be measured).
   limit=$(( 60 + 3 * (WARMUP + STEPS) * est / 1000 ))
+  if [ "$SMOKE" = 1 ]; then
+    # Batch 2; the ResNets at 64x64 (the others' sizes are fixed: alexnet 227, vgg16 224 by
+    # their dense layers, inception3 299 by its 8x8 pool); PyTorch on the CPU in bf16.
+    batch=2
+    case "$cm" in resnet*) size=64 ;; esac
+    [ "$prec" = fp16 ] && tprec=bf16
+    limit=240
+  fi
   say "row $id ($(elapsed) s elapsed, $(left) s left)"
 
   # cnnbench
@@ -473,13 +549,16 @@ run_row() {
     RES[$id,cnnb]="not run: two cnnbench runs timed out before"
   else
     log="$LOGS/cnnbench-$id.log"
-    local cflags=("--device=$DEVICE" "--model=$cm" "--batch_size=$batch" "--num_batches=$STEPS"
+    local cflags=(--device=cuda "--model=$cm" "--batch_size=$batch" "--num_batches=$STEPS"
                   "--num_warmup_batches=$WARMUP" --optimizer=momentum "--precision=$prec"
                   --display_every=10)
     [ "$mode" = infer ] && cflags+=(--forward_only)
     [ "$mode" = graphs ] && cflags+=(--cuda_graphs)
     [ "$mode" = nccl ] && cflags+=(--variable_update=replicated --all_reduce_spec=nccl)
     [ "$mode" = psgpu ] && cflags+=(--variable_update=parameter_server --local_parameter_device=gpu)
+    [ -n "$size" ] && cflags+=("--image_size=$size")
+    # The smoke's autotune choices (the fake's) stay in its logs, out of the user's cache.
+    [ "$SMOKE" = 1 ] && cflags+=("--cudnn_autotune_cache=$LOGS/cudnn_autotune.tsv")
     # shellcheck disable=SC2206  # CNNB_FLAGS is a list of flags, split on purpose
     [ -n "${CNNB_FLAGS:-}" ] && cflags+=(${CNNB_FLAGS})
     run_bench "$log" "$limit" "$CNNBENCH" "${cflags[@]}"
@@ -495,24 +574,40 @@ run_row() {
       local why
       why=$(grep -m1 -- 'warning: --cuda_graphs' "$log" | sed 's/.*--cuda_graphs: //; s/|/\\|/g' | cut -c1-160)
       RES[$id,cnnb]="${RES[$id,cnnb]} (graphs not used: ${why:-no count in the log})"
+      # The fake records and replays stream captures as a GPU does (and aborts on what a
+      # capture forbids), so no recording there means none on a GPU either.
+      [ "$SMOKE" = 1 ] &&
+        smoke_fail "row $id: no '--cuda_graphs: N recording(s)' line with N >= 1 in its log (${why:-no count, no warning}): the graphs row would measure no graphs on a GPU either"
     fi
     { [ "$RUN_RC" = 124 ] || [ "$RUN_RC" = 137 ]; } && CNNB_TIMEOUTS=$((CNNB_TIMEOUTS + 1))
+    if [ "$SMOKE" = 1 ] && [ "$DRY_RUN" = 0 ]; then
+      [[ ${RES[$id,cnnb]} =~ ^[0-9.]+ ]] || smoke_fail "row $id: cnnbench: ${RES[$id,cnnb]}"
+      [ "$RUN_RC" = 0 ] && ! [[ ${RES[$id,cnnb_mem]:-} =~ ^([0-9]+|n/a)$ ]] &&
+        smoke_fail "row $id: the cnnbench GPU MiB cell is '${RES[$id,cnnb_mem]:-}', not a number or n/a"
+      case "$mode" in nccl|psgpu)
+        [ "$RUN_RC" = 0 ] && ! grep -q 'NCCL' "$log" &&
+          smoke_fail "row $id: its log never names NCCL (the strategy did not take the NCCL path)" ;;
+      esac
+    fi
   fi
 
   # PyTorch (an identical configuration run before is not run again; a graphs row's
   # PyTorch run is the eager training run)
   local tmode=$mode
   case "$mode" in graphs|nccl|psgpu) tmode=train ;; esac
-  local key="$tm|$prec|$batch|$tmode"
-  if [ -n "${TORCH_CACHE[$key]:-}" ]; then
+  local key="$tm|$tprec|$batch|$tmode"
+  if [ "$SMOKE" = 1 ] && [ "$TORCH_OK" != 0 ]; then
+    RES[$id,torch]="not run: $PYTHON does not import torch and torchvision (the smoke allows it; a GPU run needs them)"
+  elif [ -n "${TORCH_CACHE[$key]:-}" ]; then
     RES[$id,torch]="${RES[${TORCH_CACHE[$key]},torch]} (= ${TORCH_CACHE[$key]})"
     RES[$id,torch_mem]=${RES[${TORCH_CACHE[$key]},torch_mem]:--}
   else
     log="$LOGS/pytorch-$id.log"
     local pflags=("--model=$tm" "--batch_size=$batch" "--num_batches=$STEPS"
-                  "--num_warmup_batches=$WARMUP" "--precision=$prec")
+                  "--num_warmup_batches=$WARMUP" "--precision=$tprec")
     [ "$tmode" = infer ] && pflags+=(--inference)
     [ "$SMOKE" = 1 ] && pflags+=(--device=cpu)
+    [ -n "$size" ] && pflags+=("--image_size=$size")
     [ "$mode" = compile ] && { pflags+=(--compile); limit=$((limit + 180)); }
     run_bench "$log" "$limit" "${PY_ENV[@]}" PYTHONUNBUFFERED=1 \
       "$PYTHON" bench/pytorch_gpu_train.py "${pflags[@]}"
@@ -525,6 +620,8 @@ run_row() {
       TORCH_CACHE[$key]=$id
     else RES[$id,torch]=$(failure_cell "$RUN_RC" "$log")
     fi
+    [ "$SMOKE" = 1 ] && [ "$DRY_RUN" = 0 ] && ! [[ ${RES[$id,torch]} =~ ^[0-9.]+$ ]] &&
+      smoke_fail "row $id: PyTorch (torch imports, so it must run): ${RES[$id,torch]}"
   fi
   write_report
 }
@@ -542,7 +639,9 @@ for r in "${ROWS[@]}"; do
   fi
   if [ "$mode" = compile ] && { [ "$RUN_COMPILE" = 0 ] || { [ "$DRY_RUN" = 0 ] && [ "$(left)" -lt 150 ]; }; }; then
     RES[$id,cnnb]="-"
-    RES[$id,torch]="not run: $([ "$RUN_COMPILE" = 0 ] && echo '--no-compile' || echo "under 150 s of the budget left")"
+    if [ "$SMOKE" = 1 ] && [ "$RUN_COMPILE" = 0 ]; then RES[$id,torch]="not run: --smoke runs no torch.compile"
+    else RES[$id,torch]="not run: $([ "$RUN_COMPILE" = 0 ] && echo '--no-compile' || echo "under 150 s of the budget left")"
+    fi
     continue
   fi
   run_row "$id" "$cm" "$tm" "$prec" "$batch" "$mode" "$est"
@@ -551,10 +650,33 @@ if [ "$tests_done" = 0 ] && [ "$RUN_TESTS" = 1 ]; then run_gpu_tests; fi
 
 # ---------------------------------------------------------------- (e) the table
 write_report
+if [ "$SMOKE" = 1 ] && [ "$DRY_RUN" = 0 ]; then
+  [ "$RUN_TESTS" = 1 ] && [[ $TESTS_STATE == "not run"* ]] && smoke_fail "tests: $TESTS_STATE"
+  # The table holds one line per row asked for.
+  wanted=0
+  for r in "${ROWS[@]}"; do row_wanted "${r%%|*}" && wanted=$((wanted + 1)); done
+  lines=$(( $(grep -c '^| ' "$REPORT") - 1 ))  # less the header
+  [ "$lines" = "$wanted" ] || smoke_fail "the table: $lines rows for the $wanted asked for"
+  [ "$wanted" -gt 0 ] || smoke_fail "--rows=$ROWS_WANTED: no such row"
+  if ((${#SMOKE_FAILS[@]})); then
+    SMOKE_VERDICT="FAILED (${#SMOKE_FAILS[@]}): $(printf '%s; ' "${SMOKE_FAILS[@]}" | sed 's/; $//')"
+  else
+    SMOKE_VERDICT="passed: every cnnbench row asked for ran on the fake, and every line and cell the full run parses was there"
+    [ "$TORCH_OK" = 0 ] && SMOKE_VERDICT="$SMOKE_VERDICT; PyTorch's rows ran on the CPU"
+  fi
+  write_report
+fi
 say "done in $(elapsed) s; the table is $REPORT:"
 echo
 cat "$REPORT"
+rc=0
+if ((${#SMOKE_FAILS[@]})); then
+  echo
+  say "--smoke FAILED, ${#SMOKE_FAILS[@]} check(s):"
+  printf '  %s\n' "${SMOKE_FAILS[@]}"
+  rc=1
+fi
 # Let tee write the last lines before the script ends.
 exec >&- 2>&-
 wait "$TEE_PID" 2>/dev/null
-exit 0
+exit "$rc"
