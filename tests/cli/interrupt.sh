@@ -165,6 +165,7 @@ mpi=(--mca odls_base_sigkill_timeout $T -np 2 "$CNNBENCH" "${lenet[@]}" --displa
      --variable_update=horovod)
 # check_ranks NAME SIG RANKS: both ranks' logs end with an interrupted summary at the
 # same step and global step, the one line (rank 0's) names them and the checkpoint.
+# RANKS is a regular expression for the signalled ranks' count.
 check_ranks() {
   local name=$1 sig=$2 ranks=$3 r rec step0 g0 line
   line=$(grep "^cnnbench: $sig " "$work/$name.err")
@@ -182,13 +183,16 @@ check_ranks() {
 }
 
 # SIGINT to mpirun: the ranks get SIGTERM T seconds later and stop, well before SIGKILL.
+# mpirun signals the ranks one after the other: on a loaded machine the step's agreement
+# may come between the two deliveries, and the line then counts one rank of 2 (both stop
+# at that step all the same, which check_ranks checks).
 start mpi_int 300 mpirun "${MPI_FLAGS[@]}" "${mpi[@]}" --train_dir="$work/mpi_int.d" \
   --benchmark_log_dir="$work/mpi_int.log"
 until_steps mpi_int 2
 kill -INT "$pid"
 reap
 [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ] || fail "mpirun after SIGINT: exit $rc"
-check_ranks mpi_int SIGTERM 2
+check_ranks mpi_int SIGTERM '[12]'
 echo "ok: SIGINT to mpirun: both ranks stopped at step $step with $(basename "$ckpt") (mpirun exit $rc)"
 
 # SIGTERM to rank 1 alone: rank 0 learns it in the step's agreement and stops there too.
