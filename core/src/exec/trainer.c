@@ -275,8 +275,7 @@ cnnb_status cnnb_trainer_apply(cnnb_trainer *tr, int64_t step, int *skipped, flo
     cnnb_log(tr->ctx, CNNB_LOG_WARN,
              "step %lld: fp16 gradients overflowed to inf/NaN at the static loss scale %g; the "
              "update was applied, as tf_cnn_benchmarks does: --fp16_enable_auto_loss_scale skips "
-             "such steps "
-             "and lowers the scale",
+             "such steps and lowers the scale",
              (long long)step + 1, scale);
   if (cnnb_loss_scale_after_step(&tr->loss_scale, finite)) {
     if (skipped) *skipped = 1;

@@ -334,7 +334,6 @@ bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p) 
     node->node.stats[node->node.num_stats++] = index;
   } else {
     g->param_count = rec->param.offset + count;
-    g->trainable_count += count;
     node->node.params[node->node.num_params++] = index;
   }
   g->params[g->num_params++] = rec;
@@ -511,7 +510,16 @@ int64_t cnnb_graph_param_arena_count(const cnnb_graph *g) { return g ? g->param_
 
 int64_t cnnb_graph_stat_arena_count(const cnnb_graph *g) { return g ? g->stat_count : 0; }
 
-int64_t cnnb_graph_trainable_count(const cnnb_graph *g) { return g ? g->trainable_count : 0; }
+int64_t cnnb_graph_values_count(const cnnb_graph *g, bool stats) {
+  int64_t total = 0;
+  for (int32_t i = 0; g && i < g->num_params; i++)
+    if ((g->params[i]->param.is_stat != 0) == stats) total += g->params[i]->param.count;
+  return total;
+}
+
+int64_t cnnb_graph_trainable_count(const cnnb_graph *g) {
+  return cnnb_graph_values_count(g, false);
+}
 
 cnnb_tensor cnnb_graph_logits(const cnnb_graph *g) { return g ? g->logits : CNNB_NO_TENSOR; }
 

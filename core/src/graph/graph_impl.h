@@ -38,9 +38,8 @@ struct cnnb_graph {
   int32_t num_nodes, cap_nodes;
   cnnb_param_rec **params;
   int32_t num_params, cap_params;
-  int64_t param_count;     /* trainable arena elements, alignment gaps included */
-  int64_t stat_count;      /* stats arena elements, the same */
-  int64_t trainable_count; /* trainable parameters: param_count less the gaps */
+  int64_t param_count; /* trainable arena elements, alignment gaps included */
+  int64_t stat_count;  /* stats arena elements, the same */
   char **scopes;
   int32_t num_scopes, cap_scopes;
   cnnb_tensor logits, labels, loss;

@@ -28,8 +28,10 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g);
  * *count = 0 when t has no consumer or does not exist. */
 const int32_t *cnnb_graph_consumers(const cnnb_graph *g, cnnb_tensor t, int32_t *count);
 
-/* The model's trainable parameters: the param arena's elements less the alignment gaps
- * between params (cnnb_graph_param_arena_count counts those too). */
+/* The values of the graph's params (stats false) or statistics (true): an arena's
+ * elements less the alignment gaps between them (the arena counts count those too).
+ * cnnb_graph_trainable_count is the params' count, the model's trainable parameters. */
+int64_t cnnb_graph_values_count(const cnnb_graph *g, bool stats);
 int64_t cnnb_graph_trainable_count(const cnnb_graph *g);
 
 /* The output shape of tensor t ({0,0,0,0} when t does not exist). */

@@ -44,9 +44,7 @@ cnnb_status cnnb_model_info_compute(const cnnb_graph *g, cnnb_model_report *out)
     out->activation_bytes += l->activation_bytes;
   }
   out->trainable_params = cnnb_graph_trainable_count(g);
-  out->stat_count = 0; /* the stats' values, not their arena's alignment gaps */
-  for (int32_t i = 0; i < cnnb_graph_num_params(g); i++)
-    if (cnnb_graph_param(g, i)->is_stat) out->stat_count += cnnb_graph_param(g, i)->count;
+  out->stat_count = cnnb_graph_values_count(g, true);
   return CNNB_OK;
 }
 
