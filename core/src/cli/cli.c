@@ -26,6 +26,7 @@
 #include "base/crash_guard.h"
 #include "base/interrupt.h"
 #include "flags/flags.h"
+#include "flags/flagfile.h"
 #include "loader/loader.h"
 #include "config/run_config.h"
 #include "config/core_flags.h"
@@ -59,16 +60,20 @@ typedef struct command {
   bool version, help, list_plugins;
   char *plugin_files; /* --plugin values joined by ':' (owned) */
   cnnb_log_level log_level;
+  /* Each --flagfile's contents, read by this pass and reused by the strict one: a pipe,
+   * /dev/stdin or a FIFO can be read only once (owned). */
+  cnnb_flagfiles *files;
 } command;
 
 static cnnb_status read_command(int argc, char **argv, command *cmd) {
   cnnb_flags *core = cnnb_flags_create();
-  if (!core || cnnb_flags_declare_core(core) != CNNB_OK) {
+  cmd->files = cnnb_flagfiles_create();
+  if (!core || !cmd->files || cnnb_flags_declare_core(core) != CNNB_OK) {
     cnnb_flags_destroy(core);
     return CNNB_ENOMEM;
   }
   /* Unknown names may be plugin flags: the second pass judges them. */
-  cnnb_flags_parse_known(core, argc, argv);
+  cnnb_flags_parse_known_files(core, cmd->files, argc, argv);
   cmd->version = cnnb_flags_bool(core, "version");
   cmd->help = cnnb_flags_bool(core, "help");
   cmd->list_plugins = cnnb_flags_bool(core, "list_plugins");
@@ -121,7 +126,7 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   char *err = malloc(ERR_SIZE);
   if (!err) return EXIT_RUNTIME;
   int code = EXIT_OK;
-  cnnb_status st = cnnb_flags_parse(flags, argc, argv, err, ERR_SIZE);
+  cnnb_status st = cnnb_flags_parse_files(flags, cmd->files, argc, argv, err, ERR_SIZE);
   if (st != CNNB_OK) {
     fprintf(stderr, "cnnbench: error: %s\n",
             err); /* names the flag; unknown ones point at --help */
@@ -194,11 +199,13 @@ int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   command cmd = {0};
   if (read_command(argc, argv, &cmd) != CNNB_OK) {
     free(cmd.plugin_files);
+    cnnb_flagfiles_destroy(cmd.files);
     fprintf(stderr, "cnnbench: error: out of memory while starting\n");
     return EXIT_RUNTIME;
   }
   if (cmd.version) {
     free(cmd.plugin_files);
+    cnnb_flagfiles_destroy(cmd.files);
     printf("cnnbench %s (plugin ABI %d.%d)\n", CNNB_VERSION_STRING, CNNB_ABI_MAJOR, CNNB_ABI_MINOR);
     return check_output(EXIT_OK);
   }
@@ -222,6 +229,7 @@ int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
   }
   free(discover_err);
   free(cmd.plugin_files);
+  cnnb_flagfiles_destroy(cmd.files);
   cnnb_loader_destroy(loader);
   cnnb_ctx_destroy(root);
   cnnb_flags_destroy(flags);

@@ -286,14 +286,23 @@ static bool parse_bool(const char *s, bool *out) {
   return false;
 }
 
+const char *cnnb_flags_quote(const char *text, char *buf, size_t size) {
+  if (strlen(text) <= CNNB_FLAG_QUOTE) return text;
+  snprintf(buf, size, "%.*s...", CNNB_FLAG_QUOTE - 3, text);
+  return buf;
+}
+
 cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, size_t err_size) {
   if (!value) value = "";
+  /* A value is quoted in part: a long one must not push the reason out of the message. */
+  char q[CNNB_FLAG_QUOTE + 4];
+  const char *shown = cnnb_flags_quote(value, q, sizeof q);
   switch (f->type) {
     case CNNB_FLAG_BOOL: {
       bool b;
       if (!parse_bool(value, &b)) {
         snprintf(err, err_size, "flag --%s: '%s' is not a boolean (use true or false)", f->name,
-                 value);
+                 shown);
         return CNNB_EINVAL;
       }
       f->b = b;
@@ -304,12 +313,12 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, 
       errno = 0;
       long long v = strtoll(value, &end, 10);
       if (!value[0] || isspace((unsigned char)value[0]) || *end) {
-        snprintf(err, err_size, "flag --%s: '%s' is not an integer", f->name, value);
+        snprintf(err, err_size, "flag --%s: '%s' is not an integer", f->name, shown);
         return CNNB_EINVAL;
       }
       if (errno == ERANGE) {
         snprintf(err, err_size, "flag --%s: '%s' is out of range for a 64-bit integer", f->name,
-                 value);
+                 shown);
         return CNNB_EINVAL;
       }
       f->i = (int64_t)v;
@@ -320,12 +329,12 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, 
       errno = 0;
       double v = strtod(value, &end);
       if (!value[0] || isspace((unsigned char)value[0]) || *end) {
-        snprintf(err, err_size, "flag --%s: '%s' is not a number", f->name, value);
+        snprintf(err, err_size, "flag --%s: '%s' is not a number", f->name, shown);
         return CNNB_EINVAL;
       }
       if (!isfinite(v) || (errno == ERANGE && fabs(v) > 1.0)) {
         snprintf(err, err_size, "flag --%s: '%s' is out of range for a finite float", f->name,
-                 value);
+                 shown);
         return CNNB_EINVAL;
       }
       f->f = v;
@@ -337,7 +346,7 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, 
         for (char **c = f->choices; *c && !found; c++) found = strcmp(*c, value) == 0;
         if (!found) {
           size_t len = (size_t)snprintf(err, err_size, "flag --%s: '%s' is not one of ", f->name,
-                                        value);
+                                        shown);
           const char *best = NULL;
           int best_d = 0;
           for (char **c = f->choices; *c; c++) {

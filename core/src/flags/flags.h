@@ -26,6 +26,13 @@ cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err
  * not refused. For a first pass that reads the flags it knows before the plugins that
  * declare the others are loaded; the strict parse then judges the whole line. */
 void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv);
+/* The same two parses reading each --flagfile through `files` (flags/flagfile.h), so a
+ * command line parsed twice reads each file once: a pipe or FIFO has its flags only
+ * once. The two above read through a cache of their own call. */
+typedef struct cnnb_flagfiles cnnb_flagfiles;
+cnnb_status cnnb_flags_parse_files(cnnb_flags *flags, cnnb_flagfiles *files, int argc, char **argv,
+                                   char *err, size_t err_size);
+void cnnb_flags_parse_known_files(cnnb_flags *flags, cnnb_flagfiles *files, int argc, char **argv);
 /* Sets one flag from its command-line spelling, as parsing would. */
 cnnb_status cnnb_flags_set(cnnb_flags *flags, const char *name, const char *value, char *err,
                            size_t err_size);

@@ -59,5 +59,10 @@ cnnb_status cnnb_flags_assign(cnnb_flag_entry *f, const char *value, char *err, 
  * Bools are also matched in their --noname spelling; *negated says that one won. */
 const char *cnnb_flags_suggest(const cnnb_flags *flags, const char *name, bool *negated);
 const char *cnnb_flag_type_name(cnnb_flag_type type);
+/* `text` for a message: itself when at most CNNB_FLAG_QUOTE bytes, else its start and
+ * "..." in buf (at least CNNB_FLAG_QUOTE + 1 bytes), so a huge value cannot push the
+ * reason out of a message. */
+enum { CNNB_FLAG_QUOTE = 80 };
+const char *cnnb_flags_quote(const char *text, char *buf, size_t size);
 
 #endif

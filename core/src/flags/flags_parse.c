@@ -10,14 +10,20 @@
  * and trailing blanks trimmed; a flagfile may name another (at most FLAGFILE_DEPTH
  * deep, which also stops a file that names itself). Later flags win, so a flag after
  * --flagfile on the command line overrides the file's. An error in a file names it and
- * the line ("run.flags:3: unknown flag --x"). */
-#define _POSIX_C_SOURCE 200809L /* getline */
-#include <errno.h>
+ * the line ("run.flags:3: unknown flag --x"), and quotes at most CNNB_FLAG_QUOTE
+ * characters of it.
+ *
+ * Each flagfile is read once (flagfile.h), however many passes parse the command line:
+ * a pipe or FIFO gives its flags only once. What absl's convention has no place for is
+ * refused, naming the line, rather than read as a strange value that some later check
+ * refuses without saying where it came from: a NUL or other control byte, a line too
+ * long to be a flag, a comment after a flag, a quoted value, two flags on one line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flags/flags_internal.h"
+#include "flags/flagfile.h"
 #include "base/names.h"
 
 const char *cnnb_flags_suggest(const cnnb_flags *flags, const char *name, bool *negated) {
@@ -111,7 +117,14 @@ typedef struct unknown_list {
 
 enum { FLAGFILE_DEPTH = 8 };
 
-static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
+/* One parse: the table it fills, the flagfiles it reads, whether it forgives. */
+typedef struct parser {
+  cnnb_flags *flags;
+  cnnb_flagfiles *files;
+  bool lenient;
+} parser;
+
+static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth,
                               unknown_list *unknown, char *err, size_t err_size);
 
 /* Prefixes err with "where: " (the flagfile and its line). */
@@ -124,64 +137,146 @@ static void prefix_error(char *err, size_t err_size, const char *where) {
   memcpy(err + add - 2, ": ", 2);
 }
 
+/* Whether `line` holds whitespace followed by `what` (a comment or a second flag). */
+static bool blank_then(const char *line, const char *what) {
+  for (const char *p = line; *p; p++)
+    if ((*p == ' ' || *p == '\t') && strncmp(p + 1, what, strlen(what)) == 0) return true;
+  return false;
+}
+
+/* What absl's flagfile convention has no place for, in a line that looks like a flag:
+ * each would otherwise reach the flag as part of its value ("trivial # comment") and be
+ * refused later by whatever checks the value, without the file and line. Writes why
+ * into err (without the place) and returns false. */
+static bool line_is_one_flag(const char *line, char *err, size_t err_size) {
+  char q[CNNB_FLAG_QUOTE + 4];
+  const char *eq = strchr(line, '=');
+  if (blank_then(line, "#") || blank_then(line, "//")) {
+    snprintf(err, err_size,
+             "'%s': a comment after a flag; in a flagfile a comment is a line of its own "
+             "(starting with '#' or '//')",
+             cnnb_flags_quote(line, q, sizeof q));
+    return false;
+  }
+  const char *dashes = line[1] == '-' ? line + 2 : line + 1;
+  if (blank_then(dashes, "--")) {
+    snprintf(err, err_size, "'%s': two flags on one line; a flagfile holds one --flag=value a line",
+             cnnb_flags_quote(line, q, sizeof q));
+    return false;
+  }
+  size_t name_len = eq ? (size_t)(eq - line) : strlen(line);
+  if (strcspn(line, " \t") < name_len) {
+    snprintf(err, err_size,
+             "'%s': in a flagfile a value follows '=' on the flag's line (write --flag=value)",
+             cnnb_flags_quote(line, q, sizeof q));
+    return false;
+  }
+  size_t vlen = eq ? strlen(eq + 1) : 0;
+  if (vlen >= 2 && (eq[1] == '"' || eq[1] == '\'') && eq[vlen] == eq[1]) {
+    snprintf(err, err_size,
+             "'%s': quotes in a flagfile stay part of the value (absl's convention); write the "
+             "value without them",
+             cnnb_flags_quote(line, q, sizeof q));
+    return false;
+  }
+  return true;
+}
+
+/* The first byte of line[0, len) that is no part of a text line, or NULL. Tabs are blanks;
+ * a '\r' is allowed before the end only (a CRLF file). */
+static const char *binary_byte(const char *line, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)line[i];
+    if (c == '\t' || (c == '\r' && i + 1 == len)) continue;
+    if (c < 0x20 || c == 0x7f) return line + i;
+  }
+  return NULL;
+}
+
+/* Parses one line of a flagfile (number `number`, `len` bytes without its '\n'). */
+static cnnb_status parse_line(const parser *ps, const char *path, long number, const char *raw,
+                              size_t len, int depth, char *err, size_t err_size) {
+  char where[1024], q[CNNB_FLAG_QUOTE + 4];
+  snprintf(where, sizeof where, "%s:%ld", path, number);
+  if (len > CNNB_FLAGFILE_MAX_LINE) {
+    snprintf(err, err_size,
+             "a line of %zu bytes, longer than %d (the most a flagfile line may hold): '%.*s...'",
+             len, CNNB_FLAGFILE_MAX_LINE, CNNB_FLAG_QUOTE - 3, raw);
+    prefix_error(err, err_size, where);
+    return CNNB_EINVAL;
+  }
+  const char *bad = binary_byte(raw, len);
+  if (bad) {
+    snprintf(err, err_size,
+             "byte 0x%02x at column %zu: a flagfile is text, one --flag=value a line (is it "
+             "the file you meant?)",
+             (unsigned)(unsigned char)*bad, (size_t)(bad - raw) + 1);
+    prefix_error(err, err_size, where);
+    return CNNB_EINVAL;
+  }
+  char *line = malloc(len + 1);
+  if (!line) {
+    snprintf(err, err_size, "%s: out of memory", where);
+    return CNNB_ENOMEM;
+  }
+  memcpy(line, raw, len);
+  line[len] = '\0';
+  char *p = line, *end = line + len;
+  while (*p == ' ' || *p == '\t') p++;
+  while (end > p && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+  cnnb_status st = CNNB_OK;
+  if (!*p || *p == '#' || strncmp(p, "//", 2) == 0) {
+    /* blank or a comment */
+  } else if (!is_flag(p)) {
+    snprintf(err, err_size, "'%s' is not a flag (a flagfile holds one --flag=value a line)",
+             cnnb_flags_quote(p, q, sizeof q));
+    st = CNNB_EINVAL;
+  } else if (!line_is_one_flag(p, err, err_size)) {
+    st = CNNB_EINVAL;
+  } else {
+    char *args[2] = {(char *)path, p};
+    st = parse_args(ps, 2, args, depth + 1, NULL, err, err_size);
+  }
+  /* A nested flagfile's error keeps its own place after this one: "a:3: b:1: ...". */
+  if (st != CNNB_OK) prefix_error(err, err_size, where);
+  free(line);
+  return st;
+}
+
 /* Parses the flags of one flagfile, each line as one argument of its own. */
-static cnnb_status parse_flagfile(cnnb_flags *flags, const char *path, bool lenient, int depth,
-                                  char *err, size_t err_size) {
+static cnnb_status parse_flagfile(const parser *ps, const char *path, int depth, char *err,
+                                  size_t err_size) {
   if (!path || !path[0]) {
-    if (lenient) return CNNB_OK;
     snprintf(err, err_size, "flag --flagfile: missing value (write --flagfile=FILE)");
     return CNNB_EINVAL;
   }
   if (depth >= FLAGFILE_DEPTH) {
-    if (lenient) return CNNB_OK;
     snprintf(err, err_size,
              "--flagfile=%s: flagfiles nested more than %d deep (does one name itself?)", path,
              FLAGFILE_DEPTH);
     return CNNB_EINVAL;
   }
-  FILE *in = fopen(path, "r");
-  if (!in) {
-    if (lenient) return CNNB_OK;
-    snprintf(err, err_size, "--flagfile=%s: cannot open: %s", path, strerror(errno));
-    return CNNB_EINVAL;
+  const char *text = NULL;
+  size_t len = 0;
+  cnnb_status st = cnnb_flagfiles_get(ps->files, path, &text, &len, err, err_size);
+  long number = 1;
+  for (size_t at = 0; st == CNNB_OK && at < len; number++) {
+    const char *nl = memchr(text + at, '\n', len - at);
+    size_t line_len = nl ? (size_t)(nl - (text + at)) : len - at;
+    st = parse_line(ps, path, number, text + at, line_len, depth, err, err_size);
+    /* The forgiving pass skips a line it cannot use and reads on. */
+    if (ps->lenient && st == CNNB_EINVAL) st = CNNB_OK;
+    at += line_len + 1;
   }
-  char *line = NULL;
-  size_t cap = 0;
-  cnnb_status st = CNNB_OK;
-  for (long number = 1; st == CNNB_OK && getline(&line, &cap, in) >= 0; number++) {
-    char *p = line, *end = line + strlen(line);
-    while (*p == ' ' || *p == '\t') p++;
-    while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-      *--end = '\0';
-    if (!*p || *p == '#' || strncmp(p, "//", 2) == 0) continue;
-    char where[1024];
-    snprintf(where, sizeof where, "%s:%ld", path, number);
-    if (!is_flag(p)) {
-      if (lenient) continue;
-      snprintf(err, err_size, "'%s' is not a flag (a flagfile holds one --flag=value a line)", p);
-      prefix_error(err, err_size, where);
-      st = CNNB_EINVAL;
-      break;
-    }
-    char *args[2] = {(char *)path, p};
-    st = parse_args(flags, 2, args, lenient, depth + 1, NULL, err, err_size);
-    /* A nested flagfile's error keeps its own place after this one: "a:3: b:1: ...". */
-    if (st != CNNB_OK) prefix_error(err, err_size, where);
-  }
-  if (st == CNNB_OK && ferror(in)) {
-    snprintf(err, err_size, "--flagfile=%s: read failed: %s", path, strerror(errno));
-    st = CNNB_EINVAL;
-  }
-  free(line);
-  fclose(in);
-  return lenient ? CNNB_OK : st;
+  return st;
 }
 
-/* The parse behind both entry points. lenient: skip what strict parsing would refuse
+/* The parse behind every entry point. lenient: skip what strict parsing would refuse
  * (unknown names, stray arguments, bad values), so a first pass can read the flags it
- * knows before the rest of the table exists. */
-static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient, char *err,
-                         size_t err_size) {
+ * knows before the rest of the table exists. files: the flagfiles read so far (NULL: a
+ * cache of this parse's own). */
+static cnnb_status parse(cnnb_flags *flags, cnnb_flagfiles *files, int argc, char **argv,
+                         bool lenient, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   char scratch[256]; /* the lenient pass reports nothing; its messages land here */
   if (!err || !err_size) err = scratch, err_size = sizeof scratch;
@@ -189,8 +284,15 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
     snprintf(err, err_size, "no flag table");
     return CNNB_EINVAL;
   }
+  cnnb_flagfiles *own = files ? NULL : cnnb_flagfiles_create();
+  if (!files && !own) {
+    snprintf(err, err_size, "out of memory reading the command line");
+    return CNNB_ENOMEM;
+  }
+  parser ps = {.flags = flags, .files = files ? files : own, .lenient = lenient};
   unknown_list unknown = {.count = 0};
-  cnnb_status st = parse_args(flags, argc, argv, lenient, 0, &unknown, err, err_size);
+  cnnb_status st = parse_args(&ps, argc, argv, 0, &unknown, err, err_size);
+  cnnb_flagfiles_destroy(own);
   if (st != CNNB_OK || !unknown.count) return st;
   if (unknown.count == 1 && !strstr(unknown.names, "(did you mean"))
     snprintf(err, err_size, "unknown flag %s (cnnbench --help lists the flags)", unknown.names);
@@ -200,8 +302,10 @@ static cnnb_status parse(cnnb_flags *flags, int argc, char **argv, bool lenient,
 }
 
 /* `unknown` collects the unknown names; NULL (a flagfile's line): the first is an error. */
-static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool lenient, int depth,
+static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth,
                               unknown_list *unknown, char *err, size_t err_size) {
+  cnnb_flags *flags = ps->flags;
+  bool lenient = ps->lenient;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!arg) continue;
@@ -222,8 +326,8 @@ static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool len
     if (strcmp(name, "flagfile") == 0) {
       if (!value && i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0)
         value = argv[++i];
-      cnnb_status st = parse_flagfile(flags, value, lenient, depth, err, err_size);
-      if (st != CNNB_OK) return st;
+      cnnb_status st = parse_flagfile(ps, value, depth, err, err_size);
+      if (st != CNNB_OK && !lenient) return st;
       cnnb_flag_entry *record = cnnb_flags_find(flags, "flagfile");
       if (record && value) cnnb_flags_assign(record, value, err, err_size);
       continue;
@@ -233,8 +337,9 @@ static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool len
       cnnb_flag_entry *pos = cnnb_flags_find(flags, name + 2);
       if (pos && pos->type == CNNB_FLAG_BOOL) {
         if (value) {
+          char q[CNNB_FLAG_QUOTE + 4];
           snprintf(err, err_size, "flag --%s takes no value (write --%s=%s instead)", name,
-                   name + 2, value);
+                   name + 2, cnnb_flags_quote(value, q, sizeof q));
           return CNNB_EINVAL;
         }
         cnnb_status st = cnnb_flags_assign(pos, "false", err, err_size);
@@ -269,9 +374,18 @@ static cnnb_status parse_args(cnnb_flags *flags, int argc, char **argv, bool len
 }
 
 cnnb_status cnnb_flags_parse(cnnb_flags *flags, int argc, char **argv, char *err, size_t err_size) {
-  return parse(flags, argc, argv, false, err, err_size);
+  return parse(flags, NULL, argc, argv, false, err, err_size);
 }
 
 void cnnb_flags_parse_known(cnnb_flags *flags, int argc, char **argv) {
-  parse(flags, argc, argv, true, NULL, 0);
+  parse(flags, NULL, argc, argv, true, NULL, 0);
+}
+
+cnnb_status cnnb_flags_parse_files(cnnb_flags *flags, cnnb_flagfiles *files, int argc, char **argv,
+                                   char *err, size_t err_size) {
+  return parse(flags, files, argc, argv, false, err, err_size);
+}
+
+void cnnb_flags_parse_known_files(cnnb_flags *flags, cnnb_flagfiles *files, int argc, char **argv) {
+  parse(flags, files, argc, argv, true, NULL, 0);
 }
