@@ -1,6 +1,7 @@
 /* graph.c — the graph's lifetime, names and scopes, its sticky first error, node and
  * parameter storage, checkpoint names, and the read side of the IR (graph.h,
- * graph_internal.h). The op builders live in graph_build.c; what each op is (name,
+ * graph_internal.h). The op builders and the host's own nodes (the images, the labels,
+ * the loss) live in graph_build.c; what each op is (name,
  * shape rule, params and their checkpoint suffixes) is its row in the op table
  * (op_table.c).
  *
@@ -74,8 +75,8 @@ static char *dup_string(const char *s) {
 
 /* ---- lifetime ------------------------------------------------------------------------ */
 
-cnnb_graph *cnnb_graph_create(int32_t batch, int32_t channels, int32_t height, int32_t width,
-                              int32_t num_classes) {
+cnnb_graph *cnnb_graph_alloc(int32_t batch, int32_t channels, int32_t height, int32_t width,
+                             int32_t num_classes) {
   cnnb_graph *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->batch = batch;
@@ -84,22 +85,6 @@ cnnb_graph *cnnb_graph_create(int32_t batch, int32_t channels, int32_t height, i
   g->width = width;
   g->num_classes = num_classes;
   g->logits = g->labels = g->loss = CNNB_NO_TENSOR;
-
-  /* The input node goes in even for bad dimensions, so index 0 is always the images;
-   * the error then stops any further building. */
-  cnnb_op_request r = {.op = CNNB_OP_INPUT,
-                       .name = "input",
-                       .by_host = 1,
-                       .node.shape = {batch, channels, height, width}};
-  if (cnnb_graph_add_op(g, &r) != 0) {
-    cnnb_graph_destroy(g);
-    return NULL; /* only out of memory gets here */
-  }
-  if (batch < 1 || channels < 1 || height < 1 || width < 1)
-    cnnb_graph_fail(g, CNNB_EINVAL, "graph: input [%d, %d, %d, %d] must have every dimension >= 1",
-                    batch, channels, height, width);
-  else if (num_classes < 1)
-    cnnb_graph_fail(g, CNNB_EINVAL, "graph: num_classes %d must be >= 1", num_classes);
   return g;
 }
 
@@ -447,37 +432,6 @@ cnnb_status cnnb_graph_set_logits(cnnb_graph *g, cnnb_tensor logits) {
                            cnnb_op_name(n->op), n->name, n->shape.n, n->shape.c, n->shape.h,
                            n->shape.w, g->batch, g->num_classes);
   g->logits = logits;
-  return CNNB_OK;
-}
-
-cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
-  if (!g) return CNNB_EINVAL;
-  if (g->status != CNNB_OK) return g->status;
-  if (g->logits == CNNB_NO_TENSOR)
-    return cnnb_graph_fail(g, CNNB_EINVAL,
-                           "add_loss: the model set no logits (cnnb_graph_set_logits)");
-  if (g->loss != CNNB_NO_TENSOR)
-    return cnnb_graph_fail(g, CNNB_EINVAL, "add_loss: the loss was already added");
-
-  /* The loss nodes live at the root, whatever scope the model left open. */
-  int32_t saved_scopes = g->num_scopes;
-  g->num_scopes = 0;
-  cnnb_op_request r = {.op = CNNB_OP_LABELS, .by_host = 1, .node.shape = {g->batch, 1, 1, 1}};
-  cnnb_tensor labels = cnnb_graph_add_op(g, &r), loss = CNNB_NO_TENSOR;
-  if (labels != CNNB_NO_TENSOR) {
-    /* The labels are readable by the loss alone: by_host lets it. */
-    const cnnb_tensor in[2] = {g->logits, labels};
-    r = (cnnb_op_request){.op = CNNB_OP_SOFTMAX_XENT,
-                          .auto_base = "loss",
-                          .num_inputs = 2,
-                          .inputs = in,
-                          .by_host = 1};
-    loss = cnnb_graph_add_op(g, &r);
-  }
-  g->num_scopes = saved_scopes;
-  if (loss == CNNB_NO_TENSOR) return g->status != CNNB_OK ? g->status : CNNB_EINTERNAL;
-  g->labels = labels;
-  g->loss = loss;
   return CNNB_OK;
 }
 

@@ -1,4 +1,5 @@
-/* graph_build.c — the op builders of graph.h, and the one path every node takes into
+/* graph_build.c — the op builders of graph.h, the host's own nodes (the images when a
+ * graph is created, the labels and the loss), and the one path every node takes into
  * the graph. A builder only reads its desc (defaults filled, struct_size respected) into
  * a request; cnnb_graph_add_op then names the node, checks its inputs and arity, and runs
  * the op table's rules (op_table.c): the shape rule with its checks, then the
@@ -6,6 +7,7 @@
  *
  * Descs are read only up to their struct_size (a smaller, older desc leaves the newer
  * fields at their zero defaults), as the ABI's append-only rule requires. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_impl.h"
@@ -45,16 +47,92 @@ cnnb_tensor cnnb_graph_add_op(cnnb_graph *g, cnnb_op_request *r) {
                              row->max_inputs);
   }
   if (r->no_desc) return cnnb_graph_reject(&s, CNNB_EINVAL, "desc is NULL");
-  r->g = g;
+  /* The rules see their inputs' shapes and names, not the graph (cnnb_graph_start
+   * checked every input exists). */
+  size_t n = r->num_inputs > 0 ? (size_t)r->num_inputs : 1;
+  cnnb_shape *shapes = malloc(n * sizeof *shapes);
+  const char **names = malloc(n * sizeof *names);
+  if (!shapes || !names) {
+    free(shapes);
+    free(names);
+    return cnnb_graph_reject(&s, CNNB_ENOMEM, "out of memory");
+  }
+  for (int32_t i = 0; i < r->num_inputs; i++) {
+    const cnnb_node *in = cnnb_graph_node(g, r->inputs[i]);
+    shapes[i] = in->shape;
+    names[i] = in->name;
+  }
+  r->input_shapes = shapes;
+  r->input_names = names;
   r->error[0] = '\0';
-  if (!row->infer(r)) return cnnb_graph_reject(&s, CNNB_EINVAL, "%s", r->error);
-  cnnb_tensor t = cnnb_graph_finish(&s, &r->node, r->num_inputs, r->inputs);
-  if (t == CNNB_NO_TENSOR || !row->params) return t;
-  cnnb_op_param params[CNNB_OP_MAX_PARAMS];
-  int32_t count = row->params(r, params);
-  for (int32_t i = 0; i < count; i++)
-    if (!cnnb_graph_add_param(g, t, &params[i])) return CNNB_NO_TENSOR;
+  cnnb_tensor t = row->infer(r) ? cnnb_graph_finish(&s, &r->node, r->num_inputs, r->inputs)
+                                : cnnb_graph_reject(&s, CNNB_EINVAL, "%s", r->error);
+  if (t != CNNB_NO_TENSOR && row->params) {
+    cnnb_op_param params[CNNB_OP_MAX_PARAMS];
+    int32_t count = row->params(r, params);
+    for (int32_t i = 0; t != CNNB_NO_TENSOR && i < count; i++)
+      if (!cnnb_graph_add_param(g, t, &params[i])) t = CNNB_NO_TENSOR;
+  }
+  free(shapes);
+  free(names);
+  r->input_shapes = NULL;
+  r->input_names = NULL;
   return t;
+}
+
+/* ---- the host's own nodes: the images, the labels and the loss ------------------------ */
+
+cnnb_graph *cnnb_graph_create(int32_t batch, int32_t channels, int32_t height, int32_t width,
+                              int32_t num_classes) {
+  cnnb_graph *g = cnnb_graph_alloc(batch, channels, height, width, num_classes);
+  if (!g) return NULL;
+  /* The input node goes in even for bad dimensions, so index 0 is always the images;
+   * the error then stops any further building. */
+  cnnb_op_request r = {.op = CNNB_OP_INPUT,
+                       .name = "input",
+                       .by_host = 1,
+                       .node.shape = {batch, channels, height, width}};
+  if (cnnb_graph_add_op(g, &r) != 0) {
+    cnnb_graph_destroy(g);
+    return NULL; /* only out of memory gets here */
+  }
+  if (batch < 1 || channels < 1 || height < 1 || width < 1)
+    cnnb_graph_fail(g, CNNB_EINVAL, "graph: input [%d, %d, %d, %d] must have every dimension >= 1",
+                    batch, channels, height, width);
+  else if (num_classes < 1)
+    cnnb_graph_fail(g, CNNB_EINVAL, "graph: num_classes %d must be >= 1", num_classes);
+  return g;
+}
+
+cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
+  if (!g) return CNNB_EINVAL;
+  if (g->status != CNNB_OK) return g->status;
+  if (g->logits == CNNB_NO_TENSOR)
+    return cnnb_graph_fail(g, CNNB_EINVAL,
+                           "add_loss: the model set no logits (cnnb_graph_set_logits)");
+  if (g->loss != CNNB_NO_TENSOR)
+    return cnnb_graph_fail(g, CNNB_EINVAL, "add_loss: the loss was already added");
+
+  /* The loss nodes live at the root, whatever scope the model left open. */
+  int32_t saved_scopes = g->num_scopes;
+  g->num_scopes = 0;
+  cnnb_op_request r = {.op = CNNB_OP_LABELS, .by_host = 1, .node.shape = {g->batch, 1, 1, 1}};
+  cnnb_tensor labels = cnnb_graph_add_op(g, &r), loss = CNNB_NO_TENSOR;
+  if (labels != CNNB_NO_TENSOR) {
+    /* The labels are readable by the loss alone: by_host lets it. */
+    const cnnb_tensor in[2] = {g->logits, labels};
+    r = (cnnb_op_request){.op = CNNB_OP_SOFTMAX_XENT,
+                          .auto_base = "loss",
+                          .num_inputs = 2,
+                          .inputs = in,
+                          .by_host = 1};
+    loss = cnnb_graph_add_op(g, &r);
+  }
+  g->num_scopes = saved_scopes;
+  if (loss == CNNB_NO_TENSOR) return g->status != CNNB_OK ? g->status : CNNB_EINTERNAL;
+  g->labels = labels;
+  g->loss = loss;
+  return CNNB_OK;
 }
 
 /* A request for `op` on inputs, named `name`. */

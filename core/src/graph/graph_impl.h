@@ -79,6 +79,11 @@ cnnb_tensor cnnb_graph_finish(cnnb_node_start *s, const cnnb_node *proto, int32_
  * the arena's running end. Returns false when out of memory (recorded). */
 bool cnnb_graph_add_param(cnnb_graph *g, cnnb_tensor t, const cnnb_op_param *p);
 
+/* graph.c: a graph of these dimensions with no node yet (cnnb_graph_create, in
+ * graph_build.c, adds the input node); NULL when out of memory. */
+cnnb_graph *cnnb_graph_alloc(int32_t batch, int32_t channels, int32_t height, int32_t width,
+                             int32_t num_classes);
+
 /* The one way a node enters the graph (graph_build.c): starts it (name, inputs, the
  * op's arity), runs its row's shape rule on r, appends it, then adds the parameters the
  * row declares. Returns its tensor, or CNNB_NO_TENSOR with the error recorded ("<op>

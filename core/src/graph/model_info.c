@@ -9,7 +9,8 @@
 #include "graph/op_table.h"
 
 static void count_node(const cnnb_graph *g, const cnnb_node *n, cnnb_model_layer *l) {
-  cnnb_op_flops(g, n, &l->flops, &l->flops_matmul);
+  const cnnb_node *first = n->num_inputs > 0 ? cnnb_graph_node(g, n->inputs[0]) : NULL;
+  cnnb_op_flops(first ? first->shape : (cnnb_shape){0, 0, 0, 0}, n, &l->flops, &l->flops_matmul);
   const cnnb_op_row *row = cnnb_op_row_of(n->op);
   /* The loss (a scalar_output row) is one value for the whole batch, not a per-image
    * activation. */

@@ -23,22 +23,15 @@ bool cnnb_op_refuse(cnnb_op_request *r, const char *fmt, ...) {
   return false;
 }
 
-/* The shape of tensor t: the output of node t. The rules read a graph only through the
- * SDK's view of it, so the op table depends on no part of the graph's storage. */
-static cnnb_shape shape_of(const cnnb_graph *g, cnnb_tensor t) {
-  const cnnb_node *n = cnnb_graph_node(g, t);
-  return n ? n->shape : (cnnb_shape){0, 0, 0, 0};
-}
-
-static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) {
-  return shape_of(r->g, r->inputs[k]);
-}
+/* The rules read their inputs only from the request (the builder fills it), so the op
+ * table depends on no part of the graph: it is the lowest file of the room. */
+static cnnb_shape input_shape(const cnnb_op_request *r, int32_t k) { return r->input_shapes[k]; }
 
 /* Per image: the elements of one image's slice of a shape. */
 static int64_t per_image(cnnb_shape s) { return (int64_t)s.c * s.h * s.w; }
 
 /* Data movement only: input, labels, concat, pad_channels, pad_spatial, reshape. */
-static void flops_none(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {}
+static void flops_none(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {}
 
 /* ---- shared shape rules ------------------------------------------------------------- */
 
@@ -88,8 +81,7 @@ static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_M
   return 2;
 }
 
-static void flops_conv(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
-  cnnb_shape in = shape_of(g, n->inputs[0]);
+static void flops_conv(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   int64_t out = per_image(n->shape);
   int64_t cin_per_group = in.c / (n->attr.window.groups > 0 ? n->attr.window.groups : 1);
   *matmul = 2 * (int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w * cin_per_group * out;
@@ -123,18 +115,17 @@ static int32_t params_batch_norm(const cnnb_op_request *r, cnnb_op_param out[CNN
 }
 
 /* 3 for the batch mean and variance, 2 to normalise, 1 for the offset, 1 for a scale. */
-static void flops_batch_norm(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
-                             int64_t *matmul) {
+static void flops_batch_norm(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape) * (3 + 2 + 1 + (n->attr.batch_norm.scale ? 1 : 0));
 }
 
 /* ---- elementwise ------------------------------------------------------------------------ */
 
-static void flops_relu(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+static void flops_relu(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape); /* max */
 }
 
-static void flops_relu6(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+static void flops_relu6(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = 2 * per_image(n->shape); /* max, then min */
 }
 
@@ -146,8 +137,7 @@ static bool infer_dropout(cnnb_op_request *r) {
   return true;
 }
 
-static void flops_dropout(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
-                          int64_t *matmul) {
+static void flops_dropout(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = 2 * per_image(n->shape); /* mask compare, scale */
 }
 
@@ -156,13 +146,12 @@ static bool infer_add(cnnb_op_request *r) {
   if (sa.n != sb.n || sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
     return cnnb_op_refuse(
         r, "'%s' is [%d, %d, %d, %d] but '%s' is [%d, %d, %d, %d]: add needs equal shapes",
-        cnnb_graph_node(r->g, r->inputs[0])->name, sa.n, sa.c, sa.h, sa.w,
-        cnnb_graph_node(r->g, r->inputs[1])->name, sb.n, sb.c, sb.h, sb.w);
+        r->input_names[0], sa.n, sa.c, sa.h, sa.w, r->input_names[1], sb.n, sb.c, sb.h, sb.w);
   r->node.shape = sa;
   return true;
 }
 
-static void flops_add(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+static void flops_add(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape);
 }
 
@@ -173,13 +162,11 @@ static bool infer_pool(cnnb_op_request *r) {
                              sizeof r->error);
 }
 
-static void flops_max_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
-                           int64_t *matmul) {
+static void flops_max_pool(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape) * n->attr.window.kernel_h * n->attr.window.kernel_w;
 }
 
-static void flops_avg_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
-                           int64_t *matmul) {
+static void flops_avg_pool(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape) * ((int64_t)n->attr.window.kernel_h * n->attr.window.kernel_w + 1);
 }
 
@@ -195,9 +182,8 @@ static bool infer_global_avg_pool(cnnb_op_request *r) {
   return true;
 }
 
-static void flops_global_avg_pool(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
+static void flops_global_avg_pool(cnnb_shape in, const cnnb_node *n, int64_t *flops,
                                   int64_t *matmul) {
-  cnnb_shape in = shape_of(g, n->inputs[0]);
   *flops = (int64_t)in.c * ((int64_t)in.h * in.w + 1);
 }
 
@@ -215,7 +201,7 @@ static bool infer_lrn(cnnb_op_request *r) {
 }
 
 /* The window's squares and sums, then alpha, bias, pow and divide. */
-static void flops_lrn(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+static void flops_lrn(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = per_image(n->shape) * (2 * (2 * (int64_t)n->attr.lrn.depth_radius + 1) + 4);
 }
 
@@ -248,8 +234,8 @@ static int32_t params_dense(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_
   return 2;
 }
 
-static void flops_dense(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
-  int64_t k = per_image(shape_of(g, n->inputs[0]));
+static void flops_dense(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  int64_t k = per_image(in);
   *matmul = 2 * k * n->attr.dense.units;
   if (n->attr.dense.use_bias) *matmul += n->attr.dense.units;
   *flops = *matmul;
@@ -267,8 +253,8 @@ static bool infer_concat(cnnb_op_request *r) {
           r,
           "input %d '%s' is [%d, %d, %d, %d] but input 0 '%s' is [%d, %d, %d, %d]: "
           "concat needs equal N, H, W",
-          (int)i, cnnb_graph_node(r->g, r->inputs[i])->name, si.n, si.c, si.h, si.w,
-          cnnb_graph_node(r->g, r->inputs[0])->name, first.n, first.c, first.h, first.w);
+          (int)i, r->input_names[i], si.n, si.c, si.h, si.w, r->input_names[0], first.n, first.c,
+          first.h, first.w);
     channels += si.c;
   }
   if (channels > INT32_MAX) return cnnb_op_refuse(r, "%lld channels in all", (long long)channels);
@@ -339,9 +325,8 @@ static bool infer_softmax_xent(cnnb_op_request *r) {
 }
 
 /* Per logit: max, subtract, exp, sum; then one log. */
-static void flops_softmax_xent(const cnnb_graph *g, const cnnb_node *n, int64_t *flops,
-                               int64_t *matmul) {
-  *flops = 4 * per_image(shape_of(g, n->inputs[0])) + 1;
+static void flops_softmax_xent(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 4 * per_image(in) + 1;
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -599,11 +584,11 @@ const char *cnnb_op_name(uint32_t op) {
   return row ? row->name : "unknown";
 }
 
-void cnnb_op_flops(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+void cnnb_op_flops(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = *matmul = 0;
   const cnnb_op_row *row = cnnb_op_row_of(n->op);
   if (!row) return;
-  row->flops(g, n, flops, matmul);
+  row->flops(in, n, flops, matmul);
   if (n->fused_relu && row->fuse_relu) *flops += per_image(n->shape);
 }
 

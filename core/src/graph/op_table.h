@@ -39,9 +39,11 @@ typedef struct cnnb_op_request {
   int32_t no_desc;   /* the caller passed a NULL desc the op needs */
   int32_t by_host;   /* input, labels, loss: the host's own nodes, which may read
                         outputs no layer may (the labels) */
-  /* Filled by the generic path for the rules. */
-  const cnnb_graph *g;
-  char error[CNNB_OP_ERROR_MAX]; /* a rule's refusal; the path prefixes "<op> '<name>': " */
+  /* Filled by the generic path for the rules: each input's shape and name, so the rules
+   * read nothing of the graph's storage. */
+  const cnnb_shape *input_shapes; /* [num_inputs] */
+  const char *const *input_names; /* [num_inputs] */
+  char error[CNNB_OP_ERROR_MAX];  /* a rule's refusal; the path prefixes "<op> '<name>': " */
 } cnnb_op_request;
 
 /* A parameter an op owns, as its params rule declares it; the graph places it at its
@@ -71,7 +73,7 @@ typedef struct cnnb_op_row {
   const char *name;     /* "conv2d": messages, the model report, automatic names */
   uint32_t since_minor; /* the ABI 1.x minor that added it (graph.h) */
   int32_t min_inputs, max_inputs;
-  /* The shape rule: checks r->node's attributes against the inputs (r->g, r->inputs),
+  /* The shape rule: checks r->node's attributes against the inputs (r->input_shapes),
    * sets r->node.shape and resolves attributes (window pads). On a refusal it says why
    * with cnnb_op_refuse, naming shapes, and returns false. Required. */
   bool (*infer)(cnnb_op_request *r);
@@ -79,9 +81,9 @@ typedef struct cnnb_op_row {
    * number. NULL: the op owns none. */
   int32_t (*params)(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_MAX_PARAMS]);
   /* Forward FLOPs per image (model_info.h states the counting rules), and the conv2d /
-   * dense matmul part of them. A fused ReLU is counted by cnnb_op_flops, not here.
-   * Required. */
-  void (*flops)(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul);
+   * dense matmul part of them, from the node and its first input's shape (zero for a
+   * source). A fused ReLU is counted by cnnb_op_flops, not here. Required. */
+  void (*flops)(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul);
   /* What backward reads beyond its output gradient: bit k for input k (inputs past 31
    * share bit 31), and its own output (cnnb_op_reads_output). */
   uint32_t backward_inputs;
@@ -106,9 +108,10 @@ const cnnb_op_row *cnnb_op_row_of(uint32_t op);
 /* For rules: records why the request is refused (printf-style) and returns false. */
 bool cnnb_op_refuse(cnnb_op_request *r, const char *fmt, ...) CNNB_PRINTF(2, 3);
 
-/* Forward FLOPs of node n per image with its fused ReLU (1 per output element); zero
- * for an op this host does not know. */
-void cnnb_op_flops(const cnnb_graph *g, const cnnb_node *n, int64_t *flops, int64_t *matmul);
+/* Forward FLOPs of node n per image with its fused ReLU (1 per output element), `in`
+ * being the shape of its first input (zero for a source); zero for an op this host does
+ * not know. */
+void cnnb_op_flops(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul);
 
 /* Which activations the backward of node n reads (bit k of *inputs for input k, bits of
  * inputs it lacks clear; *output for its own), after its fused_relu. An op this host
