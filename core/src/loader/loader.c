@@ -31,15 +31,6 @@ static const char libcnnb_anchor = 0;
 
 /* ---- records -------------------------------------------------------------------- */
 
-bool loader_add_name(loader_plugin *p, const char *name) {
-  char **grown = realloc(p->names, (p->num_names + 1) * sizeof *grown);
-  if (!grown) return false;
-  p->names = grown;
-  if (!(p->names[p->num_names] = strdup(name))) return false;
-  p->num_names++;
-  return true;
-}
-
 static void remove_name(loader_plugin *p, size_t index) {
   free(p->names[index]);
   memmove(&p->names[index], &p->names[index + 1], (p->num_names - index - 1) * sizeof p->names[0]);

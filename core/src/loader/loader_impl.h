@@ -56,9 +56,10 @@ cnnb_status loader_load_file(cnnb_loader *l, loader_plugin *p);
  * "truncated or corrupt ELF file (...)") into buf and returns buf. */
 const char *loader_elf_problem(const char *path, char *buf, size_t size);
 
-/* loader.c helpers shared by the other files. */
-void loader_plugin_free(loader_plugin *p);
-/* Appends a copy of `name` to p->names; false when out of memory. */
+/* loader_load.c: appends a copy of `name` to p->names; false when out of memory. */
 bool loader_add_name(loader_plugin *p, const char *name);
+
+/* loader.c: frees a record and what it holds (closing its handle). */
+void loader_plugin_free(loader_plugin *p);
 
 #endif

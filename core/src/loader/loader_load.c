@@ -182,6 +182,15 @@ static cnnb_status reject_dlopen(loader_plugin *p, const char *dlerr) {
   return reject(p, "cannot be loaded: check it with `ldd -r` (dlopen: %s)", dlerr);
 }
 
+bool loader_add_name(loader_plugin *p, const char *name) {
+  char **grown = realloc(p->names, (p->num_names + 1) * sizeof *grown);
+  if (!grown) return false;
+  p->names = grown;
+  if (!(p->names[p->num_names] = strdup(name))) return false;
+  p->num_names++;
+  return true;
+}
+
 /* The file stem users would guess from the name: "libfoo.so" -> "foo". */
 static bool add_stem_name(loader_plugin *p) {
   const char *base = strrchr(p->path, '/');
