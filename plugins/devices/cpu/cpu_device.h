@@ -248,7 +248,7 @@ void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cp
 /* The layout rule of an op's output (in node order, its inputs' layouts already in p). */
 typedef cnnb_status (*cpu_layout_fn)(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
                                      int32_t index, dnnl_memory_desc_t *out);
-/* Shared rules (plan.c): plain NCHW in the activation type; the input's layout; int32
+/* Shared rules (layouts.c): plain NCHW in the activation type; the input's layout; int32
  * labels; plain fp32 (the loss). */
 cnnb_status cpu_layout_plain(cpu_device *d, const cnnb_graph *g, const cpu_plan *p, int32_t index,
                              dnnl_memory_desc_t *out);
