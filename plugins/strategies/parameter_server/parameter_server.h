@@ -55,20 +55,4 @@ typedef struct ps {
   float *gpu_slot1, *gpu_slot2;
 } ps;
 
-/* Applies `u` (with its arena offset) to shard `shard`'s variables in `vars`, reading
- * the gradients at the same arena positions of `grads` (both arena-sized); makes the
- * optimizer slots on first use, recording a failure in `ctx` (the calling thread's), and
- * refuses an update of another rule than the slots' (restored for another). The keeper of
- * a shard calls it: the step thread (synchronous, on s->vars), or the server thread
- * (asynchronous, on its own copy, holding slots_lock), never both. */
-cnnb_status ps_apply_to_shard(ps *s, cnnb_ctx *ctx, int32_t shard, float *vars, const float *grads,
-                              int64_t offset, const cnnb_update *u);
-
-/* Makes the optimizer slots for `rule` (zeros; RMSProp's mean square ones), recording a
- * failure in `ctx`. The caller holds slots_lock when another thread may apply updates. */
-cnnb_status ps_make_slots(ps *s, cnnb_ctx *ctx, uint32_t rule);
-
-/* "momentum", for messages. */
-const char *ps_rule_name(uint32_t rule);
-
 #endif

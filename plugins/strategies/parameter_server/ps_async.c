@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ps_apply.h"
+
 #if CNNB_HAVE_MPI
 #include <mpi.h>
 #include <pthread.h>

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nccl_gpus.h"
+#include "ps_apply.h"
 
 static const char who[] = "--local_parameter_device=gpu";
 

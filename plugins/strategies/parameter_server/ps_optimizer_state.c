@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parameter_server.h"
+#include "ps_apply.h"
 #include "ps_gpu.h"
 
 /* Whether `rule` keeps slot `slot` (cnnb_update's slot1 / slot2). */
