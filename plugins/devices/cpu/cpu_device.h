@@ -56,8 +56,8 @@ struct cpu_device {
   size_t scratch_bytes;
   dnnl_memory_t scratch_mem;
   cpu_plan *plans;
-  void *room;              /* address space kept for oneDNN (util.c, cpu_room_open) */
-  dnnl_primitive_t *unrun; /* primitives not yet executed (a set; util.c) */
+  void *room;              /* address space kept for oneDNN (room.c, cpu_room_open) */
+  dnnl_primitive_t *unrun; /* primitives not yet executed (a set; room.c) */
   size_t unrun_cap, unrun_count;
   void *transient[2]; /* buffers that live within one kernel call (cpu_transient) */
   size_t transient_bytes[2];
@@ -94,7 +94,7 @@ typedef struct cpu_host_io {
   cpu_xform to_device, to_host;
 } cpu_host_io;
 
-/* ---- errors and primitives (util.c) --------------------------------------------- */
+/* ---- errors (errors.c), the room for oneDNN (room.c), primitives (primitives.c) ---- */
 
 /* CNNB_OK, or an error naming the node and what failed with oneDNN's status. */
 cnnb_status cpu_check(cpu_device *d, dnnl_status_t s, const cnnb_node *node, const char *what);
@@ -104,13 +104,17 @@ cnnb_status cpu_oom(cpu_device *d, const cnnb_node *node, size_t bytes, const ch
     CNNB_PRINTF(4, 5);
 
 /* Address space kept free for oneDNN, which cannot report every failure to get some
- * (its JIT writes kernels through a NULL buffer when mmap fails; util.c explains).
+ * (its JIT writes kernels through a NULL buffer when mmap fails; room.c explains).
  * Around every oneDNN call that may allocate (and each primitive's first run): open
  * (hands the room over, or checks it can be had: CNNB_ENOMEM naming `what` when not),
  * the call, close (takes it back). free: at device destruction. */
 cnnb_status cpu_room_open(cpu_device *d, const cnnb_node *node, const char *what);
 void cpu_room_close(cpu_device *d);
 void cpu_room_free(cpu_device *d);
+/* The set of primitives not yet run (primitives.c notes each it creates; 0 when out of
+ * memory), and whether this is prim's first run (1, forgetting it, when it is). */
+int cpu_room_note_created(cpu_device *d, dnnl_primitive_t prim);
+int cpu_room_first_run(cpu_device *d, dnnl_primitive_t prim);
 #define CPU_TRY(st, d, call, node, what)                                       \
   do {                                                                         \
     if (((st) = cpu_check((d), (call), (node), (what))) != CNNB_OK) goto done; \
@@ -143,7 +147,7 @@ static inline void cpu_bind(dnnl_memory_t mem, const void *ptr) {
   dnnl_memory_set_data_handle(mem, (void *)ptr);
 }
 
-/* Memory descriptors: plain NCHW of a shape, and any plain tag. */
+/* Memory descriptors (memory.c): plain NCHW of a shape, and any plain tag. */
 dnnl_memory_desc_t cpu_md_nchw(cnnb_shape s, dnnl_data_type_t dt);
 dnnl_memory_desc_t cpu_md_tag(int ndims, const dnnl_dim_t *dims, dnnl_data_type_t dt,
                               dnnl_format_tag_t tag);
@@ -156,11 +160,12 @@ const char *cpu_md_name(const dnnl_memory_desc_t *md, char *buf, size_t size);
 
 /* Device-wide buffers for data that lives only inside one forward or backward call
  * (a masked gradient, a gradient in the kernel's layout before conversion): nodes run
- * one at a time, so two slots serve them all, sized at prepare to the largest need. */
+ * one at a time, so two slots serve them all, sized at prepare to the largest need
+ * (primitives.c). */
 cnnb_status cpu_transient_reserve(cpu_device *d, int slot, size_t bytes, const cnnb_node *node);
 static inline void *cpu_transient(const cpu_device *d, int slot) { return d->transient[slot]; }
 
-/* Zeroed, 64-byte aligned; NULL on failure (size 0 gives a valid small block). */
+/* Zeroed, 64-byte aligned; NULL on failure (size 0 gives a valid small block; memory.c). */
 void *cpu_alloc(size_t bytes);
 void cpu_free(void *p);
 
@@ -242,8 +247,14 @@ cnnb_status cpu_input_from_host_uint8(void *device, const cnnb_graph *g, cnnb_te
 /* ---- ops: the layout of a node's output, and its prepared state ------------------- */
 
 /* Fills n->ops and the head; each op's prepare calls this first. */
-void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g, cpu_plan *p,
-                   int32_t index);
+static inline void cpu_node_init(cpu_node *n, const cpu_node_ops *ops, const cnnb_graph *g,
+                                 cpu_plan *p, int32_t index) {
+  n->ops = ops;
+  n->g = g;
+  n->node = cnnb_graph_node(g, index);
+  n->plan = p;
+  n->index = index;
+}
 
 /* The layout rule of an op's output (in node order, its inputs' layouts already in p). */
 typedef cnnb_status (*cpu_layout_fn)(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,

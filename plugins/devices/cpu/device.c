@@ -100,7 +100,7 @@ static cnnb_status device_create(cnnb_ctx *ctx, const char *name, const cnnb_dev
     cnnb_log(ctx, CNNB_LOG_WARN,
              "cpu: cannot set oneDNN's OpenMP threads; OMP_NUM_THREADS applies");
 
-  /* The room kept for oneDNN (util.c) first, so that nothing after takes it: open checks
+  /* The room kept for oneDNN (room.c) first, so that nothing after takes it: open checks
    * that it can be had (none is held yet), close takes it. */
   cnnb_status st = cpu_room_open(d, NULL, "engine");
   if (st) goto done;
@@ -316,7 +316,7 @@ static const void *device_get_extension(const char *id) {
   static const int32_t yes = 1;
   if (strcmp(id, CNNB_EXT_DEVICE_UINT8_INPUT) == 0) return &uint8_input; /* input_uint8.c */
   if (strcmp(id, CNNB_EXT_FUSED_RELU_ADD) == 0) return &yes;             /* ops_eltwise.c's add */
-  /* alloc() is aligned host memory and the arenas are plain fp32 (util.c). */
+  /* alloc() is aligned host memory and the arenas are plain fp32 (memory.c). */
   if (strcmp(id, CNNB_EXT_HOST_MEMORY) == 0) return &yes;
   return NULL;
 }
