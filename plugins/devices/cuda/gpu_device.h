@@ -129,7 +129,7 @@ typedef struct gpu_op {
 const gpu_op *gpu_op_find(uint32_t op);
 
 /* Allocates an op's state of `size` bytes (zeroed) with its head filled; NULL when out
- * of memory (the caller reports it with gpu_oom). */
+ * of memory (the caller reports it with gpu_oom; tensors.c). */
 void *gpu_node_new(size_t size, const gpu_node_ops *ops, const cnnb_graph *g, int32_t index);
 
 /* The ops' prepares (ops_*.c). */
@@ -158,7 +158,7 @@ extern const cnnb_device_step_graph gpu_step_graph;
 /* Frees the recorded step, if any (destroy, and before a new recording). */
 void gpu_step_graph_discard(gpu_device *d);
 
-/* ---- errors (util.c) ------------------------------------------------------------- */
+/* ---- errors (errors.c) ----------------------------------------------------------- */
 
 /* CNNB_OK, or an error "cuda: node '<name>' [n,c,h,w]: <what>: <library's message>"
  * (node may be NULL: "cuda: <what>: ..."). Out-of-memory statuses become CNNB_ENOMEM,
@@ -182,7 +182,7 @@ cnnb_status gpu_oom(gpu_device *d, const cnnb_node *node, size_t bytes, const ch
  * CNNB_EDATA naming them; synchronizes the stream. */
 cnnb_status gpu_check_kernel_errors(gpu_device *d);
 
-/* ---- memory (util.c) --------------------------------------------------------------- */
+/* ---- memory (memory.c) ------------------------------------------------------------- */
 
 /* cudaMalloc with the error as gpu_oom; *ptr NULL on failure. */
 cnnb_status gpu_malloc(gpu_device *d, void **ptr, size_t bytes, const cnnb_node *node,
@@ -200,11 +200,11 @@ cnnb_status gpu_ones_reserve(gpu_device *d, int64_t count, const cnnb_node *node
 cnnb_status gpu_staging_reserve(gpu_device *d, size_t bytes);
 cnnb_status gpu_pinned_reserve(gpu_device *d, size_t bytes);
 
+/* ---- tensors and cuDNN descriptors (tensors.c) ------------------------------------- */
+
 /* The element type and size of tensor t's activation (and gradient) on this device. */
 gpu_dtype gpu_tensor_dtype(const gpu_device *d, const cnnb_graph *g, cnnb_tensor t);
 size_t gpu_tensor_bytes(const gpu_device *d, const cnnb_graph *g, cnnb_tensor t);
-
-/* ---- cuDNN descriptors (util.c) --------------------------------------------------- */
 
 /* A 4-D descriptor of shape s in the device's activation type and layout. */
 cnnb_status gpu_tensor_desc(gpu_device *d, cudnnTensorDescriptor_t *desc, cnnb_shape s,
