@@ -237,6 +237,9 @@ START_TEST(bad_schedules) {
   refused(&c, "invalid learning rate '-0.1'", NULL);
   c.piecewise = "0.1;2;nan";
   refused(&c, "invalid learning rate 'nan'", NULL);
+  /* fuzz_values found it: a boundary past int64's steps was converted, undefined. */
+  c.piecewise = "0.1;9223372036854775807;0.01";
+  refused(&c, "epoch 9223372036854775807 (part 2)", "past any step");
 }
 END_TEST
 

@@ -116,7 +116,14 @@ static cnnb_status parse_piecewise(cnnb_lr_schedule *s, const char *spec, char *
                     "must be greater than %lld: epochs increase left to right",
                     spec, epoch, (int)i + 1, prev_epoch);
       prev_epoch = epoch;
-      s->boundaries[i / 2] = (int64_t)((double)epoch * s->batches_per_epoch) - 1;
+      /* A step past int64's range cannot be reached; converting it would be undefined. */
+      double step = (double)epoch * s->batches_per_epoch;
+      if (!(step < 9.2e18))
+        return fail(err, size,
+                    "--piecewise_learning_rate_schedule=\"%s\": epoch %lld (part %d) is "
+                    "past any step a run can reach",
+                    spec, epoch, (int)i + 1);
+      s->boundaries[i / 2] = (int64_t)step - 1;
     }
     begin = *end ? end + 1 : end;
   }
