@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/output_file.h"
 #include "base/write_all.h"
 
 struct cnnb_line_file {
@@ -19,9 +20,8 @@ struct cnnb_line_file {
 cnnb_line_file *cnnb_line_file_open(const char *path, bool append) {
   cnnb_line_file *f = calloc(1, sizeof *f);
   if (!f) return NULL;
-  /* O_CLOEXEC: not inherited by a plugin's child processes. */
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-  f->fd = open(path, flags, 0666);
+  /* O_CLOEXEC: not inherited by a plugin's child processes; a regular file only. */
+  f->fd = cnnb_output_open(path, append);
   if (f->fd < 0 || (f->whole = lseek(f->fd, 0, SEEK_END)) < 0) {
     int e = errno;
     if (f->fd >= 0) close(f->fd);

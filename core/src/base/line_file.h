@@ -13,7 +13,8 @@
 typedef struct cnnb_line_file cnnb_line_file;
 
 /* Opens `path` for writing, created when missing: emptied first, or (`append`) written
- * after what it holds. NULL with errno set when it cannot be opened. */
+ * after what it holds. NULL with errno set when it cannot be opened (a path that is no
+ * regular file is refused: base/output_file.h; cnnb_output_strerror names errno). */
 cnnb_line_file *cnnb_line_file_open(const char *path, bool append);
 /* Writes `size` bytes of whole lines (each ending in '\n'). 0 when all went out; else the
  * errno of the write that stopped, and the file is cut back to where it ended before

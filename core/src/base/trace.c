@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "base/ctx_internal.h"
+#include "base/output_file.h"
 
 struct cnnb_trace {
   pthread_mutex_t lock;
@@ -68,11 +69,11 @@ cnnb_status cnnb_trace_open(cnnb_ctx *ctx, const char *path, const cnnb_trace_in
   }
   t->rank = info->rank;
   t->steps = info->steps;
-  if (!(t->file = fopen(file, "w"))) {
+  if (!(t->file = cnnb_output_fopen(file))) {
     int err = errno;
     cnnb_trace_free(t);
     return cnnb_error(ctx, CNNB_EIO, "--%s=%s: cannot create %s: %s", flag, path, file,
-                      strerror(err));
+                      cnnb_output_strerror(err));
   }
   char process[32];
   snprintf(process, sizeof process, "rank %d", (int)info->rank);
@@ -169,14 +170,19 @@ cnnb_status cnnb_trace_finish(cnnb_trace *t, cnnb_ctx *ctx) {
                           "otherData", t->other);
   /* 16 significant digits keep a CLOCK_MONOTONIC microsecond time to the nanosecond after
    * days of uptime. */
+  errno = 0;
   int rc = doc ? json_dumpf(doc, t->file, JSON_REAL_PRECISION(16) | JSON_COMPACT) : -1;
+  /* The first failure's errno: a full disk fails the dump's writes, and the close then
+   * only repeats it (or says nothing). */
+  int err = rc != 0 ? (doc ? errno : ENOMEM) : 0;
   json_decref(doc);
-  int closed = fclose(t->file);
+  if (fflush(t->file) != 0 && !err) err = errno ? errno : EIO;
+  if (fclose(t->file) != 0 && !err) err = errno ? errno : EIO;
+  if (rc != 0 && !err) err = EIO;
   t->file = NULL;
   pthread_mutex_unlock(&t->lock);
-  if (rc != 0 || closed != 0)
-    return cnnb_error(ctx, CNNB_EIO, "--trace_file: writing %s failed%s%s", t->path,
-                      closed != 0 ? ": " : "", closed != 0 ? strerror(errno) : "");
+  if (err)
+    return cnnb_error(ctx, CNNB_EIO, "--trace_file: writing %s failed: %s", t->path, strerror(err));
   cnnb_log(ctx, CNNB_LOG_INFO, "trace written to %s (%zu events)", t->path,
            json_array_size(t->events));
   return CNNB_OK;

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/dirs.h"
 #include "base/line_file.h"
+#include "base/output_file.h"
 #include "report/json_line.h"
 #include "report/log_values.h"
 #include "report/tf_logger.h"
@@ -134,7 +135,7 @@ cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank
   if (!log->file || !log->extras) {
     st = log->file ? cnnb_error(ctx, CNNB_ENOMEM, "out of memory")
                    : cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot write %s: %s", dir,
-                                log->path, strerror(errno));
+                                log->path, cnnb_output_strerror(errno));
     log->summarized = true; /* nothing to close with */
     cnnb_benchmark_log_close(log);
     return st;

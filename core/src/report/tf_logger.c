@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/line_file.h"
+#include "base/output_file.h"
 #include "report/log_values.h"
 
 #define RUN_FILE "benchmark_run.log"
@@ -61,7 +62,7 @@ cnnb_status cnnb_tf_logger_open(cnnb_ctx *ctx, const char *dir, cnnb_tf_logger *
   log->metrics = cnnb_line_file_open(log->metric_path, true); /* appended, as tf's logger */
   if (!log->metrics) {
     cnnb_status st = cnnb_error(ctx, CNNB_EIO, "--benchmark_log_dir=%s: cannot write %s: %s", dir,
-                                log->metric_path, strerror(errno));
+                                log->metric_path, cnnb_output_strerror(errno));
     cnnb_tf_logger_close(log);
     return st;
   }
@@ -215,7 +216,8 @@ cnnb_status cnnb_tf_logger_run_info(cnnb_tf_logger *log, const cnnb_run_config *
   cnnb_status st = CNNB_OK;
   if (e)
     st = cnnb_error(log->ctx, e == ENOMEM ? CNNB_ENOMEM : CNNB_EIO,
-                    "--benchmark_log_dir=%s: cannot write %s: %s", log->dir, path, strerror(e));
+                    "--benchmark_log_dir=%s: cannot write %s: %s", log->dir, path,
+                    cnnb_output_strerror(e));
   free(path);
   return st;
 }

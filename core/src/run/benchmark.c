@@ -40,13 +40,16 @@ static cnnb_status run_prepared(cnnb_run *run, FILE *out, cnnb_trace **trace,
                                 const cnnb_run_hooks *hooks) {
   FILE *report = run->facts.world.rank == 0 ? out : NULL;
   bool input_only = run->cfg->mode == CNNB_MODE_INPUT_ONLY;
-  cnnb_interrupt_arm();
+  /* The output files are opened before the signals become a request to stop: an open
+   * that waits (a file system that hangs) is still setup, which a signal ends at once. */
   cnnb_status st = cnnb_run_write_graph_file(run);
+  if (st == CNNB_OK && !input_only) st = open_trace(run, trace);
+  cnnb_interrupt_arm();
   if (st != CNNB_OK) {
     /* said: the file could not be written */
   } else if (input_only) {
     st = cnnb_input_only_run(run, report);
-  } else if ((st = open_trace(run, trace)) == CNNB_OK) {
+  } else {
     st = cnnb_run_model_steps(run, report, *trace);
   }
   /* A hook reads the model's arenas, which --input_only never made. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/output_file.h"
 #include "graph/model_info.h"
 #include "report/benchmark_log.h"
 #include "report/report.h"
@@ -29,8 +30,9 @@ cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out) {
 cnnb_status cnnb_run_write_graph_file(cnnb_run *run) {
   const char *path = run->cfg->graph_file;
   if (!path || !*path || run->facts.world.rank != 0) return CNNB_OK;
-  FILE *f = fopen(path, "w");
-  if (!f) return cnnb_error(run->ctx, CNNB_EIO, "--graph_file=%s: %s", path, strerror(errno));
+  FILE *f = cnnb_output_fopen(path);
+  if (!f)
+    return cnnb_error(run->ctx, CNNB_EIO, "--graph_file=%s: %s", path, cnnb_output_strerror(errno));
   cnnb_status st = cnnb_run_print_model_info(run, f);
   if (fclose(f) != 0 && st == CNNB_OK)
     st = cnnb_error(run->ctx, CNNB_EIO, "--graph_file=%s: %s", path, strerror(errno));
