@@ -12,6 +12,7 @@
  *   tune_results.c  the result file (results.jsonl) a later call continues from
  *   tune_search.c   probes (precisions, batch sizes) and successive halving
  *   tune_report.c   report.md, <model>.svg, <model>.flags
+ *   tune_lock.c     one tuner per --out
  *
  * Not a core room: a program of its own beside the cnnbench CLI (core/cli/), which
  * drives cnnbench only through its command line and log, so it includes no core header
@@ -55,6 +56,12 @@ typedef struct tune_options {
   int first_steps; /* timed steps of rung 0 */
   int ceilings;    /* finalists whose `independent` ceiling is measured */
 } tune_options;
+
+/* ---- the --out lock (tune_lock.c) ----------------------------------------------- */
+#define TUNE_LOCK_FILE ".cnnbench-tune.lock"
+/* Locks OUT for this process until it ends, or fails at once with err naming the
+ * tuner that holds it (its pid and host). The lock's descriptor, or -1. */
+int tune_lock_out(const char *out_dir, char *err, size_t err_size);
 
 /* ---- the installed plugins and the space --------------------------------------- */
 typedef struct tune_flag {
@@ -104,6 +111,13 @@ typedef struct tune_space {
 bool tune_space_build(const tune_listing *l, const tune_options *o, tune_space *s, char *err,
                       size_t err_size);
 void tune_space_free(tune_space *s);
+/* The --space file's text (`name` for messages) into s, which tune_space_build filled from
+ * the listing first; sets *knob_lines when a line names a strategy's knob. False with
+ * "NAME:LINE: why" in err (a flag set on two lines names both). What tune_space_build
+ * does with the file, apart so tests/fuzz/fuzz_tune_space.c can give it any bytes. */
+bool tune_space_parse(const tune_listing *l, const tune_options *o, tune_space *s, const char *name,
+                      const char *text, size_t text_size, bool *knob_lines, char *err,
+                      size_t err_size);
 
 /* One configuration. */
 typedef struct tune_candidate {
@@ -190,7 +204,8 @@ typedef struct tune_model_outcome {
   const tune_result **ceilings;
   size_t num_ceilings;
   tune_candidate *winner_candidate;
-  char *note; /* why the search stopped where it did */
+  char *note;        /* why the search stopped where it did */
+  bool not_measured; /* an interruption came before its search began */
 } tune_model_outcome;
 
 typedef struct tune_clock {

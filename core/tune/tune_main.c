@@ -2,12 +2,14 @@
  * input before the first run (models and device against what cnnbench lists, the space
  * file, the output directory), then search each model in its share of the budget, and
  * write the report. Ctrl-C stops the running child, writes the report of what was
- * measured and ends with status 130; the same command later continues from the result
- * file. Exit status: 0 success, 2 bad input, 1 a failure (nothing could run). */
+ * measured and ends by that signal (status 130; SIGTERM: 143), as cnnbench does; the same
+ * command later continues from the result file. Exit status: 0 success, 2 bad input
+ * (another tuner using --out included), 1 a failure (nothing could run). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,8 @@ static const char usage[] =
     "which a second call continues from.\n\n"
     "  --models=LIST        models to tune, comma-separated (required)\n"
     "  --device=NAME        device plugin (default cpu)\n"
-    "  --budget=TIME        wall time for the whole call: 90s, 10m, 1h (default 10m)\n"
+    "  --budget=TIME        wall time for the whole call: 90s, 10m, 1h (default 10m,\n"
+    "                       at most 168h)\n"
     "  --num_devices=N      devices to spread over replicas x processes (default 1)\n"
     "  --processes=P        auto (every divisor of N), or only layouts of P processes\n"
     "  --space=FILE         narrow or widen the search space (format in the README)\n"
@@ -42,11 +45,16 @@ static const char usage[] =
     "  --max_batch_size=N   ...up to this (default 128) or the first refused for memory\n"
     "  --first_steps=N      timed steps of each first run (default 3); later rungs double\n"
     "  --ceilings=N         finalists whose independent ceiling is measured (default 3)\n"
-    "\nExit status: 0 success; 2 bad input; 1 nothing could be measured; 130 interrupted.\n";
+    "\nExit status: 0 success; 2 bad input (or another cnnbench-tune is using --out);\n"
+    "1 nothing could be measured; interrupted: ends by the signal (130 SIGINT, 143 SIGTERM).\n";
 
 static const char *const option_names[] = {
     "models",   "device",         "budget",         "num_devices", "processes", "space", "out",
     "cnnbench", "min_batch_size", "max_batch_size", "first_steps", "ceilings",  "help",  NULL};
+
+/* The longest budget taken: a week. Longer is a typo (1e9h) or inf, and would make a
+ * search that never ends and times that no longer fit the report's minutes. */
+#define MAX_BUDGET_S (7 * 24 * 3600.0)
 
 static bool parse_budget(const char *text, double *out) {
   char *end;
@@ -57,7 +65,7 @@ static bool parse_budget(const char *text, double *out) {
   else if (*end == 'h') unit = 3600;
   else return false;
   if (*end && end[1]) return false;
-  if (end == text || !(v > 0)) return false;
+  if (end == text || !(v > 0) || !isfinite(v) || !(v * unit <= MAX_BUDGET_S)) return false;
   *out = v * unit;
   return true;
 }
@@ -164,7 +172,10 @@ static bool parse_args(int argc, char **argv, tune_options *o, bool *help, char 
       o->device = tune_format("%s", value);
     } else if (strcmp(name, "budget") == 0) {
       if (!parse_budget(value, &o->budget_s)) {
-        snprintf(err, err_size, "--budget=%s: expected a time such as 90s, 10m or 1h", value);
+        snprintf(err, err_size,
+                 "--budget=%s: expected a time such as 90s, 10m or 1h, more than 0 and at "
+                 "most %gh (a week)",
+                 value, MAX_BUDGET_S / 3600);
         return false;
       }
     } else if (strcmp(name, "num_devices") == 0) {
@@ -199,6 +210,13 @@ static bool parse_args(int argc, char **argv, tune_options *o, bool *help, char 
   if (*help) return true;
   if (!o->models.n) {
     snprintf(err, err_size, "--models is required (e.g. --models=resnet20,alexnet)");
+    return false;
+  }
+  if (o->min_batch_size > o->max_batch_size) {
+    snprintf(err, err_size,
+             "--min_batch_size=%d is larger than --max_batch_size=%d: no batch size is "
+             "between them",
+             o->min_batch_size, o->max_batch_size);
     return false;
   }
   if (strcmp(o->processes, "auto") != 0 && o->num_devices % atoi(o->processes) != 0) {
@@ -287,9 +305,21 @@ static bool prepare_out(const char *dir, char *err, size_t size) {
   return true;
 }
 
+static volatile sig_atomic_t stop_signal; /* the first SIGINT or SIGTERM */
+
 static void on_signal(int sig) {
-  (void)sig;
+  if (!stop_signal) stop_signal = sig;
   tune_interrupted = 1;
+}
+
+/* Ends the process by the signal that stopped it, as cnnbench does: a shell or a job
+ * runner then sees 130 for SIGINT and 143 for SIGTERM, and knows which. */
+static int end_by_signal(int sig) {
+  fflush(stdout); /* the default action flushes nothing */
+  fflush(stderr);
+  signal(sig, SIG_DFL);
+  raise(sig);
+  return 128 + sig; /* not reached: the default action ends the process */
 }
 
 static void options_free(tune_options *o) {
@@ -330,6 +360,10 @@ int main(int argc, char **argv) {
   if (!check_names(&o, &l, err, ERR_SIZE) || !tune_space_build(&l, &o, &s, err, ERR_SIZE) ||
       !prepare_out(o.out_dir, err, ERR_SIZE))
     code = TUNE_EXIT_INPUT;
+  /* Locked before results.jsonl is read: a tuner still running there would go on
+   * appending to it. Held until the process ends. */
+  int lock = code == TUNE_EXIT_OK ? tune_lock_out(o.out_dir, err, ERR_SIZE) : -1;
+  if (code == TUNE_EXIT_OK && lock < 0) code = TUNE_EXIT_INPUT;
   tune_results rs = {0};
   if (code == TUNE_EXIT_OK && !tune_results_open(&rs, o.out_dir, err, ERR_SIZE))
     code = TUNE_EXIT_INPUT;
@@ -337,6 +371,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cnnbench-tune: error: %s\n", err);
     tune_space_free(&s);
     tune_results_close(&rs);
+    if (lock >= 0) close(lock);
     tune_listing_free(&l);
     options_free(&o);
     free(err);
@@ -362,6 +397,15 @@ int main(int argc, char **argv) {
     if (code != TUNE_EXIT_OK) break;
   }
   bool interrupted = code == TUNE_EXIT_INTERRUPTED;
+  /* The models an interruption came before are in the report too, as not measured: a
+   * reader of the report must see they were asked for. */
+  for (; interrupted && searched < o.models.n; searched++) {
+    memset(&outcomes[searched], 0, sizeof outcomes[searched]);
+    outcomes[searched].model = tune_format("%s", o.models.v[searched]);
+    outcomes[searched].not_measured = true;
+    outcomes[searched].note = tune_format("not measured: the call was interrupted before this "
+                                          "model's turn; the same command measures it");
+  }
   if (code == TUNE_EXIT_OK || interrupted) {
     char werr[ERR_SIZE];
     if (!tune_report_write(&o, &l, &s, outcomes, searched, &clock, interrupted, werr,
@@ -380,6 +424,8 @@ int main(int argc, char **argv) {
       printf("%s: %s, %.1f +- %.1f images/sec -> %s/%s.flags\n", m->model, m->winner->label,
              m->winner->ips, m->winner->spread, o.out_dir, m->model);
       for (size_t t = 0; t < m->tied.n; t++) printf("  tied with: %s\n", m->tied.v[t]);
+    } else if (m->not_measured) {
+      printf("%s: not measured (interrupted before its turn)\n", m->model);
     } else if (code == TUNE_EXIT_OK || interrupted) {
       printf("%s: nothing ran to the end (%s)\n", m->model, m->note ? m->note : "?");
     }
@@ -402,5 +448,7 @@ int main(int argc, char **argv) {
   tune_listing_free(&l);
   options_free(&o);
   free(err);
+  if (lock >= 0) close(lock);
+  if (code == TUNE_EXIT_INTERRUPTED) return end_by_signal(stop_signal ? stop_signal : SIGINT);
   return code;
 }

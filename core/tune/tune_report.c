@@ -80,7 +80,8 @@ static void model_section(FILE *f, const tune_model_outcome *m) {
   if (m->winner)
     fprintf(f, "Chart: [%s.svg](%s.svg); the winner as a flagfile: `%s.flags`.\n\n", m->model,
             m->model, m->model);
-  else fprintf(f, "No configuration ran to the end.\n\n");
+  else if (!m->not_measured) fprintf(f, "No configuration ran to the end.\n\n");
+  else fputs("\n", f);
   if (m->num_ranked) {
     fprintf(f, "| rank | configuration | images/sec | vs independent | peak RSS | steps | "
                "command |\n|---:|---|---:|---:|---:|---:|---|\n");
@@ -140,7 +141,8 @@ static void across_models(FILE *f, const tune_model_outcome *m, size_t n) {
     const tune_candidate *c = m[i].winner_candidate;
     if (!m[i].winner || !c) {
       fprintf(f, "| %s | - | - | - | - | - | - | - | - | - | %s |\n", m[i].model,
-              "nothing ran to the end");
+              m[i].not_measured ? "not measured (interrupted before it)"
+                                : "nothing ran to the end");
       continue;
     }
     char knobs[512], eff[32];

@@ -14,6 +14,7 @@
  * reused; a run that fails is recorded with its first error line and the search goes
  * on without it. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +69,32 @@ static bool make_dirs(const char *path) {
   return ok;
 }
 
+/* A directory for one run's logs that no other run has written: made here (mkdir, never
+ * an existing one), so a log read afterwards is this run's alone. A run of the same
+ * candidate and length left by an earlier call (interrupted) keeps its directory, and
+ * this one gets the next free suffix. NULL with errno. */
+static char *new_run_dir(const char *out_dir, const char *model, const char *key, int steps) {
+  char *parent = tune_format("%s/runs/%s", out_dir, model);
+  bool made = make_dirs(parent);
+  free(parent);
+  if (!made) return NULL;
+  for (int n = 1; n < 1000; n++) {
+    char *dir = n == 1 ? tune_format("%s/runs/%s/%016llx-s%d", out_dir, model,
+                                     (unsigned long long)fnv1a(key), steps)
+                       : tune_format("%s/runs/%s/%016llx-s%d-%d", out_dir, model,
+                                     (unsigned long long)fnv1a(key), steps, n);
+    if (mkdir(dir, 0755) == 0) return dir;
+    int e = errno;
+    free(dir);
+    if (e != EEXIST) {
+      errno = e;
+      return NULL;
+    }
+  }
+  errno = EEXIST;
+  return NULL;
+}
+
 static void format_left(double s, char *out, size_t size) {
   if (s < 0) s = 0;
   if (s >= 60) snprintf(out, size, "%dm%02ds", (int)(s / 60), (int)s % 60);
@@ -112,12 +139,11 @@ static const tune_result *measure(search *x, const tune_candidate *c, const char
     x->budget_out = true;
     return NULL;
   }
-  char *dir = tune_format("%s/runs/%s/%016llx-s%d", x->o->out_dir, x->model,
-                          (unsigned long long)fnv1a(c->key), steps);
-  if (!make_dirs(dir)) {
-    snprintf(err, err_size, "--out: cannot make %s", dir);
+  char *dir = new_run_dir(x->o->out_dir, x->model, c->key, steps);
+  if (!dir) {
+    snprintf(err, err_size, "--out=%s: cannot make a directory for a run in %s/runs/%s: %s",
+             x->o->out_dir, x->o->out_dir, x->model, strerror(errno));
     *code = TUNE_EXIT_RUNTIME;
-    free(dir);
     return NULL;
   }
   /* The first run has only the budget to go by; later ones get five times their

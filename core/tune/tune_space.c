@@ -298,9 +298,10 @@ static void unknown_flag(const tune_listing *l, const char *name, char *why, siz
   free(names);
 }
 
-/* One line of the space file into s; false with why. */
+/* One line of the space file into s; false with why. `key` gets what the line sets
+ * ("flag" or "flag@strategy"), for the check that no two lines set the same. */
 static bool space_line(const tune_listing *l, const tune_options *o, tune_space *s, char *line,
-                       bool *knob_lines, char *why, size_t size) {
+                       bool *knob_lines, char *key, size_t key_size, char *why, size_t size) {
   bool fixed = false;
   char *eq = strstr(line, ":=");
   if (eq) {
@@ -327,6 +328,7 @@ static bool space_line(const tune_listing *l, const tune_options *o, tune_space 
     }
   }
   if (name[0] == '-') name += name[1] == '-' ? 2 : 1;
+  snprintf(key, key_size, "%s%s%s", name, strategy ? "@" : "", strategy ? strategy : "");
   for (const char *const *owned = owned_flags; *owned; owned++)
     if (strcmp(name, *owned) == 0) {
       snprintf(why, size,
@@ -403,6 +405,72 @@ static bool space_line(const tune_listing *l, const tune_options *o, tune_space 
   return ok;
 }
 
+/* The lines so far, by what each sets: a second line setting the same is refused (as
+ * absl refuses a flag defined twice) rather than silently replacing the first. */
+typedef struct seen_keys {
+  tune_strings keys;
+  long *lines;
+} seen_keys;
+
+static long seen_line(seen_keys *seen, const char *key, long number) {
+  for (size_t i = 0; i < seen->keys.n; i++)
+    if (strcmp(seen->keys.v[i], key) == 0) return seen->lines[i];
+  long *grown = realloc(seen->lines, (seen->keys.n + 1) * sizeof *grown);
+  if (!grown) exit(TUNE_EXIT_RUNTIME);
+  seen->lines = grown;
+  seen->lines[seen->keys.n] = number;
+  tune_strings_add(&seen->keys, key);
+  return 0;
+}
+
+bool tune_space_parse(const tune_listing *l, const tune_options *o, tune_space *s, const char *name,
+                      const char *text, size_t text_size, bool *knob_lines, char *err,
+                      size_t err_size) {
+  seen_keys seen = {0};
+  bool ok = true;
+  const char *p = text, *end = text + text_size;
+  for (long number = 1; ok && p < end; number++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    const char *next = nl ? nl + 1 : end;
+    if (memchr(p, '\0', len)) {
+      snprintf(err, err_size, "%s:%ld: a NUL byte: not a text file", name, number);
+      ok = false;
+      break;
+    }
+    char *line = tune_alloc(len + 1);
+    memcpy(line, p, len);
+    line[len] = '\0';
+    p = next;
+    /* '#' starts a comment at the line's start or after a blank: xring#2 is a value. */
+    for (char *hash = line; (hash = strchr(hash, '#')); hash++)
+      if (hash == line || hash[-1] == ' ' || hash[-1] == '\t') {
+        *hash = '\0';
+        break;
+      }
+    char *body = trim(line);
+    char why[768], key[256];
+    long first;
+    if (!*body) {
+    } else if (!space_line(l, o, s, body, knob_lines, key, sizeof key, why, sizeof why)) {
+      snprintf(err, err_size, "%s:%ld: %s", name, number, why);
+      ok = false;
+    } else if ((first = seen_line(&seen, key, number)) != 0) {
+      snprintf(err, err_size,
+               "%s:%ld: %s is set twice: here and at %s:%ld (one line per flag; put its "
+               "values on one line, comma-separated)",
+               name, number, key, name, first);
+      ok = false;
+    }
+    free(line);
+  }
+  tune_strings_free(&seen.keys);
+  free(seen.lines);
+  return ok;
+}
+
+/* The whole file, read before any of it is parsed (a file that shrinks or grows while it
+ * is read is still one text). */
 static bool read_space_file(const tune_listing *l, const tune_options *o, tune_space *s,
                             bool *knob_lines, char *err, size_t err_size) {
   FILE *in = fopen(o->space_file, "r");
@@ -410,26 +478,27 @@ static bool read_space_file(const tune_listing *l, const tune_options *o, tune_s
     snprintf(err, err_size, "--space=%s: cannot open: %s", o->space_file, strerror(errno));
     return false;
   }
-  char *line = NULL;
-  size_t cap = 0;
-  bool ok = true;
-  for (long number = 1; ok && getline(&line, &cap, in) >= 0; number++) {
-    /* '#' starts a comment at the line's start or after a blank: xring#2 is a value. */
-    for (char *hash = line; (hash = strchr(hash, '#')); hash++)
-      if (hash == line || hash[-1] == ' ' || hash[-1] == '\t') {
-        *hash = '\0';
-        break;
-      }
-    char *text = trim(line);
-    if (!*text) continue;
-    char why[768];
-    if (!space_line(l, o, s, text, knob_lines, why, sizeof why)) {
-      snprintf(err, err_size, "%s:%ld: %s", o->space_file, number, why);
-      ok = false;
+  size_t size = 0, cap = 4096;
+  char *text = tune_alloc(cap);
+  for (size_t got; (got = fread(text + size, 1, cap - size, in)) > 0;) {
+    size += got;
+    if (size == cap) {
+      if (cap >= (size_t)64 << 20) break; /* refused below */
+      char *grown = realloc(text, cap *= 2);
+      if (!grown) exit(TUNE_EXIT_RUNTIME);
+      text = grown;
     }
   }
-  free(line);
+  bool failed = ferror(in), huge = size == cap;
+  int e = errno;
   fclose(in);
+  bool ok = false;
+  if (failed) snprintf(err, err_size, "--space=%s: cannot read: %s", o->space_file, strerror(e));
+  else if (huge)
+    snprintf(err, err_size, "--space=%s: larger than %zu MiB: not a space file", o->space_file,
+             cap >> 20);
+  else ok = tune_space_parse(l, o, s, o->space_file, text, size, knob_lines, err, err_size);
+  free(text);
   return ok;
 }
 
