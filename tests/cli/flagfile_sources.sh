@@ -2,7 +2,8 @@
 # --flagfile from anything that reads like a file (issue 37): a pipe (/dev/stdin), a
 # process substitution, stdin redirected from a file and a FIFO whose writer writes once
 # give the same run as the same flags in a regular file (the printed configuration is
-# compared), because the file is read once for both passes over the command line. An
+# compared), because the file is read once for both passes over the command line (and
+# --mkl's restart, which would read it again, is skipped for such a file). An
 # endless or huge flagfile is refused by its size, at once, naming it and the limit; a
 # line the convention has no place for (a NUL, a comment after a flag, a quoted value, two
 # flags on one line, a line past 16 KiB) is refused naming the file and line, with a
@@ -44,7 +45,12 @@ writer=$!
 run fifo --flagfile="$tmp/fifo"
 wait "$writer" 2>/dev/null
 writer=
-for name in pipe process_substitution stdin_redirect fifo; do
+# --mkl restarts the process with the same argv: a pipe read once cannot give its flags
+# again, so the restart is skipped (saying so) rather than running the defaults.
+cat "$tmp/run.flags" | run mkl_pipe --flagfile=/dev/stdin --mkl
+grep -q "not restarting.*--flagfile=/dev/stdin is read once" "$tmp/mkl_pipe.err" ||
+  fail "mkl_pipe: no word of the skipped restart: $(tail -2 "$tmp/mkl_pipe.err")"
+for name in pipe process_substitution stdin_redirect fifo mkl_pipe; do
   cmp -s "$tmp/regular.config" "$tmp/$name.config" ||
     fail "$name: a different run than the regular file's:$(diff "$tmp/regular.config" "$tmp/$name.config" | sed 's/^/  /')"
 done

@@ -150,7 +150,11 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   if (code == EXIT_OK && !cmd->help && !cmd->list_plugins) {
     cnnb_run_config cfg;
     /* First: it may restart the process, and nothing is said or done before it twice. */
-    st = cnnb_openmp_env_apply(flags, argv, err, ERR_SIZE);
+    const char *unrepeatable = cnnb_flagfiles_unrepeatable(cmd->files);
+    char no_restart[512];
+    snprintf(no_restart, sizeof no_restart, "--flagfile=%.400s is read once",
+             unrepeatable ? unrepeatable : "");
+    st = cnnb_openmp_env_apply(flags, argv, unrepeatable ? no_restart : NULL, err, ERR_SIZE);
     if (st == CNNB_OK) st = cnnb_tf_flags_check(flags, argc, argv, err, ERR_SIZE);
     if (st == CNNB_OK) st = cnnb_run_config_from_flags(flags, &cfg, err, ERR_SIZE);
     cfg.argc = argc;

@@ -200,8 +200,8 @@ static bool holds(const cnnb_openmp_var *v) {
   return v->unset ? now == NULL : now && strcmp(now, v->value) == 0;
 }
 
-cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, char *err,
-                                  size_t err_size) {
+cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, const char *no_restart,
+                                  char *err, size_t err_size) {
   if (!cnnb_flags_bool(flags, "mkl")) {
     static const char *const knobs[] = {"kmp_blocktime", "kmp_affinity", "kmp_settings"};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
@@ -240,6 +240,14 @@ cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, char *er
                             v->name, v->unset ? "" : "=", v->value, was ? " (was " : "",
                             was ? was : "");
     if (was && len < sizeof line) len += (size_t)snprintf(line + len, sizeof line - len, ")");
+  }
+  if (no_restart) {
+    cnnb_log_component("cnnbench", CNNB_LOG_WARN,
+                       "--mkl: not restarting for tf's OpenMP settings (%s): the OpenMP "
+                       "runtime keeps the settings it started with; set these in the "
+                       "environment instead:%s",
+                       no_restart, line);
+    return CNNB_OK;
   }
   fprintf(stderr,
           "cnnbench: --mkl: tf's OpenMP settings as GNU OpenMP's (the cpu device's oneDNN "

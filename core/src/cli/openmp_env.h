@@ -61,7 +61,10 @@ double cnnb_openmp_spins_per_ms(void);
  * already hold them, says so on stderr in one line, sets them and restarts the process
  * (returns only if the restart failed: a warning, and the run goes on with the
  * runtime's settings as they were). Without --mkl, or with the environment already
- * right: CNNB_OK at once. A bad --kmp_* value: CNNB_EINVAL and the message in err. */
-cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, char *err, size_t err_size);
+ * right: CNNB_OK at once. A bad --kmp_* value: CNNB_EINVAL and the message in err.
+ * no_restart: NULL, or why the process must not restart (a flagfile the restarted
+ * process could not read again): then a warning says so, and the run goes on. */
+cnnb_status cnnb_openmp_env_apply(const cnnb_flags *flags, char **argv, const char *no_restart,
+                                  char *err, size_t err_size);
 
 #endif

@@ -7,13 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct flagfile {
   char *path; /* the argument as written: the same words name the same file in both passes */
   char *text; /* NULL when refused */
   size_t len;
-  char *error; /* why it was refused, when text is NULL */
+  bool regular; /* a regular file: opened again, the same bytes */
+  char *error;  /* why it was refused, when text is NULL */
 } flagfile;
 
 struct cnnb_flagfiles {
@@ -36,13 +38,15 @@ void cnnb_flagfiles_destroy(cnnb_flagfiles *files) {
 
 /* Reads the whole file, stopping one byte past the limit: a file that long, or an endless
  * one, is refused by its size without reading (or keeping) the rest. */
-static cnnb_status read_whole(const char *path, char **text, size_t *len, char *err,
+static cnnb_status read_whole(const char *path, char **text, size_t *len, bool *regular, char *err,
                               size_t err_size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(err, err_size, "--flagfile=%s: cannot open: %s", path, strerror(errno));
     return CNNB_EINVAL;
   }
+  struct stat info;
+  *regular = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap + 1);
   cnnb_status st = buf ? CNNB_OK : CNNB_ENOMEM;
@@ -111,7 +115,7 @@ cnnb_status cnnb_flagfiles_get(cnnb_flagfiles *files, const char *path, const ch
     snprintf(err, err_size, "--flagfile=%s: out of memory", path);
     return CNNB_ENOMEM;
   }
-  cnnb_status st = read_whole(path, &f.text, &f.len, err, err_size);
+  cnnb_status st = read_whole(path, &f.text, &f.len, &f.regular, err, err_size);
   /* Out of memory is not kept (the next ask says it again); every other refusal is. */
   if (st == CNNB_EINVAL) f.error = strdup(err);
   if (st != CNNB_OK && !f.error) {
@@ -122,4 +126,10 @@ cnnb_status cnnb_flagfiles_get(cnnb_flagfiles *files, const char *path, const ch
   if (st != CNNB_OK) return st;
   *text = f.text, *len = f.len;
   return CNNB_OK;
+}
+
+const char *cnnb_flagfiles_unrepeatable(const cnnb_flagfiles *files) {
+  for (size_t i = 0; files && i < files->n; i++)
+    if (files->v[i].text && !files->v[i].regular) return files->v[i].path;
+  return NULL;
 }

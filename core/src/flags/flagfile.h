@@ -32,4 +32,9 @@ void cnnb_flagfiles_destroy(cnnb_flagfiles *files);
 cnnb_status cnnb_flagfiles_get(cnnb_flagfiles *files, const char *path, const char **text,
                                size_t *len, char *err, size_t err_size);
 
+/* The first flagfile read that a second open would not read the same (a pipe, a FIFO, a
+ * character device), or NULL when every one is a regular file: a process that restarts
+ * itself with the same argv (--mkl) reads its flags again. */
+const char *cnnb_flagfiles_unrepeatable(const cnnb_flagfiles *files);
+
 #endif
