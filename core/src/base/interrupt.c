@@ -1,6 +1,7 @@
-/* interrupt.c — SIGINT and SIGTERM taken by a thread of their own (interrupt.h).
+/* interrupt.c — SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 taken by a thread of their
+ * own (interrupt.h).
  *
- * The waiting thread is the only one with the two signals unblocked in sigwait, so no
+ * The waiting thread is the only one with the signals unblocked in sigwait, so no
  * handler ever interrupts a kernel. Before the run arms it, or once a first signal was
  * noted (the user will not wait for the step or the save), it puts the default action
  * back, unblocks the signal in itself and raises it again: the process ends by it. */
@@ -16,7 +17,7 @@
 static atomic_int received; /* the first signal's number; 0: none */
 static atomic_int stopped;  /* the run stopped for it */
 static atomic_int armed;    /* the steps have begun */
-static sigset_t waited;     /* SIGINT and SIGTERM, less those inherited as ignored */
+static sigset_t waited;     /* the signals of `handled`, less those inherited as ignored */
 
 /* Ends the process by signo, from the thread that calls it. */
 static void die_by(int signo) {
@@ -44,13 +45,28 @@ static void *wait_for_signals(void *unused) {
   return NULL;
 }
 
+/* SIGINT first: a run's ranks that got different signals agree on the first of this
+ * list that any of them got (cnnb_interrupt_index). */
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+#define NUM_HANDLED ((int)(sizeof handled / sizeof handled[0]))
+_Static_assert(sizeof handled / sizeof handled[0] == CNNB_INTERRUPT_SIGNALS, "interrupt.h's count");
+
+int cnnb_interrupt_signal_at(int index) {
+  return index >= 0 && index < NUM_HANDLED ? handled[index] : 0;
+}
+
+int cnnb_interrupt_index(int signo) {
+  for (int i = 0; i < NUM_HANDLED; i++)
+    if (handled[i] == signo) return i;
+  return -1;
+}
+
 void cnnb_interrupt_prepare(void) {
   static bool prepared;
   if (prepared) return;
   prepared = true;
   sigemptyset(&waited);
-  static const int handled[] = {SIGINT, SIGTERM};
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+  for (int i = 0; i < NUM_HANDLED; i++) {
     struct sigaction old;
     if (sigaction(handled[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
       sigaddset(&waited, handled[i]);
@@ -85,6 +101,9 @@ const char *cnnb_interrupt_name(int signo) {
   switch (signo) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
   }
   return "a signal";
 }

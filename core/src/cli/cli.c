@@ -10,9 +10,10 @@
  * names, rejected --plugin files, a model / device / data combination that cannot run);
  * 1 a failure while running (out of memory, device or I/O error, divergence, a report
  * that cannot be written). A plugin that crashes the process gets one line naming it
- * (crash_guard.h) and the signal's own status. SIGINT or SIGTERM during the steps stops the
- * run after the step in progress, which saves and reports, then ends by that signal
- * (130, 143 in a shell: base/interrupt.h, run/interrupted.h). */
+ * (crash_guard.h) and the signal's own status. SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
+ * during the steps stops the run after the step in progress, which saves and reports, then
+ * ends by that signal (130, 143, 129, 138, 140 in a shell: base/interrupt.h,
+ * run/interrupted.h). */
 #define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
 #include <errno.h>
 #include <stdio.h>
@@ -52,8 +53,10 @@ static const char exit_status_help[] =
     "\nExit status: 0 success; 2 bad input (a flag, a plugin name, a rejected --plugin\n"
     "file, a model, device or dataset combination that cannot run); 1 a failure while\n"
     "running (out of memory, a device or I/O error, divergence, an unwritable report).\n"
-    "SIGINT or SIGTERM: the step in progress finishes, --train_dir gets a checkpoint,\n"
-    "then the process ends by the signal (130, 143); a second signal ends it at once.\n";
+    "SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2 (a batch system's warning, as Slurm's\n"
+    "scancel --signal=USR1): the step in progress finishes, --train_dir gets a checkpoint,\n"
+    "then the process ends by the signal (130, 143, 129, 138, 140: 128 + its number);\n"
+    "a second signal ends it at once.\n";
 
 /* What the first pass learns: the core flags that decide what to load. */
 typedef struct command {
@@ -173,7 +176,7 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
   return code;
 }
 
-/* A run that stopped for SIGINT or SIGTERM (or finished before it could) ends by that
+/* A run that stopped for a signal (base/interrupt.h; or finished before it could) ends by that
  * signal once everything is written and taken apart, as a shell expects of a command it
  * interrupted: a script's loop stops at Ctrl-C, and the status is 130 / 143. A failure
  * keeps its own status and message. */

@@ -1,7 +1,7 @@
-/* interrupted.c — stopping a run's steps for SIGINT or SIGTERM (interrupted.h). */
+/* interrupted.c — stopping a run's steps for SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
+ * (interrupted.h). */
 #include "run/interrupted.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,19 +13,27 @@
 #include "run/world.h"
 
 cnnb_status cnnb_run_check_interrupt(cnnb_run *run, bool *stop) {
-  int mine = cnnb_interrupt_signal();
-  /* Ranks signalled with SIGINT, with SIGTERM. */
-  int64_t counts[2] = {mine == SIGINT, mine == SIGTERM};
+  /* Ranks signalled with each of the signals that stop a run (base/interrupt.h's order). */
+  int64_t counts[CNNB_INTERRUPT_SIGNALS] = {0};
+  int mine = cnnb_interrupt_index(cnnb_interrupt_signal());
+  if (mine >= 0) counts[mine] = 1;
   *stop = false;
   const cnnb_world *w = &run->facts.world;
   if (w->size > 1) {
-    cnnb_status st = cnnb_world_sum(w, counts, 2, "agreeing whether a rank was signalled to stop");
+    cnnb_status st = cnnb_world_sum(w, counts, CNNB_INTERRUPT_SIGNALS,
+                                    "agreeing whether a rank was signalled to stop");
     if (st != CNNB_OK) return st;
   }
-  if (counts[0] + counts[1] == 0) return CNNB_OK;
+  int64_t ranks = 0;
+  int first = -1;
+  for (int i = 0; i < CNNB_INTERRUPT_SIGNALS; i++) {
+    ranks += counts[i];
+    if (counts[i] > 0 && first < 0) first = i;
+  }
+  if (first < 0) return CNNB_OK;
   *stop = true;
-  run->interrupted = counts[0] > 0 ? SIGINT : SIGTERM;
-  run->interrupted_ranks = (int32_t)(counts[0] + counts[1]);
+  run->interrupted = cnnb_interrupt_signal_at(first);
+  run->interrupted_ranks = (int32_t)ranks;
   cnnb_interrupt_stop(run->interrupted);
   return CNNB_OK;
 }

@@ -1,6 +1,6 @@
-/* interrupted.h — a run stopped by SIGINT or SIGTERM (base/interrupt.h) between two
- * steps: the step loops ask here whether to stop, and say so once they have saved.
- * Host-internal. */
+/* interrupted.h — a run stopped by SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2
+ * (base/interrupt.h) between two steps: the step loops ask here whether to stop, and say
+ * so once they have saved. Host-internal. */
 #ifndef CNNB_RUN_INTERRUPTED_H
 #define CNNB_RUN_INTERRUPTED_H
 
@@ -10,11 +10,12 @@
 #include "run/run.h"
 
 /* Whether the steps stop here: this process was signalled, or, under several ranks, any
- * rank was (one allgather of two counters, so every rank stops before the same step).
- * On a stop, run->interrupted holds the signal the ranks agreed on (SIGINT when any rank
- * got one, else SIGTERM) and run->interrupted_ranks how many were signalled, and
- * base/interrupt.h's cnnb_interrupt_stop has it. Collective under several ranks: every
- * rank calls it at the same points of its steps. */
+ * rank was (one allgather of a counter per signal, so every rank stops before the same
+ * step). On a stop, run->interrupted holds the signal the ranks agreed on (the first of
+ * SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 that any rank got) and
+ * run->interrupted_ranks how many were signalled, and base/interrupt.h's
+ * cnnb_interrupt_stop has it. Collective under several ranks: every rank calls it at the
+ * same points of its steps. */
 cnnb_status cnnb_run_check_interrupt(cnnb_run *run, bool *stop);
 
 /* Says where the run stopped and what it saved: one line on stderr (rank 0's),
