@@ -372,7 +372,7 @@ START_TEST(render_matches_pad_crop_flip) {
   for (int flip = 0; flip <= 1; flip++)
     for (int dy = 0; dy <= 8; dy += 4)
       for (int dx = 0; dx <= 8; dx += 2) {
-        cifar_augment aug = {.dx = dx, .dy = dy, .flip = flip};
+        ds_crop aug = {.dx = dx, .dy = dy, .flip = flip};
         cifar_image_render(planes, &aug, out);
         for (int y = 0; y < 32; y++)
           for (int x = 0; x < 32; x++) {

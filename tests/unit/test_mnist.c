@@ -640,7 +640,7 @@ START_TEST(render_matches_pad_crop_flip) {
     for (int flip = 0; flip <= 1; flip++)
       for (int dy = 0; dy <= 8; dy += 4)
         for (int dx = 0; dx <= 8; dx += 2) {
-          mnist_augment aug = {.dx = dx, .dy = dy, .flip = flip};
+          ds_crop aug = {.dx = dx, .dy = dy, .flip = flip};
           mnist_image_render(src, &aug, side, side, out);
           int at = (side - SIDE) / 2;
           for (int y = 0; y < side; y++)

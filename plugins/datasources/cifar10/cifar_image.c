@@ -5,7 +5,7 @@
 
 enum { PAD = 4, PLANE = CIFAR_SIDE * CIFAR_SIDE };
 
-void cifar_image_render(const uint8_t *planes, const cifar_augment *aug, uint8_t *out) {
+void cifar_image_render(const uint8_t *planes, const ds_crop *aug, uint8_t *out) {
   /* Output (y, x) of the crop at (dx, dy) in the padded image, mirrored when flipped,
    * comes from padded (y + dy, x' + dx) with x' = flip ? 31 - x : x, i.e. from the
    * stored image at (y + dy - PAD, x' + dx - PAD), or is padding (0) outside it. */

@@ -11,14 +11,15 @@
 #define CIFAR_IMAGE_H
 
 #include <stdint.h>
-#include "cifar_order.h"
+#include "ds_order.h"
 
 /* normalized_image's map, per channel: value = (float)v * CIFAR_SCALE + CIFAR_OFFSET. */
 #define CIFAR_SCALE ((float)(1.0 / 127.5))
 #define CIFAR_OFFSET (-1.0f)
 
-/* planes [3][32][32] as stored -> out [32][32][3]; aug NULL: the image unchanged (eval). */
-void cifar_image_render(const uint8_t *planes, const cifar_augment *aug, uint8_t *out);
+/* planes [3][32][32] as stored -> out [32][32][3]; aug (ds_order_crop, pad 4) NULL: the
+ * image unchanged (eval). */
+void cifar_image_render(const uint8_t *planes, const ds_crop *aug, uint8_t *out);
 /* hwc [32][32][3] -> chw [3][32][32], each value (float)v * scale + offset. */
 void cifar_image_normalize(const uint8_t *hwc, float *chw);
 

@@ -5,7 +5,7 @@
 
 #include "mnist_files.h"
 
-void mnist_image_render(const uint8_t *src, const mnist_augment *aug, int32_t height, int32_t width,
+void mnist_image_render(const uint8_t *src, const ds_crop *aug, int32_t height, int32_t width,
                         uint8_t *out) {
   const int32_t top = (height - MNIST_SIDE) / 2, left = (width - MNIST_SIDE) / 2;
   /* The crop at (dx, dy) of the image padded by 4, mirrored when flipped: its pixel

@@ -6,7 +6,7 @@
  * 32x32 input; an odd difference puts the extra row or column at the bottom or right.
  * Nothing is ever cropped or resized: a smaller input is refused by the plugin. Training
  * may first augment the 28x28 (--mnist_augment): pad by 4, a random 28x28 crop, and a
- * left-right flip (mnist_order.h draws them). Evaluation takes the image as it is.
+ * left-right flip (ds_order_crop draws them). Evaluation takes the image as it is.
  *
  * Pixels leave as uint8 (the datasource's uint8 transport; one channel, so NHWC is NCHW)
  * or as fp32 normalized here as tf_cnn_benchmarks normalizes: v * (1 / 127.5) - 1 in fp32,
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mnist_order.h"
+#include "ds_order.h"
 
 /* The normalization's map: value = (float)v * MNIST_SCALE + MNIST_OFFSET. */
 #define MNIST_SCALE ((float)(1.0 / 127.5))
@@ -29,7 +29,7 @@ enum { MNIST_AUGMENT_PAD = 4 };
 /* src [28][28] as stored -> out [height][width] (height, width >= 28), the image placed
  * as above; aug NULL: unchanged (evaluation, or --mnist_augment=none); aug->flip is
  * applied as given (the caller clears it when flips are off). */
-void mnist_image_render(const uint8_t *src, const mnist_augment *aug, int32_t height, int32_t width,
+void mnist_image_render(const uint8_t *src, const ds_crop *aug, int32_t height, int32_t width,
                         uint8_t *out);
 /* n pixels -> n floats, each (float)v * MNIST_SCALE + MNIST_OFFSET. */
 void mnist_image_normalize(const uint8_t *pixels, size_t n, float *out);

@@ -1,10 +1,8 @@
-/* mnist_order.c — per-epoch orders, shards and augmentation draws (mnist_order.h), as
- * cifar_order.c draws them (the datasources are separate plugins, each built alone, so
- * this is a copy rather than a shared file).
+/* ds_order.c — per-epoch orders, shards and crop draws (ds_order.h).
  *
  * splitmix64 makes every draw: seedable, the same on every platform, and cheap enough to
  * reseed per epoch and per example, which is what keeps shards agreeing without talking. */
-#include "mnist_order.h"
+#include "ds_order.h"
 
 #include <stdlib.h>
 
@@ -16,9 +14,9 @@ static uint64_t mix(uint64_t z) {
 
 static uint64_t next_random(uint64_t *state) { return mix(*state += 0x9E3779B97F4A7C15ull); }
 
-/* The epoch's order: Fisher-Yates over the identity, from (seed, epoch). */
-static void draw_permutation(mnist_order *o) {
-  uint64_t state = mix(o->seed * 0x9E3779B97F4A7C15ull + 0x3D1A7ull) ^ mix((uint64_t)o->epoch + 1);
+/* The epoch's order: Fisher-Yates over the identity, from (seed, salt, epoch). */
+static void draw_permutation(ds_order *o) {
+  uint64_t state = mix(o->seed * 0x9E3779B97F4A7C15ull + o->salt) ^ mix((uint64_t)o->epoch + 1);
   for (int64_t i = 0; i < o->count; i++) o->perm[i] = (uint32_t)i;
   for (int64_t i = o->count - 1; i > 0; i--) {
     int64_t j = (int64_t)(next_random(&state) % (uint64_t)(i + 1));
@@ -28,14 +26,15 @@ static void draw_permutation(mnist_order *o) {
   }
 }
 
-int mnist_order_init(mnist_order *o, int64_t count, int32_t rank, int32_t world, uint64_t seed,
-                     int shuffle) {
-  *o = (mnist_order){.count = count,
-                     .rank = rank,
-                     .world = world,
-                     .seed = seed,
-                     .shuffle = shuffle,
-                     .position = rank};
+int ds_order_init(ds_order *o, int64_t count, int32_t rank, int32_t world, uint64_t seed,
+                  uint64_t salt, int shuffle) {
+  *o = (ds_order){.count = count,
+                  .rank = rank,
+                  .world = world,
+                  .seed = seed,
+                  .salt = salt,
+                  .shuffle = shuffle,
+                  .position = rank};
   if (shuffle) {
     o->perm = malloc((size_t)count * sizeof *o->perm);
     if (!o->perm) return -1;
@@ -44,12 +43,12 @@ int mnist_order_init(mnist_order *o, int64_t count, int32_t rank, int32_t world,
   return 0;
 }
 
-void mnist_order_free(mnist_order *o) {
+void ds_order_free(ds_order *o) {
   free(o->perm);
   o->perm = NULL;
 }
 
-int64_t mnist_order_next(mnist_order *o, int64_t *epoch) {
+int64_t ds_order_next(ds_order *o, int64_t *epoch) {
   if (o->position >= o->count) {
     o->epoch++;
     o->position = o->rank;
@@ -61,7 +60,7 @@ int64_t mnist_order_next(mnist_order *o, int64_t *epoch) {
   return o->shuffle ? (int64_t)o->perm[p] : p;
 }
 
-void mnist_order_skip(mnist_order *o, int64_t examples) {
+void ds_order_skip(ds_order *o, int64_t examples) {
   if (examples <= 0) return;
   int64_t per_epoch = (o->count - o->rank + o->world - 1) / o->world;
   /* Where this epoch's walk stands, as a count of examples taken in it. Right after an
@@ -75,9 +74,11 @@ void mnist_order_skip(mnist_order *o, int64_t examples) {
   }
 }
 
-mnist_augment mnist_order_augment(uint64_t seed, int64_t epoch, int64_t example) {
-  uint64_t state = mix(seed ^ 0x3A1575ull) ^ mix(((uint64_t)epoch << 32) ^ (uint64_t)example);
+ds_crop ds_order_crop(uint64_t salt, uint64_t seed, int64_t epoch, int64_t example, int32_t pad) {
+  uint64_t state = mix(seed ^ salt) ^ mix(((uint64_t)epoch << 32) ^ (uint64_t)example);
   uint64_t r = next_random(&state);
-  return (mnist_augment){
-      .dx = (int32_t)(r % 9), .dy = (int32_t)((r >> 16) % 9), .flip = (int32_t)((r >> 40) & 1)};
+  uint64_t span = 2 * (uint64_t)pad + 1;
+  return (ds_crop){.dx = (int32_t)(r % span),
+                   .dy = (int32_t)((r >> 16) % span),
+                   .flip = (int32_t)((r >> 40) & 1)};
 }
