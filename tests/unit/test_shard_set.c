@@ -1,8 +1,9 @@
 /* test_shard_set.c — whether a split's TFRecord files are a whole set
  * (plugins/datasources/imagenet/shard_set.c): a whole set passes in silence; a deleted
- * shard, shards renamed to claim more than there are, names disagreeing on the count and
- * an index beyond it are refused naming the missing shards and the flag, or read with the
- * same words as a warning under it; files that are no shard (a converter's ".tmp") are
+ * shard, shards renamed to claim more than there are and an index beyond the count are
+ * refused naming the missing shards and the flag, or read with the same words as a
+ * warning under it; names disagreeing on the count are several sets, refused naming each
+ * count, with or without the flag; files that are no shard (a converter's ".tmp") are
  * dropped and named. No file is opened: the check reads names only. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -82,13 +83,22 @@ START_TEST(renamed_to_claim_more) {
 END_TEST
 
 START_TEST(counts_disagree_or_index_beyond) {
-  const char *mixed[] = {"train-00000-of-00002", "train-00001-of-00003"};
+  /* Three runs of a converter into one directory: 2, 3 and 4 shards, sorted by name. */
+  const char *mixed[] = {"train-00000-of-00002", "train-00000-of-00003", "train-00000-of-00004",
+                         "train-00001-of-00002", "train-00001-of-00003", "train-00001-of-00004",
+                         "train-00002-of-00003", "train-00002-of-00004", "train-00003-of-00004"};
   size_t kept;
   char warning[2048], err[2048];
-  ck_assert_int_eq(check(mixed, 2, 0, &kept, warning, err), -1);
-  ck_assert_msg(strstr(err, "disagree on how many there are: train-00000-of-00002, "
-                            "train-00001-of-00003"),
+  ck_assert_int_eq(check(mixed, 9, 0, &kept, warning, err), -1);
+  ck_assert_msg(strstr(err, "D holds 3 sets of train shards that differ in their count: "
+                            "2 of train-*-of-00002, 3 of train-*-of-00003, 4 of train-*-of-00004; "
+                            "read together they would count the same examples once per set"),
                 "%s", err);
+  /* No flag reads a mix: --allow_missing_shards would read every set, each example
+   * once per set, so it is neither suggested nor obeyed. */
+  ck_assert_msg(!strstr(err, "allow_missing_shards"), "%s", err);
+  ck_assert_int_eq(check(mixed, 9, 1, &kept, warning, err), -1);
+  ck_assert_msg(strstr(err, "holds 3 sets"), "%s", err);
   const char *beyond[] = {"train-00000-of-00001", "train-00001-of-00001"};
   ck_assert_int_eq(check(beyond, 2, 0, &kept, warning, err), -1);
   ck_assert_msg(strstr(err, "train-00001-of-00001 is numbered beyond its own count"), "%s", err);

@@ -7,22 +7,28 @@
  * Examples are shuffled once by --seed and cut into contiguous ranges, one per shard, so
  * the output depends on the seed only, not on --num_threads. The JPEG bytes are stored as
  * they are; each image is decoded once (at 1/8 scale) so a corrupt or non-JPEG file is
- * skipped with a warning instead of reaching training. Each shard is written under a
- * temporary name and renamed when complete and synced. */
+ * skipped with a warning instead of reaching training. The output directory changes whole
+ * or not at all (shard_output.h): shards of --name already there are refused unless
+ * --overwrite, the new shards are written under temporary names and renamed into place
+ * only when all are complete, and a failed or interrupted run (SIGINT, SIGTERM, SIGHUP)
+ * removes its temporaries, leaving the directory as it found it. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "example.h"
 #include "image_folder.h"
 #include "jpeg_image.h"
+#include "shard_output.h"
 #include <tfrecord/tfrecord.h>
 
 enum { MAX_WARNINGS = 20, MAX_SHARDS = 99999, MAX_THREADS = 256 };
@@ -34,27 +40,31 @@ typedef struct options {
   const char *input_dir, *output_dir, *name;
   long num_shards, num_threads;
   uint64_t seed;
+  int overwrite;
 } options;
 
 typedef struct job {
   const options *opt;
   const image_folder *folder;
   const size_t *order; /* shuffled example indices */
+  const shard_output *out;
   atomic_long next_shard;
   atomic_size_t written, skipped;
-  atomic_int warnings, failed;
+  atomic_int warnings, failed, workers_done;
   pthread_mutex_t print_lock;
 } job;
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: %s --input_dir=DIR --output_dir=OUT [--name=train] [--num_shards=1]\n"
-          "       [--seed=0] [--num_threads=N]\n"
+          "       [--seed=0] [--num_threads=N] [--overwrite]\n"
           "Converts an ImageFolder (DIR/<class>/<image>.jpg, classes in sorted order) into\n"
           "TFRecord shards OUT/<name>-00000-of-NNNNN with tf.Example records as TensorFlow's\n"
           "build_imagenet_data.py writes them (image/class/label = class index + 1).\n"
           "Examples are shuffled by --seed; threads (default: the CPUs) each write whole\n"
-          "shards, so more shards than one are needed for more than one thread.\n",
+          "shards, so more shards than one are needed for more than one thread.\n"
+          "OUT holding shards named <name>-*-of-* already is refused; --overwrite replaces\n"
+          "that set whole with the new one (only once every new shard is written).\n",
           prog);
 }
 
@@ -78,6 +88,15 @@ static int parse_args(int argc, char **argv, options *o) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
+    }
+    /* The one flag with no value: --overwrite (or --overwrite=true/false). */
+    if (!strcmp(a, "--overwrite") || !strcmp(a, "--overwrite=true")) {
+      o->overwrite = 1;
+      continue;
+    }
+    if (!strcmp(a, "--overwrite=false")) {
+      o->overwrite = 0;
+      continue;
     }
     if (strncmp(a, "--", 2) != 0 || !eq) {
       fprintf(stderr, "%s: unexpected argument '%s' (flags are --name=value)\n", prog, a);
@@ -109,6 +128,10 @@ static int parse_args(int argc, char **argv, options *o) {
         return -1;
       }
       o->seed = s;
+    } else if (IS("--overwrite")) {
+      fprintf(stderr, "%s: %s: must be --overwrite, --overwrite=true or --overwrite=false\n", prog,
+              a);
+      return -1;
     } else {
       fprintf(stderr, "%s: unknown flag %.*s\n", prog, (int)klen, a);
       return -1;
@@ -235,46 +258,46 @@ static int convert(job *j, size_t index, tfrecord_writer *w, rgb_image *scratch)
   return rc;
 }
 
+/* For the test of an interrupted run, a moment a kill from outside cannot be sure to hit:
+ * CNNB_FAULT_SIGSTOP_AT=mkrecords_shard_written stops the process with SIGSTOP once the
+ * first shard's temporary is complete, as a user's kill -STOP then would. Once only: the
+ * test continues the process once, and a second stop (a shard finished before the
+ * signal sent meanwhile is taken) would wait for a SIGCONT no one sends. Nothing else
+ * reads it. */
+static void stop_here_if_asked(const char *point) {
+  static atomic_int stopped;
+  const char *at = getenv("CNNB_FAULT_SIGSTOP_AT");
+  if (at && strcmp(at, point) == 0 && atomic_exchange(&stopped, 1) == 0) raise(SIGSTOP);
+}
+
+/* The shard's examples into its temporary (shard_output.h renames it once all are done):
+ * 0, or -1 with the reason printed, or quietly when another shard failed first. */
 static int write_shard(job *j, long shard, rgb_image *scratch) {
   const options *o = j->opt;
   size_t n = j->folder->count;
   size_t begin = (size_t)((unsigned __int128)n * (uint64_t)shard / (uint64_t)o->num_shards);
   size_t end = (size_t)((unsigned __int128)n * (uint64_t)(shard + 1) / (uint64_t)o->num_shards);
-  size_t plen = strlen(o->output_dir) + strlen(o->name) + 64;
-  char *final_path = malloc(plen), *tmp_path = malloc(plen + 8);
+  const char *path = j->out->temp[shard];
   char err[512];
-  if (!final_path || !tmp_path) {
-    free(final_path);
-    free(tmp_path);
-    fprintf(stderr, "%s: out of memory\n", prog);
+  tfrecord_writer *w;
+  if (tfrecord_writer_open(path, &w, err, sizeof err) != 0) {
+    fprintf(stderr, "%s: %s\n", prog, err);
     return -1;
   }
-  snprintf(final_path, plen, "%s/%s-%05ld-of-%05ld", o->output_dir, o->name, shard, o->num_shards);
-  snprintf(tmp_path, plen + 8, "%s.tmp", final_path);
-  tfrecord_writer *w;
   int rc = 0;
-  if (tfrecord_writer_open(tmp_path, &w, err, sizeof err) != 0) {
+  /* Another shard's failure (or a signal) ends this one too: its work would be removed. */
+  for (size_t i = begin; i < end && rc == 0 && !atomic_load(&j->failed); i++) {
+    int r = convert(j, j->order[i], w, scratch);
+    if (r < 0) rc = -1;
+    else if (r == 0) atomic_fetch_add(&j->skipped, 1);
+    else atomic_fetch_add(&j->written, 1);
+  }
+  if (atomic_load(&j->failed)) rc = -1;
+  if (tfrecord_writer_close(w, err, sizeof err) != 0 && rc == 0) {
     fprintf(stderr, "%s: %s\n", prog, err);
     rc = -1;
-  } else {
-    for (size_t i = begin; i < end && rc == 0; i++) {
-      int r = convert(j, j->order[i], w, scratch);
-      if (r < 0) rc = -1;
-      else if (r == 0) atomic_fetch_add(&j->skipped, 1);
-      else atomic_fetch_add(&j->written, 1);
-    }
-    if (tfrecord_writer_close(w, err, sizeof err) != 0 && rc == 0) {
-      fprintf(stderr, "%s: %s\n", prog, err);
-      rc = -1;
-    }
-    if (rc == 0 && rename(tmp_path, final_path) != 0) {
-      fprintf(stderr, "%s: rename %s to %s: %s\n", prog, tmp_path, final_path, strerror(errno));
-      rc = -1;
-    }
-    if (rc != 0) unlink(tmp_path);
   }
-  free(final_path);
-  free(tmp_path);
+  if (rc == 0) stop_here_if_asked("mkrecords_shard_written");
   return rc;
 }
 
@@ -288,7 +311,48 @@ static void *worker(void *arg) {
     if (write_shard(j, shard, &scratch) != 0) atomic_store(&j->failed, 1);
   }
   rgb_image_free(&scratch);
+  atomic_fetch_add(&j->workers_done, 1);
   return NULL;
+}
+
+/* The signals that end a run early. Blocked in every thread while the output directory
+ * holds temporaries, so none ends the process between a write and its cleanup: the main
+ * thread takes them with sigtimedwait, stops the workers, removes the temporaries, and
+ * only then dies of the signal. One ignored when the run started (nohup) stays ignored. */
+static void stop_signals(sigset_t *set) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  sigemptyset(set);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction now;
+    if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+    sigaddset(set, sigs[i]);
+  }
+}
+
+/* Waits for the workers, taking any stop signal meanwhile: the signal, or 0. */
+static int wait_for_workers(job *j, long workers, const sigset_t *set) {
+  int got = 0;
+  const struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+  while (atomic_load(&j->workers_done) < workers) {
+    int sig = sigtimedwait(set, NULL, &tick);
+    if (sig > 0 && !got) {
+      got = sig;
+      atomic_store(&j->failed, 1);
+    }
+  }
+  return got;
+}
+
+/* Dies of sig as if it had never been blocked, so a shell sees the usual status. */
+static int die_of(int sig, const sigset_t *old_mask) {
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  raise(sig);
+  pthread_sigmask(SIG_SETMASK, old_mask, NULL);
+  pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+  return 128 + sig; /* not reached unless sig is caught elsewhere */
 }
 
 int main(int argc, char **argv) {
@@ -309,18 +373,6 @@ int main(int argc, char **argv) {
     image_folder_free(&folder);
     return 2;
   }
-  if (mkdir(opt.output_dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "%s: --output_dir=%s: %s\n", prog, opt.output_dir, strerror(errno));
-    image_folder_free(&folder);
-    return 1;
-  }
-  struct stat st;
-  if (stat(opt.output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "%s: --output_dir=%s: not a directory\n", prog, opt.output_dir);
-    image_folder_free(&folder);
-    return 1;
-  }
-
   size_t *order = malloc(folder.count * sizeof *order);
   if (!order) {
     fprintf(stderr, "%s: out of memory\n", prog);
@@ -336,37 +388,80 @@ int main(int argc, char **argv) {
     order[k] = t;
   }
 
-  job j = {.opt = &opt, .folder = &folder, .order = order};
+  /* From here to the end the output directory may hold this run's temporaries. */
+  sigset_t stops, old_mask;
+  stop_signals(&stops);
+  pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
+  shard_output out;
+  int rc = shard_output_open(&out, opt.output_dir, opt.name, opt.num_shards, opt.overwrite, err,
+                             sizeof err);
+  if (rc != 0) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    shard_output_free(&out);
+    free(order);
+    image_folder_free(&folder);
+    return rc;
+  }
+
+  job j = {.opt = &opt, .folder = &folder, .order = order, .out = &out};
   atomic_init(&j.next_shard, 0);
   atomic_init(&j.written, 0);
   atomic_init(&j.skipped, 0);
   atomic_init(&j.warnings, 0);
   atomic_init(&j.failed, 0);
+  atomic_init(&j.workers_done, 0);
   pthread_mutex_init(&j.print_lock, NULL);
   pthread_t threads[MAX_THREADS];
   long started = 0;
   for (; started < opt.num_threads; started++)
     if (pthread_create(&threads[started], NULL, worker, &j) != 0) break;
-  if (started == 0) worker(&j);
+  if (started == 0) worker(&j); /* no thread to be had: this one does the work */
+  int sig = wait_for_workers(&j, started ? started : 1, &stops);
   for (long t = 0; t < started; t++) pthread_join(threads[t], NULL);
   pthread_mutex_destroy(&j.print_lock);
+  if (!sig) { /* one that came as the last shard ended still stops the run */
+    const struct timespec now = {0, 0};
+    int late = sigtimedwait(&stops, NULL, &now);
+    if (late > 0) sig = late;
+  }
 
   size_t written = atomic_load(&j.written), skipped = atomic_load(&j.skipped);
-  int rc = 0;
-  if (atomic_load(&j.failed)) {
-    fprintf(stderr, "%s: failed; shards not completed were removed\n", prog);
+  if (sig) {
+    fprintf(stderr,
+            "%s: interrupted by %s; the new shards were removed, --output_dir=%s is as "
+            "it was\n",
+            prog,
+            sig == SIGINT    ? "SIGINT"
+            : sig == SIGTERM ? "SIGTERM"
+                             : "SIGHUP",
+            opt.output_dir);
+    rc = 1;
+  } else if (atomic_load(&j.failed)) {
+    fprintf(stderr, "%s: failed; the new shards were removed, --output_dir=%s is as it was\n", prog,
+            opt.output_dir);
     rc = 1;
   } else if (written == 0) {
-    fprintf(stderr, "%s: every one of the %zu images was skipped (none is a readable JPEG)\n", prog,
-            skipped);
+    fprintf(stderr,
+            "%s: every one of the %zu images was skipped (none is a readable JPEG); no shard "
+            "written\n",
+            prog, skipped);
+    rc = 1;
+  } else if (shard_output_commit(&out, err, sizeof err) != 0) {
+    fprintf(stderr, "%s: %s\n", prog, err);
     rc = 1;
   } else {
     printf("%s: wrote %zu examples of %d classes into %ld shards %s/%s-*-of-%05ld "
-           "(labels 1..%d); skipped %zu files\n",
+           "(labels 1..%d); skipped %zu files",
            prog, written, folder.num_classes, opt.num_shards, opt.output_dir, opt.name,
            opt.num_shards, folder.num_classes, skipped);
+    if (out.num_old) printf("; replaced the %zu shards that were there", out.num_old);
+    printf("\n");
   }
+  if (rc != 0) shard_output_abandon(&out);
+  shard_output_free(&out);
   free(order);
   image_folder_free(&folder);
+  if (sig) return die_of(sig, &old_mask);
+  pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
   return rc;
 }

@@ -32,8 +32,7 @@ static long digits(const char **p) {
   return v;
 }
 
-/* "<subset>-<index>-of-<total>" exactly: 0 with both, else -1. */
-static int parse_name(const char *name, const char *subset, long *index, long *total) {
+int shard_set_parse_name(const char *name, const char *subset, long *index, long *total) {
   size_t n = strlen(subset);
   if (strncmp(name, subset, n) != 0 || name[n] != '-') return -1;
   const char *p = name + n + 1;
@@ -43,9 +42,52 @@ static int parse_name(const char *name, const char *subset, long *index, long *t
   return 0;
 }
 
+static int compare_longs(const void *a, const void *b) {
+  long x = *(const long *)a, y = *(const long *)b;
+  return (x > y) - (x < y);
+}
+
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+/* Several sets side by side: refused whatever allow_missing says, since reading them all
+ * would count the same examples once per set (three runs of one folder into one
+ * directory trained on every image three times), and no flag can say which set is meant.
+ * Names each count and how many files claim it, the first few. */
+static int describe_mix(const char *dir, const char *subset, char **files, size_t kept, char *err,
+                        size_t err_size) {
+  long *totals = malloc(kept * sizeof *totals);
+  if (!totals) {
+    snprintf(err, err_size, "--data_dir=%s: out of memory checking the shard names", dir);
+    return -1;
+  }
+  for (size_t i = 0; i < kept; i++) {
+    long index;
+    shard_set_parse_name(base_name(files[i]), subset, &index, &totals[i]);
+  }
+  qsort(totals, kept, sizeof *totals, compare_longs);
+  size_t sets = 0;
+  for (size_t i = 0; i < kept; i++) sets += i == 0 || totals[i] != totals[i - 1];
+  snprintf(err, err_size,
+           "--data_dir=%s holds %zu sets of %s shards that differ in their count:", dir, sets,
+           subset);
+  size_t named = 0;
+  for (size_t i = 0; i < kept;) {
+    size_t run = 1;
+    while (i + run < kept && totals[i + run] == totals[i]) run++;
+    if (named++ < NAMED_MISSING)
+      append(err, err_size, "%s %zu of %s-*-of-%05ld", named > 1 ? "," : "", run, subset,
+             totals[i]);
+    i += run;
+  }
+  if (named > NAMED_MISSING) append(err, err_size, " and %zu more sets", named - NAMED_MISSING);
+  append(err, err_size,
+         "; read together they would count the same examples once per set: keep one set in "
+         "the directory (cnnbench-mkrecords --overwrite replaces a set whole)");
+  free(totals);
+  return -1;
 }
 
 int shard_set_check(const char *dir, const char *subset, char **files, size_t *count,
@@ -56,7 +98,7 @@ int shard_set_check(const char *dir, const char *subset, char **files, size_t *c
   size_t kept = 0, dropped = 0;
   for (size_t i = 0; i < *count; i++) {
     long index, total;
-    if (parse_name(base_name(files[i]), subset, &index, &total) == 0) {
+    if (shard_set_parse_name(base_name(files[i]), subset, &index, &total) == 0) {
       files[kept++] = files[i];
       continue;
     }
@@ -71,19 +113,18 @@ int shard_set_check(const char *dir, const char *subset, char **files, size_t *c
   *count = kept;
   if (kept == 0) return 0;
 
-  /* The count the first name claims; every other name must claim the same. */
+  /* The count the first name claims; every other name must claim the same, or the
+   * directory holds several sets (a converter run again with another count). */
   char problem[1536] = "";
   long index, total;
-  parse_name(base_name(files[0]), subset, &index, &total);
-  for (size_t i = 1; i < kept && !problem[0]; i++) {
+  shard_set_parse_name(base_name(files[0]), subset, &index, &total);
+  for (size_t i = 1; i < kept; i++) {
     long other_index, other;
-    parse_name(base_name(files[i]), subset, &other_index, &other);
-    if (other != total)
-      snprintf(problem, sizeof problem, "the shard names disagree on how many there are: %s, %s",
-               base_name(files[0]), base_name(files[i]));
+    shard_set_parse_name(base_name(files[i]), subset, &other_index, &other);
+    if (other != total) return describe_mix(dir, subset, files, kept, err, err_size);
   }
   for (size_t i = 0; i < kept && !problem[0]; i++) {
-    parse_name(base_name(files[i]), subset, &index, &total);
+    shard_set_parse_name(base_name(files[i]), subset, &index, &total);
     if (index >= total)
       snprintf(problem, sizeof problem, "%s is numbered beyond its own count", base_name(files[i]));
   }
@@ -95,7 +136,7 @@ int shard_set_check(const char *dir, const char *subset, char **files, size_t *c
     long named = 0, next = 0;
     for (size_t i = 0; i <= kept; i++) {
       long have = total;
-      if (i < kept) parse_name(base_name(files[i]), subset, &have, &total);
+      if (i < kept) shard_set_parse_name(base_name(files[i]), subset, &have, &total);
       for (; next < have; next++)
         if (named++ < NAMED_MISSING)
           append(problem, sizeof problem, "%s %s-%05ld-of-%05ld", named > 1 ? "," : "", subset,
