@@ -7,7 +7,8 @@
 # endless or huge flagfile is refused by its size, at once, naming it and the limit; a
 # line the convention has no place for (a NUL, a comment after a flag, a quoted value, two
 # flags on one line, a line past 16 KiB) is refused naming the file and line, with a
-# message that quotes at most 80 characters of it.
+# message that quotes at most 80 characters of it; so is a value refused later, by the
+# run's configuration or the loader.
 set -uo pipefail
 : "${CNNBENCH:?}"
 tmp=$(mktemp -d)
@@ -88,6 +89,11 @@ at comment '--num_batches=1\n--model=trivial # comment\n' "'--model=trivial # co
 at quoted '--num_batches=1\n--model="trivial"\n' "'--model=\"trivial\"': quotes in a flagfile stay part of the value"
 at two_flags '--num_batches=1\n--model=trivial --num_batches=1\n' "'--model=trivial --num_batches=1': two flags on one line"
 at bad_value '--num_batches=1\n--batch_size=many\n' "flag --batch_size: 'many' is not an integer"
+# Values refused after the parse (by the run's configuration, by the loader) still name
+# the flagfile's line that gave them; the same value on the command line names no file.
+at late_value '--num_batches=1\n--batch_size=-3\n' "--batch_size=-3: must be in"
+at late_plugin '--num_batches=1\n--variable_update=nosuch\n' "--variable_update=nosuch: no strategy plugin offers 'nosuch'"
+refused late_cli "error: --batch_size=-3: must be in" --flagfile="$tmp/late_value.flags" --batch_size=-3
 { echo --num_batches=1; printf -- '--batch_size='; head -c 1200000 /dev/zero | tr '\0' '7'; echo x; } >"$tmp/mb_line.flags"
 refused mb_line "larger than 1048576 bytes" --flagfile="$tmp/mb_line.flags"
 { echo --num_batches=1; printf -- '--batch_size='; head -c 100000 /dev/zero | tr '\0' '7'; echo x; } >"$tmp/long_line.flags"

@@ -168,6 +168,7 @@ static int run_command(const command *cmd, cnnb_ctx *root, cnnb_flags *flags, cn
       st = cnnb_benchmark_run(&cfg, root, loader, stdout, err, ERR_SIZE, hooks);
     if (st != CNNB_OK) {
       fflush(stdout);
+      cnnb_flags_locate_error(flags, err, ERR_SIZE); /* a flagfile's value: its FILE:LINE */
       if (*err) fprintf(stderr, "cnnbench: error: %s\n", err); /* empty: already said */
       code = exit_code(st);
     }

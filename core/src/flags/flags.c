@@ -24,6 +24,7 @@ static void free_entry(cnnb_flag_entry *f) {
   free(f->help);
   free(f->default_text);
   free(f->s);
+  free(f->origin);
   if (f->choices) {
     for (char **c = f->choices; *c; c++) free(*c);
     free(f->choices);
@@ -434,6 +435,29 @@ bool cnnb_flags_is_set(const cnnb_flags *flags, const char *name) {
     return false;
   }
   return f->is_set;
+}
+
+const char *cnnb_flags_origin(const cnnb_flags *flags, const char *name) {
+  const cnnb_flag_entry *f = cnnb_flags_find(flags, name);
+  return f ? f->origin : NULL;
+}
+
+void cnnb_flags_locate_error(const cnnb_flags *flags, char *err, size_t err_size) {
+  if (!err || strncmp(err, "--", 2) != 0) return;
+  size_t len = strcspn(err + 2, "=: ");
+  if (len == 0 || len >= 256 || !strchr("=: ", err[2 + len])) return;
+  char name[256];
+  memcpy(name, err + 2, len);
+  name[len] = '\0';
+  const char *origin = cnnb_flags_origin(flags, name);
+  size_t olen = origin ? strlen(origin) : 0;
+  size_t elen = strlen(err);
+  if (!origin || olen + 2 >= err_size) return;
+  if (elen + olen + 2 >= err_size) elen = err_size - olen - 3; /* cut the end, keep the place */
+  memmove(err + olen + 2, err, elen);
+  memcpy(err, origin, olen);
+  memcpy(err + olen, ": ", 2);
+  err[olen + 2 + elen] = '\0';
 }
 
 /* Through a ctx: a ctx without flags (unit tests) reads zeros quietly. */

@@ -99,6 +99,13 @@ cnnb_status cnnb_flags_declare_repeated(cnnb_flag_registry *registry, const char
 /* A second name for a declared flag (--tf_random_seed for --seed), so tf_cnn_benchmarks
  * command lines keep working; shown in --help beside the flag. */
 cnnb_status cnnb_flags_alias(cnnb_flags *flags, const char *alias, const char *name);
+/* Where the value of flag `name` in effect came from when a flagfile gave it
+ * ("run.flags:3"); NULL when the command line or the default did. */
+const char *cnnb_flags_origin(const cnnb_flags *flags, const char *name);
+/* A refusal about one flag names the flagfile line that gave its value: when err starts
+ * with "--NAME" (then '=', ':' or ' ') and a flagfile gave NAME, err becomes
+ * "FILE:LINE: " + err (cut to err_size). Otherwise err is left as it is. */
+void cnnb_flags_locate_error(const cnnb_flags *flags, char *err, size_t err_size);
 /* Why the last declaration on these flags was refused ("" when none). The refusal is
  * also logged, so a loader that only checks the status still shows it. */
 const char *cnnb_flags_error(const cnnb_flags *flags);

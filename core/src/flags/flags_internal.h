@@ -18,6 +18,7 @@ typedef struct cnnb_flag_entry {
   char separator;     /* repeated flags: values joined by it; '\0' = last one wins */
   bool is_set;        /* given on the command line */
   bool per_rank;      /* may differ between the ranks of a job (cnnb_flag_mark_per_rank) */
+  char *origin;       /* "FILE:LINE" of a value read from a flagfile; NULL otherwise */
   int64_t i;          /* the value, in the member of its type */
   double f;
   bool b;

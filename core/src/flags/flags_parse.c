@@ -18,6 +18,7 @@
  * refused, naming the line, rather than read as a strange value that some later check
  * refuses without saying where it came from: a NUL or other control byte, a line too
  * long to be a flag, a comment after a flag, a quoted value, two flags on one line. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,8 @@ typedef struct parser {
 } parser;
 
 static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth,
-                              unknown_list *unknown, char *err, size_t err_size);
+                              const char *origin, unknown_list *unknown, char *err,
+                              size_t err_size);
 
 /* Prefixes err with "where: " (the flagfile and its line). */
 static void prefix_error(char *err, size_t err_size, const char *where) {
@@ -235,7 +237,7 @@ static cnnb_status parse_line(const parser *ps, const char *path, long number, c
     st = CNNB_EINVAL;
   } else {
     char *args[2] = {(char *)path, p};
-    st = parse_args(ps, 2, args, depth + 1, NULL, err, err_size);
+    st = parse_args(ps, 2, args, depth + 1, where, NULL, err, err_size);
   }
   /* A nested flagfile's error keeps its own place after this one: "a:3: b:1: ...". */
   if (st != CNNB_OK) prefix_error(err, err_size, where);
@@ -291,7 +293,7 @@ static cnnb_status parse(cnnb_flags *flags, cnnb_flagfiles *files, int argc, cha
   }
   parser ps = {.flags = flags, .files = files ? files : own, .lenient = lenient};
   unknown_list unknown = {.count = 0};
-  cnnb_status st = parse_args(&ps, argc, argv, 0, &unknown, err, err_size);
+  cnnb_status st = parse_args(&ps, argc, argv, 0, NULL, &unknown, err, err_size);
   cnnb_flagfiles_destroy(own);
   if (st != CNNB_OK || !unknown.count) return st;
   if (unknown.count == 1 && !strstr(unknown.names, "(did you mean"))
@@ -301,9 +303,22 @@ static cnnb_status parse(cnnb_flags *flags, cnnb_flagfiles *files, int argc, cha
   return CNNB_EINVAL;
 }
 
-/* `unknown` collects the unknown names; NULL (a flagfile's line): the first is an error. */
+/* Assigns value to f and records where it came from (origin: "FILE:LINE", or NULL for
+ * the command line), so a later refusal of the value can name the flagfile's line. */
+static cnnb_status assign_from(cnnb_flag_entry *f, const char *value, const char *origin,
+                               char *err, size_t err_size) {
+  cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
+  if (st != CNNB_OK) return st;
+  free(f->origin);
+  f->origin = origin ? strdup(origin) : NULL; /* out of memory: only the place is lost */
+  return CNNB_OK;
+}
+
+/* `unknown` collects the unknown names; NULL (a flagfile's line): the first is an error.
+ * origin: the flagfile line these arguments are ("FILE:LINE"), NULL for the command line. */
 static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth,
-                              unknown_list *unknown, char *err, size_t err_size) {
+                              const char *origin, unknown_list *unknown, char *err,
+                              size_t err_size) {
   cnnb_flags *flags = ps->flags;
   bool lenient = ps->lenient;
   for (int i = 1; i < argc; i++) {
@@ -342,7 +357,7 @@ static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth
                    name + 2, cnnb_flags_quote(value, q, sizeof q));
           return CNNB_EINVAL;
         }
-        cnnb_status st = cnnb_flags_assign(pos, "false", err, err_size);
+        cnnb_status st = assign_from(pos, "false", origin, err, err_size);
         if (st != CNNB_OK && !lenient) return st;
         continue;
       }
@@ -367,7 +382,7 @@ static cnnb_status parse_args(const parser *ps, int argc, char **argv, int depth
         return CNNB_EINVAL;
       }
     }
-    cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
+    cnnb_status st = assign_from(f, value, origin, err, err_size);
     if (st != CNNB_OK && !lenient) return st;
   }
   return CNNB_OK;
