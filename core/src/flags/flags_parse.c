@@ -305,8 +305,8 @@ static cnnb_status parse(cnnb_flags *flags, cnnb_flagfiles *files, int argc, cha
 
 /* Assigns value to f and records where it came from (origin: "FILE:LINE", or NULL for
  * the command line), so a later refusal of the value can name the flagfile's line. */
-static cnnb_status assign_from(cnnb_flag_entry *f, const char *value, const char *origin,
-                               char *err, size_t err_size) {
+static cnnb_status assign_from(cnnb_flag_entry *f, const char *value, const char *origin, char *err,
+                               size_t err_size) {
   cnnb_status st = cnnb_flags_assign(f, value, err, err_size);
   if (st != CNNB_OK) return st;
   free(f->origin);
