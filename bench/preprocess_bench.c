@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
           rc = jpeg_image_info(files[i].data, files[i].size, &info, err, sizeof err);
           if (!rc)
             rc = jpeg_image_decode_region(files[i].data, files[i].size, 0, 0, info.width,
-                                          info.height, 0, 0, &image, err, sizeof err);
+                                          info.height, 8, &image, err, sizeof err);
         } else if (mode == TRAIN_U8) {
           rc = preprocess_image_uint8(&cfg, scratch, files[i].data, files[i].size, NULL, 0, seed,
                                       out8, err, sizeof err);

@@ -37,8 +37,7 @@ static diff compare(const uint8_t *a, const uint8_t *b, int w, int h, int comps)
 static int decode_full(const made_jpeg *j, rgb_image *out, char *err, size_t n) {
   jpeg_info info;
   if (jpeg_image_info(j->data, j->size, &info, err, n)) return -1;
-  return jpeg_image_decode_region(j->data, j->size, 0, 0, info.width, info.height, 0, 0, out, err,
-                                  n);
+  return jpeg_image_decode_region(j->data, j->size, 0, 0, info.width, info.height, 8, out, err, n);
 }
 
 START_TEST(info_reports_size_and_components) {
@@ -97,7 +96,7 @@ START_TEST(large_progressive_region) {
   made_jpeg j = jpeg_make(px, w, h, o);
   rgb_image img = {0};
   char err[256] = "";
-  ck_assert_msg(jpeg_image_decode_region(j.data, j.size, 1001, 777, 900, 600, 0, 0, &img, err,
+  ck_assert_msg(jpeg_image_decode_region(j.data, j.size, 1001, 777, 900, 600, 8, &img, err,
                                          sizeof err) == 0,
                 "%s", err);
   ck_assert_int_eq(img.width, 900);
@@ -128,7 +127,7 @@ START_TEST(grayscale_comes_out_rgb) {
   ck_assert_msg(d.mean < 1.5, "mean %.2f", d.mean);
   /* A region of it: the full decode's pixels (gray has no upsampling to differ at edges). */
   rgb_image part = {0};
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 11, 9, 23, 13, 0, 0, &part, err,
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 11, 9, 23, 13, 8, &part, err,
                                             sizeof err),
                    0);
   for (int y = 0; y < 13; y++)
@@ -161,7 +160,7 @@ START_TEST(adobe_cmyk_to_rgb) {
   ck_assert_msg(d.mean < 2.0 && d.max < 16, "mean %.2f max %.0f", d.mean, d.max);
   /* A region of it too: the in-place CMYK packing. */
   rgb_image part = {0};
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 9, 5, 20, 11, 0, 0, &part, err,
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 9, 5, 20, 11, 8, &part, err,
                                             sizeof err),
                    0);
   for (int y = 0; y < 11; y++)
@@ -235,7 +234,7 @@ START_TEST(region_at_every_scale) {
       /* The minimum sizes that pick exactly this scale (of the 4 the decoder uses). */
       int mw = num == 8 ? 0 : rw * num / 8, mh = num == 8 ? 0 : rh * num / 8;
       ck_assert_int_eq(jpeg_image_pick_scale(rw, rh, mw, mh), num);
-      ck_assert_msg(jpeg_image_decode_region(j.data, j.size, rx, ry, rw, rh, mw, mh, &part, err,
+      ck_assert_msg(jpeg_image_decode_region(j.data, j.size, rx, ry, rw, rh, num, &part, err,
                                              sizeof err) == 0,
                     "%s", err);
       ck_assert_int_eq(part.scale_num, num);
@@ -245,16 +244,15 @@ START_TEST(region_at_every_scale) {
       ck_assert_int_eq(part.height, ((ry + rh) * num + 7) / 8 - part.y0);
       ck_assert_int_ge(part.width, mw);
       ck_assert_int_ge(part.height, mh);
-      int fw = num == 8 ? 0 : w * num / 8, fh = num == 8 ? 0 : h * num / 8;
-      ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, fw, fh, &whole, err,
+      ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, num, &whole, err,
                                                 sizeof err),
                        0);
       ck_assert_int_eq(whole.scale_num, num);
       ck_assert_int_eq(whole.width, (w * num + 7) / 8);
       /* (3) --nofuse_decode_and_crop's decode: the region's geometry, the whole image's
        * pixels exactly, edges included. */
-      ck_assert_msg(jpeg_image_decode_whole_then_crop(j.data, j.size, rx, ry, rw, rh, mw, mh,
-                                                      &unfused, err, sizeof err) == 0,
+      ck_assert_msg(jpeg_image_decode_whole_then_crop(j.data, j.size, rx, ry, rw, rh, num, &unfused,
+                                                      err, sizeof err) == 0,
                     "%s", err);
       ck_assert(unfused.scale_num == part.scale_num && unfused.x0 == part.x0 &&
                 unfused.y0 == part.y0 && unfused.width == part.width &&
@@ -298,13 +296,15 @@ START_TEST(region_outside_is_an_error) {
   made_jpeg j = jpeg_make(px, 20, 10, RGB90);
   rgb_image img = {0};
   char err[256] = "";
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 5, 0, 16, 10, 0, 0, &img, err,
-                                            sizeof err),
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 5, 0, 16, 10, 8, &img, err, sizeof err),
                    -1);
   ck_assert_ptr_nonnull(strstr(err, "not inside"));
-  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, 0, 10, 0, 0, &img, err,
-                                            sizeof err),
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, 0, 10, 8, &img, err, sizeof err),
                    -1);
+  /* A scale the decoder does not take (3/8 has no SIMD path) is refused, not rounded. */
+  ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, 20, 10, 3, &img, err, sizeof err),
+                   -1);
+  ck_assert_ptr_nonnull(strstr(err, "JPEG scale 3/8"));
   rgb_image_free(&img);
   free(j.data);
   free(px);
@@ -319,8 +319,7 @@ START_TEST(png_and_garbage_are_named) {
   ck_assert_int_eq(jpeg_image_info(png, sizeof png, &info, err, sizeof err), -1);
   ck_assert_msg(strstr(err, "PNG") && strstr(err, "89 50 4e 47"), "%s", err);
   err[0] = 0;
-  ck_assert_int_eq(jpeg_image_decode_region(png, sizeof png, 0, 0, 1, 1, 0, 0, &img, err,
-                                            sizeof err),
+  ck_assert_int_eq(jpeg_image_decode_region(png, sizeof png, 0, 0, 1, 1, 8, &img, err, sizeof err),
                    -1);
   ck_assert_ptr_nonnull(strstr(err, "PNG"));
   static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a'};

@@ -214,7 +214,7 @@ START_TEST(eval_path_matches_resize_then_crop) {
     made_jpeg j = jpeg_make(px, w, h, (jpeg_make_opts){3, 95, 0, 0});
     rgb_image full = {0};
     char err[256] = "";
-    ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 0, 0, &full, err,
+    ck_assert_int_eq(jpeg_image_decode_region(j.data, j.size, 0, 0, w, h, 8, &full, err,
                                               sizeof err),
                      0);
     preprocess_config cfg = config(224, 224, 0, RESIZE_BILINEAR, 0);

@@ -154,10 +154,14 @@ static void cmyk_to_rgb(uint8_t *row, int n, int inverted) {
 
 /* whole: 0 decodes only the region's rows and (iMCU-widened) columns; 1 every row and
  * column of the image, keeping the region's. */
-static int decode(const uint8_t *data, size_t size, int x, int y, int w, int h, int min_w,
-                  int min_h, int whole_image, rgb_image *out, char *err, size_t err_size) {
+static int decode(const uint8_t *data, size_t size, int x, int y, int w, int h, int scale_num,
+                  int whole_image, rgb_image *out, char *err, size_t err_size) {
   /* Read after the setjmp below: kept in memory, where a longjmp cannot clobber it. */
   volatile const int whole = whole_image;
+  if (scale_num != 1 && scale_num != 2 && scale_num != 4 && scale_num != 8) {
+    snprintf(err, err_size, "JPEG scale %d/8: the decoder takes 1/8, 2/8, 4/8 or 8/8", scale_num);
+    return -1;
+  }
   if (check_magic(data, size, err, err_size)) return -1;
   struct jpeg_decompress_struct cinfo;
   error_mgr e;
@@ -187,7 +191,7 @@ static int decode(const uint8_t *data, size_t size, int x, int y, int w, int h, 
     jpeg_destroy_decompress(&cinfo);
     return -1;
   }
-  int num = jpeg_image_pick_scale(w, h, min_w, min_h);
+  int num = scale_num;
   cinfo.scale_num = (unsigned)num;
   cinfo.scale_denom = 8;
   int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
@@ -256,12 +260,11 @@ static int decode(const uint8_t *data, size_t size, int x, int y, int w, int h, 
 }
 
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
-                             int min_w, int min_h, rgb_image *out, char *err, size_t err_size) {
-  return decode(data, size, x, y, w, h, min_w, min_h, 0, out, err, err_size);
+                             int scale_num, rgb_image *out, char *err, size_t err_size) {
+  return decode(data, size, x, y, w, h, scale_num, 0, out, err, err_size);
 }
 
 int jpeg_image_decode_whole_then_crop(const uint8_t *data, size_t size, int x, int y, int w, int h,
-                                      int min_w, int min_h, rgb_image *out, char *err,
-                                      size_t err_size) {
-  return decode(data, size, x, y, w, h, min_w, min_h, 1, out, err, err_size);
+                                      int scale_num, rgb_image *out, char *err, size_t err_size) {
+  return decode(data, size, x, y, w, h, scale_num, 1, out, err, err_size);
 }

@@ -35,23 +35,23 @@ void rgb_image_free(rgb_image *image);
 /* Header only. 0, or -1 with err ("not a JPEG (starts with 89 50 4e 47: a PNG)"). */
 int jpeg_image_info(const uint8_t *data, size_t size, jpeg_info *info, char *err, size_t err_size);
 
-/* Decodes the region x, y, w, h (full-resolution pixels, inside the image) into out,
- * scaled down by the largest DCT factor that keeps the region at least min_w x min_h
- * (1:1 when min_w or min_h is 0); out's size is the scaled region. A truncated or corrupt
- * stream is an error (libjpeg's warnings about corrupt data count as errors: never train
- * on a half-grey image). 0, or -1 with err. */
 /* The DCT scale numerator (1, 2, 4 or 8, over 8: the scales libjpeg-turbo decodes with
- * SIMD; the others are slower) that jpeg_image_decode_region uses for a w x h region and a
- * minimum output of min_w x min_h: the smallest that keeps the scaled region at least that
- * large (8 when min_w or min_h is 0). */
+ * SIMD; the others are slower) for a w x h region that must come out at least min_w x
+ * min_h: the smallest that keeps the scaled region that large (8 when min_w or min_h is
+ * 0). The caller picks once and passes the scale to the decode. */
 int jpeg_image_pick_scale(int w, int h, int min_w, int min_h);
 
 /* The largest image decoded (pixels): 2^27, e.g. 16384 x 8192; ImageNet's largest is
  * under 40 million. Larger headers are refused before libjpeg allocates anything big. */
 #define JPEG_IMAGE_MAX_PIXELS (1ull << 27)
 
+/* Decodes the region x, y, w, h (full-resolution pixels, inside the image) into out,
+ * scaled by scale_num / 8 (1, 2, 4 or 8: jpeg_image_pick_scale); out's size is the scaled
+ * region, out->x0, y0 where it starts at that scale. A truncated or corrupt stream is an
+ * error (libjpeg's warnings about corrupt data count as errors: never train on a
+ * half-grey image). 0, or -1 with err. */
 int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int w, int h,
-                             int min_w, int min_h, rgb_image *out, char *err, size_t err_size);
+                             int scale_num, rgb_image *out, char *err, size_t err_size);
 
 /* The same region found the slow way: every row and column of the image decoded (at the
  * same DCT scale), then the region kept; its pixels are the whole decode's, which differ
@@ -60,7 +60,6 @@ int jpeg_image_decode_region(const uint8_t *data, size_t size, int x, int y, int
  * --nofuse_decode_and_crop (decode_jpeg, then crop); it also reads a stream's corrupt tail
  * that a region decode stops before. */
 int jpeg_image_decode_whole_then_crop(const uint8_t *data, size_t size, int x, int y, int w, int h,
-                                      int min_w, int min_h, rgb_image *out, char *err,
-                                      size_t err_size);
+                                      int scale_num, rgb_image *out, char *err, size_t err_size);
 
 #endif

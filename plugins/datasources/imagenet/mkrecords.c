@@ -214,7 +214,8 @@ static int convert(job *j, size_t index, tfrecord_writer *w, rgb_image *scratch)
   }
   jpeg_info info;
   if (jpeg_image_info(data, size, &info, err, sizeof err) != 0 ||
-      jpeg_image_decode_region(data, size, 0, 0, info.width, info.height, 1, 1, scratch, err,
+      jpeg_image_decode_region(data, size, 0, 0, info.width, info.height,
+                               jpeg_image_pick_scale(info.width, info.height, 1, 1), scratch, err,
                                sizeof err) != 0) {
     warn(j, "%s: %s (skipped)", path, err);
     free(data);

@@ -63,6 +63,111 @@ static void with_margin(double core_lo, double core_hi, int margin, int full, in
   *len = b - a;
 }
 
+/* What one example's decode is: where the output window lies in the image, the region of
+ * it decoded and the DCT scale, decided once per example. */
+typedef struct decode_plan {
+  double sx, sy, ox, oy; /* output pixel j maps onto full-resolution u(j) = (j + 0.5) * sx + ox */
+  int rx, ry, rw, rh;    /* the region decoded, in full-resolution pixels */
+  int scale_num;         /* its DCT scale, over 8 (jpeg_image_pick_scale) */
+} decode_plan;
+
+/* Training: tf_cnn_benchmarks' distorted bounding-box crop, decoded alone at the smallest
+ * scale that keeps it at least the output's size. */
+static decode_plan plan_training(const preprocess_config *cfg, const jpeg_info *info,
+                                 const image_box *boxes, int num_boxes, uint64_t seed) {
+  prep_rng r = prep_rng_stream(seed, RNG_CROP);
+  crop_rect c;
+  crop_sample(&CROP_TF_CNN_BENCHMARKS, info->width, info->height, boxes, num_boxes, &r, &c);
+  return (decode_plan){.sx = (double)c.w / cfg->width,
+                       .sy = (double)c.h / cfg->height,
+                       .ox = c.x,
+                       .oy = c.y,
+                       .rx = c.x,
+                       .ry = c.y,
+                       .rw = c.w,
+                       .rh = c.h,
+                       .scale_num = jpeg_image_pick_scale(c.w, c.h, cfg->width, cfg->height)};
+}
+
+/* Evaluation: the central window of the aspect-preserving resize (eval_window), decoded
+ * with the few pixels around it the resize taps reach, at the scale that keeps the
+ * window itself at least the output's size. */
+static decode_plan plan_eval(const preprocess_config *cfg, const jpeg_info *info) {
+  const int W = cfg->width, H = cfg->height;
+  int full_w, full_h, left, top;
+  eval_window(info->width, info->height, W, H, &full_w, &full_h, &left, &top);
+  decode_plan p = {.sx = (double)info->width / full_w, .sy = (double)info->height / full_h};
+  p.ox = left * p.sx;
+  p.oy = top * p.sy;
+  double core_w = W * p.sx, core_h = H * p.sy;
+  p.scale_num = jpeg_image_pick_scale((int)core_w, (int)core_h, W, H);
+  /* Taps reach 2 decoded pixels past the window (bicubic); 3 at the chosen scale. */
+  int margin = (3 * 8 + p.scale_num - 1) / p.scale_num;
+  with_margin(p.ox, p.ox + core_w, margin, info->width, &p.rx, &p.rw);
+  with_margin(p.oy, p.oy + core_h, margin, info->height, &p.ry, &p.rh);
+  return p;
+}
+
+/* --resize_method's kernel; round_robin draws one of the four per example. */
+static resize_kernel pick_kernel(const preprocess_config *cfg, uint64_t seed) {
+  if (cfg->resize != RESIZE_ROUND_ROBIN) return (resize_kernel)cfg->resize;
+  prep_rng r = prep_rng_stream(seed, RNG_RESIZE);
+  return (resize_kernel)prep_rng_below(&r, 4);
+}
+
+/* The decoded region (s->image, at p's scale from its origin x0, y0) resized into
+ * s->hwc, W x H x 3. */
+static int resize_into(const preprocess_config *cfg, preprocess_scratch *s, const decode_plan *p,
+                       resize_kernel kernel, char *err, size_t err_size) {
+  const int W = cfg->width, H = cfg->height;
+  double f = s->image.scale_num / 8.0;
+  if (resize_taps_make(&s->tx, kernel, s->image.width, W, p->sx * f, p->ox * f - s->image.x0) ||
+      resize_taps_make(&s->ty, kernel, s->image.height, H, p->sy * f, p->oy * f - s->image.y0)) {
+    snprintf(err, err_size, "preprocess: out of memory");
+    return -1;
+  }
+  size_t n = (size_t)W * (size_t)H;
+  if (n * 3 > s->hwc_cap) {
+    float *grown = realloc(s->hwc, n * 3 * sizeof(float));
+    if (!grown) {
+      snprintf(err, err_size, "preprocess: out of memory");
+      return -1;
+    }
+    s->hwc = grown;
+    s->hwc_cap = n * 3;
+  }
+  if (resize_rgb(s->image.pixels, s->image.width, s->image.height, (size_t)s->image.width * 3,
+                 &s->tx, &s->ty, s->hwc, &s->tmp, &s->tmp_cap)) {
+    snprintf(err, err_size, "preprocess: out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* Training's last steps on the resized HWC image: tf.image.random_flip_left_right, then
+ * with --distortions the colour jitter. */
+static void flip_and_distort(const preprocess_config *cfg, float *hwc, uint64_t seed) {
+  const int W = cfg->width, H = cfg->height;
+  prep_rng r = prep_rng_stream(seed, RNG_FLIP);
+  if (prep_rng_float(&r) < 0.5f) {
+    for (int i = 0; i < H; i++) {
+      float *row = hwc + (size_t)i * (size_t)W * 3;
+      for (int a = 0, b = W - 1; a < b; a++, b--)
+        for (int c = 0; c < 3; c++) {
+          float t = row[3 * a + c];
+          row[3 * a + c] = row[3 * b + c];
+          row[3 * b + c] = t;
+        }
+    }
+  }
+  if (cfg->distortions) {
+    prep_rng r2 = prep_rng_stream(seed, RNG_COLOR);
+    color_distortion d;
+    distort_draw(&r2, cfg->color_in_yiq, &d);
+    distort_apply(&d, hwc, (size_t)W * (size_t)H);
+  }
+}
+
 /* Decode, crop and resize into scratch->hwc; the flip and distortions too. */
 static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_t *data,
                size_t size, const image_box *boxes, int num_boxes, uint64_t seed, char *err,
@@ -76,95 +181,16 @@ static int run(const preprocess_config *cfg, preprocess_scratch *s, const uint8_
     snprintf(err, err_size, "preprocess: no data");
     return -1;
   }
-  const int W = cfg->width, H = cfg->height;
   jpeg_info info;
   if (jpeg_image_info(data, size, &info, err, err_size)) return -1;
-
-  resize_kernel kernel = (resize_kernel)cfg->resize;
-  if (cfg->resize == RESIZE_ROUND_ROBIN) {
-    prep_rng r = prep_rng_stream(seed, RNG_RESIZE);
-    kernel = (resize_kernel)prep_rng_below(&r, 4);
-  }
-
-  /* The output maps onto full-resolution pixels as u(j) = (j + 0.5) * sx + ox. */
-  double sx, sy, ox, oy;
-  int rx, ry, rw, rh, min_w, min_h;
-  if (cfg->training) {
-    prep_rng r = prep_rng_stream(seed, RNG_CROP);
-    crop_rect c;
-    crop_sample(&CROP_TF_CNN_BENCHMARKS, info.width, info.height, boxes, num_boxes, &r, &c);
-    sx = (double)c.w / W;
-    sy = (double)c.h / H;
-    ox = c.x;
-    oy = c.y;
-    rx = c.x, ry = c.y, rw = c.w, rh = c.h;
-    min_w = W, min_h = H;
-  } else {
-    int full_w, full_h, left, top;
-    eval_window(info.width, info.height, W, H, &full_w, &full_h, &left, &top);
-    sx = (double)info.width / full_w;
-    sy = (double)info.height / full_h;
-    ox = left * sx;
-    oy = top * sy;
-    double core_w = W * sx, core_h = H * sy;
-    int num = jpeg_image_pick_scale((int)core_w, (int)core_h, W, H);
-    /* Taps reach 2 decoded pixels past the window (bicubic); 3 at the chosen scale. */
-    int margin = (3 * 8 + num - 1) / num;
-    with_margin(ox, ox + core_w, margin, info.width, &rx, &rw);
-    with_margin(oy, oy + core_h, margin, info.height, &ry, &rh);
-    /* The sizes that make decode_region pick `num` for the margined region. */
-    min_w = num == 8 ? 0 : (int)((long)rw * num / 8);
-    min_h = num == 8 ? 0 : (int)((long)rh * num / 8);
-    if (min_w <= 0 || min_h <= 0) min_w = min_h = 0;
-  }
-  int (*decode)(const uint8_t *, size_t, int, int, int, int, int, int, rgb_image *, char *,
-                size_t) = cfg->decode_whole ? jpeg_image_decode_whole_then_crop
-                                            : jpeg_image_decode_region;
-  if (decode(data, size, rx, ry, rw, rh, min_w, min_h, &s->image, err, err_size)) return -1;
-
-  /* Into the decoded region's pixels: scaled by num/8, from its origin x0, y0. */
-  double f = s->image.scale_num / 8.0;
-  if (resize_taps_make(&s->tx, kernel, s->image.width, W, sx * f, ox * f - s->image.x0) ||
-      resize_taps_make(&s->ty, kernel, s->image.height, H, sy * f, oy * f - s->image.y0)) {
-    snprintf(err, err_size, "preprocess: out of memory");
-    return -1;
-  }
-  size_t n = (size_t)W * (size_t)H;
-  if (n * 3 > s->hwc_cap) {
-    float *p = realloc(s->hwc, n * 3 * sizeof(float));
-    if (!p) {
-      snprintf(err, err_size, "preprocess: out of memory");
-      return -1;
-    }
-    s->hwc = p;
-    s->hwc_cap = n * 3;
-  }
-  if (resize_rgb(s->image.pixels, s->image.width, s->image.height, (size_t)s->image.width * 3,
-                 &s->tx, &s->ty, s->hwc, &s->tmp, &s->tmp_cap)) {
-    snprintf(err, err_size, "preprocess: out of memory");
-    return -1;
-  }
-
-  if (cfg->training) {
-    prep_rng r = prep_rng_stream(seed, RNG_FLIP);
-    if (prep_rng_float(&r) < 0.5f) { /* tf.image.random_flip_left_right */
-      for (int i = 0; i < H; i++) {
-        float *row = s->hwc + (size_t)i * (size_t)W * 3;
-        for (int a = 0, b = W - 1; a < b; a++, b--)
-          for (int c = 0; c < 3; c++) {
-            float t = row[3 * a + c];
-            row[3 * a + c] = row[3 * b + c];
-            row[3 * b + c] = t;
-          }
-      }
-    }
-    if (cfg->distortions) {
-      prep_rng r2 = prep_rng_stream(seed, RNG_COLOR);
-      color_distortion d;
-      distort_draw(&r2, cfg->color_in_yiq, &d);
-      distort_apply(&d, s->hwc, n);
-    }
-  }
+  resize_kernel kernel = pick_kernel(cfg, seed);
+  decode_plan p = cfg->training ? plan_training(cfg, &info, boxes, num_boxes, seed)
+                                : plan_eval(cfg, &info);
+  int (*decode)(const uint8_t *, size_t, int, int, int, int, int, rgb_image *, char *, size_t) =
+      cfg->decode_whole ? jpeg_image_decode_whole_then_crop : jpeg_image_decode_region;
+  if (decode(data, size, p.rx, p.ry, p.rw, p.rh, p.scale_num, &s->image, err, err_size)) return -1;
+  if (resize_into(cfg, s, &p, kernel, err, err_size)) return -1;
+  if (cfg->training) flip_and_distort(cfg, s->hwc, seed);
   return 0;
 }
 
