@@ -310,107 +310,155 @@ static tune_candidate *probe_candidate(search *x, int batch, const char *precisi
   return tune_candidate_new(x->model, x->o, x->s, strategy, 1, 0, batch, precision, NULL);
 }
 
-int tune_search_model(const char *model, const tune_options *o, const tune_space *s,
-                      tune_results *rs, tune_clock *clock, double model_budget_s,
-                      tune_model_outcome *out, char *err, size_t err_size) {
-  memset(out, 0, sizeof *out);
-  out->model = tune_format("%s", model);
-  search x = {.model = model, .o = o, .s = s, .rs = rs, .clock = clock, .rung = -1};
-  x.deadline = tune_now() + model_budget_s;
-  int code = TUNE_EXIT_OK;
+/* What the probes found: the precisions that ran, and the batch sizes to search. */
+typedef struct probed {
+  tune_strings precisions;
+  int *batches;
+  size_t num_batches;
+} probed;
 
-  /* 1. Probes: precisions, then batch sizes. */
+static void probed_free(probed *p) {
+  tune_strings_free(&p->precisions);
+  free(p->batches);
+}
+
+/* Step 1: every precision of the space at the first batch size, then (unless the space
+ * lists its sizes) batch sizes doubled from the first until one fails. The exit code so
+ * far (x->interrupted says whether a signal cut it short). */
+static int probe(search *x, tune_model_outcome *out, probed *p, char *err, size_t err_size) {
+  const tune_space *s = x->s;
+  int code = TUNE_EXIT_OK;
   int first_batch = s->batches ? s->batches[0] : s->batch_start;
-  tune_strings precisions = {0};
-  x.planned = (int)s->precisions.n + (s->batches ? 0 : 4);
+  x->planned = (int)s->precisions.n + (s->batches ? 0 : 4);
   for (size_t i = 0; i < s->precisions.n && code == TUNE_EXIT_OK; i++) {
-    tune_candidate *c = probe_candidate(&x, first_batch, s->precisions.v[i]);
-    const tune_result *r = measure(&x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
+    tune_candidate *c = probe_candidate(x, first_batch, s->precisions.v[i]);
+    const tune_result *r = measure(x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
     tune_candidate_free(c);
     if (!r) break;
-    if (r->ok) tune_strings_add(&precisions, s->precisions.v[i]);
+    if (r->ok) tune_strings_add(&p->precisions, s->precisions.v[i]);
     else fail_list_add(out, r);
-    progress(&x);
+    progress(x);
   }
-  int *batches = NULL;
-  size_t num_batches = 0;
-  if (code == TUNE_EXIT_OK && !x.interrupted && precisions.n) {
-    if (s->batches) {
-      batches = tune_alloc(s->num_batches * sizeof *batches);
-      memcpy(batches, s->batches, s->num_batches * sizeof *batches);
-      num_batches = s->num_batches;
-    } else {
-      batches = tune_alloc(32 * sizeof *batches);
-      for (int b = s->batch_start; b <= o->max_batch_size && num_batches < 32; b *= 2) {
-        tune_candidate *c = probe_candidate(&x, b, precisions.v[0]);
-        const tune_result *r = measure(&x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
-        tune_candidate_free(c);
-        if (!r) break;
-        progress(&x);
-        if (!r->ok) {
-          fail_list_add(out, r); /* the largest size tried: refused (memory) or failed */
-          break;
-        }
-        batches[num_batches++] = b;
-      }
+  if (code != TUNE_EXIT_OK || x->interrupted || !p->precisions.n) return code;
+  if (s->batches) {
+    p->batches = tune_alloc(s->num_batches * sizeof *p->batches);
+    memcpy(p->batches, s->batches, s->num_batches * sizeof *p->batches);
+    p->num_batches = s->num_batches;
+    return code;
+  }
+  p->batches = tune_alloc(32 * sizeof *p->batches);
+  for (int b = s->batch_start; b <= x->o->max_batch_size && p->num_batches < 32; b *= 2) {
+    tune_candidate *c = probe_candidate(x, b, p->precisions.v[0]);
+    const tune_result *r = measure(x, c, "probe", PROBE_STEPS, 1, err, err_size, &code);
+    tune_candidate_free(c);
+    if (!r) break;
+    progress(x);
+    if (!r->ok) {
+      fail_list_add(out, r); /* the largest size tried: refused (memory) or failed */
+      break;
     }
+    p->batches[p->num_batches++] = b;
   }
-  if (code != TUNE_EXIT_OK || x.interrupted) {
-    tune_strings_free(&precisions);
-    free(batches);
-    return code != TUNE_EXIT_OK ? code : TUNE_EXIT_INTERRUPTED;
-  }
-  if (!precisions.n || !num_batches) {
-    out->note = tune_format("nothing ran: %s", !precisions.n ? "every precision was refused"
-                                                             : "the first batch size failed");
-    tune_strings_free(&precisions);
-    free(batches);
-    return TUNE_EXIT_OK;
-  }
+  return code;
+}
 
-  /* 2. Successive halving. */
-  cand_list all = {0};
+/* Every candidate of the space for the probed precisions and batch sizes, in a fixed
+ * shuffled order: a budget that runs out before every candidate ran once leaves a sample
+ * of the whole space measured, not its first strategies only. The same order every call,
+ * so a later call continues where this one stopped. Written to OUT/<model>.candidates,
+ * one command a line, for bench/tune_vs_grid.sh's grid. */
+static void list_candidates(search *x, const probed *p, cand_list *all) {
+  const tune_space *s = x->s;
   for (size_t i = 0; i < s->strategies.n; i++) {
-    emit_ctx e = {&x, &all, s->strategies.v[i], batches, num_batches, &precisions};
+    emit_ctx e = {x, all, s->strategies.v[i], p->batches, p->num_batches, &p->precisions};
     tune_strings cur = {0};
     knob_product(s, s->strategies.v[i], 0, &cur, emit_candidates, &e);
     tune_strings_free(&cur);
   }
-  /* Rung 0 in a fixed shuffled order: a budget that runs out before every candidate ran
-   * once leaves a sample of the whole space measured, not its first strategies only.
-   * The same order every call, so a later call continues where this one stopped. */
   uint64_t state = 0x2545F4914F6CDD1Dull;
-  for (size_t i = all.n; i > 1; i--) {
+  for (size_t i = all->n; i > 1; i--) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     size_t j = (size_t)((state >> 33) % i);
-    tune_candidate *t = all.v[i - 1];
-    all.v[i - 1] = all.v[j];
-    all.v[j] = t;
+    tune_candidate *t = all->v[i - 1];
+    all->v[i - 1] = all->v[j];
+    all->v[j] = t;
   }
-  /* The space as searched, one command a line, for bench/tune_vs_grid.sh's grid. */
-  char *list_path = tune_format("%s/%s.candidates", o->out_dir, model);
+  char *list_path = tune_format("%s/%s.candidates", x->o->out_dir, x->model);
   FILE *list = fopen(list_path, "w");
-  for (size_t i = 0; list && i < all.n; i++) fprintf(list, "%s\n", all.v[i]->key);
+  for (size_t i = 0; list && i < all->n; i++) fprintf(list, "%s\n", all->v[i]->key);
   if (list) fclose(list);
   free(list_path);
-  entry *alive = tune_alloc((all.n ? all.n : 1) * sizeof *alive);
+}
+
+/* How many of the num_alive survivors (best first) the next rung takes: the better half
+ * and those tying with the last kept, fewer when the next rung would not fit in the time
+ * left; 0 ends the search (x->stop_note says why). */
+static size_t next_rung_keeps(search *x, const entry *alive, size_t num_alive) {
+  size_t keep = (num_alive + 1) / 2;
+  size_t cap = num_alive - 1 > (3 * num_alive + 3) / 4 ? (3 * num_alive + 3) / 4 : num_alive - 1;
+  keep += (size_t)count_ties_at(alive, num_alive, keep - 1);
+  /* A few finalists that all tie: noise cannot order them, and a longer rung would
+   * only drop one by chance. They end here, reported as a tie. */
+  if (keep >= num_alive && num_alive <= 3) {
+    x->stop_note = tune_format("stopped after rung %d (%d steps): its %zu finalists tie "
+                               "within the noise",
+                               x->rung, x->steps, num_alive);
+    return 0;
+  }
+  if (keep > cap) keep = cap;
+  if (keep < 1) keep = 1;
+  /* Would the next rung (and the ceilings after it) fit in what is left? If not, its
+   * best few that do (at least two): a longer look at the leaders decides more than
+   * stopping on a rung whose short runs tie. */
+  double cost = 0;
+  double ceiling_cost = (x->s->have_independent ? (double)x->o->ceilings : 0) *
+                        estimate(x, NULL, x->steps * 2);
+  double room = fmin(x->deadline - tune_now(), tune_left(x->clock));
+  size_t fit = 0;
+  for (size_t i = 0; i < keep; i++) {
+    const tune_result *cached = tune_results_find(x->rs, x->model, alive[i].c->key, x->steps * 2);
+    if (!cached) cost += estimate(x, alive[i].c, x->steps * 2);
+    if (cost + ceiling_cost <= room) fit = i + 1;
+  }
+  if (fit < keep && fit >= 2) {
+    free(x->trim_note);
+    x->trim_note = tune_format("rung %d (%d steps) took the best %zu of the %zu halving keeps: "
+                               "the time left fit no more",
+                               x->rung + 1, x->steps * 2, fit, keep);
+    return fit;
+  }
+  if (fit < keep) {
+    x->stop_note = tune_format("stopped after rung %d (%d steps): the next rung's %zu runs "
+                               "would not fit in the time left",
+                               x->rung, x->steps, keep);
+    return 0;
+  }
+  return keep;
+}
+
+/* Step 2: successive halving over every candidate. *full_rung: the deepest rung every
+ * survivor ran, the ranking's. The exit code. */
+static int halve(search *x, const cand_list *all, tune_model_outcome *out, int *full_rung,
+                 char *err, size_t err_size) {
+  int code = TUNE_EXIT_OK;
+  entry *alive = tune_alloc((all->n ? all->n : 1) * sizeof *alive);
   size_t num_alive = 0;
-  for (size_t i = 0; i < all.n; i++) alive[num_alive++] = (entry){all.v[i], NULL, 0};
-  x.planned += (int)all.n;
-  int full_rung = 0; /* the deepest rung every survivor ran: the ranking's */
-  for (x.rung = 0, x.steps = o->first_steps;; x.rung++, x.steps *= 2) {
+  for (size_t i = 0; i < all->n; i++) alive[num_alive++] = (entry){all->v[i], NULL, 0};
+  x->planned += (int)all->n;
+  *full_rung = 0;
+  for (x->rung = 0, x->steps = x->o->first_steps;; x->rung++, x->steps *= 2) {
     size_t measured = 0;
     for (size_t i = 0; i < num_alive; i++) {
-      const tune_result *r = measure(&x, alive[i].c, "search", x.steps, WARMUP, err, err_size,
+      const tune_result *r = measure(x, alive[i].c, "search", x->steps, WARMUP, err, err_size,
                                      &code);
       if (!r) break;
       alive[i].r = r;
-      alive[i].rung = x.rung;
+      alive[i].rung = x->rung;
       measured = i + 1;
-      if (r->ok && (!x.leader || x.leader->steps < r->steps || r->ips > x.leader->ips))
-        x.leader = r;
+      if (r->ok && (!x->leader || x->leader->steps < r->steps || r->ips > x->leader->ips))
+        x->leader = r;
       if (!r->ok) fail_list_add(out, r);
-      progress(&x);
+      progress(x);
     }
     if (code != TUNE_EXIT_OK) break;
     /* Those measured at this rung that ran, best first; the rest end here. */
@@ -418,96 +466,74 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     for (size_t i = 0; i < measured; i++)
       if (alive[i].r->ok) alive[ok++] = alive[i];
     qsort(alive, ok, sizeof *alive, by_rung_then_speed);
-    if (ok) x.leader = alive[0].r;
+    if (ok) x->leader = alive[0].r;
     if (measured < num_alive) {
-      const char *why = x.interrupted || tune_interrupted ? "interrupted" : "the budget ran out";
-      if (x.rung == 0)
-        x.stop_note = tune_format("%s after %zu of %zu candidates at rung 0 (%d steps); the "
-                                  "rest were not measured",
-                                  why, measured, num_alive, x.steps);
+      const char *why = x->interrupted || tune_interrupted ? "interrupted" : "the budget ran out";
+      if (x->rung == 0)
+        x->stop_note = tune_format("%s after %zu of %zu candidates at rung 0 (%d steps); the "
+                                   "rest were not measured",
+                                   why, measured, num_alive, x->steps);
       else
-        x.stop_note = tune_format("%s during rung %d (%d steps): the ranking is rung %d's", why,
-                                  x.rung, x.steps, x.rung - 1);
+        x->stop_note = tune_format("%s during rung %d (%d steps): the ranking is rung %d's", why,
+                                   x->rung, x->steps, x->rung - 1);
       break;
     }
     num_alive = ok;
-    full_rung = x.rung;
-    if (num_alive <= 1 || x.interrupted) break;
-    size_t keep = (num_alive + 1) / 2;
-    size_t cap = num_alive - 1 > (3 * num_alive + 3) / 4 ? (3 * num_alive + 3) / 4 : num_alive - 1;
-    keep += (size_t)count_ties_at(alive, num_alive, keep - 1);
-    /* A few finalists that all tie: noise cannot order them, and a longer rung would
-     * only drop one by chance. They end here, reported as a tie. */
-    if (keep >= num_alive && num_alive <= 3) {
-      x.stop_note = tune_format("stopped after rung %d (%d steps): its %zu finalists tie "
-                                "within the noise",
-                                x.rung, x.steps, num_alive);
-      break;
-    }
-    if (keep > cap) keep = cap;
-    if (keep < 1) keep = 1;
-    /* Would the next rung (and the ceilings after it) fit in what is left? If not, its
-     * best few that do (at least two): a longer look at the leaders decides more than
-     * stopping on a rung whose short runs tie. */
-    double cost = 0, ceiling_cost = 0;
-    ceiling_cost = (s->have_independent ? (double)o->ceilings : 0) *
-                   estimate(&x, NULL, x.steps * 2);
-    double room = fmin(x.deadline - tune_now(), tune_left(clock));
-    size_t fit = 0;
-    for (size_t i = 0; i < keep; i++) {
-      const tune_result *cached = tune_results_find(rs, model, alive[i].c->key, x.steps * 2);
-      if (!cached) cost += estimate(&x, alive[i].c, x.steps * 2);
-      if (cost + ceiling_cost <= room) fit = i + 1;
-    }
-    if (fit < keep && fit >= 2) {
-      free(x.trim_note);
-      x.trim_note = tune_format("rung %d (%d steps) took the best %zu of the %zu halving keeps: "
-                                "the time left fit no more",
-                                x.rung + 1, x.steps * 2, fit, keep);
-      keep = fit;
-    } else if (fit < keep) {
-      x.stop_note = tune_format("stopped after rung %d (%d steps): the next rung's %zu runs "
-                                "would not fit in the time left",
-                                x.rung, x.steps, keep);
-      break;
-    }
+    *full_rung = x->rung;
+    if (num_alive <= 1 || x->interrupted) break;
+    size_t keep = next_rung_keeps(x, alive, num_alive);
+    if (!keep) break;
     num_alive = keep;
-    x.planned += (int)keep;
+    x->planned += (int)keep;
   }
-  x.interrupted = x.interrupted || tune_interrupted;
+  free(alive);
+  return code;
+}
 
-  /* The ranking: each candidate's deepest measurement, deeper rungs first. */
+/* Each candidate's deepest ok measurement up to full_rung, deeper rungs first, then
+ * faster: into rank (all->n entries), how many. */
+static size_t rank_measured(const search *x, const cand_list *all, int full_rung, entry *rank) {
   size_t total = 0;
-  entry *rank = tune_alloc((all.n ? all.n : 1) * sizeof *rank);
-  for (size_t i = 0; i < all.n; i++) {
-    /* Find its deepest ok measurement in the results. */
+  for (size_t i = 0; i < all->n; i++) {
     const tune_result *best = NULL;
     int best_rung = -1;
-    for (int r = 0, steps = o->first_steps; r <= full_rung; r++, steps *= 2) {
-      const tune_result *m = tune_results_find(rs, model, all.v[i]->key, steps);
+    for (int r = 0, steps = x->o->first_steps; r <= full_rung; r++, steps *= 2) {
+      const tune_result *m = tune_results_find(x->rs, x->model, all->v[i]->key, steps);
       if (!m || !m->ok || m->steps != steps) continue;
       best = m;
       best_rung = r;
     }
-    if (best) rank[total++] = (entry){all.v[i], best, best_rung};
+    if (best) rank[total++] = (entry){all->v[i], best, best_rung};
   }
   qsort(rank, total, sizeof *rank, by_rung_then_speed);
+  return total;
+}
 
-  /* 3. Ceilings of the best finalists. */
-  int ceiling_steps = total ? rank[0].r->steps : x.steps;
-  if (s->have_independent)
-    x.planned += (int)(total < (size_t)o->ceilings ? total : (size_t)o->ceilings);
-  for (size_t i = 0; s->have_independent && i < total && i < (size_t)o->ceilings; i++) {
-    if (code != TUNE_EXIT_OK || x.interrupted) break;
+/* Step 3: the independent ceiling of the best finalists, at the winner's length. */
+static int measure_ceilings(search *x, const entry *rank, size_t total, int code, char *err,
+                            size_t err_size) {
+  if (!x->s->have_independent) return code;
+  int ceiling_steps = total ? rank[0].r->steps : x->steps;
+  x->planned += (int)(total < (size_t)x->o->ceilings ? total : (size_t)x->o->ceilings);
+  for (size_t i = 0; i < total && i < (size_t)x->o->ceilings; i++) {
+    if (code != TUNE_EXIT_OK || x->interrupted) break;
     const tune_candidate *c = rank[i].c;
-    tune_candidate *ind = tune_candidate_new(model, o, s, "independent", c->processes, c->threads,
-                                             c->batch, c->precision, NULL);
-    x.budget_out = false;
-    const tune_result *r = measure(&x, ind, "ceiling", ceiling_steps, WARMUP, err, err_size, &code);
+    tune_candidate *ind = tune_candidate_new(x->model, x->o, x->s, "independent", c->processes,
+                                             c->threads, c->batch, c->precision, NULL);
+    x->budget_out = false;
+    const tune_result *r = measure(x, ind, "ceiling", ceiling_steps, WARMUP, err, err_size, &code);
     tune_candidate_free(ind);
-    if (r) progress(&x);
+    if (r) progress(x);
   }
+  return code;
+}
 
+/* The ranked rows into out: ranks (a row shares its group's when their intervals overlap
+ * at one rung), each row's efficiency against its ceiling, the winner and its ties. The
+ * winner's candidate moves from all to out. */
+static void fill_outcome(const search *x, cand_list *all, const entry *rank, size_t total,
+                         tune_model_outcome *out) {
+  const tune_results *rs = x->rs;
   out->ranked = tune_alloc((total ? total : 1) * sizeof *out->ranked);
   out->rank = tune_alloc((total ? total : 1) * sizeof *out->rank);
   out->efficiency = tune_alloc((total ? total : 1) * sizeof *out->efficiency);
@@ -525,14 +551,14 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
       out->rank[i] = (int)i + 1;
     }
     const tune_candidate *c = rank[i].c;
-    tune_candidate *ind = tune_candidate_new(model, o, s, "independent", c->processes, c->threads,
-                                             c->batch, c->precision, NULL);
+    tune_candidate *ind = tune_candidate_new(x->model, x->o, x->s, "independent", c->processes,
+                                             c->threads, c->batch, c->precision, NULL);
     /* The ceiling measured at the row's own length, else the longest there is (never a
      * one-step probe). */
     const tune_result *ceiling = NULL;
     for (size_t k = 0; k < rs->n; k++) {
       const tune_result *m = &rs->v[k];
-      if (!m->ok || strcmp(m->kind, "probe") == 0 || strcmp(m->model, model) != 0 ||
+      if (!m->ok || strcmp(m->kind, "probe") == 0 || strcmp(m->model, x->model) != 0 ||
           strcmp(m->key, ind->key) != 0)
         continue;
       if (!ceiling || (ceiling->steps != rank[i].r->steps &&
@@ -549,32 +575,67 @@ int tune_search_model(const char *model, const tune_options *o, const tune_space
     }
   }
   out->num_ranked = total;
-  if (total) {
-    out->winner = rank[0].r;
-    for (size_t i = 1; i < total && out->rank[i] == 1; i++)
-      tune_strings_add(&out->tied, rank[i].r->label);
-    /* The winner's candidate outlives the list (its flagfile is written from it). */
-    for (size_t i = 0; i < all.n; i++)
-      if (all.v[i] == rank[0].c) all.v[i] = NULL;
-    out->winner_candidate = rank[0].c;
-  }
-  if (!out->note) {
-    char *note = x.stop_note
-                     ? x.stop_note
-                     : tune_format("searched every candidate to rung %d (%d steps)",
-                                   total ? rank[0].rung : 0, total ? rank[0].r->steps : x.steps);
-    out->note = x.trim_note ? tune_format("%s; %s", note, x.trim_note) : note;
-    if (x.trim_note) free(note);
+  if (!total) return;
+  out->winner = rank[0].r;
+  for (size_t i = 1; i < total && out->rank[i] == 1; i++)
+    tune_strings_add(&out->tied, rank[i].r->label);
+  for (size_t i = 0; i < all->n; i++)
+    if (all->v[i] == rank[0].c) all->v[i] = NULL;
+  out->winner_candidate = rank[0].c;
+}
+
+/* out->note: why the search ended where it did; takes x's notes. */
+static void write_note(search *x, const entry *rank, size_t total, tune_model_outcome *out) {
+  if (out->note) {
+    free(x->stop_note);
   } else {
-    free(x.stop_note);
+    char *note = x->stop_note
+                     ? x->stop_note
+                     : tune_format("searched every candidate to rung %d (%d steps)",
+                                   total ? rank[0].rung : 0, total ? rank[0].r->steps : x->steps);
+    out->note = x->trim_note ? tune_format("%s; %s", note, x->trim_note) : note;
+    if (x->trim_note) free(note);
   }
-  free(x.trim_note);
+  free(x->trim_note);
+  x->stop_note = x->trim_note = NULL;
+}
+
+int tune_search_model(const char *model, const tune_options *o, const tune_space *s,
+                      tune_results *rs, tune_clock *clock, double model_budget_s,
+                      tune_model_outcome *out, char *err, size_t err_size) {
+  memset(out, 0, sizeof *out);
+  out->model = tune_format("%s", model);
+  search x = {.model = model, .o = o, .s = s, .rs = rs, .clock = clock, .rung = -1};
+  x.deadline = tune_now() + model_budget_s;
+
+  probed p = {0};
+  int code = probe(&x, out, &p, err, err_size);
+  if (code != TUNE_EXIT_OK || x.interrupted) {
+    probed_free(&p);
+    return code != TUNE_EXIT_OK ? code : TUNE_EXIT_INTERRUPTED;
+  }
+  if (!p.precisions.n || !p.num_batches) {
+    out->note = tune_format("nothing ran: %s", !p.precisions.n ? "every precision was refused"
+                                                               : "the first batch size failed");
+    probed_free(&p);
+    return TUNE_EXIT_OK;
+  }
+
+  cand_list all = {0};
+  list_candidates(&x, &p, &all);
+  int full_rung;
+  code = halve(&x, &all, out, &full_rung, err, err_size);
+  x.interrupted = x.interrupted || tune_interrupted;
+  entry *rank = tune_alloc((all.n ? all.n : 1) * sizeof *rank);
+  size_t total = rank_measured(&x, &all, full_rung, rank);
+  code = measure_ceilings(&x, rank, total, code, err, err_size);
+  fill_outcome(&x, &all, rank, total, out);
+  write_note(&x, rank, total, out);
+
   for (size_t i = 0; i < all.n; i++) tune_candidate_free(all.v[i]);
   free(all.v);
-  free(alive);
   free(rank);
-  tune_strings_free(&precisions);
-  free(batches);
+  probed_free(&p);
   if (code != TUNE_EXIT_OK) return code;
   return x.interrupted ? TUNE_EXIT_INTERRUPTED : TUNE_EXIT_OK;
 }
