@@ -189,7 +189,7 @@ END_TEST
  * kernels), the rest SAME. */
 static cnnb_tensor conv_bn(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t filters,
                            int32_t k, int32_t stride, int relu) {
-  char conv[48], bn[48];
+  char conv[64], bn[64]; /* name is at most 47 bytes (the callers' buffers) */
   snprintf(conv, sizeof conv, "%s_conv", name);
   snprintf(bn, sizeof bn, "%s_bn", name);
   cnnb_conv2d_desc d = {.struct_size = sizeof d,
