@@ -591,10 +591,12 @@ static int32_t env_index(const char *name) {
 }
 
 /* The launcher's view of this process (mpirun sets these whether or not the strategy
- * joins its processes into a world). */
+ * joins its processes into a world; srun sets SLURM_PROCID and SLURM_STEP_NUM_TASKS with
+ * any --mpi, PMIx's PMIX_RANK carries no size). */
 static void read_launcher(cnnb_run_config *cfg) {
   static const char *const names[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                         {"PMI_RANK", "PMI_SIZE"}};
+                                         {"PMI_RANK", "PMI_SIZE"},
+                                         {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
   cfg->launcher_rank = 0;
   cfg->launcher_size = 1;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -105,7 +105,8 @@ typedef struct cnnb_run_config {
   const char *graph_file;             /* --graph_file: the model report, written before the run */
   int64_t trace_steps;                /* timed steps traced, from the first one */
   /* The launcher that started this process, from its environment (OpenMPI's
-   * OMPI_COMM_WORLD_RANK / _SIZE, or PMI_RANK / PMI_SIZE): this process's place among the
+   * OMPI_COMM_WORLD_RANK / _SIZE, PMI_RANK / PMI_SIZE, or srun's SLURM_PROCID /
+   * SLURM_STEP_NUM_TASKS): this process's place among the
    * processes it started; 0 of 1 without one. */
   int32_t launcher_rank, launcher_size;
   int32_t top_ops;        /* --tfprof_file: print the slowest op kinds of the

@@ -792,6 +792,18 @@ static cnnb_status open_world(cnnb_ctx *ctx, const char *who, double timeout_s, 
 #endif
   char host[256];
   host_name(host, sizeof host);
+  const char *srun_tasks = getenv("SLURM_STEP_NUM_TASKS");
+  if (!mpi_world_launched() && getenv("SLURM_STEP_ID") && srun_tasks && atoi(srun_tasks) > 1) {
+    /* srun without a PMI (--mpi=none, Slurm's usual MpiDefault): each task would run as
+     * a world of one, training alone on the same --train_dir. */
+    free(w);
+    return cnnb_error(ctx, CNNB_EINVAL,
+                      "%s: srun started %s tasks (SLURM_STEP_NUM_TASKS) without a PMI, so MPI "
+                      "cannot join them into one job and each would train alone: run srun "
+                      "--mpi=pmix (OpenMPI speaks PMIx; `srun --mpi=list` names what this Slurm "
+                      "has), or MpiDefault=pmix in slurm.conf",
+                      who, srun_tasks);
+  }
   if (mpi_world_launched()) {
     cnnb_status st = join_job(w);
     if (st != CNNB_OK) {
