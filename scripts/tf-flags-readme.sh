@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The README's table of tf_cnn_benchmarks' flags, made from core/src/config/tf_flags.tsv
-# (the one place of those facts; the build makes the C table from the same file).
+# The table of tf_cnn_benchmarks' flags in docs/flags.md ("tf_cnn_benchmarks' flags"), made
+# from core/src/config/tf_flags.tsv (the one place of those facts; the build makes the C
+# table from the same file).
 #   scripts/tf-flags-readme.sh           print the table
-#   scripts/tf-flags-readme.sh --write   replace the table in README.md
-#   scripts/tf-flags-readme.sh --check   exit 1 (and show the difference) when README.md's
+#   scripts/tf-flags-readme.sh --write   replace the table in docs/flags.md
+#   scripts/tf-flags-readme.sh --check   exit 1 (and show the difference) when docs/flags.md's
 #                                        table is not the TSV's; cli_tf_flags runs this
-# The table sits between the lines <!-- tf-flags:begin --> and <!-- tf-flags:end -->.
+# The table sits between the lines <!-- tf-flags:begin --> and <!-- tf-flags:end -->;
+# README=FILE names another Markdown file to hold it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tsv="$root/core/src/config/tf_flags.tsv"
-readme="${README:-$root/README.md}"
+readme="${README:-$root/docs/flags.md}"
 
 table() {
   echo "| tf_cnn_benchmarks flag | tf's default | here | why, or how it differs |"
@@ -25,7 +27,7 @@ table() {
     END { if (bad) exit 1 }' "$tsv"
 }
 
-block() { # the README's table, markers excluded
+block() { # the page's table, markers excluded
   awk '/^<!-- tf-flags:end -->$/ { on = 0 } on { print } /^<!-- tf-flags:begin -->$/ { on = 1 }' "$readme"
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --benchmark_log_dir=DIR (README.md, "Benchmark log"), checked by json_lines_check
+# --benchmark_log_dir=DIR (docs/checkpoints-and-logs.md, "Benchmark log"), checked by json_lines_check
 # (tests/tools), which reads the JSON with jansson:
 # - a training run writes DIR/benchmark_run.rank0.jsonl, creating DIR and its parents:
 #   whole JSON lines, records run, step..., summary with the documented keys and types;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Every command line the READMEs show is run: README.md and each plugin's README.md (or the
-# files in $README_FILES). From their fenced code blocks, each line that starts with
-# `cnnbench`, `cnnbench-mkrecords`, `cnnbench-tune` or `mpirun` (backslash continuations
-# joined, a trailing `# comment` dropped; the "## Set up" block is .ci/fresh-debian.sh's)
-# runs with its sizes shrunk by these rules, so the whole set takes seconds, not days:
+# Every command line the READMEs show is run: README.md, the pages of docs/ (but
+# architecture.md, which shows none) and each plugin's README.md (or the files in
+# $README_FILES), in that order, in one shared directory: a line may use what an earlier
+# line of its page made (a checkpoint, a flagfile). From their fenced code blocks, each
+# line that starts with `cnnbench`, `cnnbench-mkrecords`, `cnnbench-tune` or `mpirun`
+# (backslash continuations joined, a trailing `# comment` dropped; the "## Set up" block
+# is .ci/fresh-debian.sh's) runs with its sizes shrunk by these rules, so the whole set
+# takes seconds, not days:
 #
 #   --batch_size=N         -> 2 (added when absent); --num_batches=N -> 2 (added when absent)
 #   --num_epochs=N         -> dropped for --num_batches=2 (an ImageNet epoch is 1.28M images)
@@ -27,7 +30,7 @@
 # also runs itself on a planted bad example and checks that it fails, naming the line.
 set -uo pipefail
 : "${CNNBENCH:?}" "${CNNB_SOURCE_DIR:?}"
-# About 60 command lines, a few minutes on 2 cores: CI's host stage runs them
+# About 65 command lines, a few minutes on 2 cores: CI's host stage runs them
 # (CNNB_README_EXAMPLES=1 in .ci/run), not every build of the suite.
 if [ "${CNNB_README_EXAMPLES:-0}" != 1 ] && [ -z "${README_FILES:-}" ]; then
   echo "SKIP: set CNNB_README_EXAMPLES=1 to run the READMEs' command lines (.ci/run's host stage does)"
@@ -49,7 +52,11 @@ if [ -z "${README_FILES:-}" ]; then
     cat "$work/planted.out"
   fi
   cd "$CNNB_SOURCE_DIR" || exit 1
-  files=(README.md plugins/*/*/README.md)
+  files=(README.md)
+  for f in docs/*.md; do
+    [ "$f" = docs/architecture.md ] || files+=("$f") # how the code fits: no command lines
+  done
+  files+=(plugins/*/*/README.md)
 else
   read -r -a files <<< "$README_FILES"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# I/O failures while running exit 1 (README, "Exit status"), each with a message naming
-# what could not be read or written; bad data found while running stays 2:
+# I/O failures while running exit 1 (docs/running.md, "Exit status"), each with a message
+# naming what could not be read or written; bad data found while running stays 2:
 # - the report to a full standard output (/dev/full), for a run and for --version,
 #   --help and --list_plugins;
 # - the final checkpoint into a --train_dir that fills up (a 64 KiB tmpfs; skipped where

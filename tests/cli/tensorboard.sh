@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # TensorBoard events (--summary_verbosity, --save_summaries_steps, --eval_dir) and
-# tf_cnn_benchmarks' benchmark_run.log / metric.log (README.md, "TensorBoard", "Benchmark
-# log"):
+# tf_cnn_benchmarks' benchmark_run.log / metric.log (docs/checkpoints-and-logs.md,
+# "TensorBoard", "Benchmark log"):
 # - an events file whose directory cannot be made (--train_dir/eval a regular file) is
 #   refused before any step, exit 1, naming the flag and the path;
 # - --summary_verbosity with nothing to write in the run says so in one warning;

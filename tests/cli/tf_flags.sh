@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tf_cnn_benchmarks' 138 flags (core/src/config/tf_flags.tsv): the list is whole (and, given
-# a tf_cnn_benchmarks checkout in TF_CNN_BENCHMARKS_DIR, exactly its flags), the README's
+# a tf_cnn_benchmarks checkout in TF_CNN_BENCHMARKS_DIR, exactly its flags), docs/flags.md's
 # table is the TSV's, every honoured row is a flag of the core or a plugin and every
 # other row only the compatibility group's; given, a no-effect flag costs one warning
 # line, a refused one exits 2 with what to do instead (tf's distributed mode: the mpirun
@@ -34,7 +34,7 @@ if [ -n "$tf" ] && [ -f "$tf/benchmark_cnn.py" ] && [ -f "$tf/tf_cnn_benchmarks.
 else
   echo "note: TF_CNN_BENCHMARKS_DIR names no tf_cnn_benchmarks checkout (scripts/tf_cnn_benchmarks): the names are checked by count and a few, not against tf's source"
 fi
-"$CNNB_SOURCE_DIR/scripts/tf-flags-readme.sh" --check || fail "README's table is not tf_flags.tsv's"
+"$CNNB_SOURCE_DIR/scripts/tf-flags-readme.sh" --check || fail "docs/flags.md's table is not tf_flags.tsv's"
 
 # --- honoured rows are real flags, the others only the compatibility group's --------
 "$CNNBENCH" --help >"$tmp/help" 2>&1 || fail "--help exited $?"
