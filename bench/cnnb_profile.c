@@ -65,12 +65,13 @@ static cnnb_status step(cnnb_run *run, int64_t i, double *update_s) {
   cnnb_batch batch;
   cnnb_status st = cnnb_prefetch_take(r->input, &batch);
   if (st != CNNB_OK)
-    return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
+    return cnnb_plugin_failed(run->ctx, &run->facts.datasource, st, r->datasource_ctx,
+                              "reading a batch");
   if ((st = cnnb_replica_step(r, &batch, 1.0f, i)) != CNNB_OK) return st;
   double t0 = cnnb_now_seconds();
   if (r->trainer && (st = cnnb_trainer_apply(r->trainer, i, NULL, NULL)) != CNNB_OK) return st;
-  if ((st = run->device.vt.device->synchronize(r->device)) != CNNB_OK)
-    return cnnb_plugin_failed(run->ctx, &run->device, st, r->device_ctx, "synchronize");
+  if ((st = run->facts.device.vt.device->synchronize(r->device)) != CNNB_OK)
+    return cnnb_plugin_failed(run->ctx, &run->facts.device, st, r->device_ctx, "synchronize");
   *update_s += cnnb_now_seconds() - t0;
   return CNNB_OK;
 }
@@ -121,7 +122,7 @@ static void print_summary(const cnnb_run *run, const node_row *warm, int64_t ste
     ops[k].flops += (double)rep.layers[i].flops_matmul * batch;
   }
   double step_s = wall_s / (double)steps, upd = update_s / (double)steps;
-  printf("\nprofile: model %s batch %d precision %s, %lld timed steps\n", run->model.name,
+  printf("\nprofile: model %s batch %d precision %s, %lld timed steps\n", run->facts.model.name,
          run->facts.batch_size, cnnb_precision_name(run->cfg->precision), (long long)steps);
   printf("profile: step %.3f s = nodes %.3f s (%.1f%%) + optimizer update %.3f s (%.1f%%) + other "
          "%.3f s (%.1f%%)\n",

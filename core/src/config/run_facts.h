@@ -21,8 +21,9 @@ typedef struct cnnb_world {
 } cnnb_world;
 
 typedef struct cnnb_run_facts {
-  /* The four plugins, as the run bound them (names as picked, files, descriptors). */
-  const cnnb_bound_plugin *model, *device, *strategy, *datasource;
+  /* The four plugins, as the run bound them (names as picked, files, descriptors, the
+   * strategy's state): the run's one route to each (run.h has no copy). */
+  cnnb_bound_plugin model, device, strategy, datasource;
   int32_t batch_size;      /* per replica: --batch_size, or the model's default */
   int32_t eval_batch_size; /* per replica, of evaluations during training:
                               --eval_batch_size, or batch_size */
@@ -35,6 +36,7 @@ typedef struct cnnb_run_facts {
    * launcher's, so that no two processes write one file (benchmark_run.rankR.jsonl, the
    * trace). Only file_rank 0 writes the files of rank 0 alone. */
   int32_t file_rank, file_ranks;
+  int64_t process_batch;          /* images per step over this process's replicas */
   int64_t global_batch;           /* images per step over every replica and process */
   int64_t examples_per_epoch;     /* the datasource's epoch (the split the run reads); 0:
                                      unknown */

@@ -200,12 +200,12 @@ static json_t *command_line(const cnnb_run_config *cfg) {
 static json_t *resolved(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   int64_t global = f->global_batch;
   json_t *o = json_object();
-  json_object_set_new(o, "model", cnnb_log_text(f->model->name));
+  json_object_set_new(o, "model", cnnb_log_text(f->model.name));
   json_object_set_new(o, "dataset", cnnb_log_text(cfg->dataset->name));
   json_object_set_new(o, "data_dir", *cfg->data_dir ? cnnb_log_text(cfg->data_dir) : json_null());
-  json_object_set_new(o, "datasource", cnnb_log_text(f->datasource->name));
-  json_object_set_new(o, "device", cnnb_log_text(f->device->name));
-  json_object_set_new(o, "strategy", cnnb_log_text(f->strategy->name));
+  json_object_set_new(o, "datasource", cnnb_log_text(f->datasource.name));
+  json_object_set_new(o, "device", cnnb_log_text(f->device.name));
+  json_object_set_new(o, "strategy", cnnb_log_text(f->strategy.name));
   json_object_set_new(o, "mode", cnnb_log_text(cnnb_run_config_mode_label(cfg)));
   json_object_set_new(o, "batch_size_per_replica", json_integer(f->batch_size));
   json_object_set_new(o, "global_batch_size", json_integer(global));
@@ -267,10 +267,10 @@ static json_t *plugin(const cnnb_bound_plugin *p) {
 
 static json_t *plugins(const cnnb_run_facts *f) {
   json_t *o = json_object();
-  json_object_set_new(o, "model", plugin(f->model));
-  json_object_set_new(o, "device", plugin(f->device));
-  json_object_set_new(o, "strategy", plugin(f->strategy));
-  json_object_set_new(o, "datasource", plugin(f->datasource));
+  json_object_set_new(o, "model", plugin(&f->model));
+  json_object_set_new(o, "device", plugin(&f->device));
+  json_object_set_new(o, "strategy", plugin(&f->strategy));
+  json_object_set_new(o, "datasource", plugin(&f->datasource));
   return o;
 }
 

@@ -114,7 +114,7 @@ static void param(json_t *list, const char *name, const char *type, json_t *valu
  * (single_sess, rewrite_config, session_config) are left out. */
 static json_t *run_parameters(const cnnb_run_config *cfg, const cnnb_run_facts *f) {
   json_t *list = json_array();
-  param(list, "batch_size", "long", json_integer((json_int_t)f->batch_size * f->replicas));
+  param(list, "batch_size", "long", json_integer((json_int_t)f->process_batch));
   param(list, "batch_size_per_device", "long", json_integer(f->batch_size));
   param(list, "data_format", "string", cnnb_log_text(cfg->data_format));
   param(list, "dataset", "string", cnnb_log_text(cfg->dataset->name));
@@ -125,14 +125,14 @@ static json_t *run_parameters(const cnnb_run_config *cfg, const cnnb_run_facts *
   if (s) {
     fputc('[', s);
     for (int32_t i = 0; i < f->replicas; i++)
-      fprintf(s, "%s'/%s:%d'", i ? ", " : "", f->device->name, (int)i);
+      fprintf(s, "%s'/%s:%d'", i ? ", " : "", f->device.name, (int)i);
     fputc(']', s);
     fclose(s);
   }
   param(list, "devices", "string", cnnb_log_text(devices ? devices : "[]"));
   free(devices);
   param(list, "mode", "string", cnnb_log_text(cnnb_run_mode_name(cfg->mode)));
-  param(list, "model", "string", cnnb_log_text(f->model->name));
+  param(list, "model", "string", cnnb_log_text(f->model.name));
   param(list, "num_batches", "long", json_integer(f->num_batches));
   if (f->examples_per_epoch > 0)
     param(list, "num_epochs", "float",
@@ -192,7 +192,7 @@ cnnb_status cnnb_tf_logger_run_info(cnnb_tf_logger *log, const cnnb_run_config *
     return cnnb_error(log->ctx, CNNB_ENOMEM, "out of memory");
   json_t *info = json_object();
   if (info) {
-    json_object_set_new(info, "model_name", cnnb_log_text(facts->model->name));
+    json_object_set_new(info, "model_name", cnnb_log_text(facts->model.name));
     json_object_set_new(info, "dataset",
                         json_pack("{s:o}", "name", cnnb_log_text(cfg->dataset->name)));
     json_object_set_new(info, "machine_config", machine_config());

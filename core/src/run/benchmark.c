@@ -19,9 +19,9 @@ static cnnb_status open_trace(cnnb_run *run, cnnb_trace **out) {
   if (!cfg->trace_file || !*cfg->trace_file) return CNNB_OK;
   int64_t steps = run->facts.num_batches;
   cnnb_trace_info info = {
-      .model = run->model.name,
-      .device = run->device.name,
-      .strategy = run->strategy.name,
+      .model = run->facts.model.name,
+      .device = run->facts.device.name,
+      .strategy = run->facts.strategy.name,
       .steps = cfg->trace_steps < steps ? cfg->trace_steps : steps,
       .rank = run->facts.file_rank,
       .world_size = run->facts.file_ranks,

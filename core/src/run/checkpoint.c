@@ -61,14 +61,15 @@ static void arenas_free(cnnb_ckpt_arenas *h) {
 
 /* Whether the strategy keeps the variables (and so the optimizer's slots) itself. */
 static bool keeps_variables(const cnnb_run *run) {
-  return run->strategy.vt.strategy->apply_update != NULL;
+  return run->facts.strategy.vt.strategy->apply_update != NULL;
 }
 
 /* The strategy's CNNB_EXT_STRATEGY_OPTIMIZER_STATE when it keeps the slots itself. */
 static const cnnb_strategy_optimizer_state *strategy_slots(const cnnb_run *run) {
   if (!keeps_variables(run)) return NULL;
   const cnnb_strategy_optimizer_state *ext =
-      cnnb_bound_extension(&run->strategy, run->strategy.state, CNNB_EXT_STRATEGY_OPTIMIZER_STATE,
+      cnnb_bound_extension(&run->facts.strategy, run->facts.strategy.state,
+                           CNNB_EXT_STRATEGY_OPTIMIZER_STATE,
                            CNNB_EXT_NEEDS(cnnb_strategy_optimizer_state, set_slot));
   return ext && ext->get_slot && ext->set_slot ? ext : NULL;
 }
@@ -88,7 +89,7 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   if (!cnnb_ckpt_slot_name(rule, slot)) return CNNB_OK;
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   const cnnb_strategy_optimizer_state *keeper = strategy_slots(run);
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   cnnb_status st;
   if (keeps_variables(run)) {
     /* Collective: every rank takes part even though only rank 0 writes. */
@@ -109,10 +110,10 @@ static cnnb_status read_slot(cnnb_run *run, int slot, float **out) {
   float *device_slot = slot == 1 ? cnnb_trainer_slot1(r->trainer) : cnnb_trainer_slot2(r->trainer);
   if (!device_slot) return CNNB_OK;
   if (!(*out = alloc_floats(run, count))) return CNNB_ENOMEM;
-  CNNB_PLUGIN_CALL(st, run->ctx, &run->device, "copy_to_host", r->device_ctx,
+  CNNB_PLUGIN_CALL(st, run->ctx, &run->facts.device, "copy_to_host", r->device_ctx,
                    "reading the optimizer's slots",
-                   run->device.vt.device->copy_to_host(r->device, *out, device_slot,
-                                                       (size_t)count * sizeof(float)));
+                   run->facts.device.vt.device->copy_to_host(r->device, *out, device_slot,
+                                                             (size_t)count * sizeof(float)));
   return st;
 }
 
@@ -128,7 +129,7 @@ static cnnb_status read_state(cnnb_run *run, int64_t global_step, cnnb_ckpt_aren
   if (!(h->params = alloc_floats(run, cnnb_graph_param_arena_count(g))) ||
       !(h->stats = alloc_floats(run, cnnb_graph_stat_arena_count(g))))
     return CNNB_ENOMEM;
-  CNNB_GUARDED(run->device.label, "copy_to_host", "parameters",
+  CNNB_GUARDED(run->facts.device.label, "copy_to_host", "parameters",
                st = cnnb_executor_download_params(r->executor, h->params, h->stats));
   if (st != CNNB_OK) return st;
   int64_t widest = 1;
@@ -177,7 +178,7 @@ static char *describe_config(const cnnb_run *run) {
           "data_dir=%s\nbatch_size=%d\nnum_gpus=%d\nranks=%d\nimage_size=%d\nnum_classes=%d\n"
           "precision=%s\noptimizer=%s\nmomentum=%g\nweight_decay=%g\ngradient_clip=%g\n"
           "seed=%" PRIu64 "\nnum_warmup_batches=%" PRId64 "\n",
-          facts->model->name, facts->device->name, facts->strategy->name, facts->datasource->name,
+          facts->model.name, facts->device.name, facts->strategy.name, facts->datasource.name,
           c->dataset->name, c->data_dir, (int)facts->batch_size, (int)facts->replicas,
           (int)facts->world.size, (int)facts->image_size, (int)facts->num_classes,
           cnnb_precision_name(c->precision), cnnb_optimizer_rule_name(c->trainer.rule),
@@ -195,7 +196,7 @@ static void make_metadata(const cnnb_run *run, int64_t global_step, metadata *m)
   if (run->replicas[0].trainer) cnnb_trainer_get_state(run->replicas[0].trainer, &state);
   meta_add(m, "format", "pt"); /* what Hugging Face tools expect of a PyTorch state dict */
   meta_add(m, META("version"), "%s", CNNB_VERSION_STRING);
-  meta_add(m, META("model"), "%s", run->facts.model->name);
+  meta_add(m, META("model"), "%s", run->facts.model.name);
   meta_add(m, META("dataset"), "%s", run->cfg->dataset->name);
   meta_add(m, META("num_classes"), "%d", (int)run->facts.num_classes);
   meta_add(m, META("image_size"), "%d", (int)run->facts.image_size);
@@ -303,7 +304,7 @@ static cnnb_status meta_int(cnnb_ctx *ctx, const cnnb_safetensors *f, const char
 static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safetensors *f,
                                     const char *path) {
   const cnnb_run *run = user;
-  const char *name = run->facts.model->name;
+  const char *name = run->facts.model.name;
   const char *model = cnnb_safetensors_meta(f, META("model"));
   if (model && strcmp(model, name) != 0)
     return cnnb_error(ctx, CNNB_EINVAL,
@@ -323,7 +324,7 @@ static cnnb_status check_model_name(void *user, cnnb_ctx *ctx, const cnnb_safete
 /* Uploads host arenas into every replica's executor. */
 static cnnb_status upload_all(cnnb_run *run, const float *params, const float *stats) {
   cnnb_status st = CNNB_OK;
-  CNNB_GUARDED(run->device.label, "copy_to_device", "checkpoint", {
+  CNNB_GUARDED(run->facts.device.label, "copy_to_device", "checkpoint", {
     for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
       st = cnnb_executor_upload_params(run->replicas[i].executor, params, stats);
   });
@@ -468,7 +469,7 @@ static void close_resume_file(cnnb_checkpoints *c) {
 
 static cnnb_status write_slot(cnnb_run *run, int slot, const float *host, int64_t count) {
   const cnnb_strategy_optimizer_state *keeper = strategy_slots(run);
-  const cnnb_bound_plugin *strategy = &run->strategy, *device = &run->device;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy, *device = &run->facts.device;
   cnnb_status st = CNNB_OK;
   if (keeps_variables(run)) {
     CNNB_PLUGIN_CALL(st, run->ctx, strategy, "set_slot", strategy->ctx,
@@ -544,7 +545,7 @@ cnnb_status cnnb_checkpoint_restore_optimizer(cnnb_run *run) {
     st = cnnb_error(run->ctx, CNNB_EUNSUPPORTED,
                     "--train_dir with --optimizer=%s: %s keeps the "
                     "optimizer's state itself and offers no %s to save and restore it",
-                    cnnb_optimizer_rule_name(run->cfg->trainer.rule), run->strategy.label,
+                    cnnb_optimizer_rule_name(run->cfg->trainer.rule), run->facts.strategy.label,
                     CNNB_EXT_STRATEGY_OPTIMIZER_STATE);
   else if (training && run->checkpoints && run->checkpoints->resume_file)
     st = restore_optimizer(run);

@@ -94,7 +94,7 @@ struct cnnb_evaluation {
 
 static cnnb_status create_replica(cnnb_run *run, int32_t index, cnnb_evaluation *ev,
                                   eval_replica *e) {
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   cnnb_graph *graph = ev->graph ? ev->graph : run->graph;
   cnnb_status st = cnnb_replica_create_device(run, index, false, &e->device_ctx, &e->device);
   if (st != CNNB_OK) return st;
@@ -125,9 +125,9 @@ void cnnb_evaluation_free(cnnb_run *run, cnnb_evaluation *e) {
   for (int32_t i = 0; e->replicas && i < run->facts.replicas; i++) {
     eval_replica *r = &e->replicas[i];
     cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
-    if (r->datasource) run->datasource.vt.datasource->destroy(r->datasource);
+    if (r->datasource) run->facts.datasource.vt.datasource->destroy(r->datasource);
     cnnb_executor_destroy(r->executor);
-    if (r->device) run->device.vt.device->destroy(r->device);
+    if (r->device) run->facts.device.vt.device->destroy(r->device);
     cnnb_ctx_destroy(r->device_ctx);
     cnnb_ctx_destroy(r->datasource_ctx);
   }
@@ -158,13 +158,13 @@ static cnnb_status count_eval_batches(cnnb_run *run, cnnb_evaluation *e) {
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "--num_eval_epochs=%g: datasource %s does not say how many examples its "
                       "validation split holds; give --num_eval_batches instead",
-                      cfg->num_eval_epochs, run->datasource.name);
+                      cfg->num_eval_epochs, run->facts.datasource.name);
   if (examples <= 0) {
     e->num_batches = run->facts.num_batches;
     cnnb_log(run->ctx, CNNB_LOG_INFO,
              "datasource %s does not say how big its validation split is: each evaluation "
              "runs %lld batches (the training's; --num_eval_batches sets it)",
-             run->datasource.name, (long long)run->facts.num_batches);
+             run->facts.datasource.name, (long long)run->facts.num_batches);
     return CNNB_OK;
   }
   double steps = ceil(epochs * (double)examples / global);
@@ -190,13 +190,13 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
                       "--eval_during_training_every_n_epochs=%g: datasource %s does not say "
                       "how many examples a training epoch holds; give "
                       "--eval_during_training_every_n_steps instead",
-                      cfg->eval_every_n_epochs, run->datasource.name);
+                      cfg->eval_every_n_epochs, run->facts.datasource.name);
   if (cfg->eval_at_epochs_count && f->examples_per_epoch <= 0)
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "--eval_during_training_at_specified_epochs: datasource %s does not say "
                       "how many examples a training epoch holds; give "
                       "--eval_during_training_at_specified_steps instead",
-                      run->datasource.name);
+                      run->facts.datasource.name);
   cnnb_evaluation *e = run->evaluation = calloc(1, sizeof *run->evaluation);
   if (!e || !(e->replicas = calloc((size_t)f->replicas, sizeof *e->replicas)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
@@ -212,11 +212,11 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
       return cnnb_error(run->ctx, CNNB_EINVAL,
                         "--eval_batch_size=%d: model %s has other parameters at that batch size "
                         "than at --batch_size=%d, so it cannot be evaluated at it",
-                        (int)e->batch_size, run->model.name, (int)f->batch_size);
+                        (int)e->batch_size, run->facts.model.name, (int)f->batch_size);
   }
   for (int32_t i = 0; i < f->replicas; i++)
     if ((st = create_replica(run, i, e, &e->replicas[i])) != CNNB_OK) return st;
-  const cnnb_bound_plugin *datasource = &run->datasource;
+  const cnnb_bound_plugin *datasource = &run->facts.datasource;
   int64_t examples = 0;
   if (datasource->vt.datasource->examples_per_epoch)
     CNNB_GUARDED(datasource->label, "examples_per_epoch", NULL,
@@ -241,7 +241,7 @@ cnnb_status cnnb_evaluation_prepare(cnnb_run *run) {
 static cnnb_status copy_arena(cnnb_run *run, const cnnb_replica *r, const eval_replica *e,
                               const float *src, float *dst, int64_t count, float *staging,
                               const char *what) {
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   const cnnb_device_vtable *dv = device->vt.device;
   for (int64_t off = 0; off < count; off += COPY_CHUNK) {
     int64_t n = count - off < COPY_CHUNK ? count - off : COPY_CHUNK;
@@ -300,7 +300,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step
       const float *images;
       const int32_t *labels;
       if ((st = cnnb_prefetch_next(r->input, &images, &labels)) != CNNB_OK) {
-        st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+        st = cnnb_plugin_failed(run->ctx, &run->facts.datasource, st, r->datasource_ctx,
                                 "reading a validation batch");
         break;
       }
@@ -310,7 +310,7 @@ cnnb_status cnnb_evaluation_run(cnnb_run *run, int64_t step, int64_t global_step
       if (e->examples > 0 && e->examples - tally[2] < counted)
         counted = (int32_t)(e->examples - tally[2]);
       int top1 = 0, top5 = 0;
-      CNNB_GUARDED(run->device.label, "tensor_to_host", "logits",
+      CNNB_GUARDED(run->facts.device.label, "tensor_to_host", "logits",
                    st = cnnb_executor_accuracy_first(r->executor, labels, counted, &top1, &top5));
       tally[0] += top1;
       tally[1] += top5;

@@ -9,14 +9,14 @@
 
 static const cnnb_datasource_uint8 *datasource_uint8(const cnnb_run *run, void *datasource) {
   const cnnb_datasource_uint8 *ext =
-      cnnb_bound_extension(&run->datasource, datasource, CNNB_EXT_DATASOURCE_UINT8,
+      cnnb_bound_extension(&run->facts.datasource, datasource, CNNB_EXT_DATASOURCE_UINT8,
                            CNNB_EXT_NEEDS(cnnb_datasource_uint8, next_batch_uint8));
   return ext && ext->normalization && ext->next_batch_uint8 ? ext : NULL;
 }
 
 static const cnnb_device_uint8_input *device_uint8(const cnnb_run *run, void *device) {
   const cnnb_device_uint8_input *ext =
-      cnnb_bound_extension(&run->device, device, CNNB_EXT_DEVICE_UINT8_INPUT,
+      cnnb_bound_extension(&run->facts.device, device, CNNB_EXT_DEVICE_UINT8_INPUT,
                            CNNB_EXT_NEEDS(cnnb_device_uint8_input, input_from_host_uint8));
   return ext && ext->input_from_host_uint8 ? ext : NULL;
 }
@@ -30,7 +30,7 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
   if (!scale) return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   float *offset = scale + channels;
   cnnb_status st;
-  CNNB_PLUGIN_CALL(st, run->ctx, &run->datasource, "normalization", r->datasource_ctx,
+  CNNB_PLUGIN_CALL(st, run->ctx, &run->facts.datasource, "normalization", r->datasource_ctx,
                    "the datasource's uint8 normalization",
                    source->normalization(r->datasource, scale, offset));
   if (st != CNNB_OK) {
@@ -43,7 +43,7 @@ static cnnb_status set_up_replica(cnnb_run *run, cnnb_replica *r,
                     "%s: its uint8 normalization of channel %d is "
                     "value * %g + %g, not finite numbers: fix the plugin, or run with "
                     "--input_dtype=float32",
-                    run->datasource.label, (int)c, (double)scale[c], (double)offset[c]);
+                    run->facts.datasource.label, (int)c, (double)scale[c], (double)offset[c]);
     free(scale);
     return st;
   }
@@ -68,11 +68,11 @@ cnnb_status cnnb_input_dtype_choose(cnnb_run *run) {
   for (int32_t i = 0; i < replicas && !missing; i++)
     if (!datasource_uint8(run, run->replicas[i].datasource))
       missing = "datasource", missing_ext = CNNB_EXT_DATASOURCE_UINT8,
-      missing_plugin = run->datasource.label, cannot = "hand over";
+      missing_plugin = run->facts.datasource.label, cannot = "hand over";
   for (int32_t i = 0; i < replicas && !missing; i++)
     if (!device_uint8(run, run->replicas[i].device))
       missing = "device", missing_ext = CNNB_EXT_DEVICE_UINT8_INPUT,
-      missing_plugin = run->device.label, cannot = "normalize";
+      missing_plugin = run->facts.device.label, cannot = "normalize";
   if (missing) {
     if (wanted == CNNB_INPUT_UINT8)
       return cnnb_error(run->ctx, CNNB_EINVAL,

@@ -20,7 +20,7 @@ static cnnb_status read_step(cnnb_run *run) {
     cnnb_batch batch; /* fp32 or uint8, as a training run would take it */
     cnnb_status st = cnnb_prefetch_take(r->input, &batch);
     if (st != CNNB_OK)
-      return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+      return cnnb_plugin_failed(run->ctx, &run->facts.datasource, st, r->datasource_ctx,
                                 "reading a batch");
   }
   return CNNB_OK;
@@ -41,7 +41,8 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   for (int32_t i = 0; i < run->facts.replicas && st == CNNB_OK; i++) {
     cnnb_replica *r = &run->replicas[i];
     if ((st = cnnb_prefetch_drain(r->input)) != CNNB_OK)
-      st = cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx, "reading a batch");
+      st = cnnb_plugin_failed(run->ctx, &run->facts.datasource, st, r->datasource_ctx,
+                              "reading a batch");
   }
   if (st != CNNB_OK) return st;
   if (stop) {
@@ -81,7 +82,7 @@ cnnb_status cnnb_input_only_run(cnnb_run *run, FILE *out) {
   if (stop &&
       (st = cnnb_run_report_interrupted(run, steps, false, -1, false, "--input_only")) != CNNB_OK)
     return st;
-  double images = (double)run->facts.batch_size * run->facts.replicas * (double)steps;
+  double images = (double)run->facts.process_batch * (double)steps;
   if ((st = cnnb_run_print_total(run, images, total_seconds, steps, out)) != CNNB_OK) return st;
   return cnnb_run_print_skipped(run, out);
 }

@@ -9,7 +9,7 @@
 #include "graph/op_device.h"
 
 cnnb_status cnnb_model_graph_build(cnnb_run *run, int32_t batch, cnnb_graph **out) {
-  const cnnb_bound_plugin *model = &run->model;
+  const cnnb_bound_plugin *model = &run->facts.model;
   const cnnb_run_facts *f = &run->facts;
   cnnb_graph *g = *out = cnnb_graph_create(batch, run->cfg->dataset->channels, f->image_size,
                                            f->image_size, f->num_classes);
@@ -39,7 +39,7 @@ cnnb_status cnnb_model_graph_build(cnnb_run *run, int32_t batch, cnnb_graph **ou
 }
 
 void cnnb_model_graph_fuse_relus(cnnb_run *run, cnnb_graph *graph) {
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   uint32_t ops = ~0u;
   CNNB_GUARDED(device->label, "get_extension", NULL, {
     for (int32_t i = 0; i < run->facts.replicas; i++)

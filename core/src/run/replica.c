@@ -7,7 +7,7 @@
 cnnb_status cnnb_replica_create_device(cnnb_run *run, int32_t index, bool training, cnnb_ctx **ctx,
                                        void **device) {
   const cnnb_run_config *cfg = run->cfg;
-  const cnnb_bound_plugin *p = &run->device;
+  const cnnb_bound_plugin *p = &run->facts.device;
   if (!(*ctx = cnnb_ctx_create_child(run->ctx, p->name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_device_config dcfg = {
@@ -52,13 +52,13 @@ cnnb_datasource_config cnnb_replica_datasource_config(const cnnb_run *run, int32
       .dataset = run->cfg->dataset->kind,
       .local_replicas = f->replicas,
       .device_threads = run->cfg->num_threads,
-      .device_name = f->device->name,
+      .device_name = f->device.name,
   };
 }
 
 cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool training,
                                            int32_t batch, cnnb_ctx **ctx, void **datasource) {
-  const cnnb_bound_plugin *p = &run->datasource;
+  const cnnb_bound_plugin *p = &run->facts.datasource;
   if (!(*ctx = cnnb_ctx_create_child(run->ctx, p->name)))
     return cnnb_error(run->ctx, CNNB_ENOMEM, "out of memory");
   cnnb_datasource_config scfg = cnnb_replica_datasource_config(run, index, training, batch);
@@ -77,7 +77,7 @@ cnnb_status cnnb_replica_create_datasource(cnnb_run *run, int32_t index, bool tr
 cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, int32_t batch, cnnb_ctx *ctx,
                                      void *datasource, const cnnb_datasource_uint8 *uint8_batches,
                                      cnnb_prefetch **input) {
-  const cnnb_bound_plugin *p = &run->datasource;
+  const cnnb_bound_plugin *p = &run->facts.datasource;
   const cnnb_run_facts *f = &run->facts;
   size_t pixels = (size_t)batch * (size_t)run->cfg->dataset->channels * (size_t)f->image_size *
                   (size_t)f->image_size;
@@ -96,12 +96,13 @@ cnnb_status cnnb_replica_start_input(cnnb_run *run, int32_t index, int32_t batch
 }
 
 bool cnnb_replica_constant_batch(const cnnb_run *run) {
-  return cnnb_bound_extension(&run->datasource, NULL, CNNB_EXT_DATASOURCE_CONSTANT, 0) != NULL;
+  return cnnb_bound_extension(&run->facts.datasource, NULL, CNNB_EXT_DATASOURCE_CONSTANT, 0) !=
+         NULL;
 }
 
 int64_t cnnb_replica_skipped_examples(const cnnb_run *run, void *datasource) {
   if (!datasource) return 0;
-  const cnnb_bound_plugin *p = &run->datasource;
+  const cnnb_bound_plugin *p = &run->facts.datasource;
   const cnnb_datasource_stats *stats =
       cnnb_bound_extension(p, datasource, CNNB_EXT_DATASOURCE_STATS,
                            CNNB_EXT_NEEDS(cnnb_datasource_stats, skipped_examples));

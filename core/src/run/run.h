@@ -43,10 +43,9 @@ typedef struct cnnb_replica {
 
 struct cnnb_run {
   const cnnb_run_config *cfg;
-  cnnb_ctx *ctx; /* "cnnbench": the run's own errors; every plugin's ctx is its
-                    child (the flag table, the log level and rank tag) */
-  bool profile;  /* executors time every node (bench/cnnb_profile) */
-  cnnb_bound_plugin model, device, strategy, datasource;
+  cnnb_ctx *ctx;        /* "cnnbench": the run's own errors; every plugin's ctx is its
+                           child (the flag table, the log level and rank tag) */
+  bool profile;         /* executors time every node (bench/cnnb_profile) */
   cnnb_model_info info; /* the model's own facts (its describe()) */
   cnnb_run_facts facts; /* read-only once setup is over */
   cnnb_graph *graph;

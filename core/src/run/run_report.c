@@ -20,8 +20,9 @@ cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out) {
   cnnb_status st = cnnb_model_info_compute(run->graph, &report);
   if (st != CNNB_OK)
     return cnnb_error(run->ctx, st, "--model_info: %s", cnnb_graph_error(run->graph));
-  fprintf(out, "Model: %s (%s, %dx%d, %d classes)\n", run->model.name, run->cfg->dataset->name,
-          run->facts.image_size, run->facts.image_size, run->facts.num_classes);
+  fprintf(out, "Model: %s (%s, %dx%d, %d classes)\n", run->facts.model.name,
+          run->cfg->dataset->name, run->facts.image_size, run->facts.image_size,
+          run->facts.num_classes);
   cnnb_model_info_print(run->graph, &report, out);
   cnnb_model_report_free(&report);
   return CNNB_OK;
@@ -44,7 +45,7 @@ cnnb_status cnnb_run_write_graph_file(cnnb_run *run) {
  * when a spec was given (it then says what they were told). */
 static const char *all_reduce_line(const cnnb_run *run) {
   const char *spec = run->cfg->all_reduce_spec;
-  const char *name = run->facts.strategy->name;
+  const char *name = run->facts.strategy.name;
   static const char *const all_reducing[] = {"replicated", "distributed_all_reduce",
                                              "collective_all_reduce"};
   for (size_t i = 0; i < sizeof all_reducing / sizeof all_reducing[0]; i++)
@@ -58,18 +59,18 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
   char dataset[256];
   /* tf_cnn_benchmarks shows "imagenet (synthetic)"; the datasource's name says the same
    * for every datasource. */
-  snprintf(dataset, sizeof dataset, "%s (%s)", cfg->dataset->name, f->datasource->name);
+  snprintf(dataset, sizeof dataset, "%s (%s)", cfg->dataset->name, f->datasource.name);
   enum { MAX_SHOWN = 64, NAME_SIZE = 96 };
   char names[MAX_SHOWN][NAME_SIZE];
   const char *devices[MAX_SHOWN];
   size_t shown = f->replicas < MAX_SHOWN ? (size_t)f->replicas : MAX_SHOWN;
   for (size_t i = 0; i < shown; i++) {
-    snprintf(names[i], NAME_SIZE, "/%s:%zu", f->device->name, i);
+    snprintf(names[i], NAME_SIZE, "/%s:%zu", f->device.name, i);
     devices[i] = names[i];
   }
   cnnb_report_header header = {
       .version = CNNB_VERSION_STRING,
-      .model = f->model->name,
+      .model = f->model.name,
       .dataset = dataset,
       .mode = cnnb_run_config_mode_label(cfg),
       .global_batch = f->global_batch,
@@ -85,7 +86,7 @@ void cnnb_run_print_header(const cnnb_run *run, FILE *out) {
       .data_format = cfg->data_format,
       .optimizer = cfg->mode == CNNB_MODE_TRAIN ? cnnb_optimizer_rule_name(cfg->trainer.rule)
                                                 : NULL,
-      .variable_update = f->strategy->name,
+      .variable_update = f->strategy.name,
       .all_reduce = all_reduce_line(run),
   };
   cnnb_report_print_header(out, &header);

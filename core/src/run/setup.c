@@ -33,8 +33,8 @@ static cnnb_status choose_datasource(cnnb_run *run, cnnb_loader *loader,
                                      const cnnb_datasource_config *probe_cfg) {
   const cnnb_run_config *cfg = run->cfg;
   if (*cfg->datasource)
-    return cnnb_bound_plugin_open(&run->datasource, loader, CNNB_KIND_DATASOURCE, cfg->datasource,
-                                  run->ctx);
+    return cnnb_bound_plugin_open(&run->facts.datasource, loader, CNNB_KIND_DATASOURCE,
+                                  cfg->datasource, run->ctx);
   size_t count = cnnb_loader_names(loader, CNNB_KIND_DATASOURCE, NULL, 0);
   const char **names = calloc(count ? count : 1, sizeof *names);
   char *reasons = NULL;
@@ -76,7 +76,8 @@ static cnnb_status choose_datasource(cnnb_run *run, cnnb_loader *loader,
   }
   fclose(why);
   if (st == CNNB_OK && best)
-    st = cnnb_bound_plugin_open(&run->datasource, loader, CNNB_KIND_DATASOURCE, best, run->ctx);
+    st = cnnb_bound_plugin_open(&run->facts.datasource, loader, CNNB_KIND_DATASOURCE, best,
+                                run->ctx);
   else if (st == CNNB_OK)
     st = cnnb_error(run->ctx, CNNB_EINVAL,
                     "%s%s%s--data_name=%s: no datasource plugin can serve it (%s%s); install "
@@ -100,13 +101,13 @@ static cnnb_status check_model_info(cnnb_run *run) {
                       "--model=%s: %s describes it with image size %d, default batch size %d "
                       "and default learning rate %g; they must be in [1, 4096], >= 1 and a "
                       "finite number > 0: fix the plugin",
-                      run->model.name, run->model.label, info->image_size, info->default_batch_size,
-                      (double)info->default_learning_rate);
+                      run->facts.model.name, run->facts.model.label, info->image_size,
+                      info->default_batch_size, (double)info->default_learning_rate);
   return CNNB_OK;
 }
 
 static cnnb_status describe_model(cnnb_run *run) {
-  const cnnb_bound_plugin *model = &run->model;
+  const cnnb_bound_plugin *model = &run->facts.model;
   run->info.struct_size = sizeof run->info;
   char what[512];
   snprintf(what, sizeof what, "--model=%s with --data_name=%s", model->name,
@@ -132,14 +133,10 @@ cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *p
                           cnnb_loader *loader) {
   run->cfg = cfg;
   cnnb_run_facts *f = &run->facts;
-  f->model = &run->model;
-  f->device = &run->device;
-  f->strategy = &run->strategy;
-  f->datasource = &run->datasource;
   f->replicas = cfg->num_replicas;
   if (!(run->ctx = cnnb_ctx_create_child(parent, "cnnbench"))) return CNNB_ENOMEM;
-  f->world = (cnnb_world){.rank = 0, .size = 1, .strategy = &run->strategy, .ctx = run->ctx};
-  cnnb_status st = cnnb_bound_plugin_open(&run->model, loader, CNNB_KIND_MODEL, cfg->model,
+  f->world = (cnnb_world){.rank = 0, .size = 1, .strategy = &run->facts.strategy, .ctx = run->ctx};
+  cnnb_status st = cnnb_bound_plugin_open(&run->facts.model, loader, CNNB_KIND_MODEL, cfg->model,
                                           run->ctx);
   if (st != CNNB_OK || (st = describe_model(run)) != CNNB_OK) return st;
   return build_graph(run);
@@ -150,7 +147,7 @@ cnnb_status cnnb_run_open(cnnb_run *run, const cnnb_run_config *cfg, cnnb_ctx *p
 /* Every replica's device runs every op of the graph: refused here, before the executors
  * plan and allocate anything, naming the op, a node using it and the device. */
 static cnnb_status check_ops(cnnb_run *run) {
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
     CNNB_GUARDED(device->label, "supports_op", NULL,
@@ -165,7 +162,7 @@ static cnnb_status check_ops(cnnb_run *run) {
 static void on_bucket(void *user, int64_t offset, int64_t count) {
   cnnb_replica *replica = user;
   cnnb_run *run = replica->run;
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   if (replica->index != run->facts.replicas - 1 || run->bucket_status != CNNB_OK) return;
   CNNB_PLUGIN_CALL(run->bucket_status, run->ctx, strategy, "bucket_ready", strategy->ctx,
                    "gradient exchange",
@@ -182,7 +179,7 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
       .user = r,
       .device_ctx = r->device_ctx,
       .profile = run->profile,
-      .crash_label = run->device.label,
+      .crash_label = run->facts.device.label,
       /* Only a traced run names a track: the per-node args are made for it alone. */
       .trace_track = run->cfg->trace_file && *run->cfg->trace_file ? r->trace_track : NULL,
       .constant_batch = cnnb_replica_constant_batch(run),
@@ -195,8 +192,8 @@ static cnnb_status create_executor(cnnb_run *run, int32_t index) {
                                                           "inside a step"
                                                         : NULL,
   };
-  cnnb_status st = cnnb_executor_create(run->ctx, run->device.vt.device, r->device, run->graph,
-                                        &ecfg, &r->executor);
+  cnnb_status st = cnnb_executor_create(run->ctx, run->facts.device.vt.device, r->device,
+                                        run->graph, &ecfg, &r->executor);
   if (st != CNNB_OK) return st;
   /* Every replica draws the same initial values; the strategy's broadcast then makes
    * strategies that need it agree even across processes. */
@@ -224,7 +221,7 @@ static int64_t *variable_bounds(const cnnb_graph *g, int64_t param_count, int32_
 
 /* The world as the strategy reports it: its rank and size, checked. */
 static cnnb_status learn_world(cnnb_run *run) {
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   const cnnb_strategy_vtable *vt = strategy->vt.strategy;
   cnnb_world *w = &run->facts.world;
   CNNB_GUARDED(strategy->label, "world_size", NULL, {
@@ -247,7 +244,7 @@ static cnnb_status learn_world(cnnb_run *run) {
 static cnnb_status create_strategy(cnnb_run *run) {
   int32_t n = run->facts.replicas;
   const cnnb_run_config *rc = run->cfg;
-  cnnb_bound_plugin *strategy = &run->strategy;
+  cnnb_bound_plugin *strategy = &run->facts.strategy;
   int64_t param_count = cnnb_graph_param_arena_count(run->graph);
   int32_t num_variables = 0;
   void **devices = malloc((size_t)n * sizeof *devices);
@@ -261,7 +258,7 @@ static cnnb_status create_strategy(cnnb_run *run) {
   cnnb_strategy_config cfg = {
       .struct_size = sizeof cfg,
       .local_replicas = n,
-      .device = run->device.vt.device,
+      .device = run->facts.device.vt.device,
       .devices = devices,
       .param_count = param_count,
       .variable_bounds = bounds,
@@ -272,7 +269,7 @@ static cnnb_status create_strategy(cnnb_run *run) {
       .gradient_repacking = rc->gradient_repacking,
       .compact_gradient_transfer = rc->compact_gradient_transfer,
       .auto_loss_scale = rc->trainer.fp16 && rc->trainer.auto_loss_scale,
-      .device_name = run->device.name,
+      .device_name = run->facts.device.name,
   };
   char what[256];
   snprintf(what, sizeof what, "--variable_update=%s", strategy->name);
@@ -297,7 +294,7 @@ static cnnb_status create_strategy(cnnb_run *run) {
 /* After the executors drew their initial values, and once every rank agreed on the run
  * (a different parameter count would make the broadcast itself go wrong). */
 static cnnb_status broadcast_params(cnnb_run *run) {
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   int64_t count = cnnb_graph_param_arena_count(run->graph);
   cnnb_status st = cnnb_world_check_agreement(&run->facts.world, run->cfg, &run->facts, count);
   if (st != CNNB_OK) return st;
@@ -326,7 +323,7 @@ static cnnb_status continue_stream(cnnb_run *run, int32_t index) {
   int64_t start = run->facts.start_step;
   if (run->cfg->mode != CNNB_MODE_TRAIN || start <= 0) return CNNB_OK;
   cnnb_replica *r = &run->replicas[index];
-  const cnnb_bound_plugin *datasource = &run->datasource;
+  const cnnb_bound_plugin *datasource = &run->facts.datasource;
   const cnnb_datasource_skip *skip =
       cnnb_bound_extension(datasource, r->datasource, CNNB_EXT_DATASOURCE_SKIP,
                            CNNB_EXT_NEEDS(cnnb_datasource_skip, skip_batches));
@@ -363,7 +360,7 @@ static cnnb_status count_total_batches(cnnb_run *run) {
     return cnnb_error(run->ctx, CNNB_EINVAL,
                       "%s=%g: datasource %s does not say how many examples an epoch holds; "
                       "give %s instead",
-                      flag, cfg->num_epochs, run->datasource.name,
+                      flag, cfg->num_epochs, run->facts.datasource.name,
                       eval_flag ? "--num_eval_batches" : "--num_batches");
   double global = (double)f->global_batch;
   double steps = ceil(cfg->num_epochs * (double)f->examples_per_epoch / global);
@@ -401,7 +398,7 @@ static cnnb_status count_batches(cnnb_run *run) {
 
 static cnnb_status strategy_apply_update(void *user, int64_t offset, const cnnb_update *update) {
   cnnb_run *run = user;
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   cnnb_status st;
   CNNB_PLUGIN_CALL(st, run->ctx, strategy, "apply_update", strategy->ctx, "applying the update",
                    strategy->vt.strategy->apply_update(strategy->state, offset, update));
@@ -410,7 +407,7 @@ static cnnb_status strategy_apply_update(void *user, int64_t offset, const cnnb_
 
 static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
   cnnb_replica *r = &run->replicas[index];
-  const cnnb_bound_plugin *model = &run->model;
+  const cnnb_bound_plugin *model = &run->facts.model;
   cnnb_lr_model lr_model = {
       .name = model->name,
       .ctx = model->ctx,
@@ -424,7 +421,7 @@ static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
   tcfg.lr.examples_per_epoch = run->facts.examples_per_epoch;
   tcfg.lr.global_batch_size = run->facts.global_batch;
   tcfg.lr.model = &lr_model;
-  if (!run->strategy.vt.strategy->apply_update)
+  if (!run->facts.strategy.vt.strategy->apply_update)
     return cnnb_trainer_create(run->ctx, &tcfg, r->executor, &r->trainer);
   /* The strategy keeps the variables: replica 0's updates go to it, once per step. */
   cnnb_update_sink sink = {.apply = index == 0 ? strategy_apply_update : NULL, .user = run};
@@ -435,11 +432,11 @@ static cnnb_status create_trainer(cnnb_run *run, int32_t index) {
  * before anything is created, instead of failing replica by replica. */
 static cnnb_status check_device_available(cnnb_run *run) {
   const char *why;
-  CNNB_GUARDED(run->device.label, "availability", NULL,
-               why = cnnb_device_unavailable(run->device.plugin));
+  CNNB_GUARDED(run->facts.device.label, "availability", NULL,
+               why = cnnb_device_unavailable(run->facts.device.plugin));
   if (!why) return CNNB_OK;
   return cnnb_error(run->ctx, CNNB_EUNSUPPORTED, "--device=%s cannot run on this machine: %s",
-                    run->device.name, why);
+                    run->facts.device.name, why);
 }
 
 /* The device, strategy and datasource plugins; the model's was bound by cnnb_run_open. */
@@ -447,7 +444,7 @@ static cnnb_status bind_plugins(cnnb_run *run, cnnb_loader *loader) {
   const cnnb_run_config *cfg = run->cfg;
   cnnb_datasource_config probe_cfg =
       cnnb_replica_datasource_config(run, 0, reads_training_split(run), run->facts.batch_size);
-  cnnb_status st = cnnb_bound_plugin_open(&run->device, loader, CNNB_KIND_DEVICE, cfg->device,
+  cnnb_status st = cnnb_bound_plugin_open(&run->facts.device, loader, CNNB_KIND_DEVICE, cfg->device,
                                           run->ctx);
   if (st != CNNB_OK && cfg->device_flag && strcmp(cfg->device_flag, cfg->device) != 0)
     return cnnb_error(run->ctx, st,
@@ -455,12 +452,12 @@ static cnnb_status bind_plugins(cnnb_run *run, cnnb_loader *loader) {
                       "run here (no %s device plugin is installed)",
                       cfg->device_flag, cfg->device, cfg->device);
   if (st == CNNB_OK)
-    st = cnnb_bound_plugin_open(&run->strategy, loader, CNNB_KIND_STRATEGY, cfg->strategy,
+    st = cnnb_bound_plugin_open(&run->facts.strategy, loader, CNNB_KIND_STRATEGY, cfg->strategy,
                                 run->ctx);
   if (st == CNNB_OK) st = choose_datasource(run, loader, &probe_cfg);
   if (st != CNNB_OK) return st;
   /* A flag that only one strategy reads says so once when the run's is another. */
-  if (cfg->gradient_repacking && strcmp(run->strategy.plugin->name, "replicated") != 0)
+  if (cfg->gradient_repacking && strcmp(run->facts.strategy.plugin->name, "replicated") != 0)
     cnnb_log(run->ctx, CNNB_LOG_WARN,
              "--gradient_repacking=%d has no effect here: only the replicated strategy packs "
              "gradients, and --variable_update=%s does not",
@@ -483,7 +480,7 @@ static cnnb_status create_devices(cnnb_run *run) {
     cnnb_status st = cnnb_replica_create_device(run, i, training, &r->device_ctx, &r->device);
     if (st != CNNB_OK) return st;
   }
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   const char *description = NULL;
   if (device->vt.device->describe)
     CNNB_GUARDED(device->label, "describe", NULL,
@@ -505,7 +502,7 @@ static cnnb_status create_datasources(cnnb_run *run) {
         (st = continue_stream(run, i)) != CNNB_OK)
       return st;
   }
-  const cnnb_bound_plugin *datasource = &run->datasource;
+  const cnnb_bound_plugin *datasource = &run->facts.datasource;
   int64_t examples = 0;
   if (datasource->vt.datasource->examples_per_epoch)
     CNNB_GUARDED(datasource->label, "examples_per_epoch", NULL,
@@ -529,7 +526,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
    * before a model's memory is allocated. --input_only still creates it (and the devices
    * it is given) for this process's rank and the world's total, but no executor. */
   if ((st = create_strategy(run)) != CNNB_OK) return st;
-  f->global_batch = (int64_t)f->batch_size * f->replicas * f->world.size;
+  f->process_batch = (int64_t)f->batch_size * f->replicas;
+  f->global_batch = f->process_batch * f->world.size;
   f->file_rank = f->world.rank;
   f->file_ranks = f->world.size;
   if (f->world.size == 1 && cfg->launcher_size > 1) {
@@ -538,7 +536,7 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
     cnnb_log_component("cnnbench", CNNB_LOG_WARN,
                        "the launcher started %d processes and --variable_update=%s joins none "
                        "of them: each runs alone (its files are named as rank %d's of %d)",
-                       (int)cfg->launcher_size, f->strategy->name, (int)cfg->launcher_rank,
+                       (int)cfg->launcher_size, f->strategy.name, (int)cfg->launcher_rank,
                        (int)cfg->launcher_size);
   }
   /* The log is named by rank, known from the strategy on: opened now, before any arena is
@@ -575,14 +573,15 @@ void cnnb_run_close(cnnb_run *run) {
   cnnb_summaries_free(run);
   cnnb_checkpoints_free(run->checkpoints);
   cnnb_evaluation_free(run, run->evaluation);
-  if (run->strategy.state) run->strategy.vt.strategy->destroy(run->strategy.state);
+  if (run->facts.strategy.state)
+    run->facts.strategy.vt.strategy->destroy(run->facts.strategy.state);
   for (int32_t i = 0; run->replicas && i < run->facts.replicas; i++) {
     cnnb_replica *r = &run->replicas[i];
     cnnb_prefetch_destroy(r->input); /* before the datasource its thread reads */
-    if (r->datasource) run->datasource.vt.datasource->destroy(r->datasource);
+    if (r->datasource) run->facts.datasource.vt.datasource->destroy(r->datasource);
     cnnb_trainer_destroy(r->trainer);
     cnnb_executor_destroy(r->executor);
-    if (r->device) run->device.vt.device->destroy(r->device);
+    if (r->device) run->facts.device.vt.device->destroy(r->device);
     cnnb_ctx_destroy(r->device_ctx);
     cnnb_ctx_destroy(r->datasource_ctx);
   }
@@ -590,10 +589,10 @@ void cnnb_run_close(cnnb_run *run) {
   free(run->params);
   free(run->grads);
   cnnb_graph_destroy(run->graph);
-  cnnb_bound_plugin_close(&run->model);
-  cnnb_bound_plugin_close(&run->device);
-  cnnb_bound_plugin_close(&run->strategy);
-  cnnb_bound_plugin_close(&run->datasource);
+  cnnb_bound_plugin_close(&run->facts.model);
+  cnnb_bound_plugin_close(&run->facts.device);
+  cnnb_bound_plugin_close(&run->facts.strategy);
+  cnnb_bound_plugin_close(&run->facts.datasource);
   cnnb_ctx_destroy(run->ctx);
   memset(run, 0, sizeof *run);
 }

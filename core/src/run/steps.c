@@ -141,7 +141,7 @@ static cnnb_status take_batch(step_loop *loop, int32_t i, batch_use use, cnnb_ba
     cnnb_replica *r = &run->replicas[i];
     cnnb_status st = cnnb_prefetch_take(r->input, batch);
     if (st != CNNB_OK)
-      return cnnb_plugin_failed(run->ctx, &run->datasource, st, r->datasource_ctx,
+      return cnnb_plugin_failed(run->ctx, &run->facts.datasource, st, r->datasource_ctx,
                                 "reading a batch");
     if (use == HOLD_FIRST_BATCH) {
       in->held = *batch;
@@ -159,7 +159,7 @@ static cnnb_status tally_eval_accuracy(step_loop *loop, int32_t i) {
   double t = trace_mark(run);
   int top1 = 0, top5 = 0;
   cnnb_status st;
-  CNNB_GUARDED(run->device.label, "tensor_to_host", "logits",
+  CNNB_GUARDED(run->facts.device.label, "tensor_to_host", "logits",
                st = cnnb_executor_accuracy(run->replicas[i].executor, loop->inputs[i].labels, &top1,
                                            &top5));
   if (st != CNNB_OK) return st;
@@ -173,7 +173,7 @@ static cnnb_status tally_eval_accuracy(step_loop *loop, int32_t i) {
 /* The strategy finishes averaging the gradients every bucket started. */
 static cnnb_status exchange_gradients(step_loop *loop) {
   cnnb_run *run = loop->run;
-  const cnnb_bound_plugin *strategy = &run->strategy;
+  const cnnb_bound_plugin *strategy = &run->facts.strategy;
   if (run->bucket_status != CNNB_OK) return run->bucket_status;
   if (!loop->training) return CNNB_OK;
   double t = trace_mark(run);
@@ -211,7 +211,7 @@ static cnnb_status forward_backward(step_loop *loop, int64_t step, batch_use use
  * other replicas' trainers then only keep their loss-scale bookkeeping in step. */
 static cnnb_status apply_updates(step_loop *loop, int64_t step) {
   cnnb_run *run = loop->run;
-  const cnnb_bound_plugin *device = &run->device, *strategy = &run->strategy;
+  const cnnb_bound_plugin *device = &run->facts.device, *strategy = &run->facts.strategy;
   if (!loop->training) return CNNB_OK; /* no trainer: nothing to update or trace */
   double t = trace_mark(run);
   cnnb_status st = CNNB_OK;
@@ -237,7 +237,7 @@ static cnnb_status apply_updates(step_loop *loop, int64_t step) {
 
 static cnnb_status synchronize_all(step_loop *loop) {
   cnnb_run *run = loop->run;
-  const cnnb_bound_plugin *device = &run->device;
+  const cnnb_bound_plugin *device = &run->facts.device;
   double t = trace_mark(run);
   cnnb_status st = CNNB_OK;
   for (int32_t i = 0; st == CNNB_OK && i < run->facts.replicas; i++)
@@ -269,7 +269,7 @@ static cnnb_status read_metrics(step_loop *loop, int64_t step, cnnb_benchmark_lo
     float value = NAN;
     double decay_loss = 0;
     int hits1 = 0, hits5 = 0;
-    CNNB_GUARDED(run->device.label, "tensor_to_host", "loss", {
+    CNNB_GUARDED(run->facts.device.label, "tensor_to_host", "loss", {
       st = cnnb_executor_loss(r->executor, &value);
       /* total_loss includes the L2 term, as tf_cnn_benchmarks' total_loss does. */
       if (st == CNNB_OK && r->trainer) st = cnnb_trainer_weight_decay_loss(r->trainer, &decay_loss);
@@ -610,7 +610,7 @@ static cnnb_status finish_steps(step_loop *loop) {
       return st;
   }
   /* This process's images; the world's total adds every rank's (world.h). */
-  double images = (double)run->facts.batch_size * run->facts.replicas * (double)loop->steps_run;
+  double images = (double)run->facts.process_batch * (double)loop->steps_run;
   if ((st = cnnb_run_print_total(run, images, loop->total_seconds, loop->steps_run, loop->out)) !=
       CNNB_OK)
     return st;

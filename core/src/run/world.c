@@ -27,9 +27,9 @@ static rank_view view_of(const cnnb_run_config *cfg, const cnnb_run_facts *facts
                          int64_t param_count) {
   rank_view f;
   memset(&f, 0, sizeof f); /* padding too: the bytes travel */
-  copy_name(f.model, sizeof f.model, facts->model->name);
-  copy_name(f.device, sizeof f.device, facts->device->name);
-  copy_name(f.strategy, sizeof f.strategy, facts->strategy->name);
+  copy_name(f.model, sizeof f.model, facts->model.name);
+  copy_name(f.device, sizeof f.device, facts->device.name);
+  copy_name(f.strategy, sizeof f.strategy, facts->strategy.name);
   copy_name(f.precision, sizeof f.precision, cnnb_precision_name(cfg->precision));
   f.batch_size = facts->batch_size;
   f.image_size = facts->image_size;
