@@ -1,10 +1,10 @@
 /* test_local_reduce.c — the local all-reduce algorithms compiled into the strategy plugins
- * (plugins/strategies/common/local_reduce.c, built into this test by tests/CMakeLists.txt):
- * xring and pscpu, plain and sharded, for 1..8 replicas and ranges from empty to several
- * pscpu blocks with ragged chunks, leave on every replica the same floats (bit for bit),
- * within the float error bound of recursive summation of a double-precision sum, exact on
- * integers, and nothing written outside the range. The ring's summation order (chunk c
- * starts at replica c) is pinned by a case where order changes the float result. */
+ * (plugins/strategies/common/local_reduce.c, in cnnb_strategy_common, linked as the plugins link
+ * it): xring and pscpu, plain and sharded, for 1..8 replicas and ranges from empty to several pscpu
+ * blocks with ragged chunks, leave on every replica the same floats (bit for bit), within the float
+ * error bound of recursive summation of a double-precision sum, exact on integers, and nothing
+ * written outside the range. The ring's summation order (chunk c starts at replica c) is pinned by
+ * a case where order changes the float result. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>

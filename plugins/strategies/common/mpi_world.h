@@ -1,7 +1,7 @@
 /* mpi_world.h — the MPI job a strategy plugin joins, with every wait bounded.
  *
- * Shared by the strategies that span processes (compiled into each plugin; the host
- * links no MPI). A plugin opens the world in create() and closes it in destroy().
+ * Shared by the strategies that span processes (cnnb_strategy_mpi, linked into each plugin; the
+ * host links no MPI). A plugin opens the world in create() and closes it in destroy().
  *
  * - Launched by mpirun (OpenMPI's OMPI_COMM_WORLD_SIZE, or PMI/PMIx variables), the
  *   world is every process of the job; MPI is initialised here (MPI_THREAD_SERIALIZED:

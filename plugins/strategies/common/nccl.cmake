@@ -4,10 +4,10 @@
 # test-only tree against the fake CUDA (CNNB_CUDA_FAKE, with the cuda device), where it is
 # host code linked against the fake's NCCL (plugins/devices/cuda/fake), sanitizers or not.
 #
-# cnnb_strategy_nccl(<target> <name>): compiles the layer into a strategy plugin (which
-# links no NCCL and no CUDA: it opens the implementation when a run asks for NCCL), makes
-# building the plugin build the implementation, and says at configure time whether the
-# plugin can use NCCL.
+# cnnb_strategy_nccl(<target> <name>): links the layer (cnnb_strategy_nccl_layer, built in
+# this folder's CMakeLists.txt) into a strategy plugin (which links no NCCL and no CUDA: it
+# opens the implementation when a run asks for NCCL), makes building the plugin build the
+# implementation, and says at configure time whether the plugin can use NCCL.
 set(CNNB_NCCL_IMPL_FAKE OFF)
 if(CNNB_HAVE_NCCL AND CNNB_CUDA_FAKE AND CNNB_HAVE_CUDA)
   set(CNNB_NCCL_IMPL ON)
@@ -25,10 +25,7 @@ else()
 endif()
 
 function(cnnb_strategy_nccl target name)
-  set(_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
-  target_sources(${target} PRIVATE "${_dir}/nccl_load.c" "${_dir}/nccl_gpus.c")
-  target_include_directories(${target} PRIVATE "${_dir}")
-  target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+  target_link_libraries(${target} PRIVATE cnnb_strategy_nccl_layer)
   if(CNNB_NCCL_IMPL)
     add_dependencies(${target} cnnb_nccl_impl)
     if(CNNB_NCCL_IMPL_FAKE)
