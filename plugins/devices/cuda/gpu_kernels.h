@@ -10,7 +10,7 @@
  *
  * Activations come as (dtype, gpu_dims): the logical [N, C, H, W] and whether the
  * buffer is NHWC; index math for either layout (and all per-element math) is
- * gpu_math.h's, checked on the host by tests/unit/test_cuda_math.c. */
+ * gpu_math.h's, checked on the host by tests/test_cuda_math.c. */
 #ifndef CNNB_GPU_KERNELS_H
 #define CNNB_GPU_KERNELS_H
 

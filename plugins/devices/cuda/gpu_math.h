@@ -1,6 +1,6 @@
 /* gpu_math.h — the per-element and index math of the cuda device's own kernels, as
  * plain C functions that compile for the GPU (under nvcc, __host__ __device__) and for
- * the host alike, so that tests/unit/test_cuda_math.c checks on any machine the very
+ * the host alike, so that tests/test_cuda_math.c checks on any machine the very
  * code the kernels run: layout offsets, the dropout mask, ReLU / ReLU6 and their
  * masks, and the optimizer's element update.
  *

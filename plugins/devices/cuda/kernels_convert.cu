@@ -6,7 +6,7 @@
  *
  * Each kernel walks its destination in buffer order (writes coalesce), finds the
  * element's logical coordinates with gpu_coord_of and reads the source at gpu_offset of
- * them: gpu_math.h's index math, which tests/unit/test_cuda_math.c checks on the host.
+ * them: gpu_math.h's index math, which tests/test_cuda_math.c checks on the host.
  * Values pass through fp32 and are stored rounded to nearest even. */
 #include "gpu_kernels.h"
 #include "gpu_math.h"

@@ -4,7 +4,7 @@
  * a fused ReLU) and its gradient.
  *
  * Every element is loaded to fp32, computed with gpu_math.h's functions (what
- * tests/unit/test_cuda_math.c checks on the host) and stored rounded to nearest even.
+ * tests/test_cuda_math.c checks on the host) and stored rounded to nearest even.
  * Elementwise kernels run over the buffer in its physical order, so they serve NCHW
  * and NHWC alike; only the per-channel ones (bias, bias gradient) look at the layout. */
 #include "gpu_kernels.h"

@@ -3,7 +3,7 @@
  *
  * The element math is gpu_math.h's gpu_update_element: cnnb_update_reference's float
  * operations in its order, each an explicitly rounded intrinsic, so the step agrees with
- * the reference to the last bit (tests/unit/test_cuda_math.c holds the host build of the
+ * the reference to the last bit (tests/test_cuda_math.c holds the host build of the
  * same function to the reference). This file is also compiled with --fmad=false
  * (CMakeLists.txt), a second guard against a contracted multiply-add. */
 #include "gpu_kernels.h"
