@@ -37,7 +37,7 @@ static const char usage[] =
     "                       at most 168h)\n"
     "  --num_devices=N      devices to spread over replicas x processes (default 1)\n"
     "  --processes=P        auto (every divisor of N), or only layouts of P processes\n"
-    "  --space=FILE         narrow or widen the search space (format in the README)\n"
+    "  --space=FILE         narrow or widen the search space (format in docs/tuning.md)\n"
     "  --out=DIR            where results go (default cnnbench-tune-out); a directory\n"
     "                       holding other files than cnnbench-tune's is refused\n"
     "  --cnnbench=PATH      the cnnbench to run (default: the one beside this program)\n"

@@ -9,7 +9,7 @@
  * batch sizes doubled from --min_batch_size (16) until the device refuses one for memory (or
  * --max_batch_size); each precision --precision accepts, kept when the device takes it;
  * --num_intra_threads 0 (the device's choice) and, under several processes, the cores
- * split between them. The space file's format is in the README ("cnnbench-tune"). */
+ * split between them. The space file's format is in docs/tuning.md. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>

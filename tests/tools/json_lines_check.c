@@ -1,5 +1,5 @@
-/* json_lines_check.c — checks one --benchmark_log_dir file against the schema README.md
- * documents ("Benchmark log"), for cli/benchmark_log.sh:
+/* json_lines_check.c — checks one --benchmark_log_dir file against the schema
+ * docs/checkpoints-and-logs.md documents ("Benchmark log"), for cli/benchmark_log.sh:
  *   json_lines_check LOG RANK [REPORT | -failed]
  * - every line is one JSON object ending in a newline; record kinds in order: run,
  *   then step / eval / checkpoint, then one summary, last;

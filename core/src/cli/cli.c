@@ -6,7 +6,7 @@
  * plugins are discovered and declare their flags, and the second pass parses the whole
  * command line strictly. The run configuration is read from it once (run_config.h).
  *
- * Exit statuses (also in --help and the README): 0 success; 2 bad input (flags, plugin
+ * Exit statuses (also in --help and docs/running.md): 0 success; 2 bad input (flags, plugin
  * names, rejected --plugin files, a model / device / data combination that cannot run);
  * 1 a failure while running (out of memory, device or I/O error, divergence, a report
  * that cannot be written). A plugin that crashes the process gets one line naming it

@@ -46,7 +46,7 @@ static const core_flag general[] = {
     {"list_format", CNNB_FLAG_STRING, "text", list_formats,
      "How --list_plugins prints: text (a table for people) or json (every plugin by kind "
      "with its flags' types, defaults and allowed values, and the core's flags, for tools "
-     "such as cnnbench-tune; keys in the README).",
+     "such as cnnbench-tune; keys in docs/flags.md).",
      PER_RANK},
     {"model_info", CNNB_FLAG_BOOL, "false", NULL,
      "Print the model's layers, output shapes and parameter counts, and exit.", PER_RANK},
@@ -312,7 +312,7 @@ static const core_flag checkpoints_and_logs[] = {
     {"benchmark_log_dir", CNNB_FLAG_STRING, "", NULL,
      "Write a JSON-lines log of the run into this directory (one file per rank): the run's "
      "configuration, machine and plugins, every displayed step, and a final summary. Keys "
-     "are documented in the README. Empty: no log.",
+     "are documented in docs/checkpoints-and-logs.md. Empty: no log.",
      PER_RANK},
     {"benchmark_test_id", CNNB_FLAG_STRING, "", NULL,
      "A name for this run, written as test_id in --benchmark_log_dir's benchmark_run.log "

@@ -1,6 +1,6 @@
 /* tf_flags.h — every flag of tf_cnn_benchmarks and what it does here, so a tf command
  * line runs unchanged or says why not. The facts are one TSV, core/src/config/tf_flags.tsv
- * (the build makes the C table below from it; the README's table is made from it too).
+ * (the build makes the C table below from it; docs/flags.md's table is made from it too).
  *
  * A row is honoured (a flag of the core or of a plugin, with tf's meaning), no-effect
  * (declared here so it parses; given, it costs one warning line saying why it changes

@@ -1,6 +1,6 @@
 /* loader_list_json.c — `cnnbench --list_plugins --list_format=json`: what is installed,
  * as one JSON object for programs (cnnbench-tune builds its search space from it instead
- * of knowing plugin names). The keys are documented in the README ("Listing plugins as
+ * of knowing plugin names). The keys are documented in docs/flags.md ("Listing plugins as
  * JSON") and only grow:
  *   cnnbench_version, abi, core_flags: [flag], plugins: [{kind, name, names, version,
  *   abi, path, description, available, unavailable_reason, flags: [flag]}],

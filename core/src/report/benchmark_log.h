@@ -11,7 +11,8 @@
  *   "eval", "checkpoint"  as they happen;
  *   "summary"  once, last: the total, and "ok" or the failure.
  * Every record has "record" (its kind), "time" (Unix seconds) and "rank". The keys are
- * a stable schema, documented in README.md ("Benchmark log"): keys are only ever added.
+ * a stable schema, documented in docs/checkpoints-and-logs.md ("Benchmark log"): keys are only ever
+ * added.
  *
  * Every line is formatted whole and written at once (line_file.h), so a run that is
  * killed leaves a file of whole lines, readable up to its last step, and a write the

@@ -86,10 +86,10 @@ typedef struct target_watch {
 } target_watch;
 
 /* A checkpoint's weights are watched for their first steps (warm-up included): a loss
- * that is not finite, or above LOSS_BOUND_PER_LN_CLASS x ln(classes) (the README's
- * bound: a model guessing uniformly scores ln(classes), and no trained weights are a
- * hundred times worse), means the weights are bad (a flipped exponent bit, a file edited
- * by hand), and the run stops naming the checkpoint before it saves anything of them.
+ * that is not finite, or above LOSS_BOUND_PER_LN_CLASS x ln(classes)
+ * (docs/checkpoints-and-logs.md's bound: a model guessing uniformly scores ln(classes), and no
+ * trained weights are a hundred times worse), means the weights are bad (a flipped exponent bit, a
+ * file edited by hand), and the run stops naming the checkpoint before it saves anything of them.
  * Each watched step reads its loss (one wait for the device, as a displayed step's). */
 enum { RESUME_WATCH_STEPS = 5 };
 #define LOSS_BOUND_PER_LN_CLASS 100.0
