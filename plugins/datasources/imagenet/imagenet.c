@@ -150,8 +150,11 @@ static int32_t default_threads(const cnnb_datasource_config *cfg) {
   return (int32_t)(free_cores > 0 ? free_cores : 1);
 }
 
+/* Whether the run's dataset is ImageNet itself (no --data_name counts as ImageNet), by
+ * the facts the host describes it with: this plugin names no other dataset. */
 static int is_imagenet(const cnnb_datasource_config *cfg) {
-  return cfg->dataset == CNNB_DATASET_IMAGENET || cfg->dataset == 0;
+  const cnnb_dataset_info *info = cnnb_dataset_lookup(cfg->dataset);
+  return !info || strcmp(info->name, "imagenet") == 0;
 }
 
 static int64_t known_examples(const cnnb_datasource_config *cfg) {
@@ -166,14 +169,13 @@ static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_dataso
     cnnb_error(ctx, CNNB_EINVAL, "reads images from a --data_dir, and none was given");
     return 0;
   }
-  if (cfg->dataset == CNNB_DATASET_CIFAR10) {
+  /* Another dataset is its own datasource's to find; a JPEG folder of it is still read
+   * when the user names this plugin (--datasource=imagenet), which skips the probe. */
+  if (!is_imagenet(cfg)) {
     cnnb_error(ctx, CNNB_EINVAL,
-               "reads JPEG images; --data_name=cifar10 is read by the cifar10 datasource");
-    return 0;
-  }
-  if (cfg->dataset == CNNB_DATASET_MNIST) {
-    cnnb_error(ctx, CNNB_EINVAL,
-               "reads JPEG images; --data_name=mnist is read by the mnist datasource");
+               "serves --data_name=imagenet; a JPEG folder of --data_name=%s it reads only "
+               "when named (--datasource=imagenet)",
+               cnnb_dataset_lookup(cfg->dataset)->name);
     return 0;
   }
   dataset_layout layout;
