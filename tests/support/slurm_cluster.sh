@@ -9,13 +9,14 @@
 #                          network namespace given (NAME=NETNS:ADDR, as tests/support/
 #                          netns.sh makes them: each slurmd runs inside its namespace,
 #                          under its own host name, the controller on the bridge's side
-#                          must then be reachable: SLURM_CTLD_ADDR). Waits (bounded) until
+#                          must then be reachable: SLURM_CTLD_ADDR; no test uses
+#                          namespaced nodes yet, so that path is untried). Waits (bounded) until
 #                          every node is idle; skips (exit 77, with the daemons' last log
 #                          lines) when Slurm cannot start here. Exports SLURM_CONF, so
 #                          srun, sbatch, scancel, squeue, scontrol talk to this cluster.
 #   slurm_down             stops the daemons by their pids and every job step they left
-#                          (the exit trap calls it; a test with its own EXIT trap calls
-#                          it there)
+#                          (the exit trap calls it, also after HUP, INT or TERM; a test
+#                          with its own EXIT trap calls it there)
 #   slurm_job_state JOBID  the job's state as scontrol shows it (RUNNING, COMPLETED,
 #                          FAILED, CANCELLED, ...), "" when unknown
 #   slurm_job_field JOBID FIELD   one field of `scontrol show job` (ExitCode, ...)
@@ -26,11 +27,11 @@
 # StateSaveLocation, SlurmdSpoolDir, pid files and logs all live there; the ports are
 # free ones picked at start. Authentication is auth/none (and cred/none): the daemons
 # and the commands all run as root on this machine, so nothing needs munge.
-# Source tests/support/mpi.sh first: the daemons are started with its CNNB_MPI_JOB_TAG in
-# their environment, which slurmstepd and the tasks inherit (srun passes the caller's
-# environment on), so the daemons are stopped by their pid files' pids and whatever is
-# left is found by that tag, never by name: another test's cluster beside this one is left
-# alone.
+# Source tests/support/mpi.sh first: the tasks, srun and the batch scripts carry its
+# CNNB_MPI_JOB_TAG in their environment (srun and sbatch pass the caller's environment
+# on). The daemons are stopped by their pid files' pids, a job step's slurmstepd (which
+# clears its environment) by its working directory, SLURM_DIR, and the rest by the tag:
+# never by name, so another test's cluster beside this one is left alone.
 
 # shellcheck shell=bash disable=SC2034  # SLURM_* are for callers
 SLURM_DIR="" SLURM_NODES=() SLURM_CTLD_PID="" SLURM_SLURMD_PIDS=() SLURM_CTLD_ADDR=""
@@ -84,7 +85,7 @@ slurm_skip() {
 slurm_up() {
   SLURM_DIR=$(mktemp -d /tmp/cnnb-slurm.XXXXXX)
   chmod 755 "$SLURM_DIR"
-  mkdir -p "$SLURM_DIR/state"
+  mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/tmp"
   local host ctld_port slurmd_port
   host=$(hostname -s)
   ctld_port=$(slurm_free_port)
@@ -119,7 +120,11 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/none
 CredType=cred/none
+# A requeued job may start again cred_expire + 1 seconds after its requeue (default 120).
+AuthInfo=cred_expire=5
 StateSaveLocation=$SLURM_DIR/state
+# srun --mpi=pmix's per-step directories (spmix_appdir_*), /tmp otherwise.
+TmpFS=$SLURM_DIR/tmp
 SlurmdSpoolDir=$SLURM_DIR/spool-%n
 SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
 SlurmdPidFile=$SLURM_DIR/slurmd-%n.pid
@@ -134,6 +139,9 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$SLURM_DIR/jobcomp.txt
 SchedulerType=sched/builtin
+# The main scheduler every second (default 60 s): a requeued job starts as soon as it
+# may, not up to a minute later.
+SchedulerParameters=sched_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
@@ -153,6 +161,10 @@ EOF
   # The commands must not pick up a job of the caller's (a test run inside an allocation).
   unset SLURM_JOB_ID SLURM_JOBID SLURM_STEP_ID SLURM_STEPID SLURM_NTASKS SLURM_PROCID SLURM_NODELIST
   trap slurm_down EXIT
+  # Stopped by a signal (Ctrl-C, a harness's TERM), the test still stops its cluster.
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   local out
   if ! out=$(slurmctld -f "$SLURM_CONF" -i 2>&1); then
     slurm_skip "slurmctld -f $SLURM_CONF failed: $out"
@@ -202,8 +214,18 @@ slurm_down() {
     [ $alive -eq 0 ] && break
     sleep 0.1
   done
-  # Whatever is left (a daemon that did not stop, the steps' slurmstepd and their tasks)
-  # carries this test's tag in its environment: killed by pid (tests/support/mpi.sh).
+  # A step's slurmstepd outlives slurmd and clears its environment (no tag): it is found
+  # by the working directory slurmd gave it, SLURM_DIR, as a daemon that did not stop is.
+  local p left=()
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/cwd" 2>/dev/null)" = "$SLURM_DIR" ] && left+=("${p#/proc/}")
+  done
+  if ((${#left[@]})); then
+    echo "slurm_cluster.sh: killing what the cluster left running: ${left[*]}" >&2
+    kill -KILL "${left[@]}" 2>/dev/null
+  fi
+  # The tasks, srun, sbatch's scripts carry this test's tag in their environment: killed
+  # by pid (tests/support/mpi.sh).
   mpi_cleanup
   [ -n "${SLURM_KEEP_DIR:-}" ] || rm -rf "$SLURM_DIR"
   SLURM_DIR="" SLURM_SLURMD_PIDS=() SLURM_CTLD_PID=""
