@@ -167,7 +167,7 @@ void tune_child_read_log(const char *log_dir, tune_result *r);
 extern volatile int tune_interrupted;
 /* What the search calls to run a candidate and to read the clock: tune_child_run and
  * the monotonic clock, unless a test puts a simulation in their place
- * (tests/unit/test_tune_search.c: a known step time, virtual seconds). */
+ * (tests/unit/tune/test_tune_search.c: a known step time, virtual seconds). */
 typedef tune_run_end (*tune_runner)(char **argv, const char *log_dir, double timeout_s,
                                     tune_result *r);
 extern tune_runner tune_run;

@@ -7,7 +7,7 @@
  * what no device can do. Tolerances are tests/support/tolerance.c's, per precision:
  * err = |device - reference| per element, allowed tol * (|reference| + max |reference|).
  * What only one device promises (its layouts, its messages) is in that device's own
- * test (tests/unit/test_cpu_plugin.c). */
+ * test (plugins/devices/cpu/tests/test_cpu_plugin.c). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "tune.h"
-#include "../fixtures/fixture_tune_model.h"
+#include "../../fixtures/fixture_tune_model.h"
 
 static double vclock; /* virtual seconds */
 static int sim_runs;  /* simulated runs so far */
