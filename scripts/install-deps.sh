@@ -31,6 +31,12 @@ packages=(
   iproute2            # ip, tc: several MPI hosts on one machine (network namespaces joined
                       # by a bridge, links shaped with tc) for tests/cli/strategy_netns.sh
                       # and bench/scaling.sh
+  slurm-wlm           # Slurm 22.05: slurmctld, slurmd, srun/sbatch/scancel and its basic
+                      # plugins (auth/none, mpi/pmix, proctrack/linuxproc): tests/cli/
+                      # slurm_*.sh start a Slurm of their own on loopback (docs/slurm.md).
+                      # The packaged services stay down: no /etc/slurm/slurm.conf
+  libpmix-dev         # libpmix.so, the unversioned name Slurm's mpi/pmix plugin dlopen()s
+                      # for srun --mpi=pmix (libopenmpi-dev depends on it too)
 )
 packages+=("$@")
 

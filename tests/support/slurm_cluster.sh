@@ -24,7 +24,7 @@
 #   slurm_logs             the daemons' last log lines, for a failure's message
 #
 # Nothing outside SLURM_DIR (a temporary directory removed by slurm_down) is written:
-# StateSaveLocation, SlurmdSpoolDir, pid files and logs all live there; the ports are
+# StateSaveLocation, SlurmdSpoolDir, TmpFS, pid files and logs all live there; the ports are
 # free ones picked at start. Authentication is auth/none (and cred/none): the daemons
 # and the commands all run as root on this machine, so nothing needs munge.
 # Source tests/support/mpi.sh first: the tasks, srun and the batch scripts carry its
@@ -157,6 +157,11 @@ MessageTimeout=20
 $nodes_conf
 PartitionName=test Nodes=$names Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
+  # slurmd 22.05 loads a cgroup plugin whatever the other plugins are, and its default
+  # (autodetect) stops slurmd where /sys/fs/cgroup holds no cgroup file system (a chroot
+  # with a fresh /sys, as .ci/fresh-debian.sh makes) or the machine mixes cgroup
+  # versions. cgroup/v1 only loads: with linuxproc and task/none nothing makes a cgroup.
+  echo "CgroupPlugin=cgroup/v1" >"$SLURM_DIR/cgroup.conf"
   export SLURM_CONF="$SLURM_DIR/slurm.conf"
   # The commands must not pick up a job of the caller's (a test run inside an allocation).
   unset SLURM_JOB_ID SLURM_JOBID SLURM_STEP_ID SLURM_STEPID SLURM_NTASKS SLURM_PROCID SLURM_NODELIST
