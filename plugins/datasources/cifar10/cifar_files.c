@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ds_files.h"
+
 #define SUBFOLDER "cifar-10-batches-bin"
 
 static const char *const train_files[] = {"data_batch_1.bin", "data_batch_2.bin",
@@ -35,16 +37,6 @@ static int fail(char *err, size_t size, const char *fmt, ...) {
   return -1;
 }
 
-static int is_file(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* Appends ", name" for every file of the split missing from dir; returns how many. */
 static size_t list_missing(const char *dir, int training, char *out, size_t size) {
   size_t count, missing = 0, len = strlen(out);
@@ -52,7 +44,7 @@ static size_t list_missing(const char *dir, int training, char *out, size_t size
   for (size_t i = 0; i < count; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    if (is_file(path)) continue;
+    if (ds_is_file(path)) continue;
     if (len < size)
       len += (size_t)snprintf(out + len, size - len, "%s%s", missing ? ", " : "", files[i]);
     missing++;
@@ -87,7 +79,7 @@ int cifar_find_dir(const char *data_dir, int training, char *dir, size_t dir_siz
     snprintf(dir, dir_size, "%s", data_dir);
     return 0;
   }
-  int sub_exists = is_dir(sub);
+  int sub_exists = ds_is_dir(sub);
   if (sub_exists && list_missing(sub, training, missing_sub, sizeof missing_sub) == 0) {
     snprintf(dir, dir_size, "%s", sub);
     return 0;

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ds_files.h"
+
 #include "idx.h"
 
 #define SUBFOLDER "raw"
@@ -29,24 +31,14 @@ static int fail(int result, char *err, size_t size, const char *fmt, ...) {
   return result;
 }
 
-static int is_file(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* dir/name, or dir/name.gz when only that exists: 1 with the path in out, else 0. A
  * path too long for out is not looked for: a cut one could name another file. */
 static int find_one(const char *dir, const char *name, char *out, size_t size) {
   int n = snprintf(out, size, "%s/%s", dir, name);
   if (n < 0 || (size_t)n >= size) return 0;
-  if (is_file(out)) return 1;
+  if (ds_is_file(out)) return 1;
   n = snprintf(out, size, "%s/%s.gz", dir, name);
-  return n >= 0 && (size_t)n < size && is_file(out);
+  return n >= 0 && (size_t)n < size && ds_is_file(out);
 }
 
 /* Both files of the split in dir: 1 with paths filled; else 0 with the missing names
@@ -86,7 +78,7 @@ int mnist_find_files(const char *data_dir, int training, mnist_paths *paths, cha
   char missing_top[128], missing_sub[128], sub[4096];
   if (find_in(data_dir, files, paths, missing_top, sizeof missing_top)) return 0;
   snprintf(sub, sizeof sub, "%s/%s", data_dir, SUBFOLDER);
-  int sub_exists = is_dir(sub);
+  int sub_exists = ds_is_dir(sub);
   if (sub_exists && find_in(sub, files, paths, missing_sub, sizeof missing_sub)) return 0;
   return fail(-1, err, err_size,
               "--data_dir=%s holds no MNIST-layout %s split: looked for %s in %s, missing %s, "

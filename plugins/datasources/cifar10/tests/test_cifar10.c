@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include "cifar_image.h"
+#include "ds_plugin_test.h"
 #include "flags/flags.h"
 #include "loader/loader.h"
 
 enum { RECORD = 3073, PLANE = 1024, PIXELS = 3072 };
 
+static ds_plugin_test harness; /* the plugin, loaded (ds_plugin_test.h) */
 static cnnb_ctx *ctx;
 static cnnb_loader *loader;
 static const cnnb_datasource_vtable *vt;
@@ -76,12 +78,7 @@ static char *make_dataset(int per_file, int test) {
   return dir;
 }
 
-static void remove_dataset(char *dir) {
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-  free(dir);
-}
+static void remove_dataset(char *dir) { ds_plugin_test_remove_dir(dir); }
 
 /* ---- the plugin -------------------------------------------------------------------- */
 
@@ -90,21 +87,10 @@ static cnnb_flags *flags;
 /* The plugin's flags declared and --distortions on (training images are cropped and
  * flipped only then, as tf_cnn_benchmarks), so the augmentation cases below see it. */
 static void load_plugin(void) {
-  flags = cnnb_flags_create();
-  ctx = cnnb_ctx_create("test", flags);
-  loader = cnnb_loader_create(ctx);
-  const char *dir = getenv("CNNB_PLUGIN_DIR");
-  if (dir && *dir) cnnb_loader_set_install_dir(loader, dir);
-  char err[4096];
-  cnnb_loader_discover(loader, NULL, err, sizeof err);
-  const char *path = NULL;
-  if (cnnb_loader_find(loader, CNNB_KIND_DATASOURCE, "cifar10", &plugin, &path, err, sizeof err) !=
-      CNNB_OK) {
-    printf("SKIP: the cifar10 datasource plugin is not built: %s\n", err);
-    exit(77);
-  }
-  vt = plugin->vtable;
-  cnnb_loader_register_flags(loader, flags);
+  ds_plugin_test_load(&harness, "cifar10");
+  ctx = harness.ctx, loader = harness.loader, plugin = harness.plugin, vt = harness.vt;
+  flags = harness.flags;
+  char err[256];
   if (cnnb_flags_set(flags, "distortions", "true", err, sizeof err) != CNNB_OK) {
     printf("the cifar10 datasource declares no --distortions: %s\n", err);
     exit(1);
@@ -113,35 +99,13 @@ static void load_plugin(void) {
 
 static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
                                      uint64_t seed) {
-  return (cnnb_datasource_config){.struct_size = sizeof(cnnb_datasource_config),
-                                  .batch_size = batch,
-                                  .channels = 3,
-                                  .height = 32,
-                                  .width = 32,
-                                  .num_classes = 10,
-                                  .rank = rank,
-                                  .world_size = world,
-                                  .training = training,
-                                  .seed = seed,
-                                  .data_dir = dir,
-                                  .dataset = CNNB_DATASET_CIFAR10};
+  return ds_plugin_test_config(3, 32, CNNB_DATASET_CIFAR10, dir, training, batch, rank, world,
+                               seed);
 }
 
-static void *create(const cnnb_datasource_config *cfg) {
-  void *ds = NULL;
-  cnnb_clear_error(ctx);
-  cnnb_status st = vt->create(ctx, "cifar10", cfg, &ds);
-  ck_assert_msg(st == CNNB_OK, "create: %s", cnnb_error_message(ctx));
-  return ds;
-}
+#define create(cfg) ds_plugin_test_create(&harness, (cfg))
 
-static const cnnb_datasource_uint8 *uint8_ext(void *ds) {
-  ck_assert_ptr_nonnull(vt->get_extension);
-  const cnnb_datasource_uint8 *ext = vt->get_extension(ds, CNNB_EXT_DATASOURCE_UINT8);
-  ck_assert_ptr_nonnull(ext);
-  ck_assert_uint_ge(ext->struct_size, sizeof(cnnb_datasource_uint8));
-  return ext;
-}
+#define uint8_ext(ds) ds_plugin_test_uint8(&harness, (ds))
 
 /* The id of a uniform image in a uint8 HWC batch, from its centre pixel, which no crop
  * (shift of at most 4) or flip moves outside the picture. */
@@ -396,13 +360,7 @@ END_TEST
 
 /* ---- probe and refusals ------------------------------------------------------------- */
 
-static const char *create_fails(const cnnb_datasource_config *c, cnnb_status want) {
-  void *ds = (void *)1;
-  cnnb_clear_error(ctx);
-  ck_assert_int_eq(vt->create(ctx, "cifar10", c, &ds), want);
-  ck_assert_ptr_null(ds);
-  return cnnb_error_message(ctx);
-}
+#define create_fails(cfg, want) ds_plugin_test_create_fails(&harness, (cfg), (want))
 
 #define ASSERT_HAS(text, part) \
   ck_assert_msg(strstr((text), (part)) != NULL, "'%s' is not in: %s", (part), (text))
@@ -510,12 +468,5 @@ int main(void) {
   tcase_add_test(tc, probe_claims_what_it_can_read);
   tcase_add_test(tc, bad_files_and_configs_are_refused);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  cnnb_loader_destroy(loader);
-  cnnb_ctx_destroy(ctx);
-  cnnb_flags_destroy(flags);
-  return failed ? 1 : 0;
+  return ds_plugin_test_run(&harness, s);
 }

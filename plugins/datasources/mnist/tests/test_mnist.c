@@ -22,12 +22,14 @@
 #include <zlib.h>
 #endif
 
+#include "ds_plugin_test.h"
 #include "flags/flags.h"
 #include "loader/loader.h"
 #include "mnist_image.h"
 
 enum { SIDE = 28, PIXELS = SIDE * SIDE, TRAIN = 40, TEST = 12 };
 
+static ds_plugin_test harness; /* the plugin, loaded (ds_plugin_test.h) */
 static cnnb_ctx *ctx;
 static cnnb_flags *flags;
 static cnnb_loader *loader;
@@ -169,86 +171,31 @@ static char *make_dataset_of(uint8_t (*train)(int, int, int), uint8_t (*train_la
 
 static char *make_dataset(void) { return make_dataset_of(uniform_value, uniform_label); }
 
-static void remove_dir(char *dir) {
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-  free(dir);
-}
+static void remove_dir(char *dir) { ds_plugin_test_remove_dir(dir); }
 
 /* ---- the plugin -------------------------------------------------------------------- */
 
 static void load_plugin(void) {
-  cnnb_ctx *root = cnnb_ctx_create("test", NULL);
-  loader = cnnb_loader_create(root);
-  const char *dir = getenv("CNNB_PLUGIN_DIR");
-  if (dir && *dir) cnnb_loader_set_install_dir(loader, dir);
-  char err[4096];
-  cnnb_loader_discover(loader, NULL, err, sizeof err);
-  if (cnnb_loader_find(loader, CNNB_KIND_DATASOURCE, "mnist", &plugin, NULL, err, sizeof err) !=
-      CNNB_OK) {
-    printf("SKIP: the mnist datasource plugin is not built: %s\n", err);
-    exit(77);
-  }
-  vt = plugin->vtable;
-  /* The plugin's flags, as the host declares them, and a ctx that reads them. */
-  /* (Outside a test: Check's asserts cannot report here.) */
-  flags = cnnb_flags_create();
-  if (!flags || !plugin->register_flags ||
-      plugin->register_flags(cnnb_flags_registry(flags, "mnist")) != CNNB_OK) {
-    printf("FAIL: the mnist plugin declares no flags, or they cannot be declared: %s\n",
-           flags ? cnnb_flags_error(flags) : "out of memory");
-    exit(1);
-  }
-  ctx = cnnb_ctx_create("mnist", flags);
-  cnnb_ctx_destroy(root);
+  ds_plugin_test_load(&harness, "mnist");
+  ctx = harness.ctx, loader = harness.loader, plugin = harness.plugin, vt = harness.vt;
+  flags = harness.flags;
 }
 
 static void set_augment(const char *value) {
-  char err[256];
-  ck_assert_int_eq(cnnb_flags_set(flags, "mnist_augment", value, err, sizeof err), CNNB_OK);
+  ds_plugin_test_set_flag(&harness, "mnist_augment", value);
 }
 
 static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
                                      uint64_t seed) {
-  return (cnnb_datasource_config){.struct_size = sizeof(cnnb_datasource_config),
-                                  .batch_size = batch,
-                                  .channels = 1,
-                                  .height = SIDE,
-                                  .width = SIDE,
-                                  .num_classes = 10,
-                                  .rank = rank,
-                                  .world_size = world,
-                                  .training = training,
-                                  .seed = seed,
-                                  .data_dir = dir,
-                                  .dataset = CNNB_DATASET_MNIST};
+  return ds_plugin_test_config(1, SIDE, CNNB_DATASET_MNIST, dir, training, batch, rank, world,
+                               seed);
 }
 
-static void *create(const cnnb_datasource_config *cfg) {
-  void *ds = NULL;
-  cnnb_clear_error(ctx);
-  cnnb_status st = vt->create(ctx, "mnist", cfg, &ds);
-  ck_assert_msg(st == CNNB_OK, "create: %s", cnnb_error_message(ctx));
-  return ds;
-}
+#define create(cfg) ds_plugin_test_create(&harness, (cfg))
 
-static const char *create_fails(const cnnb_datasource_config *c, cnnb_status want) {
-  void *ds = (void *)1;
-  cnnb_clear_error(ctx);
-  cnnb_status st = vt->create(ctx, "mnist", c, &ds);
-  ck_assert_msg(st == want, "create gave %d (%s), want %d", st, cnnb_error_message(ctx), want);
-  ck_assert_ptr_null(ds);
-  return cnnb_error_message(ctx);
-}
+#define create_fails(cfg, want) ds_plugin_test_create_fails(&harness, (cfg), (want))
 
-static const cnnb_datasource_uint8 *uint8_ext(void *ds) {
-  ck_assert_ptr_nonnull(vt->get_extension);
-  const cnnb_datasource_uint8 *ext = vt->get_extension(ds, CNNB_EXT_DATASOURCE_UINT8);
-  ck_assert_ptr_nonnull(ext);
-  ck_assert_uint_ge(ext->struct_size, sizeof(cnnb_datasource_uint8));
-  return ext;
-}
+#define uint8_ext(ds) ds_plugin_test_uint8(&harness, (ds))
 
 /* `batches` uint8 batches of `batch` images of `pixels` bytes from ds, appended to
  * images / labels (each sized for all of them). */
@@ -984,12 +931,5 @@ int main(void) {
   tcase_add_test(tc, labels_out_of_range_and_counts_that_differ);
   tcase_add_test(tc, bad_gz_files);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  cnnb_loader_destroy(loader);
-  cnnb_ctx_destroy(ctx);
-  cnnb_flags_destroy(flags);
-  return failed ? 1 : 0;
+  return ds_plugin_test_run(&harness, s);
 }
