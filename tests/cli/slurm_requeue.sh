@@ -44,7 +44,6 @@ srun --mpi=list 2>&1 | grep -qw pmix || { echo "SKIP: this Slurm has no pmix plu
 # gets this environment (sbatch's --export=ALL), cnnbench from this build on its PATH.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-[ "${CNNB_SANITIZE:-0}" != 1 ] || export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
 PATH="$(dirname "$CNNBENCH"):$PATH"
 
 # The script: the ```bash block after the page's marker comment.
@@ -71,9 +70,10 @@ submit() {
     --train_dir="$work/$1.d") || fail "sbatch $1: exit $?"
   echo "${id%%;*}"
 }
-# ended ID NAME: the job has ended (within 180 s), COMPLETED with ExitCode 0:0.
+# ended ID NAME: the job has ended (within 600 s: a sanitizer build is several times
+# slower), COMPLETED with ExitCode 0:0.
 ended() {
-  slurm_wait_job "$1" 180 || fail "$2: job $1 still $(slurm_job_state "$1") after 180 s"
+  slurm_wait_job "$1" 600 || fail "$2: job $1 still $(slurm_job_state "$1") after 600 s"
   [ "$(slurm_job_state "$1")" = COMPLETED ] || fail "$2: job $1 ended $(slurm_job_state "$1")"
   [ "$(slurm_job_field "$1" ExitCode)" = 0:0 ] || fail "$2: job $1 ExitCode $(slurm_job_field "$1" ExitCode)"
 }
@@ -152,7 +152,7 @@ for _ in $(seq 1200); do
 done
 grep -qP '^3\t' "$out" || fail "termed: no step 3 within 120 s"
 scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id: exit $?"
-slurm_wait_job "$id" 120 || fail "termed: job $id still $(slurm_job_state "$id") after 120 s"
+slurm_wait_job "$id" 300 || fail "termed: job $id still $(slurm_job_state "$id") after 300 s"
 [ "$(slurm_job_state "$id")" = FAILED ] && [ "$(slurm_job_field "$id" ExitCode)" = 143:0 ] \
   || fail "termed: job $id ended $(slurm_job_state "$id"), ExitCode $(slurm_job_field "$id" ExitCode), not FAILED 143:0"
 [ "$(slurm_job_field "$id" Restarts)" = 0 ] || fail "termed: job $id was requeued"
