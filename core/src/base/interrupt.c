@@ -4,7 +4,14 @@
  * The waiting thread is the only one with the signals unblocked in sigwait, so no
  * handler ever interrupts a kernel. Before the run arms it, or once a first signal was
  * noted (the user will not wait for the step or the save), it puts the default action
- * back, unblocks the signal in itself and raises it again: the process ends by it. */
+ * back, unblocks the signal in itself and raises it again: the process ends by it.
+ *
+ * One request can arrive twice: Slurm ends a step at its time limit, and scancel ends
+ * it, with SIGTERM, SIGCONT, SIGTERM to each task within milliseconds (slurmstepd signals
+ * the task and then its process group). The same signal again within REPEAT_WINDOW_NS of
+ * the first is that one request, not a second; a different signal, or the same one later,
+ * is. SIGINT has no window: it comes from a keyboard, where a second Ctrl-C, however
+ * quick, means "now". */
 #define _POSIX_C_SOURCE 200809L
 #include "base/interrupt.h"
 
@@ -13,11 +20,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
-static atomic_int received; /* the first signal's number; 0: none */
-static atomic_int stopped;  /* the run stopped for it */
-static atomic_int armed;    /* the steps have begun */
-static sigset_t waited;     /* the signals of `handled`, less those inherited as ignored */
+enum { REPEAT_WINDOW_NS = 500 * 1000 * 1000 };
+
+static atomic_int received;      /* the first signal's number; 0: none */
+static atomic_llong received_at; /* when it came (CLOCK_MONOTONIC, ns) */
+static atomic_int stopped;       /* the run stopped for it */
+static atomic_int armed;         /* the steps have begun */
+static sigset_t waited;          /* the signals of `handled`, less those inherited as ignored */
 
 /* Ends the process by signo, from the thread that calls it. */
 static void die_by(int signo) {
@@ -33,14 +44,28 @@ static void die_by(int signo) {
   raise(signo);
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static void *wait_for_signals(void *unused) {
   (void)unused;
   for (;;) {
     int signo = 0;
     if (sigwait(&waited, &signo) != 0) continue;
+    if (!atomic_load(&armed)) die_by(signo);
     int none = 0;
-    if (!atomic_load(&armed) || !atomic_compare_exchange_strong(&received, &none, signo))
-      die_by(signo);
+    long long at = now_ns();
+    if (atomic_compare_exchange_strong(&received, &none, signo)) {
+      atomic_store(&received_at, at);
+      continue;
+    }
+    if (signo != SIGINT && signo == atomic_load(&received) &&
+        at - atomic_load(&received_at) < REPEAT_WINDOW_NS)
+      continue; /* the first request delivered twice */
+    die_by(signo);
   }
   return NULL;
 }
@@ -91,6 +116,7 @@ void cnnb_interrupt_arm(void) { atomic_store(&armed, 1); }
 int cnnb_interrupt_signal(void) { return atomic_load(&received); }
 
 void cnnb_interrupt_stop(int signo) {
+  atomic_store(&received_at, now_ns());
   atomic_store(&received, signo);
   atomic_store(&stopped, 1);
 }

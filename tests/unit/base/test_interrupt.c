@@ -1,7 +1,9 @@
 /* test_interrupt.c — SIGINT and SIGTERM as a request to stop (core/src/base/interrupt.c),
  * each case in a child process of its own (the module's state is once per process):
  * before the run arms it a signal ends the process by that signal, as by default; armed,
- * the first is noted and the process goes on; a second ends it at once; a signal the
+ * the first is noted and the process goes on; a second ends it at once, unless it is the
+ * same signal within half a second (one request delivered twice, as Slurm's time limit
+ * does: SIGTERM, SIGCONT, SIGTERM), SIGINT (a keyboard's) excepted; a signal the
  * process inherited as ignored stays ignored; cnnb_interrupt_stop and _exit end a process
  * by the signal the ranks agreed on. (Through the CLI, training, --eval, --input_only and
  * mpirun: tests/cli/interrupt.sh.) */
@@ -71,6 +73,23 @@ static void second_kills(void) {
   _exit(3);
 }
 
+/* SIGTERM, SIGCONT, SIGTERM within milliseconds: one request; the run goes on. The same
+ * signal a second later is a second request, and ends the process. */
+static void repeat_is_one_request(void) {
+  cnnb_interrupt_prepare();
+  cnnb_interrupt_arm();
+  kill(getpid(), SIGTERM);
+  if (!wait_flag(SIGTERM)) _exit(5);
+  kill(getpid(), SIGCONT);
+  kill(getpid(), SIGTERM);
+  pause_ms(300);
+  if (cnnb_interrupt_signal() != SIGTERM) _exit(9);
+  pause_ms(400); /* past the window */
+  kill(getpid(), SIGTERM);
+  pause_ms(2000);
+  _exit(3);
+}
+
 static void ignored_stays(void) {
   signal(SIGINT, SIG_IGN);
   cnnb_interrupt_prepare();
@@ -110,6 +129,14 @@ START_TEST(second_signal_ends_the_process) {
 }
 END_TEST
 
+START_TEST(repeated_signal_within_the_window_is_one_request) {
+  int st = in_child(repeat_is_one_request);
+  ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+                "the repeat ended the run, or the later one did not (status %d, exit %d)", st,
+                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 START_TEST(inherited_ignore_kept) {
   int st = in_child(ignored_stays);
   ck_assert(WIFEXITED(st));
@@ -133,6 +160,7 @@ int main(void) {
   tcase_add_test(tc, unarmed_signal_ends_the_process);
   tcase_add_test(tc, armed_first_signal_is_noted);
   tcase_add_test(tc, second_signal_ends_the_process);
+  tcase_add_test(tc, repeated_signal_within_the_window_is_one_request);
   tcase_add_test(tc, inherited_ignore_kept);
   tcase_add_test(tc, stop_and_exit_by_the_agreed_signal);
   suite_add_tcase(s, tc);
