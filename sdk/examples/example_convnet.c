@@ -16,8 +16,12 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, MODEL_NAME) != 0)
     return cnnb_error(ctx, CNNB_EINVAL, MODEL_NAME ": asked to describe '%s'", name);
-  if (dataset != CNNB_DATASET_IMAGENET && dataset != CNNB_DATASET_CIFAR10)
-    return cnnb_error(ctx, CNNB_EUNSUPPORTED, MODEL_NAME ": no variant for dataset %u", dataset);
+  /* The dataset's facts come from the datasource that reads it (cnnb/dataset.h). */
+  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
+  if (!facts || facts->channels != 3)
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      MODEL_NAME ": no variant for %s: it reads colour images",
+                      facts ? facts->name : "an unknown dataset");
   /* Small images keep the dense layer small: 16*16*32 inputs per class after the pool. */
   info->image_size = 32;
   info->default_batch_size = 32;

@@ -21,6 +21,7 @@
 #include "config/run_config.h"
 #include "exec/trainer.h"
 #include "config/core_flags.h"
+#include "test_datasets.h"
 
 /* The device under test: the loader's copy of its vtable. */
 static const cnnb_device_vtable *dut;
@@ -137,5 +138,8 @@ static Suite *overfit_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  return device_harness_run(argc, argv, "test_device_overfit", overfit_suite);
+  cnnb_loader *datasets = test_datasets_load(); /* the run configuration's --data_name */
+  int status = device_harness_run(argc, argv, "test_device_overfit", overfit_suite);
+  cnnb_loader_destroy(datasets);
+  return status;
 }

@@ -161,8 +161,8 @@ static int check_all(tool *t) {
   }
   int failures = 0, built = 0;
   for (size_t m = 0; m < count; m++)
-    for (uint32_t kind = 1; cnnb_dataset_lookup(kind); kind++) {
-      const cnnb_dataset_info *dataset = cnnb_dataset_lookup(kind);
+    for (uint32_t d = 0; cnnb_dataset_at(d); d++) {
+      const cnnb_dataset_info *dataset = cnnb_dataset_at(d);
       int offered;
       cnnb_graph *g = build(t, names[m], dataset, &offered);
       if (!g) {

@@ -141,12 +141,13 @@ static int run(state *s, const args *a) {
   }
   const cnnb_model_vtable *mv = mp->vtable;
   cnnb_model_info info = {.struct_size = sizeof info};
-  if (mv->describe(s->ctx, a->model, CNNB_DATASET_IMAGENET, &info) != CNNB_OK)
-    return fail(s, a->model);
+  const cnnb_dataset_info *imagenet = cnnb_dataset_find("imagenet");
+  if (!imagenet) return fail(s, "the imagenet dataset (its datasource is not loaded)");
+  if (mv->describe(s->ctx, a->model, imagenet->kind, &info) != CNNB_OK) return fail(s, a->model);
   const int32_t size = (int32_t)(a->image_size ? a->image_size : info.image_size);
   s->g = cnnb_graph_create((int32_t)a->batch, 3, size, size, (int32_t)a->num_classes);
   if (!s->g) return fail(s, "graph");
-  if (mv->build(s->ctx, a->model, CNNB_DATASET_IMAGENET, s->g) != CNNB_OK ||
+  if (mv->build(s->ctx, a->model, imagenet->kind, s->g) != CNNB_OK ||
       cnnb_graph_status(s->g) != CNNB_OK || cnnb_graph_add_loss(s->g) != CNNB_OK) {
     fprintf(stderr, "checkpoint_logits: building %s: %s\n", a->model,
             *cnnb_error_message(s->ctx) ? cnnb_error_message(s->ctx) : cnnb_graph_error(s->g));

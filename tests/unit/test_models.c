@@ -17,9 +17,12 @@
 
 #include "graph/graph_internal.h"
 #include "flags/flags.h"
+#include "test_datasets.h"
 
-#define IMAGENET CNNB_DATASET_IMAGENET
-#define CIFAR CNNB_DATASET_CIFAR10
+/* The datasets' kinds as their datasources pin them for plugins built before ABI 1.13
+ * (cnnb/dataset.h): main() loads the datasources, so the host's dataset table holds them,
+ * and checks the pins before any test runs. */
+enum { IMAGENET = 1, CIFAR = 2, MNIST = 3 };
 
 /* Expected trainable parameters, with 1001 classes for ImageNet models and 10 for
  * CIFAR-10 ones, derived layer by layer from tf_cnn_benchmarks' model files
@@ -752,14 +755,14 @@ START_TEST(test_mnist_models_build_for_one_channel) {
     loaded l = load_family(mnist_cases[i].family);
     cnnb_ctx *ctx = cnnb_ctx_create("test", NULL);
     cnnb_model_info info = {.struct_size = sizeof info};
-    ck_assert_msg(l.vt->describe(ctx, mnist_cases[i].name, CNNB_DATASET_MNIST, &info) == CNNB_OK,
-                  "%s: %s", mnist_cases[i].name, cnnb_error_message(ctx));
+    ck_assert_msg(l.vt->describe(ctx, mnist_cases[i].name, MNIST, &info) == CNNB_OK, "%s: %s",
+                  mnist_cases[i].name, cnnb_error_message(ctx));
     ck_assert_int_eq(info.image_size, 28);
     ck_assert_int_eq(info.default_batch_size, mnist_cases[i].batch);
     for (int32_t size = 28; size <= 32; size += 4) {
       if (size == 32 && strcmp(mnist_cases[i].family, "resnet") != 0) continue;
       cnnb_graph *g = cnnb_graph_create(2, 1, size, size, 10);
-      cnnb_status st = l.vt->build(ctx, mnist_cases[i].name, CNNB_DATASET_MNIST, g);
+      cnnb_status st = l.vt->build(ctx, mnist_cases[i].name, MNIST, g);
       ck_assert_msg(st == CNNB_OK, "%s at %d: %s", mnist_cases[i].name, size,
                     cnnb_error_message(ctx));
       ck_assert_msg(cnnb_graph_trainable_count(g) == mnist_cases[i].params,
@@ -781,7 +784,7 @@ START_TEST(test_mnist_models_build_for_one_channel) {
   loaded l = load_family("vgg");
   cnnb_ctx *ctx = cnnb_ctx_create("vgg", NULL);
   cnnb_model_info info = {.struct_size = sizeof info};
-  ck_assert_int_eq(l.vt->describe(ctx, "vgg16", CNNB_DATASET_MNIST, &info), CNNB_EUNSUPPORTED);
+  ck_assert_int_eq(l.vt->describe(ctx, "vgg16", MNIST, &info), CNNB_EUNSUPPORTED);
   ck_assert_msg(strstr(cnnb_error_message(ctx),
                        "no mnist variant (it is defined for imagenet only)"),
                 "%s", cnnb_error_message(ctx));
@@ -997,10 +1000,30 @@ static Suite *models_suite(void) {
   return s;
 }
 
+/* The kinds the datasources pin (cnnb/dataset.h) are those older plugins compare with. */
+static void check_pinned_kinds(void) {
+  static const struct {
+    const char *name;
+    uint32_t kind;
+  } pinned[] = {{"imagenet", IMAGENET}, {"cifar10", CIFAR}, {"mnist", MNIST}};
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+    const cnnb_dataset_info *d = cnnb_dataset_find(pinned[i].name);
+    if (!d || d->kind != pinned[i].kind) {
+      fprintf(stderr, "test_models: dataset %s: want kind %u, the datasources give %s %u\n",
+              pinned[i].name, (unsigned)pinned[i].kind, d ? "kind" : "none",
+              d ? (unsigned)d->kind : 0u);
+      exit(1);
+    }
+  }
+}
+
 int main(void) {
+  cnnb_loader *loader = test_datasets_load();
+  check_pinned_kinds();
   SRunner *sr = srunner_create(models_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  cnnb_loader_destroy(loader);
   return failed != 0;
 }

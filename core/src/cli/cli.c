@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cnnb/dataset.h>
 #include <cnnb/main.h>
 
 #include "cli/cli.h"
@@ -112,6 +113,19 @@ static void note_installed(const cnnb_loader *loader, cnnb_flags *flags) {
     free(text);
     free(names);
   }
+}
+
+/* --data_name's help lists the datasets the loaded datasources describe (dataset.h). */
+static void note_datasets(cnnb_flags *flags) {
+  char text[512] = "Known here:";
+  size_t len = strlen(text);
+  const cnnb_dataset_info *d;
+  for (uint32_t i = 0; (d = cnnb_dataset_at(i)) && len < sizeof text; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s %s", i ? "," : "", d->name);
+  if (len == strlen("Known here:"))
+    snprintf(text, sizeof text, "No datasource installed here describes a dataset.");
+  else if (len + 1 < sizeof text) strcat(text, ".");
+  cnnb_flags_append_help(flags, "data_name", text);
 }
 
 static void print_help(const cnnb_flags *flags) {
@@ -233,6 +247,7 @@ int cnnb_cli_main(int argc, char **argv, const cnnb_run_hooks *hooks) {
     if (cnnb_tf_flags_declare_unserved(flags) != CNNB_OK)
       fprintf(stderr, "cnnbench: error: %s\n", cnnb_flags_error(flags));
     note_installed(loader, flags);
+    note_datasets(flags);
     code = run_command(&cmd, root, flags, loader, discovered, discover_err, argc, argv, hooks);
   }
   free(discover_err);

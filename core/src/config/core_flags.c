@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <cnnb/dataset.h>
 
 #include "config/core_flags.h"
 #include "config/tf_flags.h"
@@ -392,17 +391,6 @@ static cnnb_status declare_theme(cnnb_flags *flags, const char *theme, const cor
   return CNNB_OK;
 }
 
-/* --data_name's help lists the datasets of the one table that knows them (dataset.c). */
-static cnnb_status note_datasets(cnnb_flags *flags) {
-  char text[256] = "Known:";
-  size_t len = strlen(text);
-  const cnnb_dataset_info *d;
-  for (uint32_t kind = 1; (d = cnnb_dataset_lookup(kind)) && len < sizeof text; kind++)
-    len += (size_t)snprintf(text + len, sizeof text - len, "%s %s", kind > 1 ? "," : "", d->name);
-  if (len + 1 < sizeof text) strcat(text, ".");
-  return cnnb_flags_append_help(flags, "data_name", text);
-}
-
 #define DECLARE(theme, list) declare_theme(flags, theme, list, sizeof list / sizeof list[0])
 
 cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
@@ -441,6 +429,5 @@ cnnb_status cnnb_flags_declare_core(cnnb_flags *flags) {
   if (st == CNNB_OK) st = cnnb_flags_alias(flags, "stop_at_top_1_accuracy", "target_accuracy");
   /* The rest of tf_cnn_benchmarks' flags, so its command lines parse (tf_flags.h). */
   if (st == CNNB_OK) st = cnnb_tf_flags_declare(flags);
-  if (st == CNNB_OK) st = note_datasets(flags);
   return st;
 }

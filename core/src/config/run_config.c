@@ -6,6 +6,7 @@
 #include "config/run_config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,14 +259,27 @@ static cnnb_status read_eval(const cnnb_flags *flags, cnnb_run_config *cfg, char
   return CNNB_OK;
 }
 
-/* tf_cnn_benchmarks' rule when --data_name is not given: the first known dataset whose
- * name is inside --data_dir ('imagenet', then 'cifar10'; mnist is ours). tf refuses a path
- * naming none; we keep imagenet, whose datasource's probe then judges the folder. */
+/* Whether `name` is in `path`, '_' in the name also matching '-' (fashion_mnist finds
+ * Debian's /usr/share/datasets/fashion-mnist). */
+static bool path_names(const char *path, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = path; *p; p++) {
+    size_t i = 0;
+    while (i < n && (p[i] == name[i] || (name[i] == '_' && p[i] == '-'))) i++;
+    if (i == n) return true;
+  }
+  return false;
+}
+
+/* tf_cnn_benchmarks' rule when --data_name is not given: the known dataset whose name is
+ * inside --data_dir; of several, the longest name (fashion_mnist before mnist), then the
+ * lowest kind (imagenet before cifar10, as tf tries them). tf refuses a path naming none;
+ * we keep imagenet, whose datasource's probe then judges the folder. */
 static const char *guess_dataset(const char *data_dir) {
-  const cnnb_dataset_info *d;
-  for (uint32_t k = 1; data_dir && *data_dir && (d = cnnb_dataset_lookup(k)); k++)
-    if (strstr(data_dir, d->name)) return d->name;
-  return "imagenet";
+  const cnnb_dataset_info *d, *best = NULL;
+  for (uint32_t i = 0; data_dir && *data_dir && (d = cnnb_dataset_at(i)); i++)
+    if (path_names(data_dir, d->name) && (!best || strlen(d->name) > strlen(best->name))) best = d;
+  return best ? best->name : "imagenet";
 }
 
 static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
@@ -275,10 +289,14 @@ static cnnb_status read_data(const cnnb_flags *flags, cnnb_run_config *cfg, char
     name = guess_dataset(cnnb_flags_string(flags, "data_dir"));
   cfg->dataset = cnnb_dataset_find(name);
   if (!cfg->dataset) {
-    size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; known:", name);
-    const cnnb_dataset_info *d;
-    for (uint32_t k = 1; (d = cnnb_dataset_lookup(k)) && len < size; k++)
-      len += (size_t)snprintf(err + len, size - len, "%s %s", k > 1 ? "," : "", d->name);
+    size_t len = (size_t)snprintf(err, size, "--data_name=%s: unknown dataset; ", name);
+    const cnnb_dataset_info *d = cnnb_dataset_at(0);
+    if (!d && len < size)
+      snprintf(err + len, size - len,
+               "no datasource plugin loaded here describes any (is the plugin directory "
+               "installed? --list_plugins shows what was found)");
+    for (uint32_t i = 0; (d = cnnb_dataset_at(i)) && len < size; i++)
+      len += (size_t)snprintf(err + len, size - len, "%s %s", i ? "," : "known:", d->name);
     return CNNB_EINVAL;
   }
   cfg->data_dir = cnnb_flags_string(flags, "data_dir");

@@ -102,6 +102,7 @@ cnnb_loader *cnnb_loader_create(const cnnb_ctx *parent) {
 
 void cnnb_loader_destroy(cnnb_loader *l) {
   if (!l) return;
+  loader_drop_datasets(l);
   /* Reverse order: a later plugin may hold pointers into an earlier one. */
   for (size_t i = l->num_plugins; i-- > 0;) loader_plugin_free(l->plugins[i]);
   free(l->plugins);
@@ -390,6 +391,7 @@ cnnb_status cnnb_loader_discover(cnnb_loader *l, const char *explicit_files, cha
   if (status == CNNB_OK)
     status = each_entry(l, getenv("CNNB_PLUGIN_PATH"), false, &result, err, err_size);
   if (status == CNNB_OK) status = each_entry(l, explicit_files, true, &result, err, err_size);
+  if (status == CNNB_OK) status = loader_add_datasets(l);
   if (status != CNNB_OK) {
     if (err && err_size) snprintf(err, err_size, "loading plugins: %s", cnnb_status_name(status));
     return status;

@@ -59,6 +59,13 @@ const char *loader_elf_problem(const char *path, char *buf, size_t size);
 /* loader_load.c: appends a copy of `name` to p->names; false when out of memory. */
 bool loader_add_name(loader_plugin *p, const char *name);
 
+/* loader_datasets.c: adds what each accepted datasource describes to the dataset table
+ * (cnnb/dataset.h), warning about and skipping a description it cannot take; called once
+ * discovery is done. CNNB_ENOMEM or CNNB_OK. */
+cnnb_status loader_add_datasets(cnnb_loader *l);
+/* loader_datasets.c: takes what `l` added out of the table (before its plugins close). */
+void loader_drop_datasets(const cnnb_loader *l);
+
 /* loader.c: frees a record and what it holds (closing its handle). */
 void loader_plugin_free(loader_plugin *p);
 

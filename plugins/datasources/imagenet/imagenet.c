@@ -150,15 +150,36 @@ static int32_t default_threads(const cnnb_datasource_config *cfg) {
   return (int32_t)(free_cores > 0 ? free_cores : 1);
 }
 
-/* Whether the run's dataset is ImageNet itself (no --data_name counts as ImageNet), by
- * the facts the host describes it with: this plugin names no other dataset. */
+/* ImageNet's facts, which this plugin is the authority on (cnnb/dataset.h); kind 1 as
+ * hosts before 1.13 numbered it. The counts are tf_cnn_benchmarks' (datasets.py), its
+ * classes 1001 with label 0 unused. */
+static const cnnb_dataset_info imagenet_dataset = {.struct_size = sizeof(cnnb_dataset_info),
+                                                   .kind = 1,
+                                                   .name = "imagenet",
+                                                   .num_classes = 1001,
+                                                   .channels = 3,
+                                                   .train_examples = 1281167,
+                                                   .eval_examples = 50000};
+
+static const cnnb_dataset_info *describe_dataset(uint32_t index) {
+  return index == 0 ? &imagenet_dataset : NULL;
+}
+
+/* The run's dataset as the host describes it; NULL from a host too old to name one. */
+static const cnnb_dataset_info *run_dataset(const cnnb_datasource_config *cfg) {
+  if (cfg->struct_size < offsetof(cnnb_datasource_config, dataset) + sizeof cfg->dataset)
+    return NULL;
+  return cnnb_dataset_lookup(cfg->dataset);
+}
+
+/* Whether the run's dataset is ImageNet itself (no dataset named counts as ImageNet). */
 static int is_imagenet(const cnnb_datasource_config *cfg) {
-  const cnnb_dataset_info *info = cnnb_dataset_lookup(cfg->dataset);
-  return !info || strcmp(info->name, "imagenet") == 0;
+  const cnnb_dataset_info *info = run_dataset(cfg);
+  return !info || strcmp(info->name, imagenet_dataset.name) == 0;
 }
 
 static int64_t known_examples(const cnnb_datasource_config *cfg) {
-  const cnnb_dataset_info *info = cnnb_dataset_lookup(cfg->dataset);
+  const cnnb_dataset_info *info = run_dataset(cfg);
   if (!info) return 0;
   return cfg->training ? info->train_examples : info->eval_examples;
 }
@@ -175,7 +196,7 @@ static int32_t imagenet_probe(cnnb_ctx *ctx, const char *name, const cnnb_dataso
     cnnb_error(ctx, CNNB_EINVAL,
                "serves --data_name=imagenet; a JPEG folder of --data_name=%s it reads only "
                "when named (--datasource=imagenet)",
-               cnnb_dataset_lookup(cfg->dataset)->name);
+               run_dataset(cfg)->name);
     return 0;
   }
   dataset_layout layout;
@@ -383,6 +404,7 @@ static const cnnb_datasource_vtable vtable = {
     .examples_per_epoch = imagenet_examples_per_epoch,
     .probe = imagenet_probe,
     .get_extension = imagenet_get_extension,
+    .describe_dataset = describe_dataset,
 };
 
 static const char *const offers[] = {"imagenet", NULL};

@@ -25,6 +25,7 @@
 #include "idx_source.h"
 #include "mnist_files.h"
 #include "mnist_image.h"
+#include "ds_dataset.h"
 #include "ds_splits.h"
 #include "ds_stream.h"
 
@@ -99,22 +100,26 @@ typedef struct mnist {
   int32_t height, width;
 } mnist;
 
-/* cfg->dataset is ABI 1.3: a config too short to carry it names no dataset. */
-static uint32_t config_dataset(const cnnb_datasource_config *cfg) {
-  return cfg->struct_size >= offsetof(cnnb_datasource_config, dataset) + sizeof cfg->dataset
-             ? cfg->dataset
-             : 0;
+/* MNIST's facts, which this plugin is the authority on (cnnb/dataset.h); kind 3 as hosts
+ * before 1.13 numbered it. */
+static const cnnb_dataset_info mnist_dataset = {.struct_size = sizeof(cnnb_dataset_info),
+                                                .kind = 3,
+                                                .name = "mnist",
+                                                .num_classes = 10,
+                                                .channels = 1,
+                                                .train_examples = 60000,
+                                                .eval_examples = 10000,
+                                                .height = MNIST_SIDE,
+                                                .width = MNIST_SIDE};
+static const cnnb_dataset_info *const own_datasets[] = {&mnist_dataset, NULL};
+
+static const cnnb_dataset_info *describe_dataset(uint32_t index) {
+  return index < sizeof own_datasets / sizeof own_datasets[0] - 1 ? own_datasets[index] : NULL;
 }
 
 /* What the run asks of the data that an MNIST-layout set cannot give, as an error in ctx. */
 static cnnb_status check_config(cnnb_ctx *ctx, const cnnb_datasource_config *cfg) {
-  if (config_dataset(cfg) != CNNB_DATASET_MNIST) {
-    const cnnb_dataset_info *named = cnnb_dataset_lookup(config_dataset(cfg));
-    return cnnb_error(ctx, CNNB_EINVAL,
-                      "mnist: reads MNIST-layout IDX files only, and the run "
-                      "names --data_name=%s: give --data_name=mnist",
-                      named ? named->name : "(none)");
-  }
+  if (!ds_own_dataset(ctx, "mnist", own_datasets, cfg)) return CNNB_EINVAL;
   if (cfg->channels != 1)
     return cnnb_error(ctx, CNNB_EINVAL,
                       "mnist: its images have 1 channel (grayscale), and the "
@@ -194,10 +199,10 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
     mnist_destroy(s);
     return st;
   }
-  /* MNIST's own size: EMNIST or a subset differ. */
-  const cnnb_dataset_info *info = cnnb_dataset_lookup(CNNB_DATASET_MNIST);
-  ds_warn_epoch_size(&s->stream, cfg, paths.images, "MNIST",
-                     info ? (cfg->training ? info->train_examples : info->eval_examples) : 0);
+  /* The dataset's own size: EMNIST or a subset differ. */
+  const cnnb_dataset_info *own = ds_run_dataset(cfg); /* one of ours: check_config said so */
+  ds_warn_epoch_size(&s->stream, cfg, paths.images, own->name,
+                     cfg->training ? own->train_examples : own->eval_examples);
   if (cfg->rank == 0 && (cfg->height != MNIST_SIDE || cfg->width != MNIST_SIDE))
     cnnb_log(ctx, CNNB_LOG_INFO, "the 28x28 images are padded with background to the model's %dx%d",
              cfg->height, cfg->width);
@@ -213,10 +218,7 @@ static cnnb_status mnist_create(cnnb_ctx *ctx, const char *name, const cnnb_data
 
 static int32_t mnist_probe(cnnb_ctx *ctx, const char *name, const cnnb_datasource_config *cfg) {
   (void)name;
-  if (config_dataset(cfg) != CNNB_DATASET_MNIST) {
-    cnnb_error(ctx, CNNB_EINVAL, "reads --data_name=mnist only");
-    return 0;
-  }
+  if (!ds_own_dataset(ctx, "mnist", own_datasets, cfg)) return 0;
   mnist_paths paths;
   char err[2048];
   if (mnist_find_files(cfg->data_dir, cfg->training, &paths, err, sizeof err) != 0) {
@@ -234,6 +236,7 @@ static const cnnb_datasource_vtable vtable = {
     .examples_per_epoch = ds_stream_examples_per_epoch,
     .probe = mnist_probe,
     .get_extension = ds_stream_instance_extension,
+    .describe_dataset = describe_dataset,
 };
 
 static const char *const offers[] = {"mnist", NULL};

@@ -10,9 +10,9 @@
 #include <math.h>
 
 static const convnet_model models[] = {
-    {"alexnet", CNNB_DATASET_IMAGENET, 224 + 3, 512, 0.005f,
+    {"alexnet", CONVNET_RESIZED, 224 + 3, 512, 0.005f,
      "AlexNet (64/192/384/384/256, no LRN), 227x227"},
-    {"alexnet", CNNB_DATASET_CIFAR10, 32, 128, 0.1f,
+    {"alexnet", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 128, 0.1f,
      "AlexNet for CIFAR-10 (TF cifar10 tutorial, with LRN), 32x32"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
@@ -61,7 +61,7 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g);
-  x = dataset == CNNB_DATASET_CIFAR10 ? cifar10(&cn, x) : imagenet(&cn, x);
+  x = convnet_input_of(dataset) == CONVNET_SMALL_COLOR ? cifar10(&cn, x) : imagenet(&cn, x);
   return convnet_finish(&cn, ctx, name, x);
 }
 
@@ -73,9 +73,9 @@ static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                               int64_t global_step, int32_t global_batch_size,
                               int64_t examples_per_epoch) {
   (void)ctx, (void)name;
-  if (dataset != CNNB_DATASET_CIFAR10 || global_batch_size <= 0)
+  if (convnet_input_of(dataset) != CONVNET_SMALL_COLOR || global_batch_size <= 0)
     return models[0].default_learning_rate;
-  if (examples_per_epoch <= 0) examples_per_epoch = cnnb_dataset_lookup(dataset)->train_examples;
+  if (examples_per_epoch <= 0) examples_per_epoch = convnet_train_examples(dataset);
   int64_t decay_steps = 100LL * examples_per_epoch / global_batch_size;
   if (decay_steps < 1) decay_steps = 1;
   return models[1].default_learning_rate * powf(0.1f, (float)(global_step / decay_steps));

@@ -264,15 +264,24 @@ cnnb_status convnet_finish(convnet *cn, cnnb_ctx *ctx, const char *model, cnnb_t
 
 /* ---- model tables ------------------------------------------------------------------------ */
 
-const char *convnet_dataset_name(uint32_t dataset) {
+convnet_input convnet_input_of(uint32_t kind) {
+  const cnnb_dataset_info *d = cnnb_dataset_lookup(kind);
+  if (!d) return 0;
+  if (d->height == 0) return CONVNET_RESIZED;
+  if (d->height != d->width) return 0;
+  return d->channels == 3 ? CONVNET_SMALL_COLOR : d->channels == 1 ? CONVNET_SMALL_GRAY : 0;
+}
+
+int64_t convnet_train_examples(uint32_t dataset) {
   const cnnb_dataset_info *d = cnnb_dataset_lookup(dataset);
-  return d ? d->name : "unknown";
+  return d ? d->train_examples : 0;
 }
 
 const convnet_model *convnet_find(const convnet_model *models, int count, const char *name,
-                                  uint32_t dataset) {
-  for (int i = 0; i < count; i++)
-    if (models[i].dataset == dataset && strcmp(models[i].name, name) == 0) return &models[i];
+                                  uint32_t kind) {
+  uint32_t input = convnet_input_of(kind);
+  for (int i = 0; i < count && input; i++)
+    if ((models[i].inputs & input) && strcmp(models[i].name, name) == 0) return &models[i];
   return NULL;
 }
 
@@ -280,28 +289,32 @@ static cnnb_status lookup(cnnb_ctx *ctx, const char *family, const convnet_model
                           const char *name, uint32_t dataset, const convnet_model **out) {
   *out = NULL;
   if (!name) return cnnb_error(ctx, CNNB_EINVAL, "%s: model name is NULL", family);
-  if (!cnnb_dataset_lookup(dataset))
+  const cnnb_dataset_info *named = cnnb_dataset_lookup(dataset);
+  if (!named)
     return cnnb_error(ctx, CNNB_EINVAL, "%s: unknown dataset kind %u for model '%s'", family,
                       (unsigned)dataset, name);
   *out = convnet_find(models, count, name, dataset);
   if (*out) return CNNB_OK;
   /* Offered, but for other datasets: say which have it, as tf_cnn_benchmarks' "Invalid
-   * model name for dataset" would, with the fix. Kinds are numbered from 1 without gaps
-   * (dataset.h). */
+   * model name for dataset" would, with the fix. */
   char others[128] = "";
-  uint32_t first = 0;
+  const cnnb_dataset_info *first = NULL, *d;
   size_t len = 0;
-  for (uint32_t k = 1; cnnb_dataset_lookup(k) && len < sizeof others; k++) {
-    if (k == dataset || !convnet_find(models, count, name, k)) continue;
-    len += (size_t)snprintf(others + len, sizeof others - len, "%s%s", first ? ", " : "",
-                            convnet_dataset_name(k));
-    if (!first) first = k;
+  for (uint32_t i = 0; (d = cnnb_dataset_at(i)) && len < sizeof others; i++) {
+    if (d->kind == dataset || !convnet_find(models, count, name, d->kind)) continue;
+    len += (size_t)snprintf(others + len, sizeof others - len, "%s%s", first ? ", " : "", d->name);
+    if (!first) first = d;
   }
   if (first)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED,
                       "model '%s' has no %s variant (it is defined for %s only): use "
                       "--data_name=%s or another model",
-                      name, convnet_dataset_name(dataset), others, convnet_dataset_name(first));
+                      name, named->name, others, first->name);
+  for (int i = 0; i < count; i++)
+    if (strcmp(models[i].name, name) == 0)
+      return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                        "model '%s' has no variant for %s's %dx%d images with %d channels", name,
+                        named->name, (int)named->height, (int)named->width, (int)named->channels);
   return cnnb_error(ctx, CNNB_ENOTFOUND, "%s: model '%s' is not offered by this plugin", family,
                     name);
 }
@@ -315,7 +328,9 @@ cnnb_status convnet_describe(cnnb_ctx *ctx, const char *family, const convnet_mo
     return cnnb_error(ctx, CNNB_EINVAL, "%s: describe(%s) without an info struct", family, name);
   /* Fill only what the caller's struct holds (it may be an older, smaller one). */
   cnnb_model_info full = {.struct_size = sizeof full,
-                          .image_size = m->image_size,
+                          .image_size = m->image_size != CONVNET_STORED_SIZE
+                                            ? m->image_size
+                                            : cnnb_dataset_lookup(dataset)->height,
                           .default_batch_size = m->default_batch_size,
                           .default_learning_rate = m->default_learning_rate,
                           .description = m->description};

@@ -181,18 +181,35 @@ cnnb_status convnet_status(convnet *cn, cnnb_ctx *ctx, const char *model);
 
 /* ---- a family's table of models ------------------------------------------------------ */
 
+/* What a variant of a model is built for, read from the dataset's description
+ * (cnnb/dataset.h) and never from its name, so a dataset new to cnnbench gets the variant
+ * that fits its images. */
+typedef enum convnet_input {
+  CONVNET_RESIZED = 1,     /* images of varying size, resized to the row's size (ImageNet) */
+  CONVNET_SMALL_COLOR = 2, /* square images of one stored size, 3 channels (CIFAR-10) */
+  CONVNET_SMALL_GRAY = 4,  /* square images of one stored size, 1 channel (MNIST) */
+  CONVNET_SMALL = CONVNET_SMALL_COLOR | CONVNET_SMALL_GRAY
+} convnet_input;
+
+/* A row's image size for inputs taken at their stored size: the dataset's. */
+#define CONVNET_STORED_SIZE 0
+
 typedef struct convnet_model {
   const char *name;
-  uint32_t dataset; /* CNNB_DATASET_* */
-  int32_t image_size;
+  uint32_t inputs;    /* convnet_input bits: the datasets this row serves */
+  int32_t image_size; /* CONVNET_RESIZED: the input size; CONVNET_SMALL: CONVNET_STORED_SIZE */
   int32_t default_batch_size;
   float default_learning_rate;
   const char *description;
 } convnet_model;
 
-/* The row for (name, dataset), or NULL. */
+/* Which convnet_input the dataset of `kind` is; 0 when none fits (an unknown kind, images
+ * neither 1 nor 3 channels, or of one stored size that is not square). */
+convnet_input convnet_input_of(uint32_t kind);
+
+/* The row for `name` serving the dataset of `kind`, or NULL. */
 const convnet_model *convnet_find(const convnet_model *models, int count, const char *name,
-                                  uint32_t dataset);
+                                  uint32_t kind);
 
 /* describe() for a family: fills info from the table, or returns CNNB_ENOTFOUND (name
  * not offered) / CNNB_EUNSUPPORTED (no variant for this dataset) with a message. */
@@ -205,7 +222,8 @@ const convnet_model *convnet_begin(cnnb_ctx *ctx, const char *family, const conv
                                    int count, const char *name, uint32_t dataset,
                                    cnnb_status *status);
 
-const char *convnet_dataset_name(uint32_t dataset);
+/* The dataset's training examples (an epoch), or 0 when the kind is unknown. */
+int64_t convnet_train_examples(uint32_t dataset);
 
 /* TF's tf.train.piecewise_constant: values[i] for boundaries[i-1] < step <= boundaries[i]. */
 float convnet_piecewise(int64_t step, int n, const int64_t *boundaries, const float *values);

@@ -13,9 +13,12 @@
 #include <math.h>
 
 static const convnet_model models[] = {
-    {"densenet40_k12", CNNB_DATASET_CIFAR10, 32, 64, 0.1f, "DenseNet-40 (k=12) for CIFAR-10"},
-    {"densenet100_k12", CNNB_DATASET_CIFAR10, 32, 64, 0.1f, "DenseNet-100 (k=12) for CIFAR-10"},
-    {"densenet100_k24", CNNB_DATASET_CIFAR10, 32, 64, 0.1f, "DenseNet-100 (k=24) for CIFAR-10"},
+    {"densenet40_k12", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 64, 0.1f,
+     "DenseNet-40 (k=12) for CIFAR-10"},
+    {"densenet100_k12", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 64, 0.1f,
+     "DenseNet-100 (k=12) for CIFAR-10"},
+    {"densenet100_k24", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 64, 0.1f,
+     "DenseNet-100 (k=24) for CIFAR-10"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
@@ -70,8 +73,8 @@ static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                               int64_t global_step, int32_t global_batch_size,
                               int64_t examples_per_epoch) {
   (void)ctx, (void)name;
-  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
-  if (examples_per_epoch <= 0) examples_per_epoch = facts ? facts->train_examples : 1;
+  if (examples_per_epoch <= 0) examples_per_epoch = convnet_train_examples(dataset);
+  if (examples_per_epoch <= 0) examples_per_epoch = 1;
   int64_t batches_per_epoch = examples_per_epoch / (global_batch_size > 0 ? global_batch_size : 1);
   const int64_t boundaries[3] = {batches_per_epoch * 150, batches_per_epoch * 225,
                                  batches_per_epoch * 300};

@@ -4,7 +4,7 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"googlenet", CNNB_DATASET_IMAGENET, 224, 32, 0.005f,
+    {"googlenet", CONVNET_RESIZED, 224, 32, 0.005f,
      "GoogLeNet (Inception v1, no batch norm, no aux heads), 224x224"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };

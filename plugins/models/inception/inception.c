@@ -23,9 +23,9 @@
 #define S CONVNET_SAME
 
 static const convnet_model models[] = {
-    {"inception3", CNNB_DATASET_IMAGENET, 299, 32, 0.005f,
+    {"inception3", CONVNET_RESIZED, 299, 32, 0.005f,
      "Inception v3 (offset-only batch norm, no aux head), 299x299"},
-    {"inception4", CNNB_DATASET_IMAGENET, 299, 32, 0.005f, "Inception v4, 299x299"},
+    {"inception4", CONVNET_RESIZED, 299, 32, 0.005f, "Inception v4, 299x299"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 

@@ -7,8 +7,8 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"lenet", CNNB_DATASET_IMAGENET, 28, 32, 0.005f, "LeNet-5 (TF MNIST tutorial layout), 28x28"},
-    {"lenet", CNNB_DATASET_MNIST, 28, 32, 0.005f,
+    {"lenet", CONVNET_RESIZED, 28, 32, 0.005f, "LeNet-5 (TF MNIST tutorial layout), 28x28"},
+    {"lenet", CONVNET_SMALL_GRAY, CONVNET_STORED_SIZE, 32, 0.005f,
      "LeNet-5 (TF MNIST tutorial layout), 28x28 grayscale"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };

@@ -20,7 +20,7 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"mobilenet", CNNB_DATASET_IMAGENET, 224, 32, 0.005f,
+    {"mobilenet", CONVNET_RESIZED, 224, 32, 0.005f,
      "MobileNet v2 (depth multiplier 1.0, TF-slim layout), 224x224"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };

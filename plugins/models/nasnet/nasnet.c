@@ -39,9 +39,10 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"nasnet", CNNB_DATASET_IMAGENET, 224, 32, 0.005f, "NASNet-A mobile (4 @ 1056), 224x224"},
-    {"nasnetlarge", CNNB_DATASET_IMAGENET, 331, 16, 0.005f, "NASNet-A large (6 @ 4032), 331x331"},
-    {"nasnet", CNNB_DATASET_CIFAR10, 32, 32, 0.025f, "NASNet-A CIFAR-10 (6 @ 768), 32x32"},
+    {"nasnet", CONVNET_RESIZED, 224, 32, 0.005f, "NASNet-A mobile (4 @ 1056), 224x224"},
+    {"nasnetlarge", CONVNET_RESIZED, 331, 16, 0.005f, "NASNet-A large (6 @ 4032), 331x331"},
+    {"nasnet", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 32, 0.025f,
+     "NASNet-A CIFAR-10 (6 @ 768), 32x32"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
@@ -257,9 +258,9 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   cnnb_status st;
   if (!convnet_begin(ctx, "nasnet", models, NUM_MODELS, name, dataset, &st)) return st;
   nasnet s = {.g = g,
-              .cfg = dataset == CNNB_DATASET_CIFAR10    ? &cifar
-                     : strcmp(name, "nasnetlarge") == 0 ? &large
-                                                        : &mobile};
+              .cfg = convnet_input_of(dataset) == CONVNET_SMALL_COLOR ? &cifar
+                     : strcmp(name, "nasnetlarge") == 0               ? &large
+                                                                      : &mobile};
   convnet_init(&s.cn, g);
   const nasnet_config *cfg = s.cfg;
 

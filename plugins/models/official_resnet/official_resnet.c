@@ -36,7 +36,7 @@
 
 #include "convnet.h"
 
-#define IMAGENET CNNB_DATASET_IMAGENET
+#define IMAGENET CONVNET_RESIZED
 
 static const convnet_model models[] = {
     {"official_resnet18", IMAGENET, 224, 32, 0.0125f, "TF official ResNet-18 v1 (basic blocks)"},
@@ -178,8 +178,7 @@ static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   if (global_batch_size <= 0) global_batch_size = 1;
   const convnet_model *m = convnet_find(models, NUM_MODELS, name, dataset);
   if (!m) return 0.0f;
-  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
-  if (examples_per_epoch <= 0 && facts) examples_per_epoch = facts->train_examples;
+  if (examples_per_epoch <= 0) examples_per_epoch = convnet_train_examples(dataset);
   double batches_per_epoch = (double)examples_per_epoch / global_batch_size;
   double rate = (double)m->default_learning_rate / m->default_batch_size * global_batch_size;
   static const double epochs[4] = {30, 60, 80, 90};

@@ -5,7 +5,7 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"overfeat", CNNB_DATASET_IMAGENET, 231, 32, 0.005f, "OverFeat (fast model), 231x231"},
+    {"overfeat", CONVNET_RESIZED, 231, 32, 0.005f, "OverFeat (fast model), 231x231"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 

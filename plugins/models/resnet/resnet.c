@@ -5,9 +5,10 @@
  *    explicit pad-then-VALID ("SAME_RESNET"), max pool 3x3/2 SAME;
  *  - CIFAR-10 (32x32, batch 128, lr 0.1 with its own schedule): resnet20/32/44/56/110
  *    and their _v2, two-3x3 residual blocks with the parameter-free "plan A" shortcut.
- *    The same networks build for the MNIST layout (--data_name=mnist: 28x28, 1 channel;
- *    not in the source): they end in a global average pool, so any input size fits, and
- *    the stem reads the input's channels; describe says 28, --image_size=32 pads.
+ *    The same networks build for any dataset of small square images, CIFAR-10's or the
+ *    MNIST layout's (--data_name=mnist: 28x28, 1 channel; not in the source): they end in
+ *    a global average pool, so any input size fits, and the stem reads the input's
+ *    channels; describe says the dataset's size (28 for MNIST), --image_size=32 pads.
  * Convolutions feed batch norm with decay 0.9, epsilon 1e-5 and a learned scale
  * (batch_norm_config); the pre-activation and final batch norms of v2 call batch_norm()
  * bare and so take its defaults (decay 0.999, epsilon 0.001, offset only), as in the
@@ -18,23 +19,23 @@
 #include <string.h>
 
 static const convnet_model models[] = {
-    {"resnet50", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v1 (stride on the first 1x1)"},
-    {"resnet50_v1.5", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v1.5 (stride on the 3x3)"},
-    {"resnet50_v2", CNNB_DATASET_IMAGENET, 224, 64, 0.128f, "ResNet-50 v2 (pre-activation)"},
-    {"resnet101", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-101 v1"},
-    {"resnet101_v2", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-101 v2 (pre-activation)"},
-    {"resnet152", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-152 v1"},
-    {"resnet152_v2", CNNB_DATASET_IMAGENET, 224, 32, 0.128f, "ResNet-152 v2 (pre-activation)"},
-    {"resnet20", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-20 for CIFAR-10"},
-    {"resnet20_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-20 v2 for CIFAR-10"},
-    {"resnet32", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-32 for CIFAR-10"},
-    {"resnet32_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-32 v2 for CIFAR-10"},
-    {"resnet44", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-44 for CIFAR-10"},
-    {"resnet44_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-44 v2 for CIFAR-10"},
-    {"resnet56", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-56 for CIFAR-10"},
-    {"resnet56_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-56 v2 for CIFAR-10"},
-    {"resnet110", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-110 for CIFAR-10"},
-    {"resnet110_v2", CNNB_DATASET_CIFAR10, 32, 128, 0.1f, "ResNet-110 v2 for CIFAR-10"},
+    {"resnet50", CONVNET_RESIZED, 224, 64, 0.128f, "ResNet-50 v1 (stride on the first 1x1)"},
+    {"resnet50_v1.5", CONVNET_RESIZED, 224, 64, 0.128f, "ResNet-50 v1.5 (stride on the 3x3)"},
+    {"resnet50_v2", CONVNET_RESIZED, 224, 64, 0.128f, "ResNet-50 v2 (pre-activation)"},
+    {"resnet101", CONVNET_RESIZED, 224, 32, 0.128f, "ResNet-101 v1"},
+    {"resnet101_v2", CONVNET_RESIZED, 224, 32, 0.128f, "ResNet-101 v2 (pre-activation)"},
+    {"resnet152", CONVNET_RESIZED, 224, 32, 0.128f, "ResNet-152 v1"},
+    {"resnet152_v2", CONVNET_RESIZED, 224, 32, 0.128f, "ResNet-152 v2 (pre-activation)"},
+    {"resnet20", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-20 for CIFAR-10"},
+    {"resnet20_v2", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-20 v2 for CIFAR-10"},
+    {"resnet32", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-32 for CIFAR-10"},
+    {"resnet32_v2", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-32 v2 for CIFAR-10"},
+    {"resnet44", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-44 for CIFAR-10"},
+    {"resnet44_v2", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-44 v2 for CIFAR-10"},
+    {"resnet56", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-56 for CIFAR-10"},
+    {"resnet56_v2", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-56 v2 for CIFAR-10"},
+    {"resnet110", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-110 for CIFAR-10"},
+    {"resnet110_v2", CONVNET_SMALL, CONVNET_STORED_SIZE, 128, 0.1f, "ResNet-110 v2 for CIFAR-10"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 
@@ -51,20 +52,9 @@ static int version_of(const char *name) {
   return RESNET_V1;
 }
 
-/* The MNIST layout gets the CIFAR-10 networks (their rows of `models`): the table a
- * dataset's models are looked up in. */
-static uint32_t table_dataset(uint32_t dataset) {
-  return dataset == CNNB_DATASET_MNIST ? CNNB_DATASET_CIFAR10 : dataset;
-}
-
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
-  cnnb_status st = convnet_describe(ctx, "resnet", models, NUM_MODELS, name, table_dataset(dataset),
-                                    info);
-  if (st == CNNB_OK && dataset == CNNB_DATASET_MNIST &&
-      info->struct_size >= offsetof(cnnb_model_info, image_size) + sizeof info->image_size)
-    info->image_size = 28;
-  return st;
+  return convnet_describe(ctx, "resnet", models, NUM_MODELS, name, dataset, info);
 }
 
 /* v1 and v1.5 are saved under torchvision's resnet50/101/152 state_dict keys (conv1,
@@ -126,14 +116,13 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
   if (!(base_lr >= 0.0 && base_lr < 1e6))
     return cnnb_error(ctx, CNNB_EINVAL, "--%s=%g: must be in [0, 1e6) (0: the model's 0.128)",
                       BASE_LR_FLAG, base_lr);
-  const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name,
-                                         table_dataset(dataset), &st);
+  const convnet_model *m = convnet_begin(ctx, "resnet", models, NUM_MODELS, name, dataset, &st);
   if (!m) return st;
   const int32_t *counts = layer_counts[m - models];
   convnet cn;
   convnet_init(&cn, g);
   cnnb_tensor x = cnnb_graph_input(g);
-  if (table_dataset(dataset) == CNNB_DATASET_CIFAR10)
+  if (m->inputs & CONVNET_SMALL)
     return convnet_finish(&cn, ctx, name, cifar10(&cn, x, counts, version_of(name)));
   int version = version_of(name);
   x = imagenet(&cn, x, counts, version);
@@ -152,11 +141,10 @@ static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                               int64_t global_step, int32_t global_batch_size,
                               int64_t examples_per_epoch) {
   if (global_batch_size <= 0) global_batch_size = 1;
-  const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
-  if (examples_per_epoch <= 0 && facts) examples_per_epoch = facts->train_examples;
+  if (examples_per_epoch <= 0) examples_per_epoch = convnet_train_examples(dataset);
   double batches_per_epoch = (double)examples_per_epoch / global_batch_size;
   const convnet_model *m = convnet_find(models, NUM_MODELS, name, dataset);
-  if (m && dataset == CNNB_DATASET_IMAGENET) {
+  if (m && (m->inputs & CONVNET_RESIZED)) {
     double base_lr = cnnb_flag_float(ctx, BASE_LR_FLAG);
     if (!(base_lr > 0.0)) base_lr = m->default_learning_rate;
     double rescaled = base_lr * global_batch_size / 256.0;

@@ -8,11 +8,11 @@
 #include "convnet.h"
 
 static const convnet_model models[] = {
-    {"trivial", CNNB_DATASET_IMAGENET, 224 + 3, 32, 0.005f,
+    {"trivial", CONVNET_RESIZED, 224 + 3, 32, 0.005f,
      "trivial: flatten, affine 1, affine 4096 (framework overhead)"},
-    {"trivial", CNNB_DATASET_CIFAR10, 32, 32, 0.005f,
+    {"trivial", CONVNET_SMALL_COLOR, CONVNET_STORED_SIZE, 32, 0.005f,
      "trivial (CIFAR-10): flatten, affine 1, affine 4096"},
-    {"trivial", CNNB_DATASET_MNIST, 28, 32, 0.005f,
+    {"trivial", CONVNET_SMALL_GRAY, CONVNET_STORED_SIZE, 32, 0.005f,
      "trivial (MNIST): flatten, affine 1, affine 4096"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };

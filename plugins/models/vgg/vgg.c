@@ -7,9 +7,9 @@
 #include <stdio.h>
 
 static const convnet_model models[] = {
-    {"vgg11", CNNB_DATASET_IMAGENET, 224, 64, 0.005f, "VGG-11 (model A, no batch norm), 224x224"},
-    {"vgg16", CNNB_DATASET_IMAGENET, 224, 64, 0.005f, "VGG-16 (model D, no batch norm), 224x224"},
-    {"vgg19", CNNB_DATASET_IMAGENET, 224, 64, 0.005f, "VGG-19 (model E, no batch norm), 224x224"},
+    {"vgg11", CONVNET_RESIZED, 224, 64, 0.005f, "VGG-11 (model A, no batch norm), 224x224"},
+    {"vgg16", CONVNET_RESIZED, 224, 64, 0.005f, "VGG-16 (model D, no batch norm), 224x224"},
+    {"vgg19", CONVNET_RESIZED, 224, 64, 0.005f, "VGG-19 (model E, no batch norm), 224x224"},
 };
 enum { NUM_MODELS = sizeof models / sizeof models[0] };
 

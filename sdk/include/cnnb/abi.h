@@ -71,10 +71,14 @@ extern "C" {
  *                     differ between the ranks of a job; every other flag must agree.
  *                 1.12 added the device config's data_format (device.h): the layout the
  *                     user asked for with --data_format, or the device's choice.
+ *                 1.13 moved the datasets' facts into the datasources that read them:
+ *                     cnnb_datasource_vtable.describe_dataset (datasource.h), the image
+ *                     size in cnnb_dataset_info and cnnb_dataset_at (dataset.h); the
+ *                     CNNB_DATASET_* enum is gone, its kinds 1-3 keep their meaning.
  * An op's row in the host's op table names its minor by the macro below, so a minor is
  * written down in this list and these two lines alone. */
 #define CNNB_ABI_MINOR_PAD_SPATIAL 10
-#define CNNB_ABI_MINOR 12
+#define CNNB_ABI_MINOR 13
 
 #define CNNB_PLUGIN_ENTRY_SYMBOL "cnnb_plugin_entry"
 

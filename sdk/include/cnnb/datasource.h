@@ -29,7 +29,8 @@ typedef struct cnnb_datasource_config {
   uint64_t seed;
   const char *data_dir; /* --data_dir, "" or NULL for none */
   /* ABI 1.3 */
-  uint32_t dataset; /* cnnb_dataset_kind of --data_name (dataset.h has its facts) */
+  uint32_t dataset; /* the kind of --data_name's dataset: cnnb_dataset_lookup() gives its
+                       facts (dataset.h) */
   uint32_t reserved;
   /* ABI 1.8 */
   int32_t local_replicas;  /* replicas in this process (--num_gpus): instances that share
@@ -63,6 +64,14 @@ typedef struct cnnb_datasource_vtable {
   /* [optional] [any-thread] this instance's capabilities by string id, valid until
    * destroy; NULL (slot or answer): ask the descriptor's get_extension. */
   const void *(*get_extension)(void *datasource, const char *id);
+  /* ABI 1.13 */
+  /* [optional] [main-thread] at load, before any other slot: the index-th dataset (from
+   * 0) this plugin reads and is the authority on, NULL past the last. The host copies each
+   * answer into its dataset table (dataset.h), refusing with a warning one that is
+   * malformed or whose name or pinned kind another plugin found earlier already gave.
+   * A datasource that reads no dataset of its own (synthetic data imitates the named
+   * one) leaves it NULL. */
+  const cnnb_dataset_info *(*describe_dataset)(uint32_t index);
 } cnnb_datasource_vtable;
 
 /* ---- extensions a datasource may answer through get_extension ------------------ */
@@ -130,7 +139,8 @@ _Static_assert(offsetof(cnnb_datasource_config, data_dir) == 48, "ABI: 1.0 layou
 _Static_assert(offsetof(cnnb_datasource_config, dataset) == 56, "ABI: 1.3 layout moved");
 _Static_assert(sizeof(cnnb_datasource_config) == 80, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_datasource_vtable, examples_per_epoch) == 32, "ABI: 1.0 layout moved");
-_Static_assert(sizeof(cnnb_datasource_vtable) == 56, "ABI: grow only by appending");
+_Static_assert(offsetof(cnnb_datasource_vtable, describe_dataset) == 56, "ABI: 1.13 layout moved");
+_Static_assert(sizeof(cnnb_datasource_vtable) == 64, "ABI: grow only by appending");
 _Static_assert(offsetof(cnnb_datasource_skip, skip_batches) == 8, "ABI: 1.5 layout moved");
 _Static_assert(sizeof(cnnb_datasource_skip) == 16, "ABI: grow only by appending");
 #endif

@@ -27,8 +27,9 @@ typedef struct cnnb_model_info {
 typedef struct cnnb_model_vtable {
   uint32_t struct_size;
   /* [required] [main-thread] once per run, before build: facts about `name` (one of the
-   * plugin's offers) for `dataset` (cnnb_dataset_kind). Returns CNNB_EUNSUPPORTED (with
-   * a message) when the model has no variant for that dataset. */
+   * plugin's offers) for `dataset` (its kind: cnnb_dataset_lookup() gives the dataset's
+   * classes, channels and image size, dataset.h). Returns CNNB_EUNSUPPORTED (with a
+   * message) when the model has no variant for that dataset. */
   cnnb_status (*describe)(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_model_info *info);
   /* [required] [main-thread] once per run: adds the network from cnnb_graph_input(g) to
    * its logits and calls cnnb_graph_set_logits(). A failure returns its status with a

@@ -8,6 +8,7 @@
 #include "flags/flags.h"
 #include "config/run_config.h"
 #include "config/core_flags.h"
+#include "test_datasets.h"
 
 static cnnb_flags *flags;
 static char err[1024];
@@ -274,6 +275,7 @@ START_TEST(evaluation_refusals_name_the_flags) {
 END_TEST
 
 int main(void) {
+  cnnb_loader *datasets = test_datasets_load(); /* --data_name's table */
   Suite *s = suite_create("run_config");
   TCase *tc = tcase_create("run_config");
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -290,5 +292,6 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  cnnb_loader_destroy(datasets);
   return failed ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 #include "config/run_config.h"
 #include "exec/trainer.h"
 #include "config/core_flags.h"
+#include "test_datasets.h"
 
 #define N 4
 static const float G[N] = {0.5f, -0.25f, 2.0f, -1.5f};
@@ -565,6 +566,7 @@ START_TEST(trainer_refuses_forward_only) {
 END_TEST
 
 int main(void) {
+  cnnb_loader *datasets = test_datasets_load(); /* the run configuration's --data_name */
   Suite *s = suite_create("optimizer");
   TCase *rules = tcase_create("rules");
   tcase_add_test(rules, sgd_three_steps);
@@ -589,5 +591,6 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  cnnb_loader_destroy(datasets);
   return failed != 0;
 }

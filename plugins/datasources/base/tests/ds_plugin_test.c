@@ -46,6 +46,12 @@ void ds_plugin_test_set_flag(ds_plugin_test *t, const char *flag, const char *va
                 flag, value, err);
 }
 
+uint32_t ds_plugin_test_kind(const char *name) {
+  const cnnb_dataset_info *d = cnnb_dataset_find(name);
+  ck_assert_msg(d != NULL, "no loaded datasource describes dataset '%s'", name);
+  return d->kind;
+}
+
 cnnb_datasource_config ds_plugin_test_config(int32_t channels, int32_t side, uint32_t dataset,
                                              const char *dir, int training, int batch, int rank,
                                              int world, uint64_t seed) {

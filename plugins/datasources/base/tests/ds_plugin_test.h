@@ -29,6 +29,9 @@ void ds_plugin_test_unload(ds_plugin_test *t);
 /* Sets one of the plugin's flags, as --flag=value would (a Check assertion). */
 void ds_plugin_test_set_flag(ds_plugin_test *t, const char *flag, const char *value);
 
+/* The host's kind for dataset `name`, which a loaded datasource describes (asserted). */
+uint32_t ds_plugin_test_kind(const char *name);
+
 /* A config of a square side x side image of `channels`, 10 classes, for the shard
  * rank of world, with dataset kind `dataset`. */
 cnnb_datasource_config ds_plugin_test_config(int32_t channels, int32_t side, uint32_t dataset,

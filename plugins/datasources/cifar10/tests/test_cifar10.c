@@ -99,8 +99,8 @@ static void load_plugin(void) {
 
 static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
                                      uint64_t seed) {
-  return ds_plugin_test_config(3, 32, CNNB_DATASET_CIFAR10, dir, training, batch, rank, world,
-                               seed);
+  return ds_plugin_test_config(3, 32, ds_plugin_test_kind("cifar10"), dir, training, batch, rank,
+                               world, seed);
 }
 
 #define create(cfg) ds_plugin_test_create(&harness, (cfg))
@@ -370,10 +370,10 @@ START_TEST(probe_claims_what_it_can_read) {
   cnnb_datasource_config c = config(dir, 1, 2, 0, 1, 1);
   cnnb_clear_error(ctx);
   ck_assert_int_gt(vt->probe(ctx, "cifar10", &c), 1); /* above synthetic */
-  c.dataset = CNNB_DATASET_IMAGENET;
+  c.dataset = ds_plugin_test_kind("imagenet");
   ck_assert_int_eq(vt->probe(ctx, "cifar10", &c), 0);
   ASSERT_HAS(cnnb_error_message(ctx), "cifar10");
-  c.dataset = CNNB_DATASET_CIFAR10;
+  c.dataset = ds_plugin_test_kind("cifar10");
   /* The archive's own folder inside --data_dir is found too. */
   char parent[4096];
   snprintf(parent, sizeof parent, "%s.parent", dir);
@@ -422,9 +422,9 @@ START_TEST(bad_files_and_configs_are_refused) {
   c.height = c.width = 28;
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "32x32");
   c.height = c.width = 32;
-  c.dataset = CNNB_DATASET_IMAGENET;
+  c.dataset = ds_plugin_test_kind("imagenet");
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "--data_name=imagenet");
-  c.dataset = CNNB_DATASET_CIFAR10;
+  c.dataset = ds_plugin_test_kind("cifar10");
   c.num_classes = 5;
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "--num_classes");
   c.num_classes = 10;

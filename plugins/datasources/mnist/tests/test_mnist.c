@@ -187,8 +187,8 @@ static void set_augment(const char *value) {
 
 static cnnb_datasource_config config(const char *dir, int training, int batch, int rank, int world,
                                      uint64_t seed) {
-  return ds_plugin_test_config(1, SIDE, CNNB_DATASET_MNIST, dir, training, batch, rank, world,
-                               seed);
+  return ds_plugin_test_config(1, SIDE, ds_plugin_test_kind("mnist"), dir, training, batch, rank,
+                               world, seed);
 }
 
 #define create(cfg) ds_plugin_test_create(&harness, (cfg))
@@ -633,11 +633,11 @@ START_TEST(probe_claims_what_it_can_read) {
   cnnb_datasource_config c = config(dir, 1, 2, 0, 1, 1);
   cnnb_clear_error(ctx);
   ck_assert_int_gt(vt->probe(ctx, "mnist", &c), 1); /* above synthetic */
-  c.dataset = CNNB_DATASET_CIFAR10;
+  c.dataset = ds_plugin_test_kind("cifar10");
   cnnb_clear_error(ctx);
   ck_assert_int_eq(vt->probe(ctx, "mnist", &c), 0);
   ASSERT_HAS(cnnb_error_message(ctx), "reads --data_name=mnist only");
-  c.dataset = CNNB_DATASET_MNIST;
+  c.dataset = ds_plugin_test_kind("mnist");
   /* torchvision's layout: the files in --data_dir/raw, here gzipped only. */
   char parent[4096], sub[4200], path[4300];
   snprintf(parent, sizeof parent, "%s.parent", dir);
@@ -698,9 +698,9 @@ START_TEST(configs_it_cannot_serve_are_refused) {
   c.height = 32;
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "the model asks for 32x24");
   c.height = c.width = SIDE;
-  c.dataset = CNNB_DATASET_CIFAR10;
+  c.dataset = ds_plugin_test_kind("cifar10");
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "--data_name=cifar10: give --data_name=mnist");
-  c.dataset = CNNB_DATASET_MNIST;
+  c.dataset = ds_plugin_test_kind("mnist");
   c.world_size = TRAIN + 1;
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "holds 40 examples, fewer than the 41 shards");
   c.world_size = 1;
