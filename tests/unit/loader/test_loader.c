@@ -345,6 +345,64 @@ START_TEST(newer_minor_is_accepted) {
 }
 END_TEST
 
+/* ---- datasets: what datasources describe ------------------------------------------ */
+
+/* The table holds what each datasource describes, numbered and in kind order; what it
+ * cannot take is warned about by file and reason; a 1.12 datasource still loads and is
+ * not asked; the loader's datasets leave with it. */
+START_TEST(datasources_describe_the_datasets) {
+  cnnb_loader *l = isolated_loader();
+  char files[3 * PATH_MAX + 3], first[PATH_MAX];
+  snprintf(first, sizeof first, "%s", fixture("datasets/libfixture_datasets.so"));
+  snprintf(files, sizeof files, "%s:%s:%s", first, fixture("datasets/libfixture_datasets_dup.so"),
+           fixture("datasets/libfixture_datasets_old.so"));
+  capture_begin();
+  cnnb_status st = cnnb_loader_discover(l, files, err, sizeof err);
+  char *log = capture_end();
+  ck_assert_msg(st == CNNB_OK, "%s", err);
+
+  const cnnb_dataset_info *d = cnnb_dataset_at(0);
+  ck_assert_ptr_nonnull(d);
+  ck_assert_str_eq(d->name, "fixture_pin1");
+  ck_assert_uint_eq(d->kind, 1);
+  d = cnnb_dataset_at(1);
+  ck_assert_ptr_nonnull(d);
+  ck_assert_str_eq(d->name, "fixture_set");
+  ck_assert_uint_eq(d->kind, CNNB_DATASET_PINNED_KINDS + 1);
+  ck_assert_int_eq(d->num_classes, 10);
+  ck_assert_int_eq(d->channels, 1);
+  ck_assert_int_eq(d->height, 12);
+  ck_assert_int_eq(d->width, 12);
+  ck_assert_int_eq(d->train_examples, 100);
+  ck_assert_int_eq(d->eval_examples, 20);
+  ck_assert_ptr_eq(cnnb_dataset_lookup(d->kind), d);
+  ck_assert_ptr_eq(cnnb_dataset_find("fixture_set"), d);
+  d = cnnb_dataset_at(2);
+  ck_assert_ptr_nonnull(d);
+  ck_assert_str_eq(d->name, "fixture_wide");
+  ck_assert_uint_eq(d->kind, CNNB_DATASET_PINNED_KINDS + 2);
+  ck_assert_int_eq(d->height, 0);
+  ck_assert_ptr_null(cnnb_dataset_at(3));
+  ck_assert_ptr_null(cnnb_dataset_find("fixture_never_read"));
+
+  ck_assert_contains(log, "dataset 2 not offered: its name is not 1 to 64 lower-case");
+  ck_assert_contains(log, "'fixture_pin9' pins kind 9, and only 1 to 3 are pinned");
+  ck_assert_contains(log, "'fixture_halfsize' has 10 classes, 3 channels, 12x0 images");
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "'fixture_set' is already described by %s", first);
+  ck_assert_contains(log, want);
+  snprintf(want, sizeof want, "'fixture_pin1b' pins kind 1, which %s gives 'fixture_pin1'", first);
+  ck_assert_contains(log, want);
+  ck_assert_int_eq(cnnb_loader_find(l, CNNB_KIND_DATASOURCE, "fixture_datasets_old", NULL, NULL,
+                                    err, sizeof err),
+                   CNNB_OK);
+  free(log);
+  cnnb_loader_destroy(l);
+  ck_assert_ptr_null(cnnb_dataset_at(0));
+  ck_assert_ptr_null(cnnb_dataset_find("fixture_set"));
+}
+END_TEST
+
 /* ---- names: wrong kind, unknown, listing ------------------------------------------ */
 
 START_TEST(wrong_kind_names_the_kind_and_file) {
@@ -857,6 +915,7 @@ int main(void) {
   tcase_add_test(tc, discovered_then_explicit_is_an_error);
   tcase_add_test(tc, explicit_missing_file_and_directory);
   tcase_add_test(tc, newer_minor_is_accepted);
+  tcase_add_test(tc, datasources_describe_the_datasets);
   tcase_add_test(tc, wrong_kind_names_the_kind_and_file);
   tcase_add_test(tc, unknown_name_lists_the_known_ones);
   tcase_add_test(tc, kind_flags);
