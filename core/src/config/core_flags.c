@@ -77,9 +77,10 @@ static const core_flag model_and_data[] = {
      "counts the dataset's training set). When not given, --num_batches counts the steps.",
      SAME},
     {"data_name", CNNB_FLAG_STRING, "", NULL,
-     "Name of the dataset (its classes, image channels and epoch sizes are known facts). "
-     "When not given, guessed from --data_dir as tf_cnn_benchmarks does: the first known "
-     "name inside the path (imagenet, cifar10, mnist); else imagenet.",
+     "Name of the dataset (its classes, image shape and epoch sizes are described by the "
+     "datasource that reads it). When not given, guessed from --data_dir as "
+     "tf_cnn_benchmarks does: the first known name inside the path (imagenet, cifar10, "
+     "mnist, ...; a longer name holding it wins, '-' matching '_'); else imagenet.",
      SAME},
     {"data_dir", CNNB_FLAG_STRING, "", NULL,
      "Path to the dataset, read by a datasource that understands what it holds. If empty, "

@@ -271,14 +271,14 @@ static bool path_names(const char *path, const char *name) {
   return false;
 }
 
-/* tf_cnn_benchmarks' rule when --data_name is not given: the known dataset whose name is
- * inside --data_dir; of several, the longest name (fashion_mnist before mnist), then the
- * lowest kind (imagenet before cifar10, as tf tries them). tf refuses a path naming none;
- * we keep imagenet, whose datasource's probe then judges the folder. */
+/* tf_cnn_benchmarks' rule when --data_name is not given: the first known dataset (in kind
+ * order: imagenet, then cifar10, as tf tries them) whose name is inside --data_dir, unless
+ * a later one's name holds it (fashion_mnist over mnist). tf refuses a path naming none; we
+ * keep imagenet, whose datasource's probe then judges the folder. */
 static const char *guess_dataset(const char *data_dir) {
   const cnnb_dataset_info *d, *best = NULL;
   for (uint32_t i = 0; data_dir && *data_dir && (d = cnnb_dataset_at(i)); i++)
-    if (path_names(data_dir, d->name) && (!best || strlen(d->name) > strlen(best->name))) best = d;
+    if (path_names(data_dir, d->name) && (!best || strstr(d->name, best->name))) best = d;
   return best ? best->name : "imagenet";
 }
 

@@ -29,14 +29,14 @@ static cnnb_status config(cnnb_run_config *cfg, const char *const *args) {
 }
 
 /* tf_cnn_benchmarks' rule: without --data_name, the first known name inside --data_dir
- * (imagenet before cifar10; mnist is ours); none, or no --data_dir, is imagenet; a given
+ * (imagenet before cifar10; mnist is ours; the datasources loaded describe them); none, or no --data_dir, is imagenet; a given
  * --data_name wins. --device's tf spellings land on the plugins' names. */
 START_TEST(tf_names_and_guesses) {
   static const struct {
     const char *arg, *dataset;
   } cases[] = {{"--data_dir=/data/cifar10", "cifar10"},
                {"--data_dir=/d/imagenet/cifar10-copy", "imagenet"},
-               {"--data_dir=/datasets/fashion-mnist", "mnist"},
+               {"--data_dir=/datasets/mnist-digits", "mnist"},
                {"--data_dir=/data/somewhere", "imagenet"},
                {"--num_batches=1", "imagenet"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
