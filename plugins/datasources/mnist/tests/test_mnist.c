@@ -22,6 +22,8 @@
 #include <zlib.h>
 #endif
 
+#include "config/core_flags.h"
+#include "config/run_config.h"
 #include "ds_plugin_test.h"
 #include "flags/flags.h"
 #include "loader/loader.h"
@@ -636,7 +638,8 @@ START_TEST(probe_claims_what_it_can_read) {
   c.dataset = ds_plugin_test_kind("cifar10");
   cnnb_clear_error(ctx);
   ck_assert_int_eq(vt->probe(ctx, "mnist", &c), 0);
-  ASSERT_HAS(cnnb_error_message(ctx), "reads --data_name=mnist only");
+  ASSERT_HAS(cnnb_error_message(ctx), "reads --data_name=mnist or --data_name=fashion_mnist or "
+                                      "--data_name=kmnist only");
   c.dataset = ds_plugin_test_kind("mnist");
   /* torchvision's layout: the files in --data_dir/raw, here gzipped only. */
   char parent[4096], sub[4200], path[4300];
@@ -682,6 +685,51 @@ START_TEST(probe_claims_what_it_can_read) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
   ck_assert_int_eq(system(cmd), 0);
   free(dir);
+}
+END_TEST
+
+/* What --data_name guesses for --data_dir=dir, through the run configuration. */
+static const char *guessed_dataset(const char *dir) {
+  cnnb_flags *run_flags = cnnb_flags_create();
+  ck_assert_int_eq(cnnb_flags_declare_core(run_flags), CNNB_OK);
+  char arg[256], err[512];
+  snprintf(arg, sizeof arg, "--data_dir=%s", dir);
+  char *argv[] = {"cnnbench", arg};
+  ck_assert_msg(cnnb_flags_parse(run_flags, 2, argv, err, sizeof err) == CNNB_OK, "%s", err);
+  cnnb_run_config cfg;
+  ck_assert_msg(cnnb_run_config_from_flags(run_flags, &cfg, err, sizeof err) == CNNB_OK, "%s", err);
+  const char *name = cfg.dataset->name;
+  cnnb_flags_destroy(run_flags);
+  return name;
+}
+
+/* Every dataset published in MNIST's layout is described here once, served from the
+ * same files, and guessed from a folder named for it (Debian's fashion-mnist). */
+START_TEST(serves_every_mnist_layout_dataset) {
+  static const char *const names[] = {"mnist", "fashion_mnist", "kmnist"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const cnnb_dataset_info *d = cnnb_dataset_find(names[i]);
+    ck_assert_msg(d != NULL, "%s is not described", names[i]);
+    ck_assert_int_eq(d->num_classes, 10);
+    ck_assert_int_eq(d->channels, 1);
+    ck_assert_int_eq(d->height, SIDE);
+    ck_assert_int_eq(d->width, SIDE);
+    ck_assert_int_eq(d->train_examples, 60000);
+    ck_assert_int_eq(d->eval_examples, 10000);
+  }
+  ck_assert_uint_eq(cnnb_dataset_find("mnist")->kind, 3); /* pinned for older plugins */
+  char *dir = make_dataset();
+  cnnb_datasource_config c = config(dir, 1, 2, 0, 1, 1);
+  c.dataset = ds_plugin_test_kind("fashion_mnist");
+  cnnb_clear_error(ctx);
+  ck_assert_int_gt(vt->probe(ctx, "mnist", &c), 1);
+  void *s = create(&c);
+  ck_assert_int_eq(vt->examples_per_epoch(s), TRAIN);
+  vt->destroy(s);
+  remove_dir(dir);
+  ck_assert_str_eq(guessed_dataset("/usr/share/datasets/fashion-mnist"), "fashion_mnist");
+  ck_assert_str_eq(guessed_dataset("/data/kmnist/raw"), "kmnist");
+  ck_assert_str_eq(guessed_dataset("/data/mnist"), "mnist");
 }
 END_TEST
 
@@ -925,6 +973,7 @@ int main(void) {
   tcase_add_test(tc, render_matches_pad_crop_flip);
   tcase_add_test(tc, a_split_is_read_once_for_every_instance);
   tcase_add_test(tc, probe_claims_what_it_can_read);
+  tcase_add_test(tc, serves_every_mnist_layout_dataset);
   tcase_add_test(tc, configs_it_cannot_serve_are_refused);
   tcase_add_test(tc, bad_magic_and_dimensions);
   tcase_add_test(tc, sizes_that_disagree_with_the_dimensions);
