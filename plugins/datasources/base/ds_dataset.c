@@ -22,7 +22,8 @@ const cnnb_dataset_info *ds_own_dataset(cnnb_ctx *ctx, const char *plugin,
       len += (size_t)snprintf(names + len, sizeof names - len, "%s--data_name=%s",
                               i == 0 ? "" : " or ", own[i]->name);
   }
-  cnnb_error(ctx, CNNB_EINVAL, "%s: reads %s only, and the run names --data_name=%s: give --data_name=%s",
-             plugin, names, named ? named->name : "(none)", own[0] ? own[0]->name : "?");
+  cnnb_error(ctx, CNNB_EINVAL,
+             "%s: reads %s only, and the run names --data_name=%s: give --data_name=%s", plugin,
+             names, named ? named->name : "(none)", own[0] ? own[0]->name : "?");
   return NULL;
 }

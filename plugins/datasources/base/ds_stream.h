@@ -68,4 +68,14 @@ int64_t ds_stream_examples_per_epoch(void *datasource);
 const void *ds_stream_extension(const char *id);
 const void *ds_stream_instance_extension(void *datasource, const char *id);
 
+/* The vtable of a datasource built on ds_stream: its own create, destroy, probe and
+ * describe_dataset, the stream's next_batch, examples_per_epoch and get_extension. */
+#define DS_STREAM_VTABLE(create_fn, destroy_fn, probe_fn, describe_fn)                             \
+  {                                                                                                \
+    .struct_size = sizeof(cnnb_datasource_vtable), .create = (create_fn), .destroy = (destroy_fn), \
+    .next_batch = ds_stream_next_batch, .examples_per_epoch = ds_stream_examples_per_epoch,        \
+    .probe = (probe_fn), .get_extension = ds_stream_instance_extension,                            \
+    .describe_dataset = (describe_fn)                                                              \
+  }
+
 #endif

@@ -173,16 +173,8 @@ static int32_t cifar10_probe(cnnb_ctx *ctx, const char *name, const cnnb_datasou
   return PROBE_PRIORITY;
 }
 
-static const cnnb_datasource_vtable vtable = {
-    .struct_size = sizeof(cnnb_datasource_vtable),
-    .create = cifar10_create,
-    .destroy = cifar10_destroy,
-    .next_batch = ds_stream_next_batch,
-    .examples_per_epoch = ds_stream_examples_per_epoch,
-    .probe = cifar10_probe,
-    .get_extension = ds_stream_instance_extension,
-    .describe_dataset = describe_dataset,
-};
+static const cnnb_datasource_vtable vtable = DS_STREAM_VTABLE(cifar10_create, cifar10_destroy,
+                                                              cifar10_probe, describe_dataset);
 
 /* tf_cnn_benchmarks' flag, which the imagenet datasource reads too: the same name, type
  * and default make it one flag (flags.h). */

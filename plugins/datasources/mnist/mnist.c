@@ -230,16 +230,8 @@ static int32_t mnist_probe(cnnb_ctx *ctx, const char *name, const cnnb_datasourc
   return PROBE_PRIORITY;
 }
 
-static const cnnb_datasource_vtable vtable = {
-    .struct_size = sizeof(cnnb_datasource_vtable),
-    .create = mnist_create,
-    .destroy = mnist_destroy,
-    .next_batch = ds_stream_next_batch,
-    .examples_per_epoch = ds_stream_examples_per_epoch,
-    .probe = mnist_probe,
-    .get_extension = ds_stream_instance_extension,
-    .describe_dataset = describe_dataset,
-};
+static const cnnb_datasource_vtable vtable = DS_STREAM_VTABLE(mnist_create, mnist_destroy,
+                                                              mnist_probe, describe_dataset);
 
 static const char *const offers[] = {"mnist", NULL};
 

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void ds_plugin_test_load(ds_plugin_test *t, const char *name) {
   *t = (ds_plugin_test){.name = name};
@@ -109,4 +110,71 @@ int ds_plugin_test_run(ds_plugin_test *t, Suite *s) {
   srunner_free(sr);
   ds_plugin_test_unload(t);
   return failed ? 1 : 0;
+}
+
+void ds_plugin_test_read_ids(const ds_plugin_test *t, void *ds, int batches, int batch,
+                             size_t pixels, ds_plugin_test_image_id id_of, int count, int *seen) {
+  const cnnb_datasource_uint8 *ext = ds_plugin_test_uint8(t, ds);
+  uint8_t *images = malloc((size_t)batch * pixels);
+  int32_t *labels = malloc((size_t)batch * sizeof *labels);
+  ck_assert(images && labels);
+  for (int b = 0; b < batches; b++) {
+    ck_assert_int_eq(ext->next_batch_uint8(ds, images, labels), CNNB_OK);
+    for (int i = 0; i < batch; i++) {
+      int id = id_of(images + (size_t)i * pixels);
+      ck_assert_msg(id >= 0 && id < count, "image id %d out of range", id);
+      ck_assert_int_eq(labels[i], id % 10);
+      seen[id]++;
+    }
+  }
+  free(images);
+  free(labels);
+}
+
+void ds_plugin_test_two_shards_cover_each_epoch(ds_plugin_test *t, const cnnb_datasource_config *c0,
+                                                const cnnb_datasource_config *c1, size_t pixels,
+                                                ds_plugin_test_image_id id_of) {
+  enum { COUNT = 40, SHARE = COUNT / 2 };
+  void *s0 = ds_plugin_test_create(t, c0);
+  void *s1 = ds_plugin_test_create(t, c1);
+  ck_assert_int_eq(t->vt->examples_per_epoch(s0), COUNT);
+  int order[2][2][SHARE]; /* [epoch][shard][k]: the ids a shard read in the epoch */
+  for (int epoch = 0; epoch < 2; epoch++) {
+    int seen[COUNT] = {0};
+    for (int shard = 0; shard < 2; shard++) {
+      int before[COUNT];
+      memcpy(before, seen, sizeof seen);
+      /* SHARE images in batches of 4: the shard's epoch */
+      ds_plugin_test_read_ids(t, shard ? s1 : s0, SHARE / 4, 4, pixels, id_of, COUNT, seen);
+      int k = 0;
+      for (int id = 0; id < COUNT; id++)
+        if (seen[id] != before[id]) order[epoch][shard][k++] = id;
+      ck_assert_int_eq(k, SHARE);
+    }
+    for (int id = 0; id < COUNT; id++)
+      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch, id,
+                    seen[id]);
+  }
+  /* A new epoch, a new permutation: shard 0 does not get the same set again. */
+  ck_assert_msg(memcmp(order[0][0], order[1][0], sizeof order[0][0]) != 0,
+                "shard 0 read the same images in epochs 1 and 2");
+  t->vt->destroy(s0);
+  t->vt->destroy(s1);
+}
+
+void ds_plugin_test_probe_needs_the_dir(ds_plugin_test *t, cnnb_datasource_config c,
+                                        const char *missing, const char *missing_says,
+                                        const char *empty_says) {
+  c.training = 0;
+  cnnb_clear_error(t->ctx);
+  ck_assert_int_gt(t->vt->probe(t->ctx, t->name, &c), 1);
+  const char *dirs[] = {missing, ""}, *says[] = {missing_says, empty_says};
+  for (int i = 0; i < 2; i++) {
+    c.data_dir = dirs[i];
+    cnnb_clear_error(t->ctx);
+    ck_assert_int_eq(t->vt->probe(t->ctx, t->name, &c), 0);
+    const char *why = cnnb_error_message(t->ctx);
+    ck_assert_msg(strstr(why, says[i]) != NULL, "--data_dir=%s: '%s' is not in: %s", dirs[i],
+                  says[i], why);
+  }
 }

@@ -47,6 +47,28 @@ const char *ds_plugin_test_create_fails(ds_plugin_test *t, const cnnb_datasource
 /* The instance's uint8 extension, asserted present and of a known size. */
 const cnnb_datasource_uint8 *ds_plugin_test_uint8(const ds_plugin_test *t, void *ds);
 
+/* How a test's dataset tells its images apart: the id an image's bytes hold (uint8 HWC;
+ * the test labels image id with id % 10). */
+typedef int (*ds_plugin_test_image_id)(const uint8_t *image);
+
+/* Reads `batches` uint8 batches of `batch` images of `pixels` bytes from instance ds,
+ * counting each image's id in seen[count] and asserting it in range and its label. */
+void ds_plugin_test_read_ids(const ds_plugin_test *t, void *ds, int batches, int batch,
+                             size_t pixels, ds_plugin_test_image_id id_of, int count, int *seen);
+
+/* Rank 0 and 1 of 2 (c0, c1: batch 4) of a 40-image training split read every image once in
+ * each of two epochs, and shard 0's second epoch is another permutation than its first. */
+void ds_plugin_test_two_shards_cover_each_epoch(ds_plugin_test *t, const cnnb_datasource_config *c0,
+                                                const cnnb_datasource_config *c1, size_t pixels,
+                                                ds_plugin_test_image_id id_of);
+
+/* The probe of c as an evaluation config (its test split there) claims it; with --data_dir
+ * `missing` (no such path), or empty, it declines, giving a reason that holds
+ * `missing_says`, `empty_says`. */
+void ds_plugin_test_probe_needs_the_dir(ds_plugin_test *t, cnnb_datasource_config c,
+                                        const char *missing, const char *missing_says,
+                                        const char *empty_says);
+
 /* rm -rf of a test's temporary folder, and free(dir). */
 void ds_plugin_test_remove_dir(char *dir);
 

@@ -117,20 +117,7 @@ static int uniform_id(const uint8_t *hwc) {
 /* Reads `batches` uint8 batches of `batch` from ds, counting each image id in seen and
  * checking its label. */
 static void read_ids(void *ds, int batches, int batch, int *seen, int count) {
-  const cnnb_datasource_uint8 *ext = uint8_ext(ds);
-  uint8_t *images = malloc((size_t)batch * PIXELS);
-  int32_t *labels = malloc((size_t)batch * sizeof *labels);
-  for (int b = 0; b < batches; b++) {
-    ck_assert_int_eq(ext->next_batch_uint8(ds, images, labels), CNNB_OK);
-    for (int i = 0; i < batch; i++) {
-      int id = uniform_id(images + (size_t)i * PIXELS);
-      ck_assert_msg(id >= 0 && id < count, "image id %d out of range", id);
-      ck_assert_int_eq(labels[i], id % 10);
-      seen[id]++;
-    }
-  }
-  free(images);
-  free(labels);
+  ds_plugin_test_read_ids(&harness, ds, batches, batch, PIXELS, uniform_id, count, seen);
 }
 
 /* ---- sharding ----------------------------------------------------------------------- */
@@ -138,29 +125,7 @@ static void read_ids(void *ds, int batches, int batch, int *seen, int count) {
 START_TEST(two_shards_cover_each_epoch_once) {
   char *dir = make_dataset(8, 10); /* 40 training images */
   cnnb_datasource_config c0 = config(dir, 1, 4, 0, 2, 7), c1 = config(dir, 1, 4, 1, 2, 7);
-  void *s0 = create(&c0), *s1 = create(&c1);
-  ck_assert_int_eq(vt->examples_per_epoch(s0), 40);
-  int order[2][2][20]; /* [epoch][shard][position]: shard's ids in reading order */
-  for (int epoch = 0; epoch < 2; epoch++) {
-    int seen[40] = {0};
-    for (int shard = 0; shard < 2; shard++) {
-      int before[40];
-      memcpy(before, seen, sizeof seen);
-      read_ids(shard ? s1 : s0, 5, 4, seen, 40); /* 20 images: the shard's epoch */
-      int k = 0;
-      for (int id = 0; id < 40; id++)
-        if (seen[id] != before[id]) order[epoch][shard][k++] = id;
-      ck_assert_int_eq(k, 20);
-    }
-    for (int id = 0; id < 40; id++)
-      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch, id,
-                    seen[id]);
-  }
-  /* A new epoch, a new permutation: shard 0 does not get the same set again. */
-  ck_assert_msg(memcmp(order[0][0], order[1][0], sizeof order[0][0]) != 0,
-                "shard 0 read the same images in epochs 1 and 2");
-  vt->destroy(s0);
-  vt->destroy(s1);
+  ds_plugin_test_two_shards_cover_each_epoch(&harness, &c0, &c1, PIXELS, uniform_id);
   remove_dataset(dir);
 }
 END_TEST
@@ -399,16 +364,8 @@ START_TEST(probe_claims_what_it_can_read) {
   ASSERT_HAS(why, parent);
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "missing data_batch_3.bin");
   /* Evaluation needs only test_batch.bin, which is there. */
-  c.training = 0;
-  cnnb_clear_error(ctx);
-  ck_assert_int_gt(vt->probe(ctx, "cifar10", &c), 1);
-  c.data_dir = "/nonexistent/cifar";
-  ck_assert_int_eq(vt->probe(ctx, "cifar10", &c), 0);
-  ASSERT_HAS(cnnb_error_message(ctx), "/nonexistent/cifar");
-  c.data_dir = "";
-  cnnb_clear_error(ctx);
-  ck_assert_int_eq(vt->probe(ctx, "cifar10", &c), 0);
-  ASSERT_HAS(cnnb_error_message(ctx), "--data_dir");
+  ds_plugin_test_probe_needs_the_dir(&harness, c, "/nonexistent/cifar", "/nonexistent/cifar",
+                                     "--data_dir");
   snprintf(gone, sizeof gone, "rm -rf '%s'", parent);
   ck_assert_int_eq(system(gone), 0);
   free(dir);

@@ -217,17 +217,7 @@ static int uniform_id(const uint8_t *img) { return img[14 * SIDE + 14] - 1; }
 /* Reads `batches` batches, counting each uniform image's id in seen and checking its
  * label. */
 static void read_ids(void *ds, int batches, int batch, int *seen) {
-  uint8_t *images = malloc((size_t)batches * batch * PIXELS);
-  int32_t *labels = malloc((size_t)batches * batch * sizeof *labels);
-  read_batches(ds, batches, batch, PIXELS, images, labels);
-  for (int i = 0; i < batches * batch; i++) {
-    int id = uniform_id(images + (size_t)i * PIXELS);
-    ck_assert_msg(id >= 0 && id < TRAIN, "image id %d out of range", id);
-    ck_assert_int_eq(labels[i], id % 10);
-    seen[id]++;
-  }
-  free(images);
-  free(labels);
+  ds_plugin_test_read_ids(&harness, ds, batches, batch, PIXELS, uniform_id, TRAIN, seen);
 }
 
 /* ---- good files ---------------------------------------------------------------------- */
@@ -280,31 +270,9 @@ END_TEST
 /* ---- sharding, order, skipping ------------------------------------------------------ */
 
 START_TEST(two_shards_cover_each_epoch_once) {
-  char *dir = make_dataset();
+  char *dir = make_dataset(); /* TRAIN (40) training images */
   cnnb_datasource_config c0 = config(dir, 1, 4, 0, 2, 7), c1 = config(dir, 1, 4, 1, 2, 7);
-  void *s0 = create(&c0), *s1 = create(&c1);
-  ck_assert_int_eq(vt->examples_per_epoch(s0), TRAIN);
-  int order[2][2][20]; /* [epoch][shard][k]: the ids a shard read in the epoch */
-  for (int epoch = 0; epoch < 2; epoch++) {
-    int seen[TRAIN] = {0};
-    for (int shard = 0; shard < 2; shard++) {
-      int before[TRAIN];
-      memcpy(before, seen, sizeof seen);
-      read_ids(shard ? s1 : s0, 5, 4, seen); /* 20 images: the shard's epoch */
-      int k = 0;
-      for (int id = 0; id < TRAIN; id++)
-        if (seen[id] != before[id]) order[epoch][shard][k++] = id;
-      ck_assert_int_eq(k, 20);
-    }
-    for (int id = 0; id < TRAIN; id++)
-      ck_assert_msg(seen[id] == 1, "epoch %d: image %d read %d times by the two shards", epoch, id,
-                    seen[id]);
-  }
-  /* A new epoch, a new permutation: shard 0 does not get the same set again. */
-  ck_assert_msg(memcmp(order[0][0], order[1][0], sizeof order[0][0]) != 0,
-                "shard 0 read the same images in epochs 1 and 2");
-  vt->destroy(s0);
-  vt->destroy(s1);
+  ds_plugin_test_two_shards_cover_each_epoch(&harness, &c0, &c1, PIXELS, uniform_id);
   remove_dir(dir);
 }
 END_TEST
@@ -670,17 +638,10 @@ START_TEST(probe_claims_what_it_can_read) {
   ASSERT_HAS(why, "/raw, missing train-images-idx3-ubyte");
   ASSERT_HAS(create_fails(&c, CNNB_EINVAL), "/raw, missing train-images-idx3-ubyte");
   /* Evaluation needs only the t10k files, which are there. */
-  c.training = 0;
-  cnnb_clear_error(ctx);
-  ck_assert_int_gt(vt->probe(ctx, "mnist", &c), 1);
-  c.data_dir = "/nonexistent/mnist";
-  ck_assert_int_eq(vt->probe(ctx, "mnist", &c), 0);
-  ASSERT_HAS(cnnb_error_message(ctx), "--data_dir=/nonexistent/mnist: No such file or directory");
-  c.data_dir = "";
-  cnnb_clear_error(ctx);
-  ck_assert_int_eq(vt->probe(ctx, "mnist", &c), 0);
-  ASSERT_HAS(cnnb_error_message(ctx), "needs --data_dir holding the MNIST-layout IDX files "
-                                      "(t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte");
+  ds_plugin_test_probe_needs_the_dir(&harness, c, "/nonexistent/mnist",
+                                     "--data_dir=/nonexistent/mnist: No such file or directory",
+                                     "needs --data_dir holding the MNIST-layout IDX files "
+                                     "(t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte");
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", parent);
   ck_assert_int_eq(system(cmd), 0);
