@@ -13,7 +13,7 @@ cnnb_loader *test_datasets_load(void) {
   if (!dir || !*dir || !loader || cnnb_loader_set_install_dir(loader, dir) != CNNB_OK ||
       cnnb_loader_discover(loader, NULL, err, sizeof err) != CNNB_OK || !cnnb_dataset_at(0)) {
     fprintf(stderr, "loading the datasources of %s: %s\n", dir ? dir : "(none)",
-                    cnnb_dataset_at(0) ? err : "none describes a dataset");
+            cnnb_dataset_at(0) ? err : "none describes a dataset");
     exit(1);
   }
   return loader;

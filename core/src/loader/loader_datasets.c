@@ -85,7 +85,8 @@ static const char *problem(const cnnb_dataset_info *d, char *buf, size_t size) {
     return buf;
   }
   if (d->num_classes < 2 || d->channels < 1 || d->channels > 4 || d->train_examples < 0 ||
-      d->eval_examples < 0 || d->height < 0 || d->width < 0 || (d->height == 0) != (d->width == 0)) {
+      d->eval_examples < 0 || d->height < 0 || d->width < 0 ||
+      (d->height == 0) != (d->width == 0)) {
     snprintf(buf, size,
              "'%s' has %d classes, %d channels, %dx%d images, %lld / %lld examples: want at "
              "least 2 classes, 1 to 4 channels, both sides set or both 0, no negative count",

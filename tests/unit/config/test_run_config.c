@@ -29,8 +29,9 @@ static cnnb_status config(cnnb_run_config *cfg, const char *const *args) {
 }
 
 /* tf_cnn_benchmarks' rule: without --data_name, the first known name inside --data_dir
- * (imagenet before cifar10; mnist is ours; the datasources loaded describe them); none, or no --data_dir, is imagenet; a given
- * --data_name wins. --device's tf spellings land on the plugins' names. */
+ * (imagenet before cifar10; mnist is ours; the datasources loaded describe them); none, or
+ * no --data_dir, is imagenet; a given --data_name wins. --device's tf spellings land on
+ * the plugins' names. */
 START_TEST(tf_names_and_guesses) {
   static const struct {
     const char *arg, *dataset;
