@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -79,8 +80,21 @@ static double median(double *v, size_t n) {
  * the figure. The median, not the mean: on a shared machine a step that waited for a
  * core says nothing about the configuration, and one such step would move a mean of
  * three. The summary's status says whether the run ended well. */
+/* Rank 0's benchmark log in the run's own directory: benchmark_run.rank0.jsonl, or under
+ * Slurm benchmark_run.<job>.rank0.jsonl (the child inherits the allocation's SLURM_JOB_ID). */
+static char *rank0_log(const char *log_dir) {
+  char *pattern = tune_format("%s/benchmark_run.*rank0.jsonl", log_dir);
+  glob_t found = {0};
+  char *path = glob(pattern, 0, NULL, &found) == 0 && found.gl_pathc > 0
+                   ? tune_format("%s", found.gl_pathv[0])
+                   : tune_format("%s/benchmark_run.rank0.jsonl", log_dir);
+  globfree(&found);
+  free(pattern);
+  return path;
+}
+
 void tune_child_read_log(const char *log_dir, tune_result *r) {
-  char *path = tune_format("%s/benchmark_run.rank0.jsonl", log_dir);
+  char *path = rank0_log(log_dir);
   FILE *in = fopen(path, "r");
   free(path);
   if (!in) return;
@@ -196,9 +210,11 @@ tune_run_end tune_child_run(char **argv, const char *log_dir, double timeout_s, 
     if (!r->ok && !r->error && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       /* It ended well by its own account, and its log says nothing whole: a stderr line
        * would name the wrong thing. */
-      r->error = tune_format("exit status 0, and its log %s/benchmark_run.rank0.jsonl holds no "
-                             "whole run (a run record, steps and an ok summary)",
-                             log_dir);
+      char *path = rank0_log(log_dir);
+      r->error = tune_format("exit status 0, and its log %s holds no whole run (a run record, "
+                             "steps and an ok summary)",
+                             path);
+      free(path);
     } else if (!r->ok) {
       char *line = first_error_line(err_path);
       if (!r->error || (line && WIFEXITED(status) && WEXITSTATUS(status) != 0)) {

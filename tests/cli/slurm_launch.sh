@@ -17,7 +17,8 @@
 #   srun --mpi=pmix, and srun exits 2 (cnnbench's status for a refused configuration);
 #   one task with --mpi=none trains as a world of one; 2 tasks with --mpi=none and
 #   --variable_update=independent each train alone, told so, their files named by
-#   SLURM_PROCID of SLURM_STEP_NUM_TASKS (benchmark_run.rank0 and .rank1.jsonl).
+#   SLURM_PROCID of SLURM_STEP_NUM_TASKS and the job (benchmark_run.job<ID>.rank0 and
+#   .rank1.jsonl).
 # Skips (77, saying why) where Slurm cannot run: not root, slurm-wlm not installed, its
 # daemons failing to start, or no pmix plugin in this Slurm.
 set -uo pipefail
@@ -134,7 +135,9 @@ step indep -n2 --mpi=none "$CNNBENCH" "${small[@]}" --variable_update=independen
 for r in 0 1; do
   grep -q "the launcher started 2 processes and --variable_update=independent joins none of them: each runs alone (its files are named as rank $r's of 2)" \
     "$work/indep.err" || fail "task $r was not told it runs alone as rank $r of 2: $(show indep)"
-  [ -s "$work/indep.log/benchmark_run.rank$r.jsonl" ] || fail "no benchmark log of rank $r: $(ls "$work/indep.log")"
+  logs=("$work"/indep.log/benchmark_run.job[0-9]*.rank$r.jsonl)
+  [ "${#logs[@]}" -eq 1 ] && [ -s "${logs[0]}" ] \
+    || fail "not one benchmark log of rank $r named by the job: $(ls "$work/indep.log")"
 done
 echo "ok: srun -n1 --mpi=none trains as a world of one; -n2 independent: each task alone, files named by SLURM_PROCID"
 echo PASS

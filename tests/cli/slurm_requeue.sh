@@ -67,7 +67,7 @@ final=$(printf 'model.ckpt-%010d.safetensors' $((total + warmup)))
 submit() {
   local id
   id=$(sbatch --parsable --chdir="$work" --output="$work/$1.out" "$script" "${run[@]}" \
-    --train_dir="$work/$1.d") || fail "sbatch $1: exit $?"
+    --train_dir="$work/$1.d" --benchmark_log_dir="$work/$1.log") || fail "sbatch $1: exit $?"
   echo "${id%%;*}"
 }
 # ended ID NAME: the job has ended (within 600 s: a sanitizer build is several times
@@ -140,6 +140,15 @@ grep -qP '^total images/sec: [0-9.]+ \(2 ranks' "$work/second.out" || fail "resu
 cmp "$work/straight.d/$final" "$work/stopped.d/$final" \
   || fail "resumed: $final differs from the uninterrupted job's: $("$CHECKPOINT_COMPARE" 0 "$work/straight.d/$final" "$work/stopped.d/$final" 2>&1)"
 echo "ok: the requeued job resumed at global step $global on both ranks, completed (ExitCode 0:0) with $final byte-identical to the uninterrupted job's ($((SECONDS - t0)) s)"
+# Both runs of the job kept their logs: the requeued one's carry its restart.
+for r in 0 1; do
+  first="$work/stopped.log/benchmark_run.job$id.rank$r.jsonl"
+  second="$work/stopped.log/benchmark_run.job$id.restart1.rank$r.jsonl"
+  grep -q '"status": *"interrupted' "$first" \
+    || fail "logs: rank $r's first run's log lost or not interrupted: $(ls "$work/stopped.log")"
+  grep -q '"status": *"ok"' "$second" || fail "logs: rank $r's requeued run's log: $(ls "$work/stopped.log")"
+done
+echo "ok: both runs' benchmark logs kept, named by job $id and its restart"
 
 # ---- scancel --signal=TERM: the same stop and save, no requeue -------------------------------
 t0=$SECONDS

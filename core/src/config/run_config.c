@@ -627,6 +627,28 @@ static void read_launcher(cnnb_run_config *cfg) {
   }
 }
 
+/* Whether `v` is a whole number as Slurm writes its ids (digits only). */
+static bool slurm_id(const char *v) {
+  if (!v || !*v || strlen(v) > 20) return false;
+  for (const char *p = v; *p; p++)
+    if (*p < '0' || *p > '9') return false;
+  return true;
+}
+
+/* Slurm's %j (or %A_%a for an array task) and the restart count of a requeued job. */
+static void read_job_tag(cnnb_run_config *cfg) {
+  const char *job = getenv("SLURM_JOB_ID"), *array = getenv("SLURM_ARRAY_JOB_ID"),
+             *task = getenv("SLURM_ARRAY_TASK_ID"), *restarts = getenv("SLURM_RESTART_COUNT");
+  cfg->job_tag[0] = '\0';
+  if (!slurm_id(job)) return;
+  size_t len;
+  if (slurm_id(array) && slurm_id(task))
+    len = (size_t)snprintf(cfg->job_tag, sizeof cfg->job_tag, "job%s_%s", array, task);
+  else len = (size_t)snprintf(cfg->job_tag, sizeof cfg->job_tag, "job%s", job);
+  if (slurm_id(restarts) && strcmp(restarts, "0") != 0 && len < sizeof cfg->job_tag)
+    snprintf(cfg->job_tag + len, sizeof cfg->job_tag - len, ".restart%s", restarts);
+}
+
 cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config *cfg, char *err,
                                        size_t err_size) {
   memset(cfg, 0, sizeof *cfg);
@@ -642,5 +664,6 @@ cnnb_status cnnb_run_config_from_flags(const cnnb_flags *flags, cnnb_run_config 
       (st = read_outputs(flags, cfg, err, err_size)))
     return st;
   read_launcher(cfg);
+  read_job_tag(cfg);
   return CNNB_OK;
 }

@@ -109,6 +109,11 @@ typedef struct cnnb_run_config {
    * SLURM_STEP_NUM_TASKS): this process's place among the
    * processes it started; 0 of 1 without one. */
   int32_t launcher_rank, launcher_size;
+  /* The Slurm job this process runs in, as its per-rank files are named by it, so a
+   * requeued job (same job id, one more restart) or another job sharing the directory
+   * never overwrites them: "job123", an array task "job45_7", a requeued run
+   * "job123.restart1"; "" outside Slurm (SLURM_JOB_ID unset). */
+  char job_tag[64];
   int32_t top_ops;        /* --tfprof_file: print the slowest op kinds of the
                              traced steps, this many; 0: none */
   double target_accuracy; /* (0, 1]: stop at this top-1; 0: off */

@@ -24,7 +24,7 @@
 #include "report/log_values.h"
 #include "report/tf_logger.h"
 
-#define FILE_PREFIX "benchmark_run.rank"
+#define FILE_PREFIX "benchmark_run."
 #define FILE_SUFFIX ".jsonl"
 /* Significant digits of a number: 0.9 rather than 0.90000000000000002, and still far more
  * than any measurement here holds (10 microseconds of a Unix time). */
@@ -110,15 +110,17 @@ static cnnb_status write_metric(cnnb_benchmark_log *log, const char *name, doubl
 
 /* ---- opening ---------------------------------------------------------------------- */
 
-cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank,
-                                    cnnb_benchmark_log **out) {
+cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, const char *job_tag,
+                                    int32_t rank, cnnb_benchmark_log **out) {
   *out = NULL;
   char label[64 + PATH_MAX];
   snprintf(label, sizeof label, "--benchmark_log_dir=%s", dir);
   cnnb_status st = cnnb_make_dirs(ctx, *dir ? label : "--benchmark_log_dir", dir);
   if (st != CNNB_OK) return st;
   cnnb_benchmark_log *log = calloc(1, sizeof *log);
-  if (!log || asprintf(&log->path, "%s/" FILE_PREFIX "%d" FILE_SUFFIX, dir, (int)rank) < 0) {
+  bool tagged = job_tag && *job_tag;
+  if (!log || asprintf(&log->path, "%s/" FILE_PREFIX "%s%srank%d" FILE_SUFFIX, dir,
+                       tagged ? job_tag : "", tagged ? "." : "", (int)rank) < 0) {
     free(log);
     return cnnb_error(ctx, CNNB_ENOMEM, "out of memory");
   }

@@ -41,11 +41,12 @@
 
 typedef struct cnnb_benchmark_log cnnb_benchmark_log;
 
-/* Creates `dir` (and its parents) when missing and opens this rank's file for writing.
- * On failure: CNNB_EIO in ctx's error, naming --benchmark_log_dir and the path that
- * could not be made or written, and *log NULL. */
-cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, int32_t rank,
-                                    cnnb_benchmark_log **log);
+/* Creates `dir` (and its parents) when missing and opens this rank's file for writing:
+ * DIR/benchmark_run.rank<N>.jsonl, or under Slurm DIR/benchmark_run.<job_tag>.rank<N>.jsonl
+ * (run_config.h's job_tag; "" or NULL: none). On failure: CNNB_EIO in ctx's error, naming
+ * --benchmark_log_dir and the path that could not be made or written, and *log NULL. */
+cnnb_status cnnb_benchmark_log_open(cnnb_ctx *ctx, const char *dir, const char *job_tag,
+                                    int32_t rank, cnnb_benchmark_log **log);
 /* Writes the summary if none was written yet (status "closed before the run ended": a
  * caller that failed without saying so), closes the file and frees the log. */
 void cnnb_benchmark_log_close(cnnb_benchmark_log *log);

@@ -543,7 +543,8 @@ cnnb_status cnnb_run_prepare(cnnb_run *run, cnnb_loader *loader) {
    * allocated, so an unwritable directory stops the run early. */
   const char *log_dir = cfg->benchmark_log_dir;
   if (log_dir && *log_dir &&
-      (st = cnnb_benchmark_log_open(run->ctx, log_dir, f->file_rank, &run->log)) != CNNB_OK)
+      (st = cnnb_benchmark_log_open(run->ctx, log_dir, cfg->job_tag, f->file_rank, &run->log)) !=
+          CNNB_OK)
     return st;
   if (model && (st = cnnb_summaries_open(run)) != CNNB_OK) return st; /* the same, for events */
   for (int32_t i = 0; model && i < n; i++)

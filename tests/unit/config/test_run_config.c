@@ -1,8 +1,10 @@
 /* test_run_config.c — the core's flags read once into a run configuration: defaults,
  * each flag landing in its typed field, the spelling a precision refusal will name, and
  * refusals that name the flag (the command-line side is tests/cli/bad_input.sh). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flags/flags.h"
@@ -130,6 +132,33 @@ START_TEST(num_classes_overrides_the_dataset) {
 END_TEST
 
 /* --ignore_unreadable_checkpoints: off by default, for training with --train_dir only. */
+/* Slurm's job id (an array task's %A_%a) and restart count name the per-rank files;
+ * anything but Slurm's digits is not taken. */
+START_TEST(slurm_job_tag) {
+  static const struct {
+    const char *job, *array, *task, *restarts, *want;
+  } cases[] = {{NULL, NULL, NULL, NULL, ""},
+               {"123", NULL, NULL, NULL, "job123"},
+               {"123", NULL, NULL, "0", "job123"},
+               {"123", NULL, NULL, "2", "job123.restart2"},
+               {"46", "45", "7", "1", "job45_7.restart1"},
+               {"12a", NULL, NULL, NULL, ""},
+               {"123", NULL, NULL, "-1", "job123"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *names[] = {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
+                           "SLURM_RESTART_COUNT"};
+    const char *values[] = {cases[i].job, cases[i].array, cases[i].task, cases[i].restarts};
+    for (int v = 0; v < 4; v++) values[v] ? setenv(names[v], values[v], 1) : unsetenv(names[v]);
+    teardown();
+    setup();
+    cnnb_run_config c;
+    ck_assert_msg(config(&c, (const char *[]){NULL}) == CNNB_OK, "%s", err);
+    ck_assert_msg(strcmp(c.job_tag, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, c.job_tag,
+                  cases[i].want);
+  }
+}
+END_TEST
+
 START_TEST(ignore_unreadable_checkpoints) {
   cnnb_run_config c;
   ck_assert_int_eq(config(&c, (const char *[]){"--train_dir=/tmp/x", NULL}), CNNB_OK);
@@ -286,6 +315,7 @@ int main(void) {
   tcase_add_test(tc, num_classes_overrides_the_dataset);
   tcase_add_test(tc, refusals_name_the_flag);
   tcase_add_test(tc, ignore_unreadable_checkpoints);
+  tcase_add_test(tc, slurm_job_tag);
   tcase_add_test(tc, evaluation_flags);
   tcase_add_test(tc, evaluation_refusals_name_the_flags);
   suite_add_tcase(s, tc);

@@ -60,11 +60,24 @@ static const char *kind(const json_t *record) {
   return json_string_value(json_object_get(record, "record"));
 }
 
+/* Under Slurm the file carries the job (and restart), so a requeued job keeps the first
+ * run's log beside its own. */
+START_TEST(slurm_job_names_the_file) {
+  cnnb_benchmark_log *log = NULL;
+  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, dir, "job123.restart1", 2, &log), CNNB_OK);
+  char want[400];
+  snprintf(want, sizeof want, "%s/benchmark_run.job123.restart1.rank2.jsonl", dir);
+  ck_assert_str_eq(cnnb_benchmark_log_path(log), want);
+  cnnb_benchmark_log_close(log);
+  ck_assert_int_eq(access(want, F_OK), 0);
+}
+END_TEST
+
 START_TEST(records_are_whole_lines_at_once) {
   char logs[320];
   snprintf(logs, sizeof logs, "%s/a/b", dir);
   cnnb_benchmark_log *log = NULL;
-  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, logs, 3, &log), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, logs, NULL, 3, &log), CNNB_OK);
   char want[400];
   snprintf(want, sizeof want, "%s/benchmark_run.rank3.jsonl", logs);
   ck_assert_str_eq(cnnb_benchmark_log_path(log), want);
@@ -118,7 +131,7 @@ END_TEST
 
 START_TEST(summary_once_with_extras) {
   cnnb_benchmark_log *log = NULL;
-  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, dir, 0, &log), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, dir, NULL, 0, &log), CNNB_OK);
   cnnb_benchmark_log_total(log, 312.4, 640, 2.05, 20);
   json_t *extras = json_pack("{s:f, s:s}", "time_to_accuracy_seconds", 12.5, "status", "not mine");
   ck_assert_int_eq(cnnb_benchmark_log_summary_extras(log, extras), CNNB_OK);
@@ -150,7 +163,7 @@ END_TEST
 
 START_TEST(close_without_summary_says_so) {
   cnnb_benchmark_log *log = NULL;
-  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, dir, 1, &log), CNNB_OK);
+  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, dir, NULL, 1, &log), CNNB_OK);
   char path[400];
   snprintf(path, sizeof path, "%s", cnnb_benchmark_log_path(log));
   cnnb_benchmark_log_close(log);
@@ -173,7 +186,7 @@ START_TEST(unwritable_directory_named) {
   fclose(f);
   snprintf(logs, sizeof logs, "%s/logs", file);
   cnnb_benchmark_log *log = (cnnb_benchmark_log *)1;
-  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, logs, 0, &log), CNNB_EIO);
+  ck_assert_int_eq(cnnb_benchmark_log_open(ctx, logs, NULL, 0, &log), CNNB_EIO);
   ck_assert_ptr_null(log);
   ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), "--benchmark_log_dir="));
   ck_assert_ptr_nonnull(strstr(cnnb_error_message(ctx), file));
@@ -199,6 +212,7 @@ int main(void) {
   TCase *tc = tcase_create("benchmark_log");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, records_are_whole_lines_at_once);
+  tcase_add_test(tc, slurm_job_names_the_file);
   tcase_add_test(tc, summary_once_with_extras);
   tcase_add_test(tc, close_without_summary_says_so);
   tcase_add_test(tc, unwritable_directory_named);
