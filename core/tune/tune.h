@@ -52,6 +52,11 @@ typedef struct tune_options {
   char *out_dir;
   char *cnnbench; /* the cnnbench to run */
   char *mpirun;   /* its path, NULL when not on PATH */
+  /* srun's path when cnnbench-tune runs inside a Slurm allocation (SLURM_JOB_ID set, not
+   * itself a job step) and srun is on PATH: every child is then a job step, on the
+   * allocation's nodes, launched with it instead of mpirun; else NULL. */
+  char *srun;
+  char *slurm_job; /* that allocation's SLURM_JOB_ID, when srun is set */
   int min_batch_size, max_batch_size;
   int first_steps; /* timed steps of rung 0 */
   int ceilings;    /* finalists whose `independent` ceiling is measured */

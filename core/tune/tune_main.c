@@ -226,6 +226,9 @@ static bool parse_args(int argc, char **argv, tune_options *o, bool *help, char 
   }
   if (!o->cnnbench) o->cnnbench = default_cnnbench();
   o->mpirun = find_on_path("mpirun");
+  const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+  if (job && *job && !(step && *step) && (o->srun = find_on_path("srun")))
+    o->slurm_job = tune_format("%s", job);
   return true;
 }
 
@@ -330,6 +333,8 @@ static void options_free(tune_options *o) {
   free(o->out_dir);
   free(o->cnnbench);
   free(o->mpirun);
+  free(o->srun);
+  free(o->slurm_job);
 }
 
 int main(int argc, char **argv) {

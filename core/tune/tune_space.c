@@ -538,10 +538,18 @@ bool tune_space_build(const tune_listing *l, const tune_options *o, tune_space *
     return false;
   }
 
-  /* Without mpirun, only layouts of one process. */
+  /* Without mpirun (or srun in an allocation), only layouts of one process. */
+  if (o->srun) {
+    char *note = tune_format("inside Slurm job %s: each configuration runs as a job step on "
+                             "its nodes (srun --ntasks=P, with --mpi=pmix over several "
+                             "processes)",
+                             o->slurm_job);
+    tune_strings_add(&s->notes, note);
+    free(note);
+  }
   size_t kept = 0;
   for (size_t i = 0; i < s->num_processes; i++) {
-    if (s->processes[i] > 1 && !o->mpirun) {
+    if (s->processes[i] > 1 && !o->mpirun && !o->srun) {
       char *note = tune_format("%d processes x %d replicas: left out, mpirun is not on PATH",
                                s->processes[i], o->num_devices / s->processes[i]);
       tune_strings_add(&s->notes, note);
@@ -657,9 +665,17 @@ char **tune_candidate_argv(const tune_candidate *c, const char *model, const tun
                            int steps, int warmup, const char *log_dir) {
   (void)model;
   tune_strings a = {0};
-  if (c->processes > 1) {
-    char np[16];
-    snprintf(np, sizeof np, "%d", c->processes);
+  char np[16];
+  snprintf(np, sizeof np, "%d", c->processes);
+  if (o->srun) {
+    /* A job step on the allocation's nodes; one failed task ends the step, as one failed
+     * rank ends mpirun. */
+    tune_strings_add(&a, o->srun);
+    tune_strings_add(&a, "--ntasks");
+    tune_strings_add(&a, np);
+    tune_strings_add(&a, "--kill-on-bad-exit=1");
+    if (c->processes > 1) tune_strings_add(&a, "--mpi=pmix");
+  } else if (c->processes > 1) {
     tune_strings_add(&a, o->mpirun);
     tune_strings_add(&a, "-np");
     tune_strings_add(&a, np);
