@@ -542,6 +542,139 @@ START_TEST(test_relu6_low_precision) {
 }
 END_TEST
 
+/* ---- the activations of ABI 1.14 --------------------------------------------------------- */
+
+typedef struct activation_case {
+  uint32_t op;
+  int32_t tanh; /* gelu's form */
+  const char *name;
+} activation_case;
+
+static const activation_case activations[] = {{CNNB_OP_SIGMOID, 0, "sigmoid"},
+                                              {CNNB_OP_SILU, 0, "silu"},
+                                              {CNNB_OP_HARD_SIGMOID, 0, "hard_sigmoid"},
+                                              {CNNB_OP_HARD_SWISH, 0, "hard_swish"},
+                                              {CNNB_OP_GELU, 0, "gelu"},
+                                              {CNNB_OP_GELU, 1, "gelu (tanh)"}};
+enum { NUM_ACTIVATIONS = sizeof activations / sizeof activations[0] };
+
+static cnnb_tensor add_activation(cnnb_graph *g, const activation_case *a, cnnb_tensor x) {
+  switch (a->op) {
+    case CNNB_OP_SIGMOID: return cnnb_sigmoid(g, "act", x);
+    case CNNB_OP_SILU: return cnnb_silu(g, "act", x);
+    case CNNB_OP_HARD_SIGMOID: return cnnb_hard_sigmoid(g, "act", x);
+    case CNNB_OP_HARD_SWISH: return cnnb_hard_swish(g, "act", x);
+    default: return cnnb_gelu(g, "act", x, a->tanh);
+  }
+}
+
+/* Multiples of 1/8 in [-6, 6] plus 1/16 (exact in bf16 and fp16): both tails, the middle,
+ * and never -3 or 3, where hard_sigmoid's and hard_swish's slopes jump. */
+static float *activation_images(int64_t n) {
+  float *p = zeros(n);
+  for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 37) % 97 - 48) / 8.0f + 1.0f / 16.0f;
+  return p;
+}
+
+/* Whether the device runs `op`; a device that does not says so, and the op's checks skip
+ * on it (the graph would be refused naming the op, which unit_op_table checks). */
+static bool device_runs(device_harness *h, const activation_case *a) {
+  if (!h->dv->supports_op || h->dv->supports_op(h->dev, a->op)) return true;
+  printf("%s does not run %s (supports_op): its checks are skipped\n", h->name, a->name);
+  return false;
+}
+
+/* The activation on the images (plain NCHW) against the reference, forward and backward,
+ * training and inference, at each precision. */
+static void check_activation_on_images(const activation_case *a, uint32_t precision, int training,
+                                       uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, training)) return;
+  if (!device_runs(&h, a)) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(2, 5, 4, 6, 10);
+  cnnb_tensor y = add_activation(g, a, cnnb_graph_input(g));
+  int64_t n = 2 * 5 * 4 * 6;
+  float *images = activation_images(n);
+  fixed_images = images;
+  op_result o = run_op(&h, g, y, &seed, training);
+  fixed_images = NULL;
+  float *want = zeros(n), *dx = zeros(n);
+  ref_activation_forward(a->op, a->tanh, images, n, want);
+  char what[96];
+  snprintf(what, sizeof what, "%s forward (%s, %s)", a->name, test_precision_name(precision),
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, n, tol->forward);
+  if (training) {
+    ref_activation_backward(a->op, a->tanh, images, o.dy, n, dx);
+    snprintf(what, sizeof what, "%s backward (%s)", a->name, test_precision_name(precision));
+    expect_close(what, o.dx, dx, n, tol->backward);
+  }
+  free(images);
+  free(want);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+/* conv -> activation: it runs on the conv's layout (blocked on oneDNN, whose padding must
+ * stay zero even where f(0) is not: hard_sigmoid(0) = 1/2); backward reaches the images. */
+static void check_activation_after_conv(const activation_case *a, uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  if (!device_runs(&h, a)) {
+    device_harness_close(&h);
+    return;
+  }
+  cnnb_graph *g = cnnb_graph_create(2, 3, 7, 5, 10);
+  cnnb_tensor x = cnnb_graph_input(g);
+  cnnb_tensor c = cnnb_conv2d(g, "conv", x,
+                              CNNB_CONV2D(.filters = 13, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = add_activation(g, a, c);
+  int64_t xn = 2 * 3 * 7 * 5;
+  float *images = activation_images(xn);
+  fixed_images = images;
+  op_result o = run_op(&h, g, y, &seed, 1);
+  fixed_images = NULL;
+  const cnnb_node *conv = cnnb_graph_node(g, c);
+  cnnb_shape xs = cnnb_graph_node(g, x)->shape, cs = conv->shape;
+  ref_window win = ref_window_of(conv);
+  const float *w = param_of(g, o.params, conv, 0);
+  float *conv_y = zeros(o.y_count), *want = zeros(o.y_count), *dc = zeros(o.y_count),
+        *dx = zeros(o.x_count);
+  ref_conv2d_forward(images, xs, w, NULL, &win, conv_y, cs);
+  ref_activation_forward(a->op, a->tanh, conv_y, o.y_count, want);
+  char what[96];
+  snprintf(what, sizeof what, "conv + %s forward", a->name);
+  expect_close(what, o.y, want, o.y_count, FP32_FORWARD);
+  ref_activation_backward(a->op, a->tanh, conv_y, o.dy, o.y_count, dc);
+  ref_conv2d_backward_data(dc, cs, w, &win, dx, xs);
+  snprintf(what, sizeof what, "conv + %s backward data", a->name);
+  expect_close(what, o.dx, dx, o.x_count, FP32_BACKWARD);
+  free(images);
+  free(conv_y);
+  free(want);
+  free(dc);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_activations) {
+  const activation_case *a = &activations[_i];
+  check_activation_on_images(a, CNNB_PRECISION_FP32, 1, 60 + (uint64_t)_i);
+  check_activation_on_images(a, CNNB_PRECISION_FP32, 0, 70 + (uint64_t)_i);
+  check_activation_after_conv(a, 80 + (uint64_t)_i);
+  for (int p = 0; p < 2; p++)
+    check_activation_on_images(a, device_harness_low_precisions[p], 1, 90 + (uint64_t)_i);
+}
+END_TEST
+
 /* ---- pad_channels ---------------------------------------------------------------------- */
 
 /* Asserts the padded channels of y (shape ys) are exactly zero: zeros are written, not
@@ -1517,6 +1650,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_relu_and_reshape);
   tcase_add_test(tc, test_relu6);
   tcase_add_loop_test(tc, test_relu6_low_precision, 0, 2);
+  tcase_add_loop_test(tc, test_activations, 0, NUM_ACTIVATIONS);
   tcase_add_test(tc, test_pad_channels);
   tcase_add_loop_test(tc, test_pad_channels_low_precision, 0, 2);
   tcase_add_test(tc, test_pad_spatial);

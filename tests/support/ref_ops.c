@@ -131,6 +131,54 @@ void ref_relu6_backward(const float *x, const float *dy, int64_t n, float *dx) {
   for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f && x[i] < 6.0f ? dy[i] : 0.0f;
 }
 
+/* ---- the activations of ABI 1.14 --------------------------------------------------------- */
+
+static double sigmoid_of(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* torch's GELU tanh form: 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi). */
+static const double GELU_K = 0.7978845608028654, GELU_C = 0.044715;
+
+static double activation(uint32_t op, int32_t tanh_form, double x) {
+  switch (op) {
+    case CNNB_OP_SIGMOID: return sigmoid_of(x);
+    case CNNB_OP_SILU: return x * sigmoid_of(x);
+    case CNNB_OP_HARD_SIGMOID: return fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
+    case CNNB_OP_HARD_SWISH: return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
+    case CNNB_OP_GELU:
+      return tanh_form ? 0.5 * x * (1.0 + tanh(GELU_K * (x + GELU_C * x * x * x)))
+                       : 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    default: abort();
+  }
+}
+
+/* f'(x), at a kink torch's side: hard_sigmoid's gradient is 1/6 on (-3, 3) only,
+ * hard_swish's x / 3 + 1/2 on [-3, 3] and 1 above. */
+static double activation_slope(uint32_t op, int32_t tanh_form, double x) {
+  switch (op) {
+    case CNNB_OP_SIGMOID: return sigmoid_of(x) * (1.0 - sigmoid_of(x));
+    case CNNB_OP_SILU: return sigmoid_of(x) * (1.0 + x * (1.0 - sigmoid_of(x)));
+    case CNNB_OP_HARD_SIGMOID: return x > -3.0 && x < 3.0 ? 1.0 / 6.0 : 0.0;
+    case CNNB_OP_HARD_SWISH: return x < -3.0 ? 0.0 : x <= 3.0 ? x / 3.0 + 0.5 : 1.0;
+    case CNNB_OP_GELU:
+      if (tanh_form) {
+        double u = GELU_K * (x + GELU_C * x * x * x), t = tanh(u);
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_K * (1.0 + 3.0 * GELU_C * x * x);
+      }
+      return 0.5 * (1.0 + erf(x / sqrt(2.0))) +
+             x * exp(-0.5 * x * x) / 2.5066282746310002; /* sqrt(2 pi) */
+    default: abort();
+  }
+}
+
+void ref_activation_forward(uint32_t op, int32_t tanh_form, const float *x, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (float)activation(op, tanh_form, x[i]);
+}
+
+void ref_activation_backward(uint32_t op, int32_t tanh_form, const float *x, const float *dy,
+                             int64_t n, float *dx) {
+  for (int64_t i = 0; i < n; i++) dx[i] = (float)(dy[i] * activation_slope(op, tanh_form, x[i]));
+}
+
 /* ---- batch norm -------------------------------------------------------------------------- */
 
 static void channel_stats(const float *x, cnnb_shape s, int c, double *mean, double *var) {

@@ -39,6 +39,11 @@ void ref_relu_backward(const float *y, const float *dy, int64_t n, float *dx);
 void ref_relu6_forward(const float *x, int64_t n, float *y);
 /* From the input, as TF's Relu6Grad: dx = dy * (0 < x < 6); zero at both bounds. */
 void ref_relu6_backward(const float *x, const float *dy, int64_t n, float *dx);
+/* The activations of ABI 1.14 (op: CNNB_OP_SIGMOID ... CNNB_OP_GELU; tanh: gelu's form),
+ * in double as torch.nn defines them, gradients from the input. */
+void ref_activation_forward(uint32_t op, int32_t tanh, const float *x, int64_t n, float *y);
+void ref_activation_backward(uint32_t op, int32_t tanh, const float *x, const float *dy, int64_t n,
+                             float *dx);
 
 /* scale NULL: 1. mean/var [C] outputs (biased variance). */
 void ref_batch_norm_forward_training(const float *x, cnnb_shape s, const float *scale,

@@ -241,6 +241,33 @@ cnnb_tensor cnnb_relu6(cnnb_graph *g, const char *name, cnnb_tensor x) {
   return cnnb_graph_add_op(g, &r);
 }
 
+static cnnb_tensor unary(cnnb_graph *g, uint32_t op, const char *name, cnnb_tensor x) {
+  cnnb_op_request r = request(op, name, 1, &x);
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_sigmoid(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  return unary(g, CNNB_OP_SIGMOID, name, x);
+}
+
+cnnb_tensor cnnb_silu(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  return unary(g, CNNB_OP_SILU, name, x);
+}
+
+cnnb_tensor cnnb_hard_sigmoid(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  return unary(g, CNNB_OP_HARD_SIGMOID, name, x);
+}
+
+cnnb_tensor cnnb_hard_swish(cnnb_graph *g, const char *name, cnnb_tensor x) {
+  return unary(g, CNNB_OP_HARD_SWISH, name, x);
+}
+
+cnnb_tensor cnnb_gelu(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t tanh) {
+  cnnb_op_request r = request(CNNB_OP_GELU, name, 1, &x);
+  r.node.attr.gelu.tanh = tanh;
+  return cnnb_graph_add_op(g, &r);
+}
+
 cnnb_tensor cnnb_dropout(cnnb_graph *g, const char *name, cnnb_tensor x, float keep_prob) {
   cnnb_op_request r = request(CNNB_OP_DROPOUT, name, 1, &x);
   r.node.attr.dropout.keep_prob = keep_prob;

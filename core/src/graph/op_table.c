@@ -129,6 +129,39 @@ static void flops_relu6(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64
   *flops = 2 * per_image(n->shape); /* max, then min */
 }
 
+/* The activations of ABI 1.14, as the operations of their formulas, exp, erf and tanh
+ * counted as one each (model_info.h): sigmoid 1 / (1 + exp(-x)) 4; silu 5; hard_sigmoid
+ * relu6(x + 3) / 6 4; hard_swish 5; gelu 0.5 x (1 + erf(x / sqrt 2)) 5, its tanh form
+ * 0.5 x (1 + tanh(c (x + 0.044715 x^3))) 9. */
+static void flops_sigmoid(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 4 * per_image(n->shape);
+}
+
+static void flops_silu(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 5 * per_image(n->shape);
+}
+
+static void flops_hard_sigmoid(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 4 * per_image(n->shape);
+}
+
+static void flops_hard_swish(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 5 * per_image(n->shape);
+}
+
+static void flops_gelu(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = (n->attr.gelu.tanh ? 9 : 5) * per_image(n->shape);
+}
+
+static bool infer_gelu(cnnb_op_request *r) {
+  const int32_t tanh = r->node.attr.gelu.tanh;
+  if (tanh != 0 && tanh != 1)
+    return cnnb_op_refuse(r, "tanh %d must be 0 (the erf form) or 1 (the tanh approximation)",
+                          (int)tanh);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
 static bool infer_dropout(cnnb_op_request *r) {
   const float keep_prob = r->node.attr.dropout.keep_prob;
   if (!(keep_prob > 0.0f && keep_prob <= 1.0f))
@@ -570,6 +603,66 @@ static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
             .infer = infer_pad_spatial,
             .flops = flops_none, /* a copy and zeros */
             /* dx is the part of dy that lies over x (zero where x was cut): shapes alone */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_SIGMOID] =
+        {
+            .op = CNNB_OP_SIGMOID,
+            .name = "sigmoid",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_sigmoid,
+            .backward_output = CNNB_OP_OUTPUT_READ, /* dy * y (1 - y) */
+        },
+    /* silu, hard_swish and gelu differentiate from their input: dy * f'(x). */
+    [CNNB_OP_SILU] =
+        {
+            .op = CNNB_OP_SILU,
+            .name = "silu",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_silu,
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_HARD_SIGMOID] =
+        {
+            .op = CNNB_OP_HARD_SIGMOID,
+            .name = "hard_sigmoid",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_hard_sigmoid,
+            /* dy / 6 where 0 < y < 1, which is -3 < x < 3: the output decides */
+            .backward_output = CNNB_OP_OUTPUT_READ,
+        },
+    [CNNB_OP_HARD_SWISH] =
+        {
+            .op = CNNB_OP_HARD_SWISH,
+            .name = "hard_swish",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .flops = flops_hard_swish,
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_GELU] =
+        {
+            .op = CNNB_OP_GELU,
+            .name = "gelu",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_gelu,
+            .flops = flops_gelu,
+            .backward_inputs = 1u,
             .backward_output = CNNB_OP_OUTPUT_UNREAD,
         },
 };

@@ -299,6 +299,9 @@ cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
                              cpu_node **out);
 cnnb_status cpu_prepare_relu6(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                               cpu_node **out);
+/* sigmoid, silu, hard_sigmoid, hard_swish, gelu (ABI 1.14) */
+cnnb_status cpu_prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                   cpu_node **out);
 cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out);
 cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,

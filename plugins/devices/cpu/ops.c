@@ -28,6 +28,11 @@ static const cpu_op ops[] = {
     {CNNB_OP_RELU6, cpu_layout_same, cpu_prepare_relu6},                    /* ABI 1.1 */
     {CNNB_OP_PAD_CHANNELS, cpu_layout_pad, cpu_prepare_pad},                /* ABI 1.2 */
     {CNNB_OP_PAD_SPATIAL, cpu_layout_pad_spatial, cpu_prepare_pad_spatial}, /* ABI 1.10 */
+    {CNNB_OP_SIGMOID, cpu_layout_same, cpu_prepare_activation},             /* ABI 1.14 */
+    {CNNB_OP_SILU, cpu_layout_same, cpu_prepare_activation},
+    {CNNB_OP_HARD_SIGMOID, cpu_layout_same, cpu_prepare_activation},
+    {CNNB_OP_HARD_SWISH, cpu_layout_same, cpu_prepare_activation},
+    {CNNB_OP_GELU, cpu_layout_same, cpu_prepare_activation},
 };
 
 const cpu_op *cpu_op_find(uint32_t op) {

@@ -1,5 +1,6 @@
-/* ops_eltwise.c — elementwise ops: relu and relu6 (oneDNN eltwise, backward from the
- * output so an in-place one still differentiates right), add (oneDNN binary, with the
+/* ops_eltwise.c — elementwise ops: relu, relu6 and the activations of ABI 1.14 (oneDNN
+ * eltwise; relu, relu6, sigmoid and hard_sigmoid backward from the output so an in-place
+ * one still differentiates right), add (oneDNN binary, with the
  * following ReLU as a post-op when the planner fused it; its gradient passes unchanged to
  * both inputs) and dropout (plain C over the buffer), plus the gradient accumulation the
  * executor asks for where a tensor feeds several consumers.
@@ -12,27 +13,48 @@
 
 #include "cpu_device.h"
 
-/* ---- relu, relu6 ---------------------------------------------------------------- */
+/* ---- relu, relu6 and the activations of ABI 1.14 ------------------------------------ */
 
 /* relu6 is oneDNN's clip_v2 over [0, 6] from the output: dx = dy where 0 < y < 6, else 0,
  * which is TF's Relu6Grad (0 < x < 6) at every x, the bounds included. clip (v1) would
  * pass the gradient at x == 6 and has no output form; bounded_relu likewise passes it
- * at x == 6 and is gone from oneDNN 3. */
+ * at x == 6 and is gone from oneDNN 3. The activations map onto oneDNN's algorithms
+ * (sigmoid: logistic from the output; silu: swish with alpha 1; hard_swish; gelu: erf or
+ * tanh) but hard_sigmoid, which oneDNN 2 lacks: an affine map x / 6 + 1/2 first, then
+ * clip_v2 over [0, 1] in place, and backward clip_v2's from the output (0 < y < 1, which
+ * is -3 < x < 3, torch's open interval) times the map's 1/6. */
 typedef struct eltwise_kind {
   const char *fwd_name, *bwd_name; /* for messages: "relu forward" */
   dnnl_alg_kind_t alg;
   float alpha, beta;
+  bool from_dst;     /* backward reads the output (a *_use_dst_for_bwd algorithm) */
+  bool affine_first; /* hard_sigmoid: y = alg(scale * x + shift) */
+  float scale, shift;
 } eltwise_kind;
 
-static const eltwise_kind relu_kind = {"relu forward", "relu backward",
-                                       dnnl_eltwise_relu_use_dst_for_bwd, 0.f, 0.f};
-static const eltwise_kind relu6_kind = {"relu6 forward", "relu6 backward",
-                                        dnnl_eltwise_clip_v2_use_dst_for_bwd, 0.f, 6.f};
+#define KIND(op, ...) \
+  { .fwd_name = op " forward", .bwd_name = op " backward", __VA_ARGS__ }
+static const eltwise_kind relu_kind = KIND("relu", .alg = dnnl_eltwise_relu_use_dst_for_bwd,
+                                           .from_dst = true);
+static const eltwise_kind relu6_kind = KIND("relu6", .alg = dnnl_eltwise_clip_v2_use_dst_for_bwd,
+                                            .beta = 6.f, .from_dst = true);
+static const eltwise_kind sigmoid_kind =
+    KIND("sigmoid", .alg = dnnl_eltwise_logistic_use_dst_for_bwd, .from_dst = true);
+static const eltwise_kind silu_kind = KIND("silu", .alg = dnnl_eltwise_swish, .alpha = 1.f);
+static const eltwise_kind hard_sigmoid_kind =
+    KIND("hard_sigmoid", .alg = dnnl_eltwise_clip_v2_use_dst_for_bwd, .beta = 1.f, .from_dst = true,
+         .affine_first = true, .scale = 1.f / 6.f, .shift = 0.5f);
+static const eltwise_kind hard_swish_kind = KIND("hard_swish", .alg = dnnl_eltwise_hardswish);
+static const eltwise_kind gelu_erf_kind = KIND("gelu", .alg = dnnl_eltwise_gelu_erf);
+static const eltwise_kind gelu_tanh_kind = KIND("gelu (tanh)", .alg = dnnl_eltwise_gelu_tanh);
+#undef KIND
 
 typedef struct relu_node {
   cpu_node base;
   const eltwise_kind *kind;
   dnnl_primitive_t fwd, bwd;
+  dnnl_primitive_t affine;  /* affine_first: x -> scale x + shift, before fwd */
+  dnnl_primitive_t rescale; /* affine_first: g -> scale g in place, after bwd */
   dnnl_memory_t src, dst, diff_dst, diff_src;
 } relu_node;
 
@@ -40,6 +62,13 @@ static cnnb_status relu_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
   relu_node *s = (relu_node *)n;
   cpu_bind(s->src, io->inputs[0]);
   cpu_bind(s->dst, io->output);
+  if (s->affine) {
+    dnnl_exec_arg_t pre[2] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}};
+    cnnb_status st = cpu_exec(d, s->affine, 2, pre, n->node, s->kind->fwd_name);
+    if (st != CNNB_OK) return st;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, s->dst}, {DNNL_ARG_DST, s->dst}}; /* in place */
+    return cpu_exec(d, s->fwd, 2, args, n->node, s->kind->fwd_name);
+  }
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, s->src}, {DNNL_ARG_DST, s->dst}};
   return cpu_exec(d, s->fwd, 2, args, n->node, s->kind->fwd_name);
 }
@@ -47,18 +76,26 @@ static cnnb_status relu_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
 static cnnb_status relu_backward(cpu_device *d, cpu_node *n, const cnnb_node_io *io) {
   relu_node *s = (relu_node *)n;
   if (!io->input_grads[0]) return CNNB_OK;
-  cpu_bind(s->dst, io->output);
+  const eltwise_kind *k = s->kind;
+  if (k->from_dst) cpu_bind(s->dst, io->output);
+  else cpu_bind(s->src, io->inputs[0]);
   cpu_bind(s->diff_dst, io->output_grad);
   cpu_bind(s->diff_src, io->input_grads[0]);
   dnnl_exec_arg_t args[3] = {
-      {DNNL_ARG_DST, s->dst}, {DNNL_ARG_DIFF_DST, s->diff_dst}, {DNNL_ARG_DIFF_SRC, s->diff_src}};
-  return cpu_exec(d, s->bwd, 3, args, n->node, s->kind->bwd_name);
+      {k->from_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, k->from_dst ? s->dst : s->src},
+      {DNNL_ARG_DIFF_DST, s->diff_dst},
+      {DNNL_ARG_DIFF_SRC, s->diff_src}};
+  cnnb_status st = cpu_exec(d, s->bwd, 3, args, n->node, k->bwd_name);
+  if (st != CNNB_OK || !s->rescale) return st;
+  dnnl_exec_arg_t chain[2] = {{DNNL_ARG_SRC, s->diff_src}, {DNNL_ARG_DST, s->diff_src}};
+  return cpu_exec(d, s->rescale, 2, chain, n->node, k->bwd_name);
 }
 
 static void relu_release(cpu_device *d, cpu_node *n) {
   relu_node *s = (relu_node *)n;
-  if (s->fwd) dnnl_primitive_destroy(s->fwd);
-  if (s->bwd) dnnl_primitive_destroy(s->bwd);
+  dnnl_primitive_t prims[] = {s->fwd, s->bwd, s->affine, s->rescale};
+  for (size_t i = 0; i < 4; i++)
+    if (prims[i]) dnnl_primitive_destroy(prims[i]);
   dnnl_memory_t mems[] = {s->src, s->dst, s->diff_dst, s->diff_src};
   for (size_t i = 0; i < 4; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
@@ -66,6 +103,22 @@ static void relu_release(cpu_device *d, cpu_node *n) {
 }
 
 static const cpu_node_ops relu_ops = {relu_forward, relu_backward, relu_release};
+
+/* An inference eltwise_linear primitive: x -> scale x + shift over md. */
+static cnnb_status linear_primitive(cpu_device *d, const dnnl_memory_desc_t *md, float scale,
+                                    float shift, const cnnb_node *node, const char *what,
+                                    dnnl_primitive_t *out) {
+  dnnl_eltwise_desc_t desc;
+  dnnl_primitive_desc_t pd = NULL;
+  cnnb_status st = cpu_check(d,
+                             dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference,
+                                                            dnnl_eltwise_linear, md, scale, shift),
+                             node, what);
+  if (st != CNNB_OK || (st = cpu_pd_create(d, &pd, &desc, NULL, NULL, node, what))) return st;
+  st = cpu_prim_create(d, out, pd, node, what);
+  dnnl_primitive_desc_destroy(pd);
+  return st;
+}
 
 /* Output and gradients keep the input's layout (plan.c), so one descriptor serves all. */
 static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
@@ -88,6 +141,9 @@ static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_pl
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, kind->fwd_name))) goto done;
   if ((st = cpu_prim_create(d, &s->fwd, fpd, node, kind->fwd_name))) goto done;
   if ((st = cpu_mem(d, &s->src, md, node)) || (st = cpu_mem(d, &s->dst, md, node))) goto done;
+  if (kind->affine_first &&
+      (st = linear_primitive(d, md, kind->scale, kind->shift, node, kind->fwd_name, &s->affine)))
+    goto done;
   if (d->cfg.training) {
     CPU_TRY(st, d,
             dnnl_eltwise_backward_desc_init(&desc, kind->alg, md, md, kind->alpha, kind->beta),
@@ -95,6 +151,9 @@ static cnnb_status prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_pl
     if ((st = cpu_pd_create(d, &bpd, &desc, NULL, fpd, node, kind->bwd_name))) goto done;
     if ((st = cpu_prim_create(d, &s->bwd, bpd, node, kind->bwd_name))) goto done;
     if ((st = cpu_mem(d, &s->diff_dst, md, node)) || (st = cpu_mem(d, &s->diff_src, md, node)))
+      goto done;
+    if (kind->affine_first &&
+        (st = linear_primitive(d, md, kind->scale, 0.f, node, kind->bwd_name, &s->rescale)))
       goto done;
   }
 done:
@@ -116,6 +175,19 @@ cnnb_status cpu_prepare_relu(cpu_device *d, const cnnb_graph *g, cpu_plan *p, in
 cnnb_status cpu_prepare_relu6(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                               cpu_node **out) {
   return prepare_activation(d, g, p, index, &relu6_kind, out);
+}
+
+/* The activations of ABI 1.14, by op (gelu by its form). */
+cnnb_status cpu_prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                   cpu_node **out) {
+  const cnnb_node *node = cnnb_graph_node(g, index);
+  const eltwise_kind *kind = node->op == CNNB_OP_SIGMOID        ? &sigmoid_kind
+                             : node->op == CNNB_OP_SILU         ? &silu_kind
+                             : node->op == CNNB_OP_HARD_SIGMOID ? &hard_sigmoid_kind
+                             : node->op == CNNB_OP_HARD_SWISH   ? &hard_swish_kind
+                             : node->attr.gelu.tanh             ? &gelu_tanh_kind
+                                                                : &gelu_erf_kind;
+  return prepare_activation(d, g, p, index, kind, out);
 }
 
 /* ---- add --------------------------------------------------------------------------- */

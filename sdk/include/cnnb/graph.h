@@ -71,7 +71,15 @@ typedef enum cnnb_op {
   CNNB_OP_PAD_SPATIAL = 18, /* attr.pad_spatial: [N, C, H, W] -> [N, C, top + H + bottom,
                                left + W + right]; a positive amount adds zero rows / columns
                                (tf.pad on H, W), a negative one crops (a slice) */
-  CNNB_OP_COUNT_ = 19
+  /* ABI 1.14 (CNNB_ABI_MINOR_ACTIVATIONS): the activations of today's CNNs, elementwise,
+   * each as torch.nn defines it, its gradient included (at a kink: torch's side). */
+  CNNB_OP_SIGMOID = 19,      /* 1 / (1 + exp(-x)) */
+  CNNB_OP_SILU = 20,         /* x * sigmoid(x): swish, torch.nn.SiLU */
+  CNNB_OP_HARD_SIGMOID = 21, /* relu6(x + 3) / 6: torch.nn.Hardsigmoid */
+  CNNB_OP_HARD_SWISH = 22,   /* x * relu6(x + 3) / 6: torch.nn.Hardswish */
+  CNNB_OP_GELU = 23,         /* x * Phi(x), Phi the normal CDF (erf); attr.gelu.tanh: the tanh
+                                approximation, torch's approximate='tanh' */
+  CNNB_OP_COUNT_ = 24
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -220,6 +228,9 @@ typedef struct cnnb_node {
     struct {
       int32_t top, bottom, left, right;
     } pad_spatial; /* pad_spatial (1.10): rows / columns added (> 0) or cut (< 0) */
+    struct {
+      int32_t tanh; /* 1: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); 0: erf */
+    } gelu;         /* gelu (1.14) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -279,6 +290,15 @@ CNNB_EXPORT cnnb_tensor cnnb_pad_channels(cnnb_graph *g, const char *name, cnnb_
  * top = left = -1, bottom = right = 1. The output must keep at least one row and column. */
 CNNB_EXPORT cnnb_tensor cnnb_pad_spatial(cnnb_graph *g, const char *name, cnnb_tensor x,
                                          int32_t top, int32_t bottom, int32_t left, int32_t right);
+/* ABI 1.14 (CNNB_ABI_MINOR_ACTIVATIONS): CNNB_OP_SIGMOID, _SILU, _HARD_SIGMOID,
+ * _HARD_SWISH and _GELU (tanh: 0 the exact erf form, 1 the tanh approximation), the
+ * activations of MobileNet v3, EfficientNet and ConvNeXt. A device that does not run one
+ * refuses the graph naming it (supports_op). */
+CNNB_EXPORT cnnb_tensor cnnb_sigmoid(cnnb_graph *g, const char *name, cnnb_tensor x);
+CNNB_EXPORT cnnb_tensor cnnb_silu(cnnb_graph *g, const char *name, cnnb_tensor x);
+CNNB_EXPORT cnnb_tensor cnnb_hard_sigmoid(cnnb_graph *g, const char *name, cnnb_tensor x);
+CNNB_EXPORT cnnb_tensor cnnb_hard_swish(cnnb_graph *g, const char *name, cnnb_tensor x);
+CNNB_EXPORT cnnb_tensor cnnb_gelu(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t tanh);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
