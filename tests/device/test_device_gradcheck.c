@@ -78,9 +78,8 @@ static void gradcheck_in(cnnb_graph *g, uint32_t precision, uint64_t seed) {
     return;
   }
   ck_assert_msg(rc == 0, "%s", t.h.error);
-  /* Ops newer than a device (pad_spatial, the 1.14 activations on cuda so far): a device
-   * that says it does not run one skips the graphs that have it, saying so (the host
-   * refuses such runs, naming the op). */
+  /* Ops newer than a device: a device that says it does not run one skips the graphs that
+   * have it, saying so (the host refuses such runs, naming the op). */
   for (int32_t i = 0; i < cnnb_graph_num_nodes(g); i++) {
     uint32_t op = cnnb_graph_node(g, i)->op;
     if (t.h.dv->supports_op && !t.h.dv->supports_op(t.h.dev, op)) {

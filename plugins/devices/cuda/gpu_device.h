@@ -142,6 +142,8 @@ cnnb_status gpu_prepare_pool(gpu_device *d, const cnnb_graph *g, int32_t index, 
 cnnb_status gpu_prepare_lrn(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_relu(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_relu6(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
+/* sigmoid, silu, hard_sigmoid, hard_swish, gelu (ABI 1.14) */
+cnnb_status gpu_prepare_act(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_add(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);

@@ -124,6 +124,13 @@ cudaError_t gpu_k_relu(void *y, const void *x, gpu_dtype type, int64_t n, cudaSt
 cudaError_t gpu_k_relu_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
                                 cudaStream_t stream);
 cudaError_t gpu_k_relu6(void *y, const void *x, gpu_dtype type, int64_t n, cudaStream_t stream);
+/* y = gpu_act_value(act, x) (gpu_math.h: the activations of ABI 1.14); y may be x. */
+cudaError_t gpu_k_act(void *y, const void *x, int32_t act, gpu_dtype type, int64_t n,
+                      cudaStream_t stream);
+/* dx = dy * gpu_act_slope(act, v), v the output y where gpu_act_slope_from_output(act),
+ * else the input x; dx may be dy. */
+cudaError_t gpu_k_act_backward(void *dx, const void *dy, const void *v, int32_t act, gpu_dtype type,
+                               int64_t n, cudaStream_t stream);
 /* dx = dy where 0 < y < 6, else 0 (TF's relu6 gradient, from the output). */
 cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void *y, gpu_dtype type, int64_t n,
                                  cudaStream_t stream);

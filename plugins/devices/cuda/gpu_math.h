@@ -138,6 +138,58 @@ static inline GPU_HD float gpu_relu6(float x) { return x > 6.0f ? 6.0f : gpu_rel
 static inline GPU_HD int gpu_relu_passes(float y) { return y > 0.0f; }
 static inline GPU_HD int gpu_relu6_passes(float y) { return y > 0.0f && y < 6.0f; }
 
+/* The activations of ABI 1.14, as torch.nn defines them (tests/support/ref_ops.c holds
+ * them to it). Their slopes take the input x, but sigmoid's and hard_sigmoid's the output
+ * y (gpu_act_slope_from_output), so those two keep only y for backward. */
+typedef enum gpu_act_kind {
+  GPU_ACT_SIGMOID = 0,
+  GPU_ACT_SILU = 1,
+  GPU_ACT_HARD_SIGMOID = 2,
+  GPU_ACT_HARD_SWISH = 3,
+  GPU_ACT_GELU = 4,      /* x Phi(x), erf */
+  GPU_ACT_GELU_TANH = 5, /* 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi) */
+} gpu_act_kind;
+
+static inline GPU_HD float gpu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline GPU_HD float gpu_hard_sigmoid(float x) { return gpu_relu6(x + 3.0f) / 6.0f; }
+static inline GPU_HD int gpu_act_slope_from_output(int act) {
+  return act == GPU_ACT_SIGMOID || act == GPU_ACT_HARD_SIGMOID;
+}
+
+static inline GPU_HD float gpu_act_value(int act, float x) {
+  const float k = 0.7978845608f, c = 0.044715f;
+  switch (act) {
+    case GPU_ACT_SIGMOID: return gpu_sigmoid(x);
+    case GPU_ACT_SILU: return x * gpu_sigmoid(x);
+    case GPU_ACT_HARD_SIGMOID: return gpu_hard_sigmoid(x);
+    case GPU_ACT_HARD_SWISH: return x * gpu_hard_sigmoid(x);
+    case GPU_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678f));
+    default: return 0.5f * x * (1.0f + tanhf(k * (x + c * x * x * x)));
+  }
+}
+
+/* f'(x) from v, which is y for the slopes from the output, x otherwise; at a kink
+ * torch's side (hard_sigmoid: 1/6 on -3 < x < 3 only, which is 0 < y < 1; hard_swish:
+ * x / 3 + 1/2 on [-3, 3], 1 above). */
+static inline GPU_HD float gpu_act_slope(int act, float v) {
+  const float k = 0.7978845608f, c = 0.044715f;
+  switch (act) {
+    case GPU_ACT_SIGMOID: return v * (1.0f - v);
+    case GPU_ACT_SILU: {
+      float s = gpu_sigmoid(v);
+      return s * (1.0f + v * (1.0f - s));
+    }
+    case GPU_ACT_HARD_SIGMOID: return v > 0.0f && v < 1.0f ? 1.0f / 6.0f : 0.0f;
+    case GPU_ACT_HARD_SWISH: return v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f;
+    case GPU_ACT_GELU:
+      return 0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f;
+    default: {
+      float t = tanhf(k * (v + c * v * v * v));
+      return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * k * (1.0f + 3.0f * c * v * v);
+    }
+  }
+}
+
 /* ---- dropout ------------------------------------------------------------------------ */
 
 /* splitmix64's finaliser: a bijective, well-mixed 64-bit function. */

@@ -1,7 +1,7 @@
 /* kernels_eltwise.cu — the elementwise kernels of gpu_kernels.h: ReLU and ReLU6 with
- * their gradients from the output, add (with a fused ReLU), gradient accumulation,
- * dropout with a mask recomputed from (seed, step, element), a convolution's bias (with
- * a fused ReLU) and its gradient.
+ * their gradients from the output, the activations of ABI 1.14 (gpu_math.h's gpu_act_value), add
+ * (with a fused ReLU), gradient accumulation, dropout with a mask recomputed from (seed, step,
+ * element), a convolution's bias (with a fused ReLU) and its gradient.
  *
  * Every element is loaded to fp32, computed with gpu_math.h's functions (what
  * tests/test_cuda_math.c checks on the host) and stored rounded to nearest even.
@@ -48,6 +48,21 @@ __global__ void relu6_backward_kernel(T *dx, const T *dy, const T *y, int64_t n)
   GPU_GRID_STRIDE(i, n) {
     float g = gpu_load(&dy[i]);
     gpu_store(&dx[i], gpu_relu6_passes(gpu_load(&y[i])) ? g : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void act_kernel(T *y, const T *x, int32_t act, int64_t n) {
+  GPU_GRID_STRIDE(i, n) gpu_store(&y[i], gpu_act_value(act, gpu_load(&x[i])));
+}
+
+/* dx may alias dy: each element is read before it is written, by the same thread. v is
+ * the op's output or input, as gpu_act_slope takes it. */
+template <typename T>
+__global__ void act_backward_kernel(T *dx, const T *dy, const T *v, int32_t act, int64_t n) {
+  GPU_GRID_STRIDE(i, n) {
+    float g = gpu_load(&dy[i]);
+    gpu_store(&dx[i], g * gpu_act_slope(act, gpu_load(&v[i])));
   }
 }
 
@@ -278,6 +293,27 @@ extern "C" cudaError_t gpu_k_relu6_backward(void *dx, const void *dy, const void
     using T = decltype(tag);
     GPU_LAUNCH(relu6_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dx,
                (const T *)dy, (const T *)y, n);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_act(void *y, const void *x, int32_t act, gpu_dtype type, int64_t n,
+                                 cudaStream_t stream) {
+  if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(act_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x, act, n);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_act_backward(void *dx, const void *dy, const void *v, int32_t act,
+                                          gpu_dtype type, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(act_backward_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)dx,
+               (const T *)dy, (const T *)v, act, n);
     return cudaGetLastError();
   });
 }

@@ -27,6 +27,11 @@ static const gpu_op ops[] = {
     {CNNB_OP_RELU6, gpu_prepare_relu6},             /* ABI 1.1 */
     {CNNB_OP_PAD_CHANNELS, gpu_prepare_pad},        /* ABI 1.2 */
     {CNNB_OP_PAD_SPATIAL, gpu_prepare_pad_spatial}, /* ABI 1.10 */
+    {CNNB_OP_SIGMOID, gpu_prepare_act},             /* ABI 1.14 */
+    {CNNB_OP_SILU, gpu_prepare_act},
+    {CNNB_OP_HARD_SIGMOID, gpu_prepare_act},
+    {CNNB_OP_HARD_SWISH, gpu_prepare_act},
+    {CNNB_OP_GELU, gpu_prepare_act},
 };
 
 const gpu_op *gpu_op_find(uint32_t op) {

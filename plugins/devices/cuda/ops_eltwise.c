@@ -1,5 +1,6 @@
 /* ops_eltwise.c — elementwise ops on the device's own kernels (gpu_kernels.h): relu and
  * relu6 (backward from the output, as the cpu device does, so the gradient needs only y),
+ * the activations of ABI 1.14 (gpu_math.h's gpu_act_value),
  * add (with the following ReLU applied inside when the planner fused one: the device
  * answers CNNB_EXT_FUSED_RELU_ADD; its gradient passes unchanged, or masked by y > 0, to
  * both inputs) and dropout (a mask recomputed in backward from (seed, step, element)).
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "gpu_device.h"
+#include "gpu_math.h"
 
 /* Nothing beyond the head is owned by these nodes: device.c frees the struct itself. */
 static void eltwise_release(gpu_device *d, gpu_node *n) {
@@ -100,6 +102,64 @@ cnnb_status gpu_prepare_relu(gpu_device *d, const cnnb_graph *g, int32_t index, 
 
 cnnb_status gpu_prepare_relu6(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   return prepare_activation(d, g, index, 1, out);
+}
+
+/* ---- the activations of ABI 1.14 ---------------------------------------------------- */
+
+typedef struct act_node {
+  gpu_node base;
+  int64_t count; /* elements of x, y, dx, dy */
+  gpu_dtype type;
+  int32_t act; /* gpu_act_kind */
+  const char *fwd_name, *bwd_name;
+} act_node;
+
+static cnnb_status act_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
+  act_node *s = (act_node *)n;
+  cudaError_t e = gpu_k_act(io->output, io->inputs[0], s->act, s->type, s->count, d->stream);
+  return gpu_cuda(d, e, n->node, s->fwd_name);
+}
+
+/* From the output for sigmoid and hard_sigmoid, from the input for the rest: what the op
+ * table keeps for each (core/src/graph/op_table.c). */
+static cnnb_status act_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
+  act_node *s = (act_node *)n;
+  void *dx = io->input_grads[0];
+  if (!dx) return CNNB_OK;
+  const void *v = gpu_act_slope_from_output(s->act) ? io->output : io->inputs[0];
+  cudaError_t e = gpu_k_act_backward(dx, io->output_grad, v, s->act, s->type, s->count, d->stream);
+  return gpu_cuda(d, e, n->node, s->bwd_name);
+}
+
+static const gpu_node_ops act_ops = {act_forward, act_backward, eltwise_release};
+
+cnnb_status gpu_prepare_act(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
+  const cnnb_node *node = cnnb_graph_node(g, index);
+  static const struct {
+    uint32_t op;
+    int32_t act;
+    const char *fwd, *bwd;
+  } acts[] = {
+      {CNNB_OP_SIGMOID, GPU_ACT_SIGMOID, "sigmoid forward", "sigmoid backward"},
+      {CNNB_OP_SILU, GPU_ACT_SILU, "silu forward", "silu backward"},
+      {CNNB_OP_HARD_SIGMOID, GPU_ACT_HARD_SIGMOID, "hard_sigmoid forward", "hard_sigmoid backward"},
+      {CNNB_OP_HARD_SWISH, GPU_ACT_HARD_SWISH, "hard_swish forward", "hard_swish backward"},
+      {CNNB_OP_GELU, GPU_ACT_GELU, "gelu forward", "gelu backward"}};
+  size_t k = 0;
+  while (k < sizeof acts / sizeof acts[0] && acts[k].op != node->op) k++;
+  if (k == sizeof acts / sizeof acts[0])
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: '%s' is not an activation", node->name);
+  cnnb_status st = check_same_shapes(d, g, index, 1, acts[k].fwd);
+  if (st) return st;
+  act_node *s = gpu_node_new(sizeof *s, &act_ops, g, index);
+  if (!s) return gpu_oom(d, node, sizeof *s, "its state");
+  s->count = cnnb_shape_count(node->shape);
+  s->type = gpu_tensor_dtype(d, g, index);
+  s->act = node->op == CNNB_OP_GELU && node->attr.gelu.tanh ? GPU_ACT_GELU_TANH : acts[k].act;
+  s->fwd_name = acts[k].fwd;
+  s->bwd_name = acts[k].bwd;
+  *out = &s->base;
+  return CNNB_OK;
 }
 
 /* ---- add ------------------------------------------------------------------------ */

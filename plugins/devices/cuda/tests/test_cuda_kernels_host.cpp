@@ -933,6 +933,68 @@ START_TEST(relu_family) {
 }
 END_TEST
 
+/* The activations of ABI 1.14 against ref_ops.c's (double, as torch.nn defines them):
+ * fp32 within 1e-5 of the element plus the tensor's scale, fp16 and bf16 within the
+ * device suite's tolerances (tests/support/tolerance.c), each plus 2^-24, their inputs and
+ * gradients rounded to the type first, and backward fed the output the forward kernel wrote where
+ * the slope comes from it (sigmoid, hard_sigmoid), against that output's slope. */
+START_TEST(activations) {
+  static const struct {
+    int32_t act;
+    uint32_t op;
+    int32_t tanh;
+    const char *name;
+  } acts[] = {{GPU_ACT_SIGMOID, CNNB_OP_SIGMOID, 0, "sigmoid"},
+              {GPU_ACT_SILU, CNNB_OP_SILU, 0, "silu"},
+              {GPU_ACT_HARD_SIGMOID, CNNB_OP_HARD_SIGMOID, 0, "hard_sigmoid"},
+              {GPU_ACT_HARD_SWISH, CNNB_OP_HARD_SWISH, 0, "hard_swish"},
+              {GPU_ACT_GELU, CNNB_OP_GELU, 0, "gelu"},
+              {GPU_ACT_GELU_TANH, CNNB_OP_GELU, 1, "gelu_tanh"}};
+  char what[160];
+  for (const auto &a : acts)
+    for (gpu_dtype t : FLOAT_TYPES)
+      for (int64_t n : {int64_t(1), int64_t(7), int64_t(257), int64_t(65537)}) {
+        const double rel = t == GPU_F32 ? 1e-5 : t == GPU_F16 ? 1e-2 : 4e-2;
+        const size_t bytes = (size_t)n * gpu_dtype_size(t);
+        const std::vector<float> x = round_all(t, random_floats(n, -6.0f, 6.0f));
+        const std::vector<float> dy = round_all(t, random_floats(n, -1.0f, 1.0f));
+        std::unique_ptr<dev> dx_(put(t, flat(n), x)), ddy(put(t, flat(n), dy));
+        dev y(bytes), dx(bytes);
+        std::vector<float> want((size_t)n), g((size_t)n);
+        ref_activation_forward(a.op, a.tanh, x.data(), n, want.data());
+        ref_activation_backward(a.op, a.tanh, x.data(), dy.data(), n, g.data());
+        auto within = [&](const std::vector<float> &ref) {
+          double scale = 0.0;
+          for (float v : ref) scale = fmax(scale, fabs(v));
+          /* + 2^-24, fp16's subnormal step: gelu's far tail (-6e-10) stores as -0 there,
+           * and 1 + erf(x) cancels in fp32 as it does in torch's kernel. */
+          return [&ref, scale, rel](size_t i) { return rel * (fabs(ref[i]) + scale) + 0x1p-24; };
+        };
+        ck_assert_int_eq(gpu_k_act(y.p, dx_->p, a.act, t, n, 0), cudaSuccess);
+        snprintf(what, sizeof what, "%s %s n %lld", a.name, type_name(t), (long long)n);
+        expect_near(what, get(t, flat(n), y), want, within(want));
+        const void *v = gpu_act_slope_from_output(a.act) ? y.p : dx_->p;
+        if (gpu_act_slope_from_output(a.act)) {
+          /* From the stored output, whose rounding (1 - y near y = 1) the slope inherits:
+           * sigmoid's y (1 - y), hard_sigmoid's 1/6 where 0 < y < 1. */
+          const std::vector<float> ys = get(t, flat(n), y);
+          for (size_t i = 0; i < ys.size(); i++) {
+            const double yi = ys[i];
+            const double slope = a.act == GPU_ACT_SIGMOID ? yi * (1.0 - yi)
+                                 : yi > 0.0 && yi < 1.0   ? 1.0 / 6.0
+                                                          : 0.0;
+            g[i] = (float)(dy[i] * slope);
+          }
+        }
+        ck_assert_int_eq(gpu_k_act_backward(dx.p, ddy->p, v, a.act, t, n, 0), cudaSuccess);
+        snprintf(what, sizeof what, "%s backward %s n %lld", a.name, type_name(t), (long long)n);
+        expect_near(what, get(t, flat(n), dx), g, within(g));
+      }
+  dev any(16);
+  ck_assert_int_eq(gpu_k_act(any.p, any.p, GPU_ACT_SILU, GPU_I32, 3, 0), cudaErrorInvalidValue);
+}
+END_TEST
+
 START_TEST(add_and_accumulate) {
   char what[160];
   for (gpu_dtype t : FLOAT_TYPES)
@@ -1577,6 +1639,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, concat_refuses_bad_parts);
   tcase_add_test(tc, concat_index_math_wide);
   tcase_add_test(tc, relu_family);
+  tcase_add_test(tc, activations);
   tcase_add_test(tc, add_and_accumulate);
   tcase_add_test(tc, dropout_mask_and_scale);
   tcase_add_test(tc, bias_and_relu);
