@@ -1075,6 +1075,9 @@ END_TEST
 
 /* ---- pools and LRN --------------------------------------------------------------------------- */
 
+/* 1: the pools are built with ceil_mode (their last windows hang past the padding). */
+static int pool_ceil_mode;
+
 static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int stride,
                        uint32_t padding, uint32_t precision, uint64_t seed) {
   device_harness h;
@@ -1084,7 +1087,8 @@ static void check_pool(uint32_t op, int n, int c, int hh, int ww, int k, int str
   cnnb_tensor x = cnnb_graph_input(g), y;
   const cnnb_pool_desc *pd = CNNB_POOL(.kernel_h = k, .kernel_w = k + 1, .stride_h = stride,
                                        .stride_w = stride, .padding = padding, .pad_top = 1,
-                                       .pad_bottom = 0, .pad_left = 0, .pad_right = 1);
+                                       .pad_bottom = 0, .pad_left = 0, .pad_right = 1,
+                                       .ceil_mode = pool_ceil_mode);
   if (op == CNNB_OP_MAX_POOL) y = cnnb_max_pool(g, "pool", x, pd);
   else if (op == CNNB_OP_AVG_POOL) y = cnnb_avg_pool(g, "pool", x, pd);
   else y = cnnb_global_avg_pool(g, "pool", x);
@@ -1125,6 +1129,13 @@ START_TEST(test_pools) {
              5); /* excludes pads */
   check_pool(CNNB_OP_AVG_POOL, 1, 4, 6, 9, 2, 1, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 6);
   check_pool(CNNB_OP_GLOBAL_AVG_POOL, 3, 6, 5, 7, 0, 0, 0, CNNB_PRECISION_FP32, 7);
+  /* ceil_mode (ABI 1.14): 9 rows, 8 columns, 3x4 / 2 -> 4 x 3 rows and columns, the last
+   * window of each hanging one past; and with explicit pads. */
+  pool_ceil_mode = 1;
+  check_pool(CNNB_OP_MAX_POOL, 2, 3, 10, 9, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 12);
+  check_pool(CNNB_OP_AVG_POOL, 2, 3, 10, 9, 3, 2, CNNB_PAD_VALID, CNNB_PRECISION_FP32, 13);
+  check_pool(CNNB_OP_MAX_POOL, 1, 4, 6, 9, 2, 2, CNNB_PAD_EXPLICIT, CNNB_PRECISION_FP32, 14);
+  pool_ceil_mode = 0;
   /* SAME on a map smaller than the window: pads 0 / 1, a window wider than the input
    * padded symmetrically (cuDNN refuses to size it; the cuda device must use its own). */
   check_pool(CNNB_OP_MAX_POOL, 2, 3, 2, 2, 3, 2, CNNB_PAD_SAME, CNNB_PRECISION_FP32, 10);

@@ -186,6 +186,7 @@ static cnnb_tensor pool(cnnb_graph *g, uint32_t op, const char *name, cnnb_tenso
   r.node.attr.window.pad_right = d.pad_right;
   r.node.attr.window.dilation_h = r.node.attr.window.dilation_w = 1;
   r.node.attr.window.groups = 1;
+  r.ceil_mode = d.ceil_mode;
   return cnnb_graph_add_op(g, &r);
 }
 

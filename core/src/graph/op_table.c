@@ -190,9 +190,40 @@ static void flops_add(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t
 
 /* ---- pooling and LRN --------------------------------------------------------------------- */
 
+/* torch's ceil_mode along one side: `out` windows (rounded down) become
+ * ceil((in + before + after - k) / s) + 1, less one when that last window would start past
+ * the input and its `before` padding; *after grows by the part of it that hangs past. */
+static void round_up_windows(int32_t in, int32_t k, int32_t s, int32_t before, int32_t *after,
+                             int32_t *out) {
+  int32_t span = in + before + *after - k;
+  int32_t up = (span + s - 1) / s + 1;
+  if ((int64_t)(up - 1) * s >= (int64_t)in + before) up--;
+  int32_t overhang = (up - 1) * s + k - (in + before + *after);
+  if (up > *out && overhang > 0) {
+    *after += overhang;
+    *out = up;
+  }
+}
+
 static bool infer_pool(cnnb_op_request *r) {
-  return cnnb_window_resolve(&r->node, r->padding, input_shape(r, 0), "window", r->error,
-                             sizeof r->error);
+  if (r->ceil_mode != 0 && r->ceil_mode != 1)
+    return cnnb_op_refuse(r, "ceil_mode %d must be 0 or 1", (int)r->ceil_mode);
+  if (r->ceil_mode && r->padding == CNNB_PAD_SAME)
+    return cnnb_op_refuse(r, "ceil_mode with SAME padding: SAME already sizes the output as "
+                             "ceil(in / stride); give VALID or EXPLICIT pads");
+  if (!cnnb_window_resolve(&r->node, r->padding, input_shape(r, 0), "window", r->error,
+                           sizeof r->error))
+    return false;
+  if (r->ceil_mode) {
+    cnnb_shape in = input_shape(r, 0);
+    round_up_windows(in.h, r->node.attr.window.kernel_h, r->node.attr.window.stride_h,
+                     r->node.attr.window.pad_top, &r->node.attr.window.pad_bottom,
+                     &r->node.shape.h);
+    round_up_windows(in.w, r->node.attr.window.kernel_w, r->node.attr.window.stride_w,
+                     r->node.attr.window.pad_left, &r->node.attr.window.pad_right,
+                     &r->node.shape.w);
+  }
+  return true;
 }
 
 static void flops_max_pool(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {

@@ -35,6 +35,7 @@ typedef struct cnnb_op_request {
   uint32_t padding;  /* window ops: CNNB_PAD_SAME / VALID / EXPLICIT, the explicit
                         pads in node.attr.window; the rule resolves them */
   int32_t flatten;   /* reshape: the target is the input flattened */
+  int32_t ceil_mode; /* max / avg pool: the output size rounded up (cnnb_pool_desc) */
   cnnb_init init[2]; /* conv2d, dense: weights (CNNB_INIT_DEFAULT: the op's), bias */
   int32_t no_desc;   /* the caller passed a NULL desc the op needs */
   int32_t by_host;   /* input, labels, loss: the host's own nodes, which may read

@@ -138,6 +138,11 @@ typedef struct cnnb_pool_desc {
   int32_t stride_h, stride_w; /* kernel size */
   uint32_t padding;           /* CNNB_PAD_DEFAULT: VALID */
   int32_t pad_top, pad_bottom, pad_left, pad_right;
+  /* ABI 1.14: 1 rounds the output size up, as torch's ceil_mode=True (SqueezeNet,
+   * GoogLeNet): a last window that starts inside the input or its top / left padding is
+   * kept, and the part of it past the bottom / right padding is more padding (left out of
+   * the max and of the average). VALID or EXPLICIT padding only. 0: rounded down. */
+  int32_t ceil_mode;
 } cnnb_pool_desc;
 
 typedef struct cnnb_lrn_desc {
@@ -241,7 +246,8 @@ _Static_assert(sizeof(cnnb_init) == 8, "ABI: cnnb_init layout");
 _Static_assert(sizeof(cnnb_conv2d_desc) == 72, "ABI: grow cnnb_conv2d_desc only by appending");
 _Static_assert(sizeof(cnnb_batch_norm_desc) == 16,
                "ABI: grow cnnb_batch_norm_desc only by appending");
-_Static_assert(sizeof(cnnb_pool_desc) == 40, "ABI: grow cnnb_pool_desc only by appending");
+_Static_assert(offsetof(cnnb_pool_desc, ceil_mode) == 40, "ABI: 1.14 layout moved");
+_Static_assert(sizeof(cnnb_pool_desc) == 44, "ABI: grow cnnb_pool_desc only by appending");
 _Static_assert(sizeof(cnnb_lrn_desc) == 20, "ABI: grow cnnb_lrn_desc only by appending");
 _Static_assert(sizeof(cnnb_dense_desc) == 24, "ABI: grow cnnb_dense_desc only by appending");
 _Static_assert(sizeof(cnnb_param) == 72, "ABI: grow cnnb_param only by appending");

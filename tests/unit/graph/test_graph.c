@@ -183,6 +183,31 @@ START_TEST(test_pool_shapes) {
   cnnb_tensor e = cnnb_global_avg_pool(g2, "e", d);
   ck_assert_shape(g2, e, 1, 64, 1, 1);
   ck_assert_int_eq(cnnb_graph_node(g2, e)->attr.window.kernel_h, 55);
+  /* ceil_mode (torch's): 3x3 / 2 on 14 x 55 -> ceil(11 / 2) + 1 = 7 rows (the last window
+   * hangs one row past: pad_bottom 1), 55 columns fit exactly -> 27, as rounded down. */
+  cnnb_graph *g3 = cnnb_graph_create(1, 8, 14, 55, 10);
+  cnnb_tensor f = cnnb_max_pool(g3, "f", 0,
+                                CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .stride_h = 2,
+                                          .stride_w = 2, .ceil_mode = 1));
+  ck_assert_shape(g3, f, 1, 8, 7, 27);
+  ck_assert_pads(g3, f, 0, 1, 0, 0);
+  ck_assert_int_eq(cnnb_graph_status(g3), CNNB_OK);
+  cnnb_max_pool(g3, "same", 0,
+                CNNB_POOL(.kernel_h = 3, .kernel_w = 3, .padding = CNNB_PAD_SAME, .ceil_mode = 1));
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g3), "ceil_mode with SAME padding"));
+  cnnb_graph_destroy(g3);
+  /* A window that would start in the bottom padding is not kept: 2x2 / 2 with 1 pad all
+   * round on 5 -> ceil(5 / 2) + 1 = 4 would start at row 6, past 5 + 1: 3, pads as given. */
+  cnnb_graph *g4 = cnnb_graph_create(1, 8, 5, 5, 10);
+  cnnb_tensor h = cnnb_avg_pool(g4, "h", 0,
+                                CNNB_POOL(.kernel_h = 2, .kernel_w = 2,
+                                          .padding = CNNB_PAD_EXPLICIT, .pad_top = 1,
+                                          .pad_bottom = 1, .pad_left = 1, .pad_right = 1,
+                                          .ceil_mode = 1));
+  ck_assert_shape(g4, h, 1, 8, 3, 3);
+  ck_assert_pads(g4, h, 1, 1, 1, 1);
+  ck_assert_int_eq(cnnb_graph_status(g4), CNNB_OK);
+  cnnb_graph_destroy(g4);
   ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_status(g2), CNNB_OK);
   cnnb_graph_destroy(g);
