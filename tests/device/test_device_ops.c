@@ -1464,6 +1464,122 @@ START_TEST(test_dropout) {
 }
 END_TEST
 
+/* ---- stochastic depth (ABI 1.14) ------------------------------------------------------------ */
+
+/* Image b of y (per = elements per image) as kept (every element x / keep, as dropout
+ * scales) or dropped (every element 0); 1: kept. */
+static int image_kept(const float *x, const float *y, int64_t per, int b, float keep) {
+  const float one_rounding = (float)tol_of(CNNB_PRECISION_FP32)->one_rounding;
+  int kept = y[(int64_t)b * per] != 0.0f;
+  for (int64_t i = (int64_t)b * per; i < (int64_t)(b + 1) * per; i++)
+    if (kept)
+      ck_assert_msg(fabsf(y[i] - x[i] / keep) <= one_rounding * fabsf(y[i]),
+                    "image %d kept, element %lld is %g, want %g", b, (long long)i, (double)y[i],
+                    (double)(x[i] / keep));
+    else
+      ck_assert_msg(y[i] == 0.0f, "image %d dropped, element %lld is %g", b, (long long)i,
+                    (double)y[i]);
+  return kept;
+}
+
+/* Each image whole, kept and scaled or dropped; backward the same mask; one step one
+ * mask; inference, and drop_prob 0, the identity; drop_prob 1 drops all. Then after a
+ * conv of 13 filters (a blocked layout on oneDNN, channels padded), whole images still. */
+START_TEST(test_stochastic_depth) {
+  const float drop = 0.5f, keep = 1.0f - drop;
+  const int n = 16, c = 5, hh = 4, ww = 3;
+  const int64_t per = (int64_t)c * hh * ww, count = n * per;
+  float *x = zeros(count), *y = zeros(count), *y2 = zeros(count), *dy = zeros(count),
+        *dx = zeros(count);
+  uint64_t seed = 5;
+  for (int64_t i = 0; i < count; i++) {
+    x[i] = uniform(&seed, 0.5f, 1.5f); /* never zero: a zero output means dropped */
+    dy[i] = uniform(&seed, 0.5f, 1.5f);
+  }
+  device_harness h;
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  if (h.dv->supports_op && !h.dv->supports_op(h.dev, CNNB_OP_STOCHASTIC_DEPTH)) {
+    printf("%s does not run stochastic_depth (supports_op): skipped\n", h.name);
+    device_harness_close(&h);
+    return;
+  }
+  for (int k = 0; k < 3; k++) {
+    const float p = k == 0 ? drop : k == 1 ? 0.0f : 1.0f, kp = 1.0f - p;
+    cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+    cnnb_tensor t = cnnb_stochastic_depth(g, "sd", cnnb_graph_input(g), p);
+    device_run *r = make_run(&h, g);
+    RUN_OK(&h, device_run_forward(r, x, NULL, 11));
+    RUN_OK(&h, device_run_activation(r, t, y));
+    int kept = 0;
+    for (int b = 0; b < n; b++) kept += p < 1.0f ? image_kept(x, y, per, b, kp) : 0;
+    if (p == 1.0f)
+      for (int64_t i = 0; i < count; i++) ck_assert_msg(y[i] == 0.0f, "drop_prob 1: %g", y[i]);
+    else if (p == 0.0f) ck_assert_int_eq(kept, n);
+    else /* Binomial(16, 1/2): 2 to 14 but once in ~2000 seeds; this one is fixed. */
+      ck_assert_msg(kept > 1 && kept < n - 1, "%d of %d images kept", kept, n);
+    if (k == 0) {
+      RUN_OK(&h, device_run_backward(r, t, dy, 1.0f, 11));
+      RUN_OK(&h, device_run_gradient(r, 0, dx));
+      for (int b = 0; b < n; b++)
+        ck_assert_int_eq(image_kept(dy, dx, per, b, keep), y[(int64_t)b * per] != 0.0f);
+      RUN_OK(&h, device_run_forward(r, x, NULL, 11));
+      RUN_OK(&h, device_run_activation(r, t, y2));
+      ck_assert(memcmp(y, y2, (size_t)count * sizeof *y) == 0);
+    }
+    device_run_destroy(r);
+    cnnb_graph_destroy(g);
+  }
+  device_harness_close(&h);
+
+  /* Inference: the identity. */
+  if (open_device(&h, CNNB_PRECISION_FP32, 0)) return;
+  cnnb_graph *g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor t = cnnb_stochastic_depth(g, "sd", cnnb_graph_input(g), drop);
+  device_run *r = make_run(&h, g);
+  RUN_OK(&h, device_run_forward(r, x, NULL, 11));
+  RUN_OK(&h, device_run_activation(r, t, y));
+  ck_assert(memcmp(x, y, (size_t)count * sizeof *y) == 0);
+  device_run_destroy(r);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+
+  /* After a conv: whole images on the conv's layout. */
+  if (open_device(&h, CNNB_PRECISION_FP32, 1)) return;
+  g = cnnb_graph_create(n, c, hh, ww, 10);
+  cnnb_tensor conv = cnnb_conv2d(g, "conv", cnnb_graph_input(g),
+                                 CNNB_CONV2D(.filters = 13, .kernel_h = 3, .kernel_w = 3));
+  t = cnnb_stochastic_depth(g, "sd", conv, drop);
+  r = make_run(&h, g);
+  float *params = zeros(cnnb_graph_param_arena_count(g));
+  for (int64_t i = 0; i < cnnb_graph_param_arena_count(g); i++)
+    params[i] = uniform(&seed, 0.05f, 0.15f); /* positive weights, positive images: y > 0 */
+  RUN_OK(&h, device_run_set_params(r, params, NULL));
+  RUN_OK(&h, device_run_forward(r, x, NULL, 11));
+  int64_t cper = 13 * (int64_t)hh * ww;
+  float *cy = zeros(n * cper);
+  RUN_OK(&h, device_run_activation(r, t, cy));
+  int kept = 0;
+  for (int b = 0; b < n; b++) {
+    int zero = 0;
+    for (int64_t i = (int64_t)b * cper; i < (int64_t)(b + 1) * cper; i++) zero += cy[i] == 0.0f;
+    ck_assert_msg(zero == 0 || zero == cper, "image %d: %d of %lld elements zero", b, zero,
+                  (long long)cper);
+    kept += zero == 0;
+  }
+  ck_assert_msg(kept > 1 && kept < n - 1, "after the conv, %d of %d images kept", kept, n);
+  free(params);
+  free(cy);
+  device_run_destroy(r);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+  free(x);
+  free(y);
+  free(y2);
+  free(dy);
+  free(dx);
+}
+END_TEST
+
 /* ---- update, all_finite, accumulate ---------------------------------------------------------- */
 
 /* Host floats into a new device buffer, and back: update and all_finite work on device
@@ -1675,6 +1791,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_add_fused_relu);
   tcase_add_test(tc, test_softmax_xent);
   tcase_add_test(tc, test_dropout);
+  tcase_add_test(tc, test_stochastic_depth);
   tcase_add_test(tc, test_update_matches_reference);
   tcase_add_test(tc, test_all_finite);
   tcase_add_test(tc, test_precision_refusals_and_description);

@@ -269,6 +269,12 @@ cnnb_tensor cnnb_gelu(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t ta
   return cnnb_graph_add_op(g, &r);
 }
 
+cnnb_tensor cnnb_stochastic_depth(cnnb_graph *g, const char *name, cnnb_tensor x, float drop_prob) {
+  cnnb_op_request r = request(CNNB_OP_STOCHASTIC_DEPTH, name, 1, &x);
+  r.node.attr.stochastic_depth.drop_prob = drop_prob;
+  return cnnb_graph_add_op(g, &r);
+}
+
 cnnb_tensor cnnb_dropout(cnnb_graph *g, const char *name, cnnb_tensor x, float keep_prob) {
   cnnb_op_request r = request(CNNB_OP_DROPOUT, name, 1, &x);
   r.node.attr.dropout.keep_prob = keep_prob;

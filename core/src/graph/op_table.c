@@ -170,6 +170,14 @@ static bool infer_dropout(cnnb_op_request *r) {
   return true;
 }
 
+static bool infer_stochastic_depth(cnnb_op_request *r) {
+  const float p = r->node.attr.stochastic_depth.drop_prob;
+  if (!(p >= 0.0f && p <= 1.0f))
+    return cnnb_op_refuse(r, "drop_prob %g must be in [0, 1]", (double)p);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
 static void flops_dropout(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
   *flops = 2 * per_image(n->shape); /* mask compare, scale */
 }
@@ -695,6 +703,17 @@ static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
             .flops = flops_gelu,
             .backward_inputs = 1u,
             .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_STOCHASTIC_DEPTH] =
+        {
+            .op = CNNB_OP_STOCHASTIC_DEPTH,
+            .name = "stochastic_depth",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_stochastic_depth,
+            .flops = flops_dropout,                   /* a mask and a scale, as dropout's */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* the mask is recomputed */
         },
 };
 

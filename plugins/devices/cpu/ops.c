@@ -33,6 +33,7 @@ static const cpu_op ops[] = {
     {CNNB_OP_HARD_SIGMOID, cpu_layout_same, cpu_prepare_activation},
     {CNNB_OP_HARD_SWISH, cpu_layout_same, cpu_prepare_activation},
     {CNNB_OP_GELU, cpu_layout_same, cpu_prepare_activation},
+    {CNNB_OP_STOCHASTIC_DEPTH, cpu_layout_same, cpu_prepare_dropout},
 };
 
 const cpu_op *cpu_op_find(uint32_t op) {

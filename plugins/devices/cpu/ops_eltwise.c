@@ -8,6 +8,7 @@
  * Dropout's mask is a pure function of (seed, step, node, element), so backward
  * recomputes it instead of keeping it, and a run is reproducible. Elements are taken in
  * the buffer's physical order; a blocked layout's padding is zero and stays zero. */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,7 +327,10 @@ done:
 typedef struct dropout_node {
   cpu_node base;
   float keep;
-  int64_t count; /* elements of the buffer, padding included */
+  int64_t count;      /* elements of the buffer, padding included */
+  int64_t per_sample; /* stochastic depth: the elements of one image (every layout here keeps
+                         an image's elements, padding included, together: N outermost), one
+                         draw each; 0: one draw per element (dropout) */
   int bf16;
 } dropout_node;
 
@@ -356,16 +360,20 @@ typedef struct mask_job {
 
 static void apply_mask(void *ctx, int64_t begin, int64_t end) {
   const mask_job *job = ctx;
-  const float keep = job->s->keep, scale = 1.0f / keep;
+  const float keep = job->s->keep, scale = 1.0f / keep; /* keep 0: never kept, never used */
+  const int64_t per = job->s->per_sample;
   if (job->s->bf16) {
     const uint16_t *x = job->in;
     uint16_t *y = job->out;
     for (int64_t i = begin; i < end; i++)
-      y[i] = kept(job->key, i, keep) ? cpu_f32_to_bf16(cpu_bf16_to_f32(x[i]) * scale) : 0;
+      y[i] = kept(job->key, per ? i / per : i, keep)
+                 ? cpu_f32_to_bf16(cpu_bf16_to_f32(x[i]) * scale)
+                 : 0;
   } else {
     const float *x = job->in;
     float *y = job->out;
-    for (int64_t i = begin; i < end; i++) y[i] = kept(job->key, i, keep) ? x[i] * scale : 0.0f;
+    for (int64_t i = begin; i < end; i++)
+      y[i] = kept(job->key, per ? i / per : i, keep) ? x[i] * scale : 0.0f;
   }
 }
 
@@ -402,13 +410,29 @@ static void dropout_release(cpu_device *d, cpu_node *n) { free(n); }
 
 static const cpu_node_ops dropout_ops = {dropout_forward, dropout_backward, dropout_release};
 
+/* Whether each image's elements are one contiguous run of md's buffer: N not blocked and
+ * its stride the largest. */
+static bool images_outermost(const dnnl_memory_desc_t *md) {
+  if (md->dims[0] == 1) return true;
+  if (md->format_kind != dnnl_blocked) return false;
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  for (int i = 0; i < b->inner_nblks; i++)
+    if (b->inner_idxs[i] == 0) return false;
+  for (int i = 1; i < md->ndims; i++)
+    if (b->strides[i] > b->strides[0]) return false;
+  return true;
+}
+
+/* Dropout, and stochastic depth as dropout of whole images (keep 1 - drop_prob). */
 cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
-  float keep = node->attr.dropout.keep_prob;
-  if (!(keep > 0.0f && keep <= 1.0f))
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: dropout '%s': keep_prob %g is not in (0, 1]",
-                      node->name, (double)keep);
+  const bool per_sample = node->op == CNNB_OP_STOCHASTIC_DEPTH;
+  float keep = per_sample ? 1.0f - node->attr.stochastic_depth.drop_prob
+                          : node->attr.dropout.keep_prob;
+  if (!(keep >= (per_sample ? 0.0f : FLT_MIN) && keep <= 1.0f))
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cpu: %s '%s': keep probability %g is out of range",
+                      per_sample ? "stochastic_depth" : "dropout", node->name, (double)keep);
   const dnnl_memory_desc_t *md = &p->md[index];
   if (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16)
     return cnnb_error(d->ctx, CNNB_EUNSUPPORTED, "cpu: dropout '%s': data type %d", node->name,
@@ -419,6 +443,14 @@ cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
   s->keep = keep;
   s->bf16 = md->data_type == dnnl_bf16;
   s->count = (int64_t)(dnnl_memory_desc_get_size(md) / (s->bf16 ? 2 : 4));
+  s->per_sample = per_sample ? s->count / node->shape.n : 0;
+  if (per_sample && !images_outermost(md)) {
+    free(s);
+    return cnnb_error(d->ctx, CNNB_EUNSUPPORTED,
+                      "cpu: stochastic_depth '%s': its input's layout interleaves the images "
+                      "(a batch-blocked format), which a per-image mask cannot walk",
+                      node->name);
+  }
   *out = &s->base;
   return CNNB_OK;
 }

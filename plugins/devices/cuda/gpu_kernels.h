@@ -152,6 +152,12 @@ cudaError_t gpu_k_dropout(void *y, const void *x, gpu_dtype type, int64_t n, flo
 cudaError_t gpu_k_dropout_backward(void *dx, const void *dy, gpu_dtype type, int64_t n,
                                    float keep_prob, uint32_t seed, uint64_t step,
                                    cudaStream_t stream);
+/* Stochastic depth, forward (of x) and backward (of dy) alike: image i / per_sample kept
+ * with keep_prob (in [0, 1]; 0 drops every image) and scaled by 1 / keep_prob, else 0;
+ * the draw is dropout's, per image instead of per element. */
+cudaError_t gpu_k_sample_dropout(void *y, const void *x, gpu_dtype type, int64_t n,
+                                 int64_t per_sample, float keep_prob, uint32_t seed, uint64_t step,
+                                 cudaStream_t stream);
 /* y += bias[c] per channel, then max(y, 0) when relu (a convolution's bias and fused
  * ReLU). bias: C fp32 values. */
 cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, const float *bias, int32_t relu,

@@ -90,6 +90,18 @@ __global__ void dropout_kernel(T *y, const T *x, int64_t n, uint64_t key, uint64
   }
 }
 
+/* Stochastic depth: one draw per image of per_sample elements (NCHW and NHWC alike keep
+ * an image's elements together), kept images scaled, dropped ones zero. */
+template <typename T>
+__global__ void sample_dropout_kernel(T *y, const T *x, int64_t n, int64_t per_sample, uint64_t key,
+                                      uint64_t threshold, float scale) {
+  GPU_GRID_STRIDE(i, n) {
+    float v = gpu_load(&x[i]);
+    gpu_store(&y[i],
+              gpu_dropout_keep_at(key, threshold, i / per_sample) ? gpu_fmul(v, scale) : 0.0f);
+  }
+}
+
 /* y = y + bias[c], then ReLU when asked; bias NULL: ReLU only. */
 template <typename T>
 __global__ void bias_relu_kernel(T *y, int64_t n, gpu_dims dims, const float *bias, int32_t relu) {
@@ -366,6 +378,22 @@ extern "C" cudaError_t gpu_k_dropout_backward(void *dx, const void *dy, gpu_dtyp
                                               float keep_prob, uint32_t seed, uint64_t step,
                                               cudaStream_t stream) {
   return dropout_launch(dx, dy, type, n, keep_prob, seed, step, stream);
+}
+
+extern "C" cudaError_t gpu_k_sample_dropout(void *y, const void *x, gpu_dtype type, int64_t n,
+                                            int64_t per_sample, float keep_prob, uint32_t seed,
+                                            uint64_t step, cudaStream_t stream) {
+  if (!(keep_prob >= 0.0f && keep_prob <= 1.0f) || per_sample <= 0) return cudaErrorInvalidValue;
+  if (n <= 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  const uint64_t key = gpu_dropout_key(seed, step);
+  const uint64_t threshold = gpu_dropout_threshold(keep_prob);
+  const float scale = keep_prob > 0.0f ? 1.0f / keep_prob : 0.0f;
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(sample_dropout_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y,
+               (const T *)x, n, per_sample, key, threshold, scale);
+    return cudaGetLastError();
+  });
 }
 
 extern "C" cudaError_t gpu_k_bias_relu(void *y, gpu_dims dims, gpu_dtype type, const float *bias,

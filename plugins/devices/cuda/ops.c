@@ -32,6 +32,7 @@ static const gpu_op ops[] = {
     {CNNB_OP_HARD_SIGMOID, gpu_prepare_act},
     {CNNB_OP_HARD_SWISH, gpu_prepare_act},
     {CNNB_OP_GELU, gpu_prepare_act},
+    {CNNB_OP_STOCHASTIC_DEPTH, gpu_prepare_dropout},
 };
 
 const gpu_op *gpu_op_find(uint32_t op) {

@@ -243,7 +243,20 @@ typedef struct dropout_node {
   gpu_dtype type;
   float keep;
   uint32_t seed;
+  int64_t per_sample; /* stochastic depth: the elements of one image, one draw each; 0:
+                         one draw per element (dropout) */
 } dropout_node;
+
+/* The node's mask applied to `in` (x forward, dy backward): the same map both ways. */
+static cudaError_t apply_mask(gpu_device *d, const dropout_node *s, void *out, const void *in,
+                              uint64_t step, int backward) {
+  if (s->per_sample)
+    return gpu_k_sample_dropout(out, in, s->type, s->count, s->per_sample, s->keep, s->seed, step,
+                                d->stream);
+  return backward
+             ? gpu_k_dropout_backward(out, in, s->type, s->count, s->keep, s->seed, step, d->stream)
+             : gpu_k_dropout(out, in, s->type, s->count, s->keep, s->seed, step, d->stream);
+}
 
 /* splitmix64's finaliser, folded to 32 bits. */
 static uint32_t node_seed(uint32_t run_seed, int32_t index) {
@@ -260,10 +273,8 @@ static cnnb_status dropout_forward(gpu_device *d, gpu_node *n, const cnnb_node_i
   if (!d->cfg.training || s->keep >= 1.0f)
     return copy_buffer(d, io->output, io->inputs[0], s->count, s->type, n->node,
                        "dropout forward copy");
-  return gpu_cuda(d,
-                  gpu_k_dropout(io->output, io->inputs[0], s->type, s->count, s->keep, s->seed,
-                                io->step, d->stream),
-                  n->node, "dropout forward");
+  return gpu_cuda(d, apply_mask(d, s, io->output, io->inputs[0], io->step, 0), n->node,
+                  "dropout forward");
 }
 
 static cnnb_status dropout_backward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
@@ -272,21 +283,22 @@ static cnnb_status dropout_backward(gpu_device *d, gpu_node *n, const cnnb_node_
   if (!dx) return CNNB_OK;
   if (s->keep >= 1.0f)
     return copy_buffer(d, dx, io->output_grad, s->count, s->type, n->node, "dropout backward copy");
-  return gpu_cuda(d,
-                  gpu_k_dropout_backward(dx, io->output_grad, s->type, s->count, s->keep, s->seed,
-                                         io->step, d->stream),
-                  n->node, "dropout backward");
+  return gpu_cuda(d, apply_mask(d, s, dx, io->output_grad, io->step, 1), n->node,
+                  "dropout backward");
 }
 
 static const gpu_node_ops dropout_ops = {dropout_forward, dropout_backward, eltwise_release};
 
+/* Dropout, and stochastic depth as dropout of whole images (keep 1 - drop_prob). */
 cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out) {
   const cnnb_node *node = cnnb_graph_node(g, index);
-  float keep = node->attr.dropout.keep_prob;
-  if (!(keep > 0.0f && keep <= 1.0f))
-    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: dropout '%s': keep_prob %g is not in (0, 1]",
-                      node->name, (double)keep);
-  cnnb_status st = check_same_shapes(d, g, index, 1, "dropout");
+  const int per_sample = node->op == CNNB_OP_STOCHASTIC_DEPTH;
+  float keep = per_sample ? 1.0f - node->attr.stochastic_depth.drop_prob
+                          : node->attr.dropout.keep_prob;
+  if (!(keep >= 0.0f && keep <= 1.0f) || (!per_sample && keep == 0.0f))
+    return cnnb_error(d->ctx, CNNB_EINVAL, "cuda: %s '%s': keep probability %g is out of range",
+                      per_sample ? "stochastic_depth" : "dropout", node->name, (double)keep);
+  cnnb_status st = check_same_shapes(d, g, index, 1, per_sample ? "stochastic_depth" : "dropout");
   if (st) return st;
   dropout_node *s = gpu_node_new(sizeof *s, &dropout_ops, g, index);
   if (!s) return gpu_oom(d, node, sizeof *s, "its state");
@@ -294,6 +306,7 @@ cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t inde
   s->type = gpu_tensor_dtype(d, g, index);
   s->keep = keep;
   s->seed = node_seed(d->cfg.seed, index);
+  s->per_sample = per_sample ? s->count / node->shape.n : 0;
   *out = &s->base;
   return CNNB_OK;
 }

@@ -79,7 +79,11 @@ typedef enum cnnb_op {
   CNNB_OP_HARD_SWISH = 22,   /* x * relu6(x + 3) / 6: torch.nn.Hardswish */
   CNNB_OP_GELU = 23,         /* x * Phi(x), Phi the normal CDF (erf); attr.gelu.tanh: the tanh
                                 approximation, torch's approximate='tanh' */
-  CNNB_OP_COUNT_ = 24
+  /* training: each image of the batch dropped whole (zeros) with probability
+     attr.stochastic_depth.drop_prob, else scaled by 1 / (1 - drop_prob), torchvision's
+     StochasticDepth(mode="row") on a residual branch; inference: identity */
+  CNNB_OP_STOCHASTIC_DEPTH = 24,
+  CNNB_OP_COUNT_ = 25
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -236,6 +240,9 @@ typedef struct cnnb_node {
     struct {
       int32_t tanh; /* 1: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); 0: erf */
     } gelu;         /* gelu (1.14) */
+    struct {
+      float drop_prob;  /* [0, 1]: 1 drops every image */
+    } stochastic_depth; /* stochastic_depth (1.14) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -305,6 +312,11 @@ CNNB_EXPORT cnnb_tensor cnnb_silu(cnnb_graph *g, const char *name, cnnb_tensor x
 CNNB_EXPORT cnnb_tensor cnnb_hard_sigmoid(cnnb_graph *g, const char *name, cnnb_tensor x);
 CNNB_EXPORT cnnb_tensor cnnb_hard_swish(cnnb_graph *g, const char *name, cnnb_tensor x);
 CNNB_EXPORT cnnb_tensor cnnb_gelu(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t tanh);
+/* ABI 1.14: CNNB_OP_STOCHASTIC_DEPTH, a residual branch dropped per image in training
+ * (EfficientNet, ConvNeXt); the mask, like dropout's, is a function of the run's seed,
+ * the step and the node, so backward and a rerun of the step see the same one. */
+CNNB_EXPORT cnnb_tensor cnnb_stochastic_depth(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                              float drop_prob);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
