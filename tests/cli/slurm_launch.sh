@@ -35,14 +35,9 @@ fail() {
 slurm_up
 work=$(mktemp -d)
 trap 'slurm_down; rm -rf "$work"' EXIT
-srun --mpi=list >"$work/mpi_list" 2>&1 || fail "srun --mpi=list: $(cat "$work/mpi_list")"
-grep -qw pmix "$work/mpi_list" || { echo "SKIP: this Slurm has no pmix plugin: $(tr '\n' ' ' <"$work/mpi_list")"; exit 77; }
-
-# The tasks are started by slurmd with srun's environment: OpenMPI allowed as root (CI
-# runs as root), shared memory and loopback TCP only, as tests/support/mpi.sh gives mpirun
-# (and, under the sanitizers, its LSAN_OPTIONS: leaks are checked in the tasks too).
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+# The tasks are started by slurmd with srun's environment: slurm_mpi_pmix's OpenMPI
+# settings and, under the sanitizers, mpi.sh's LSAN_OPTIONS (leaks are checked in them).
+slurm_mpi_pmix "$work/mpi_list"
 
 # step NAME ARGS...: srun ARGS (bounded: a hung step fails the test instead of holding
 # CI); stdout to NAME.out, stderr to NAME.err, srun's status in $rc.

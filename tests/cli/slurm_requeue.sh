@@ -38,12 +38,9 @@ fail() {
 slurm_up
 work=$(mktemp -d)
 trap 'slurm_down; rm -rf "$work"' EXIT
-srun --mpi=list 2>&1 | grep -qw pmix || { echo "SKIP: this Slurm has no pmix plugin (srun --mpi=list)"; exit 77; }
-
-# As tests/cli/slurm_launch.sh: OpenMPI as root, shared memory and loopback only; the job
-# gets this environment (sbatch's --export=ALL), cnnbench from this build on its PATH.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+# The job gets slurm_mpi_pmix's OpenMPI environment (sbatch's --export=ALL), and cnnbench
+# from this build on its PATH.
+slurm_mpi_pmix "$work/mpi_list"
 PATH="$(dirname "$CNNBENCH"):$PATH"
 
 # The script: the ```bash block after the page's marker comment.

@@ -21,11 +21,7 @@ fail() {
 slurm_up
 work=$(mktemp -d)
 trap 'slurm_down; rm -rf "$work"' EXIT
-srun --mpi=list >"$work/mpi_list" 2>&1 || fail "srun --mpi=list: $(cat "$work/mpi_list")"
-grep -qw pmix "$work/mpi_list" || { echo "SKIP: this Slurm has no pmix plugin: $(tr '\n' ' ' <"$work/mpi_list")"; exit 77; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+slurm_mpi_pmix "$work/mpi_list"
 export CNNB_PLUGIN_PATH="$CNNB_BUILD_DIR/fixtures/tune" OMP_WAIT_POLICY=passive
 
 cat >"$work/space" <<'SPACE'

@@ -14,6 +14,11 @@
 #                          every node is idle; skips (exit 77, with the daemons' last log
 #                          lines) when Slurm cannot start here. Exports SLURM_CONF, so
 #                          srun, sbatch, scancel, squeue, scontrol talk to this cluster.
+#   slurm_mpi_pmix FILE    after slurm_up: `srun --mpi=list` into FILE (its failure fails
+#                          the test, with the daemons' logs), a skip (77) without the pmix
+#                          plugin, and the tasks' OpenMPI environment exported: as root,
+#                          shared memory and loopback TCP only, as tests/support/mpi.sh
+#                          gives mpirun (tasks and sbatch jobs inherit it)
 #   slurm_down             stops the daemons by their pids and every job step they left
 #                          (the exit trap calls it, also after HUP, INT or TERM; a test
 #                          with its own EXIT trap calls it there)
@@ -207,6 +212,17 @@ EOF
     sleep 0.5
   done
   slurm_skip "the nodes are not idle after 60 s: ${states:-sinfo answered nothing}"
+}
+
+slurm_mpi_pmix() {
+  if ! srun --mpi=list >"$1" 2>&1; then
+    echo "FAIL: srun --mpi=list: $(cat "$1")"
+    slurm_logs
+    exit 1
+  fi
+  grep -qw pmix "$1" || { echo "SKIP: this Slurm has no pmix plugin: $(tr '\n' ' ' <"$1")"; exit 77; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 }
 
 slurm_down() {
