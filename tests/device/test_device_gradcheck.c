@@ -356,6 +356,45 @@ START_TEST(test_activation_chain) {
 }
 END_TEST
 
+/* The ops of ABI 1.14 that own parameters or join two tensors, as the modern blocks use
+ * them: a squeeze-and-excitation gate (pool, two 1x1 convs, sigmoid, multiply) and a
+ * ConvNeXt block (depthwise conv, layer norm, pointwise convs with gelu, layer scale,
+ * the residual add), then an equal-shape multiply. */
+START_TEST(test_modern_blocks) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 5, 5, 4);
+  cnnb_tensor x = cnnb_conv2d(g, "stem", cnnb_graph_input(g),
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor s = cnnb_global_avg_pool(g, "se/pool", x);
+  s = cnnb_silu(g, "se/silu",
+                cnnb_conv2d(g, "se/reduce", s,
+                            CNNB_CONV2D(.filters = 2, .kernel_h = 1, .kernel_w = 1,
+                                        .use_bias = 1)));
+  s = cnnb_sigmoid(g, "se/gate",
+                   cnnb_conv2d(g, "se/expand", s,
+                               CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1,
+                                           .use_bias = 1)));
+  x = cnnb_multiply(g, "se/scale", x, s);
+  cnnb_tensor b = cnnb_conv2d(g, "block/dw", x,
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3, .groups = 8,
+                                          .use_bias = 1));
+  b = cnnb_layer_norm(g, "block/norm", b, 1e-6f);
+  b = cnnb_gelu(g, "block/gelu",
+                cnnb_conv2d(g, "block/pw1", b,
+                            CNNB_CONV2D(.filters = 16, .kernel_h = 1, .kernel_w = 1,
+                                        .use_bias = 1)),
+                0);
+  b = cnnb_conv2d(g, "block/pw2", b,
+                  CNNB_CONV2D(.filters = 8, .kernel_h = 1, .kernel_w = 1, .use_bias = 1));
+  b = cnnb_channel_scale(g, "block/layer_scale", b, 0.5f);
+  x = cnnb_add(g, "block/add", x, b);
+  x = cnnb_multiply(g, "square", x, cnnb_layer_norm(g, "norm2", x, 1e-5f));
+  x = cnnb_global_avg_pool(g, "gap", x);
+  cnnb_tensor logits = cnnb_dense(g, "logits", x, CNNB_DENSE(.units = 4, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  gradcheck(g, 43);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("device_gradcheck");
   TCase *tc = tcase_create("graphs");
@@ -365,6 +404,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_inception_block);
   tcase_add_test(tc, test_factorized_reduction);
   tcase_add_test(tc, test_activation_chain);
+  tcase_add_test(tc, test_modern_blocks);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -675,6 +675,217 @@ START_TEST(test_activations) {
 }
 END_TEST
 
+/* ---- multiply, layer norm, channel scale (ABI 1.14) ------------------------------------- */
+
+static bool device_runs_op(device_harness *h, uint32_t op, const char *name) {
+  activation_case a = {op, 0, name};
+  return device_runs(h, &a);
+}
+
+/* y = multiply(x, gate). gate_kind 0: the squeeze-and-excitation shape, gate =
+ * global_avg_pool(x) [N, C, 1, 1]; 1: multiply(x, x), one tensor as both inputs (its
+ * gradient is 2 dy x); 2: as 0 after a conv (its blocked layout; the pooled gate's may
+ * differ). x feeds both inputs, so dx sums both paths. */
+static void check_multiply(int gate_kind, uint32_t precision, uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, 1)) return;
+  if (!device_runs_op(&h, CNNB_OP_MULTIPLY, "multiply")) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(2, 5, 4, 6, 10);
+  cnnb_tensor in = cnnb_graph_input(g), x = in;
+  if (gate_kind == 2)
+    x = cnnb_conv2d(g, "conv", in, CNNB_CONV2D(.filters = 13, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor gate = gate_kind == 1 ? x : cnnb_global_avg_pool(g, "pool", x);
+  cnnb_tensor y = cnnb_multiply(g, "multiply", x, gate);
+  op_result o = run_op(&h, g, y, &seed, 1);
+  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = cnnb_graph_node(g, x)->shape;
+  cnnb_shape gs = cnnb_graph_node(g, gate)->shape;
+  const int64_t count = cnnb_shape_count(s), hw = (int64_t)s.h * s.w;
+  float *xv = zeros(count), *gv = zeros(cnnb_shape_count(gs)), *want = zeros(count);
+  float *dxv = zeros(count), *dgate = zeros(cnnb_shape_count(gs)), *dx = zeros(o.x_count);
+  const cnnb_node *conv = gate_kind == 2 ? cnnb_graph_node(g, x) : NULL;
+  ref_window win;
+  if (conv) {
+    win = ref_window_of(conv);
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
+  } else {
+    memcpy(xv, o.images, (size_t)count * sizeof *xv);
+  }
+  if (gate_kind == 1) memcpy(gv, xv, (size_t)count * sizeof *gv);
+  else
+    for (int64_t k = 0; k < (int64_t)s.n * s.c; k++) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < hw; i++) sum += xv[k * hw + i];
+      gv[k] = (float)(sum / hw);
+    }
+  ref_multiply_forward(xv, s, gv, gs, want);
+  char what[96];
+  snprintf(what, sizeof what, "multiply (gate %d, %s) forward", gate_kind,
+           test_precision_name(precision));
+  expect_close(what, o.y, want, count, tol->forward);
+  ref_multiply_backward(xv, s, gv, gs, o.dy, dxv, dgate);
+  for (int64_t i = 0; i < count; i++) /* the gate's own path back to x */
+    dxv[i] += gate_kind == 1 ? dgate[i] : dgate[i / hw] / (float)hw;
+  if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
+  else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+  snprintf(what, sizeof what, "multiply (gate %d, %s) backward", gate_kind,
+           test_precision_name(precision));
+  expect_close(what, o.dx, dx, o.x_count, tol->backward);
+  free(xv);
+  free(gv);
+  free(want);
+  free(dxv);
+  free(dgate);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_multiply) {
+  for (int kind = 0; kind < 3; kind++) check_multiply(kind, CNNB_PRECISION_FP32, 110 + kind);
+  for (int p = 0; p < 2; p++) check_multiply(0, device_harness_low_precisions[p], 113 + p);
+}
+END_TEST
+
+/* layer_norm on the images (plain NCHW) or after a conv (blocked): forward against the
+ * reference in training and inference, and in training the gradients of x (through the
+ * conv), of the scale and of the offset. */
+static void check_layer_norm(int after_conv, int training, uint32_t precision, uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, training)) return;
+  if (!device_runs_op(&h, CNNB_OP_LAYER_NORM, "layer_norm")) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  const float eps = 1e-5f;
+  cnnb_graph *g = cnnb_graph_create(3, 7, 3, 5, 10);
+  cnnb_tensor in = cnnb_graph_input(g), x = in;
+  if (after_conv)
+    x = cnnb_conv2d(g, "conv", in, CNNB_CONV2D(.filters = 19, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = cnnb_layer_norm(g, "norm", x, eps);
+  op_result o = run_op(&h, g, y, &seed, training);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = node->shape;
+  const int64_t count = cnnb_shape_count(s), positions = (int64_t)s.n * s.h * s.w;
+  float *xv = zeros(count), *want = zeros(count), *mean = zeros(positions), *var = zeros(positions);
+  const cnnb_node *conv = after_conv ? cnnb_graph_node(g, x) : NULL;
+  ref_window win;
+  if (conv) {
+    win = ref_window_of(conv);
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
+  } else {
+    memcpy(xv, o.images, (size_t)count * sizeof *xv);
+  }
+  const float *scale = param_of(g, o.params, node, 0), *offset = param_of(g, o.params, node, 1);
+  ref_layer_norm_forward(xv, s, scale, offset, eps, want, mean, var);
+  char what[112];
+  snprintf(what, sizeof what, "layer norm (%s, %s, %s) forward",
+           after_conv ? "after a conv" : "images", test_precision_name(precision),
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, count, tol->forward);
+  if (training) {
+    float *dxv = zeros(count), *dx = zeros(o.x_count), *dscale = zeros(s.c), *doffset = zeros(s.c);
+    ref_layer_norm_backward(xv, s, scale, o.dy, mean, var, eps, dxv, dscale, doffset);
+    if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
+    else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+    snprintf(what, sizeof what, "layer norm (%s, %s) backward data",
+             after_conv ? "after a conv" : "images", test_precision_name(precision));
+    expect_close(what, o.dx, dx, o.x_count, tol->backward);
+    expect_close("layer norm scale gradient", param_of(g, o.dparams, node, 0), dscale, s.c,
+                 tol->backward);
+    expect_close("layer norm offset gradient", param_of(g, o.dparams, node, 1), doffset, s.c,
+                 tol->backward);
+    free(dxv);
+    free(dx);
+    free(dscale);
+    free(doffset);
+  }
+  free(xv);
+  free(want);
+  free(mean);
+  free(var);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_layer_norm) {
+  check_layer_norm(0, 1, CNNB_PRECISION_FP32, 120);
+  check_layer_norm(0, 0, CNNB_PRECISION_FP32, 121);
+  check_layer_norm(1, 1, CNNB_PRECISION_FP32, 122);
+  check_layer_norm(1, 0, CNNB_PRECISION_FP32, 123);
+  for (int p = 0; p < 2; p++) check_layer_norm(0, 1, device_harness_low_precisions[p], 124 + p);
+}
+END_TEST
+
+/* channel_scale on the images or after a conv: y = x * scale[c]; its gradients. */
+static void check_channel_scale(int after_conv, int training, uint32_t precision, uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, training)) return;
+  if (!device_runs_op(&h, CNNB_OP_CHANNEL_SCALE, "channel_scale")) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(2, 6, 5, 3, 10);
+  cnnb_tensor in = cnnb_graph_input(g), x = in;
+  if (after_conv)
+    x = cnnb_conv2d(g, "conv", in, CNNB_CONV2D(.filters = 17, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = cnnb_channel_scale(g, "layer_scale", x, 1e-6f);
+  op_result o = run_op(&h, g, y, &seed, training);
+  const cnnb_node *node = cnnb_graph_node(g, y);
+  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = node->shape;
+  const int64_t count = cnnb_shape_count(s);
+  float *xv = zeros(count), *want = zeros(count);
+  const cnnb_node *conv = after_conv ? cnnb_graph_node(g, x) : NULL;
+  ref_window win;
+  if (conv) {
+    win = ref_window_of(conv);
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
+  } else {
+    memcpy(xv, o.images, (size_t)count * sizeof *xv);
+  }
+  const float *scale = param_of(g, o.params, node, 0);
+  ref_channel_scale_forward(xv, s, scale, want);
+  char what[112];
+  snprintf(what, sizeof what, "channel scale (%s, %s, %s) forward",
+           after_conv ? "after a conv" : "images", test_precision_name(precision),
+           training ? "training" : "inference");
+  expect_close(what, o.y, want, count, tol->forward);
+  if (training) {
+    float *dxv = zeros(count), *dx = zeros(o.x_count), *dscale = zeros(s.c);
+    ref_channel_scale_backward(xv, s, scale, o.dy, dxv, dscale);
+    if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
+    else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+    snprintf(what, sizeof what, "channel scale (%s, %s) backward data",
+             after_conv ? "after a conv" : "images", test_precision_name(precision));
+    expect_close(what, o.dx, dx, o.x_count, tol->backward);
+    expect_close("channel scale gradient", param_of(g, o.dparams, node, 0), dscale, s.c,
+                 tol->backward);
+    free(dxv);
+    free(dx);
+    free(dscale);
+  }
+  free(xv);
+  free(want);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_channel_scale) {
+  check_channel_scale(0, 1, CNNB_PRECISION_FP32, 130);
+  check_channel_scale(0, 0, CNNB_PRECISION_FP32, 131);
+  check_channel_scale(1, 1, CNNB_PRECISION_FP32, 132);
+  for (int p = 0; p < 2; p++) check_channel_scale(0, 1, device_harness_low_precisions[p], 133 + p);
+}
+END_TEST
+
 /* ---- pad_channels ---------------------------------------------------------------------- */
 
 /* Asserts the padded channels of y (shape ys) are exactly zero: zeros are written, not
@@ -1778,6 +1989,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_relu6);
   tcase_add_loop_test(tc, test_relu6_low_precision, 0, 2);
   tcase_add_loop_test(tc, test_activations, 0, NUM_ACTIVATIONS);
+  tcase_add_test(tc, test_multiply);
+  tcase_add_test(tc, test_layer_norm);
+  tcase_add_test(tc, test_channel_scale);
   tcase_add_test(tc, test_pad_channels);
   tcase_add_loop_test(tc, test_pad_channels_low_precision, 0, 2);
   tcase_add_test(tc, test_pad_spatial);

@@ -254,6 +254,119 @@ void ref_batch_norm_backward(const float *x, cnnb_shape s, const float *scale, c
   }
 }
 
+/* ---- multiply, layer norm, channel scale (ABI 1.14) ----------------------------------------- */
+
+/* The gate's index for element (n, c, h, w) of x. */
+static int64_t gate_at(cnnb_shape s, cnnb_shape gs, int n, int c, int h, int w) {
+  return gs.h == 1 && gs.w == 1 && (s.h != 1 || s.w != 1) ? (int64_t)n * s.c + c
+                                                          : AT(s, n, c, h, w);
+}
+
+void ref_multiply_forward(const float *x, cnnb_shape s, const float *gate, cnnb_shape gs,
+                          float *y) {
+  for (int n = 0; n < s.n; n++)
+    for (int c = 0; c < s.c; c++)
+      for (int h = 0; h < s.h; h++)
+        for (int w = 0; w < s.w; w++)
+          y[AT(s, n, c, h, w)] = (float)((double)x[AT(s, n, c, h, w)] *
+                                         gate[gate_at(s, gs, n, c, h, w)]);
+}
+
+void ref_multiply_backward(const float *x, cnnb_shape s, const float *gate, cnnb_shape gs,
+                           const float *dy, float *dx, float *dgate) {
+  int64_t gcount = (int64_t)gs.n * gs.c * gs.h * gs.w;
+  double *acc = calloc((size_t)gcount, sizeof *acc);
+  for (int n = 0; n < s.n; n++)
+    for (int c = 0; c < s.c; c++)
+      for (int h = 0; h < s.h; h++)
+        for (int w = 0; w < s.w; w++) {
+          int64_t i = AT(s, n, c, h, w), k = gate_at(s, gs, n, c, h, w);
+          if (dx) dx[i] = (float)((double)dy[i] * gate[k]);
+          acc[k] += (double)dy[i] * x[i];
+        }
+  if (dgate)
+    for (int64_t k = 0; k < gcount; k++) dgate[k] = (float)acc[k];
+  free(acc);
+}
+
+void ref_layer_norm_forward(const float *x, cnnb_shape s, const float *scale, const float *offset,
+                            float eps, float *y, float *mean, float *var) {
+  for (int n = 0; n < s.n; n++)
+    for (int h = 0; h < s.h; h++)
+      for (int w = 0; w < s.w; w++) {
+        double sum = 0.0, sq = 0.0;
+        for (int c = 0; c < s.c; c++) sum += x[AT(s, n, c, h, w)];
+        double mu = sum / s.c;
+        for (int c = 0; c < s.c; c++) {
+          double d = x[AT(s, n, c, h, w)] - mu;
+          sq += d * d;
+        }
+        double v = sq / s.c, inv = 1.0 / sqrt(v + eps);
+        int64_t p = ((int64_t)n * s.h + h) * s.w + w;
+        if (mean) mean[p] = (float)mu;
+        if (var) var[p] = (float)v;
+        for (int c = 0; c < s.c; c++) {
+          int64_t i = AT(s, n, c, h, w);
+          y[i] = (float)((x[i] - mu) * inv * scale[c] + offset[c]);
+        }
+      }
+}
+
+void ref_layer_norm_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
+                             const float *mean, const float *var, float eps, float *dx,
+                             float *dscale, float *doffset) {
+  double *ds = calloc((size_t)s.c, sizeof *ds), *db = calloc((size_t)s.c, sizeof *db);
+  for (int n = 0; n < s.n; n++)
+    for (int h = 0; h < s.h; h++)
+      for (int w = 0; w < s.w; w++) {
+        int64_t p = ((int64_t)n * s.h + h) * s.w + w;
+        double inv = 1.0 / sqrt((double)var[p] + eps), sum_g = 0.0, sum_g_xhat = 0.0;
+        for (int c = 0; c < s.c; c++) {
+          int64_t i = AT(s, n, c, h, w);
+          double xhat = (x[i] - mean[p]) * inv, g = (double)dy[i] * scale[c];
+          sum_g += g;
+          sum_g_xhat += g * xhat;
+          ds[c] += (double)dy[i] * xhat;
+          db[c] += dy[i];
+        }
+        if (!dx) continue;
+        for (int c = 0; c < s.c; c++) {
+          int64_t i = AT(s, n, c, h, w);
+          double xhat = (x[i] - mean[p]) * inv, g = (double)dy[i] * scale[c];
+          dx[i] = (float)(inv / s.c * (s.c * g - sum_g - xhat * sum_g_xhat));
+        }
+      }
+  for (int c = 0; c < s.c; c++) {
+    dscale[c] = (float)ds[c];
+    doffset[c] = (float)db[c];
+  }
+  free(ds);
+  free(db);
+}
+
+void ref_channel_scale_forward(const float *x, cnnb_shape s, const float *scale, float *y) {
+  for (int n = 0; n < s.n; n++)
+    for (int c = 0; c < s.c; c++)
+      for (int h = 0; h < s.h; h++)
+        for (int w = 0; w < s.w; w++)
+          y[AT(s, n, c, h, w)] = (float)((double)x[AT(s, n, c, h, w)] * scale[c]);
+}
+
+void ref_channel_scale_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
+                                float *dx, float *dscale) {
+  for (int c = 0; c < s.c; c++) {
+    double acc = 0.0;
+    for (int n = 0; n < s.n; n++)
+      for (int h = 0; h < s.h; h++)
+        for (int w = 0; w < s.w; w++) {
+          int64_t i = AT(s, n, c, h, w);
+          if (dx) dx[i] = (float)((double)dy[i] * scale[c]);
+          acc += (double)dy[i] * x[i];
+        }
+    dscale[c] = (float)acc;
+  }
+}
+
 /* ---- pools --------------------------------------------------------------------------------- */
 
 void ref_max_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,

@@ -57,6 +57,27 @@ void ref_batch_norm_backward(const float *x, cnnb_shape s, const float *scale, c
                              const float *mean, const float *var, float eps, float *dx,
                              float *dscale, float *doffset);
 
+/* multiply (ABI 1.14): y = x * gate, gate of x's shape or [N, C, 1, 1] (gs says which);
+ * backward dx = dy * gate and dgate = dy * x, summed over H, W for a per-channel gate.
+ * dx or dgate may be NULL. */
+void ref_multiply_forward(const float *x, cnnb_shape s, const float *gate, cnnb_shape gs, float *y);
+void ref_multiply_backward(const float *x, cnnb_shape s, const float *gate, cnnb_shape gs,
+                           const float *dy, float *dx, float *dgate);
+
+/* layer norm over channels at each position (ABI 1.14): mean / var [N * H * W] outputs
+ * (biased variance, index n * H * W + h * W + w); backward from them. */
+void ref_layer_norm_forward(const float *x, cnnb_shape s, const float *scale, const float *offset,
+                            float eps, float *y, float *mean, float *var);
+void ref_layer_norm_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
+                             const float *mean, const float *var, float eps, float *dx,
+                             float *dscale, float *doffset);
+
+/* channel scale (ABI 1.14): y = x * scale[c]; dx = dy * scale[c], dscale = sum dy * x.
+ * dx may be NULL. */
+void ref_channel_scale_forward(const float *x, cnnb_shape s, const float *scale, float *y);
+void ref_channel_scale_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
+                                float *dx, float *dscale);
+
 void ref_max_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,
                           cnnb_shape ys);
 void ref_max_pool_backward(const float *x, cnnb_shape xs, const float *dy, cnnb_shape ys,

@@ -218,6 +218,18 @@ cnnb_tensor cnnb_batch_norm(cnnb_graph *g, const char *name, cnnb_tensor x,
   return cnnb_graph_add_op(g, &r);
 }
 
+cnnb_tensor cnnb_layer_norm(cnnb_graph *g, const char *name, cnnb_tensor x, float epsilon) {
+  cnnb_op_request r = request(CNNB_OP_LAYER_NORM, name, 1, &x);
+  r.node.attr.layer_norm.epsilon = epsilon;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_channel_scale(cnnb_graph *g, const char *name, cnnb_tensor x, float init) {
+  cnnb_op_request r = request(CNNB_OP_CHANNEL_SCALE, name, 1, &x);
+  r.init[0] = (cnnb_init){CNNB_INIT_CONSTANT, init};
+  return cnnb_graph_add_op(g, &r);
+}
+
 cnnb_tensor cnnb_lrn(cnnb_graph *g, const char *name, cnnb_tensor x, const cnnb_lrn_desc *desc) {
   cnnb_op_request r = request(CNNB_OP_LRN, name, 1, &x);
   cnnb_lrn_desc d = {0};
@@ -284,6 +296,12 @@ cnnb_tensor cnnb_dropout(cnnb_graph *g, const char *name, cnnb_tensor x, float k
 cnnb_tensor cnnb_add(cnnb_graph *g, const char *name, cnnb_tensor a, cnnb_tensor b) {
   const cnnb_tensor in[2] = {a, b};
   cnnb_op_request r = request(CNNB_OP_ADD, name, 2, in);
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_multiply(cnnb_graph *g, const char *name, cnnb_tensor x, cnnb_tensor gate) {
+  const cnnb_tensor in[2] = {x, gate};
+  cnnb_op_request r = request(CNNB_OP_MULTIPLY, name, 2, in);
   return cnnb_graph_add_op(g, &r);
 }
 

@@ -196,6 +196,63 @@ static void flops_add(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t
   *flops = per_image(n->shape);
 }
 
+/* ---- multiply, layer norm, channel scale (1.14) -------------------------------------------- */
+
+/* The gate has x's shape, or one value per image and channel. */
+static bool infer_multiply(cnnb_op_request *r) {
+  cnnb_shape sa = input_shape(r, 0), sb = input_shape(r, 1);
+  const bool same = sb.n == sa.n && sb.c == sa.c && sb.h == sa.h && sb.w == sa.w;
+  const bool per_channel = sb.n == sa.n && sb.c == sa.c && sb.h == 1 && sb.w == 1;
+  if (!same && !per_channel)
+    return cnnb_op_refuse(r,
+                          "'%s' is [%d, %d, %d, %d] but '%s' is [%d, %d, %d, %d]: multiply needs "
+                          "the second of the first's shape or [%d, %d, 1, 1]",
+                          r->input_names[0], sa.n, sa.c, sa.h, sa.w, r->input_names[1], sb.n, sb.c,
+                          sb.h, sb.w, sa.n, sa.c);
+  r->node.shape = sa;
+  return true;
+}
+
+static void flops_multiply(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = per_image(n->shape);
+}
+
+static bool infer_layer_norm(cnnb_op_request *r) {
+  const float epsilon = r->node.attr.layer_norm.epsilon;
+  if (!(epsilon > 0.0f) || !isfinite(epsilon))
+    return cnnb_op_refuse(r, "epsilon %g must be > 0 (torch's default is 1e-5)", (double)epsilon);
+  r->node.shape = input_shape(r, 0);
+  return true;
+}
+
+/* Excluded from weight decay as batch norm's are (torchvision's norm_weight_decay). */
+static int32_t params_layer_norm(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_MAX_PARAMS]) {
+  const int32_t c = input_shape(r, 0).c;
+  const cnnb_init ones = {CNNB_INIT_CONSTANT, 1.0f}, zeros = {CNNB_INIT_ZEROS, 0.0f};
+  out[0] = (cnnb_op_param){"gamma", "weight", 0, CNNB_PARAM_NO_DECAY, 1, {c}, ones};
+  out[1] = (cnnb_op_param){"beta", "bias", 0, CNNB_PARAM_NO_DECAY, 1, {c}, zeros};
+  return 2;
+}
+
+/* Per element: 2 for the mean and variance sums, 2 to normalise, 2 to scale and offset. */
+static void flops_layer_norm(cnnb_shape in, const cnnb_node *n, int64_t *flops, int64_t *matmul) {
+  *flops = 6 * per_image(n->shape);
+}
+
+/* torchvision's CNBlock: nn.Parameter(torch.ones(dim, 1, 1) * layer_scale), its shape kept
+ * so the checkpoint loads there as it is. */
+static int32_t params_channel_scale(const cnnb_op_request *r,
+                                    cnnb_op_param out[CNNB_OP_MAX_PARAMS]) {
+  const int32_t c = input_shape(r, 0).c;
+  out[0] = (cnnb_op_param){"scale", "layer_scale", 0, 0, 3, {c, 1, 1}, r->init[0]};
+  return 1;
+}
+
+static void flops_channel_scale(cnnb_shape in, const cnnb_node *n, int64_t *flops,
+                                int64_t *matmul) {
+  *flops = per_image(n->shape);
+}
+
 /* ---- pooling and LRN --------------------------------------------------------------------- */
 
 /* torch's ceil_mode along one side: `out` windows (rounded down) become
@@ -714,6 +771,45 @@ static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
             .infer = infer_stochastic_depth,
             .flops = flops_dropout,                   /* a mask and a scale, as dropout's */
             .backward_output = CNNB_OP_OUTPUT_UNREAD, /* the mask is recomputed */
+        },
+    [CNNB_OP_MULTIPLY] =
+        {
+            .op = CNNB_OP_MULTIPLY,
+            .name = "multiply",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 2,
+            .max_inputs = 2,
+            .infer = infer_multiply,
+            .flops = flops_multiply,
+            .backward_inputs = 3u, /* dx = dy * gate, dgate = dy * x (summed over H, W) */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_LAYER_NORM] =
+        {
+            .op = CNNB_OP_LAYER_NORM,
+            .name = "layer_norm",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_layer_norm,
+            .params = params_layer_norm,
+            .flops = flops_layer_norm,
+            /* x (with the mean and variance a device keeps from forward) */
+            .backward_inputs = 1u,
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_CHANNEL_SCALE] =
+        {
+            .op = CNNB_OP_CHANNEL_SCALE,
+            .name = "channel_scale",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_same,
+            .params = params_channel_scale,
+            .flops = flops_channel_scale,
+            .backward_inputs = 1u, /* dscale = sum of dy * x */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD,
         },
 };
 

@@ -280,6 +280,9 @@ cnnb_status cpu_layout_pad(cpu_device *d, const cnnb_graph *g, const cpu_plan *p
                            dnnl_memory_desc_t *out);
 cnnb_status cpu_layout_pad_spatial(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
                                    int32_t index, dnnl_memory_desc_t *out);
+/* nhwc in the activation type: layer norm's output (ops_layer_norm.c). */
+cnnb_status cpu_layout_channels_last(cpu_device *d, const cnnb_graph *g, const cpu_plan *p,
+                                     int32_t index, dnnl_memory_desc_t *out);
 
 typedef cnnb_status (*cpu_prepare_fn)(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                       int32_t index, cpu_node **out);
@@ -304,6 +307,13 @@ cnnb_status cpu_prepare_activation(cpu_device *d, const cnnb_graph *g, cpu_plan 
                                    cpu_node **out);
 cnnb_status cpu_prepare_add(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                             cpu_node **out);
+/* multiply, channel_scale (ops_multiply.c), layer_norm (ops_layer_norm.c): ABI 1.14 */
+cnnb_status cpu_prepare_multiply(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                 cpu_node **out);
+cnnb_status cpu_prepare_channel_scale(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                      int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_layer_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
+                                   cpu_node **out);
 cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out);
 cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,

@@ -34,6 +34,9 @@ static const cpu_op ops[] = {
     {CNNB_OP_HARD_SWISH, cpu_layout_same, cpu_prepare_activation},
     {CNNB_OP_GELU, cpu_layout_same, cpu_prepare_activation},
     {CNNB_OP_STOCHASTIC_DEPTH, cpu_layout_same, cpu_prepare_dropout},
+    {CNNB_OP_MULTIPLY, cpu_layout_same, cpu_prepare_multiply},
+    {CNNB_OP_LAYER_NORM, cpu_layout_channels_last, cpu_prepare_layer_norm},
+    {CNNB_OP_CHANNEL_SCALE, cpu_layout_same, cpu_prepare_channel_scale},
 };
 
 const cpu_op *cpu_op_find(uint32_t op) {

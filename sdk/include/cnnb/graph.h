@@ -83,7 +83,16 @@ typedef enum cnnb_op {
      attr.stochastic_depth.drop_prob, else scaled by 1 / (1 - drop_prob), torchvision's
      StochasticDepth(mode="row") on a residual branch; inference: identity */
   CNNB_OP_STOCHASTIC_DEPTH = 24,
-  CNNB_OP_COUNT_ = 25
+  /* a * b, b of a's shape or [N, C, 1, 1] (one value per image and channel, broadcast over
+     H and W: the squeeze-and-excitation gate) */
+  CNNB_OP_MULTIPLY = 25,
+  /* at each image and position, over the C channels: (x - mean) / sqrt(var + epsilon) *
+     scale[c] + offset[c], var biased; attr.layer_norm.epsilon; params: scale [C], offset
+     [C]. ConvNeXt's LayerNorm2d (torch's LayerNorm over a channels-last tensor) */
+  CNNB_OP_LAYER_NORM = 26,
+  /* x * scale[c]; param: scale [C, 1, 1], learned (ConvNeXt's layer scale) */
+  CNNB_OP_CHANNEL_SCALE = 27,
+  CNNB_OP_COUNT_ = 28
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -205,8 +214,8 @@ typedef struct cnnb_node {
   int32_t num_inputs;
   const cnnb_tensor *inputs;
   int32_t num_params; /* indices for cnnb_graph_param() */
-  int32_t
-      params[2]; /* conv: kernel, bias; dense: weights, bias; bn: scale, offset (or offset alone) */
+  int32_t params[2];  /* conv: kernel, bias; dense: weights, bias; bn: scale, offset (or offset
+                         alone);  layer norm: scale, offset; channel scale: scale */
   int32_t num_stats;
   int32_t stats[2];   /* bn: mean, variance */
   int32_t fused_relu; /* conv / batch norm (1.0); add, only for devices that offer
@@ -243,6 +252,9 @@ typedef struct cnnb_node {
     struct {
       float drop_prob;  /* [0, 1]: 1 drops every image */
     } stochastic_depth; /* stochastic_depth (1.14) */
+    struct {
+      float epsilon; /* > 0 */
+    } layer_norm;    /* layer_norm (1.14) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -317,6 +329,22 @@ CNNB_EXPORT cnnb_tensor cnnb_gelu(cnnb_graph *g, const char *name, cnnb_tensor x
  * the step and the node, so backward and a rerun of the step see the same one. */
 CNNB_EXPORT cnnb_tensor cnnb_stochastic_depth(cnnb_graph *g, const char *name, cnnb_tensor x,
                                               float drop_prob);
+/* ABI 1.14: CNNB_OP_MULTIPLY, x * gate where gate has x's shape or is [N, C, 1, 1] (one
+ * value per image and channel, as a squeeze-and-excitation block's sigmoid gives it). */
+CNNB_EXPORT cnnb_tensor cnnb_multiply(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                      cnnb_tensor gate);
+/* ABI 1.14: CNNB_OP_LAYER_NORM, each position's C values normalised to mean 0 and
+ * variance 1 (epsilon > 0 added to the variance; torch's LayerNorm default is 1e-5,
+ * ConvNeXt's 1e-6), then scaled and offset per channel: learned params "gamma" (ones)
+ * and "beta" (zeros), saved as ".weight" and ".bias", excluded from weight decay as batch
+ * norm's are. The same statistics in training and inference. */
+CNNB_EXPORT cnnb_tensor cnnb_layer_norm(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                        float epsilon);
+/* ABI 1.14: CNNB_OP_CHANNEL_SCALE, x * scale[c] with a learned "scale" of [C, 1, 1]
+ * starting at `init` everywhere (ConvNeXt: 1e-6), saved as ".layer_scale" as torchvision's
+ * CNBlock names it. */
+CNNB_EXPORT cnnb_tensor cnnb_channel_scale(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                           float init);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,

@@ -215,6 +215,53 @@ START_TEST(test_pool_shapes) {
 }
 END_TEST
 
+/* The ops of ABI 1.14 with two inputs or params: shapes, params as torchvision has them,
+ * no weight decay on the norm's, and each refusal naming what is wrong. */
+START_TEST(test_modern_ops) {
+  cnnb_graph *g = cnnb_graph_create(2, 8, 6, 6, 10);
+  cnnb_tensor gate = cnnb_global_avg_pool(g, "pool", 0);
+  cnnb_tensor m = cnnb_multiply(g, "se", 0, gate);
+  ck_assert_shape(g, m, 2, 8, 6, 6);
+  ck_assert_int_eq(cnnb_graph_node(g, m)->num_params, 0);
+  ck_assert_shape(g, cnnb_multiply(g, "square", m, m), 2, 8, 6, 6);
+  cnnb_tensor ln = cnnb_layer_norm(g, "ln", m, 1e-6f);
+  ck_assert_shape(g, ln, 2, 8, 6, 6);
+  const cnnb_node *lnn = cnnb_graph_node(g, ln);
+  ck_assert_int_eq(lnn->num_params, 2);
+  ck_assert_float_eq(lnn->attr.layer_norm.epsilon, 1e-6f);
+  const cnnb_param *gamma = cnnb_graph_param(g, lnn->params[0]);
+  ck_assert_str_eq(gamma->name, "ln/gamma");
+  ck_assert_int_eq(gamma->count, 8);
+  ck_assert_uint_eq(gamma->flags & CNNB_PARAM_NO_DECAY, CNNB_PARAM_NO_DECAY);
+  ck_assert_float_eq(gamma->init.a, 1.0f);
+  ck_assert_str_eq(cnnb_graph_param(g, lnn->params[1])->name, "ln/beta");
+  cnnb_tensor sc = cnnb_channel_scale(g, "ls", ln, 1e-6f);
+  ck_assert_shape(g, sc, 2, 8, 6, 6);
+  const cnnb_param *scale = cnnb_graph_param(g, cnnb_graph_node(g, sc)->params[0]);
+  ck_assert_str_eq(scale->name, "ls/scale");
+  ck_assert_int_eq(scale->ndims, 3); /* torchvision's [C, 1, 1] */
+  ck_assert_int_eq(scale->dims[0], 8);
+  ck_assert_int_eq(scale->dims[1], 1);
+  ck_assert_int_eq(scale->flags & CNNB_PARAM_NO_DECAY, 0);
+  ck_assert_int_eq(scale->init.kind, CNNB_INIT_CONSTANT);
+  ck_assert_float_eq(scale->init.a, 1e-6f);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  cnnb_graph_destroy(g);
+
+  g = cnnb_graph_create(2, 8, 6, 6, 10);
+  cnnb_tensor half = cnnb_conv2d(g, "half", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 1,
+                                                           .kernel_w = 1));
+  cnnb_multiply(g, "bad", 0, cnnb_global_avg_pool(g, "p", half));
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "multiply 'bad'"));
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "[2, 4, 1, 1]"));
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(2, 8, 6, 6, 10);
+  cnnb_layer_norm(g, "zero_eps", 0, 0.0f);
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "epsilon 0 must be > 0"));
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_other_shapes) {
   cnnb_graph *g = cnnb_graph_create(2, 8, 6, 6, 10);
   cnnb_tensor bn = cnnb_batch_norm(g, "bn", 0, NULL);
@@ -772,6 +819,7 @@ int main(void) {
   tcase_add_test(tc, test_error_filter_larger);
   tcase_add_test(tc, test_error_messages);
   tcase_add_test(tc, test_sticky_error);
+  tcase_add_test(tc, test_modern_ops);
   tcase_add_test(tc, test_params);
   tcase_add_test(tc, test_names_and_scopes);
   tcase_add_test(tc, test_logits_loss_consumers);
