@@ -249,8 +249,8 @@ START_TEST(test_modern_ops) {
   cnnb_graph_destroy(g);
 
   g = cnnb_graph_create(2, 8, 6, 6, 10);
-  cnnb_tensor half = cnnb_conv2d(g, "half", 0, CNNB_CONV2D(.filters = 4, .kernel_h = 1,
-                                                           .kernel_w = 1));
+  cnnb_tensor half = cnnb_conv2d(g, "half", 0,
+                                 CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1));
   cnnb_multiply(g, "bad", 0, cnnb_global_avg_pool(g, "p", half));
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "multiply 'bad'"));
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "[2, 4, 1, 1]"));
