@@ -173,6 +173,43 @@ size_t gpu_k_bias_grad_scratch_bytes(gpu_dims dims);
 cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
                             float *scratch, cudaStream_t stream);
 
+/* ABI 1.14's products (kernels_eltwise.cu). y = x * gate, x and y of dims, gate of the
+ * same dims (gate_per_channel 0) or [N, C, 1, 1] (1: gate[n * C + c] for every h, w; the
+ * same bytes in either layout), all three in `type`; y may be x. The input gradient
+ * dx = dy * gate is the same call on dy, and a gate of x's dims has dgate = dy * x, the
+ * same call again. */
+cudaError_t gpu_k_multiply(void *y, const void *x, const void *gate, int32_t gate_per_channel,
+                           gpu_dims dims, gpu_dtype type, cudaStream_t stream);
+/* A [N, C, 1, 1] gate's gradient: dgate[n * C + c] = sum over h, w of dy * x (x, dy of
+ * dims), stored in `type`: the bias gradient's first pass with one chunk per image (its
+ * fixed order: deterministic); no scratch. N above 65535: cudaErrorInvalidValue. */
+cudaError_t gpu_k_multiply_gate_grad(void *dgate, const void *dy, const void *x, gpu_dims dims,
+                                     gpu_dtype type, cudaStream_t stream);
+/* y = x * scale[c] (channel_scale; scale: C fp32 values); dx = dy * scale[c] is the same
+ * call on dy. y may be x. */
+cudaError_t gpu_k_channel_scale(void *y, const void *x, const float *scale, gpu_dims dims,
+                                gpu_dtype type, cudaStream_t stream);
+/* dscale[c] = sum over n, h, w of dy * x (fp32 out, overwritten): gpu_k_bias_grad's two
+ * passes and order on the products, the same scratch (gpu_k_bias_grad_scratch_bytes). */
+cudaError_t gpu_k_channel_dot(float *dscale, const void *dy, const void *x, gpu_dims dims,
+                              gpu_dtype type, float *scratch, cudaStream_t stream);
+
+/* Layer norm over the C channels at each position (n, h, w) (ABI 1.14): y = (x - mean) *
+ * inv_std * scale[c] + offset[c], inv_std = 1 / sqrt(var + epsilon), var biased, all in
+ * fp32 (scale, offset: C fp32 values). mean and inv_std (both or neither): [N * H * W]
+ * fp32 outputs, position (n * H + h) * W + w, for the backward. y may not alias x. */
+cudaError_t gpu_k_layer_norm(void *y, const void *x, const float *scale, const float *offset,
+                             float epsilon, float *mean, float *inv_std, gpu_dims dims,
+                             gpu_dtype type, cudaStream_t stream);
+/* Its gradients from the forward's mean and inv_std: dx (NULL: not wanted; may alias
+ * dy), and dscale = sum of dy * x^, doffset = sum of dy over n, h, w (fp32, overwritten;
+ * either may be NULL), each gpu_k_bias_grad's two passes through scratch (of
+ * gpu_k_bias_grad_scratch_bytes(dims), used by one after the other). */
+cudaError_t gpu_k_layer_norm_backward(void *dx, float *dscale, float *doffset, const void *dy,
+                                      const void *x, const float *scale, const float *mean,
+                                      const float *inv_std, gpu_dims dims, gpu_dtype type,
+                                      float *scratch, cudaStream_t stream);
+
 /* ---- loss (kernels_loss.cu) ------------------------------------------------------------ */
 
 /* Softmax cross-entropy over logits [N, K] (type): probs [N, K] fp32 kept for the

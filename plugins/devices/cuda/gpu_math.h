@@ -112,6 +112,13 @@ static inline GPU_HD int64_t gpu_channel_of(int32_t nhwc, int64_t c_, int64_t h_
   return nhwc ? i % c_ : (i / (h_ * w_)) % c_;
 }
 
+/* n * C + c for buffer offset i: the element of a [N, C, 1, 1] tensor (the same bytes in
+ * either layout) that multiply's per-channel gate broadcasts to i. */
+static inline GPU_HD int64_t gpu_image_channel_of(int32_t nhwc, int64_t c_, int64_t h_, int64_t w_,
+                                                  int64_t i) {
+  return nhwc ? i / (h_ * w_ * c_) * c_ + i % c_ : i / (h_ * w_);
+}
+
 /* Convolution filters [K, C, R, S]: the arena's OIHW, and OHWI (the NHWC convolutions'
  * filter layout). They are the activation layouts with (K, C, R, S) for (N, C, H, W). */
 static inline GPU_HD int64_t gpu_filter_offset_oihw(int64_t c_, int64_t r_, int64_t s_, int64_t k,
@@ -188,6 +195,17 @@ static inline GPU_HD float gpu_act_slope(int act, float v) {
       return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * k * (1.0f + 3.0f * c * v * v);
     }
   }
+}
+
+/* ---- layer norm (ABI 1.14) ------------------------------------------------------------- */
+
+/* 1 / sqrt(var + epsilon), var the position's biased variance over its channels; and a
+ * value normalised by its position's mean and that. */
+static inline GPU_HD float gpu_layer_norm_inv_std(float var, float epsilon) {
+  return 1.0f / sqrtf(var + epsilon);
+}
+static inline GPU_HD float gpu_layer_norm_xhat(float x, float mean, float inv_std) {
+  return (x - mean) * inv_std;
 }
 
 /* ---- dropout ------------------------------------------------------------------------ */

@@ -1,12 +1,15 @@
 /* kernels_eltwise.cu — the elementwise kernels of gpu_kernels.h: ReLU and ReLU6 with
  * their gradients from the output, the activations of ABI 1.14 (gpu_math.h's gpu_act_value), add
  * (with a fused ReLU), gradient accumulation, dropout with a mask recomputed from (seed, step,
- * element), a convolution's bias (with a fused ReLU) and its gradient.
+ * element), a convolution's bias (with a fused ReLU) and its gradient; and ABI 1.14's
+ * multiply, channel_scale and layer norm, whose parameter gradients are the bias gradient's
+ * deterministic channel sums of other terms.
  *
  * Every element is loaded to fp32, computed with gpu_math.h's functions (what
  * tests/test_cuda_math.c checks on the host) and stored rounded to nearest even.
  * Elementwise kernels run over the buffer in its physical order, so they serve NCHW
- * and NHWC alike; only the per-channel ones (bias, bias gradient) look at the layout. */
+ * and NHWC alike; only the per-channel ones (bias, bias gradient, the per-channel gate
+ * and scale, layer norm) look at the layout. */
 #include "gpu_kernels.h"
 #include "gpu_math.h"
 
@@ -172,11 +175,13 @@ static bias_grad_plan_t bias_grad_plan(gpu_dims dims) {
   return p;
 }
 
-/* Pass 1, NHWC: partial[chunk * C + c] = the chunk's rows summed for channel c. */
+/* Pass 1, NHWC: partial[chunk * C + c] = the chunk's rows summed for channel c, each
+ * element's term(offset, row) (dy_term: dy itself; the products below). O: the partial
+ * sums' type (fp32; a per-image gate gradient stores in the activation type). */
 static_assert(BIAS_GRAD_ROW_THREADS == BIAS_GRAD_TILE * BIAS_GRAD_LANES, "NHWC block shape");
-template <typename T, typename I>
+template <typename Term, typename I, typename O>
 __global__ void __launch_bounds__(BIAS_GRAD_ROW_THREADS)
-    bias_grad_rows_kernel(float *partial, const T *dy, I rows, I channels, I rows_per_chunk) {
+    bias_grad_rows_kernel(O *partial, Term term, I rows, I channels, I rows_per_chunk) {
   __shared__ float lane_sum[BIAS_GRAD_LANES][BIAS_GRAD_TILE];
   const I c = (I)blockIdx.x * BIAS_GRAD_TILE + (I)threadIdx.x;
   const I first = (I)blockIdx.y * rows_per_chunk;
@@ -185,7 +190,7 @@ __global__ void __launch_bounds__(BIAS_GRAD_ROW_THREADS)
   if (c < channels) {
     GPU_UNROLL(8)
     for (I r = first + (I)threadIdx.y; r < end; r += BIAS_GRAD_LANES)
-      sum = gpu_fadd(sum, gpu_load(&dy[r * channels + c]));
+      sum = gpu_fadd(sum, term(r * channels + c, r));
   }
   lane_sum[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
@@ -196,15 +201,16 @@ __global__ void __launch_bounds__(BIAS_GRAD_ROW_THREADS)
     __syncthreads();
   }
   if (threadIdx.y == 0 && c < channels)
-    partial[(int64_t)blockIdx.y * channels + c] = lane_sum[0][threadIdx.x];
+    gpu_store(&partial[(int64_t)blockIdx.y * channels + c], lane_sum[0][threadIdx.x]);
 }
 
 /* Pass 1, NCHW: partial[chunk * C + c] = channel c of the chunk's images summed. The
  * thread walks j = t, t + 256, ... over the chunk's (image, h * w) elements, keeping
- * (image, position in the plane) by subtraction instead of dividing. */
-template <typename T, typename I>
+ * (image, position in the plane) by subtraction instead of dividing; term(offset,
+ * image * plane + position) as in the rows kernel. */
+template <typename Term, typename I, typename O>
 __global__ void __launch_bounds__(BIAS_GRAD_THREADS)
-    bias_grad_planes_kernel(float *partial, const T *dy, I images, I channels, I plane,
+    bias_grad_planes_kernel(O *partial, Term term, I images, I channels, I plane,
                             I images_per_chunk) {
   __shared__ float thread_sum[BIAS_GRAD_THREADS];
   const I c = (I)blockIdx.x;
@@ -218,7 +224,7 @@ __global__ void __launch_bounds__(BIAS_GRAD_THREADS)
   }
   float sum = 0.0f;
   while (image < first_image + chunk_images) {
-    sum = gpu_fadd(sum, gpu_load(&dy[(image * channels + c) * plane + at]));
+    sum = gpu_fadd(sum, term((image * channels + c) * plane + at, image * plane + at));
     at += BIAS_GRAD_THREADS;
     while (at >= plane && image < first_image + chunk_images) {
       at -= plane;
@@ -232,7 +238,7 @@ __global__ void __launch_bounds__(BIAS_GRAD_THREADS)
       thread_sum[threadIdx.x] = gpu_fadd(thread_sum[threadIdx.x], thread_sum[threadIdx.x + half]);
     __syncthreads();
   }
-  if (threadIdx.x == 0) partial[(int64_t)blockIdx.y * channels + c] = thread_sum[0];
+  if (threadIdx.x == 0) gpu_store(&partial[(int64_t)blockIdx.y * channels + c], thread_sum[0]);
 }
 
 /* Pass 2: db[c] = partial[0][c] + partial[1][c] + ... in chunk order (0 when there are
@@ -245,6 +251,148 @@ __global__ void bias_grad_chunks_kernel(float *db, const float *partial, int64_t
   GPU_UNROLL(8)
   for (int64_t k = 0; k < chunks; k++) sum = gpu_fadd(sum, partial[k * channels + c]);
   db[c] = sum;
+}
+
+/* ---- the terms the channel sums add up: element (offset `at`, position p = (n * H + h)
+ * * W + w) of each channel ----------------------------------------------------------------- */
+
+/* The bias gradient and layer norm's offset gradient: dy. */
+template <typename T>
+struct dy_term {
+  const T *dy;
+  template <typename I>
+  __device__ float operator()(I at, I) const {
+    return gpu_load(&dy[at]);
+  }
+};
+
+/* channel_scale's scale gradient and multiply's per-image gate gradient: dy * x. */
+template <typename T>
+struct dot_term {
+  const T *dy, *x;
+  template <typename I>
+  __device__ float operator()(I at, I) const {
+    return gpu_fmul(gpu_load(&dy[at]), gpu_load(&x[at]));
+  }
+};
+
+/* layer norm's scale gradient: dy * x^, x^ = (x - mean[p]) * inv_std[p] as the forward
+ * formed it. */
+template <typename T>
+struct layer_norm_term {
+  const T *dy, *x;
+  const float *mean, *inv_std;
+  template <typename I>
+  __device__ float operator()(I at, I p) const {
+    return gpu_fmul(gpu_load(&dy[at]), gpu_layer_norm_xhat(gpu_load(&x[at]), mean[p], inv_std[p]));
+  }
+};
+
+/* ---- products and layer norm (ABI 1.14) -------------------------------------------------
+ *
+ * multiply: y = x * gate, the gate of x's size or one value per image and channel
+ * ([N, C, 1, 1], the same bytes in either layout), gate[gpu_image_channel_of(i)];
+ * channel_scale: y = x * scale[c], the fp32 param. Their input gradients are the same
+ * kernels on dy; the gate's and the scale's gradients are channel sums of dy * x
+ * (dot_term): per image for the gate (pass 1 alone, one chunk per image), over the batch
+ * for the scale (both passes).
+ *
+ * layer norm: one thread per position (n, h, w) walks its C channels (NCHW: H * W
+ * apart, so a warp's loads of one channel are neighbours; NHWC: contiguous): the mean,
+ * then the biased variance of the centred values (two passes over x, in fp32), then
+ * y = (x - mean) * inv_std * scale[c] + offset[c]. Training keeps mean and inv_std per
+ * position for the backward, whose dx needs the position's sums of g = dy * scale[c]
+ * and g * x^:
+ *   dx = inv_std / C * (C g - sum g - x^ sum g x^)
+ * and whose scale and offset gradients are channel sums of dy * x^ and dy (two passes
+ * each, in a fixed order: the same bits on every run). */
+template <typename T>
+__global__ void multiply_kernel(T *y, const T *x, const T *gate, int64_t n, gpu_dims dims,
+                                int32_t gate_per_channel) {
+  GPU_GRID_STRIDE(i, n) {
+    const int64_t k = gate_per_channel ? gpu_image_channel_of(dims.nhwc, dims.c, dims.h, dims.w, i)
+                                       : i;
+    gpu_store(&y[i], gpu_fmul(gpu_load(&x[i]), gpu_load(&gate[k])));
+  }
+}
+
+template <typename T>
+__global__ void channel_scale_kernel(T *y, const T *x, const float *scale, int64_t n,
+                                     gpu_dims dims) {
+  GPU_GRID_STRIDE(i, n) {
+    const float s = scale[gpu_channel_of(dims.nhwc, dims.c, dims.h, dims.w, i)];
+    gpu_store(&y[i], gpu_fmul(gpu_load(&x[i]), s));
+  }
+}
+
+/* Position p's channel 0 and the distance between its channels. */
+static __device__ __forceinline__ void position_at(gpu_dims dims, int64_t p, int64_t *base,
+                                                   int64_t *stride) {
+  if (dims.nhwc) {
+    *base = p * dims.c;
+    *stride = 1;
+  } else {
+    const int64_t plane = (int64_t)dims.h * dims.w, n = p / plane;
+    *base = n * dims.c * plane + (p - n * plane);
+    *stride = plane;
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_kernel(T *y, const T *x, const float *scale, const float *offset,
+                                  float epsilon, float *mean_out, float *inv_std_out,
+                                  int64_t positions, gpu_dims dims) {
+  GPU_GRID_STRIDE(p, positions) {
+    int64_t base, stride;
+    position_at(dims, p, &base, &stride);
+    const int32_t channels = dims.c;
+    float sum = 0.0f;
+    for (int32_t c = 0; c < channels; c++) sum += gpu_load(&x[base + c * stride]);
+    const float mean = sum / (float)channels;
+    float squares = 0.0f;
+    for (int32_t c = 0; c < channels; c++) {
+      const float d = gpu_load(&x[base + c * stride]) - mean;
+      squares += d * d;
+    }
+    const float inv_std = gpu_layer_norm_inv_std(squares / (float)channels, epsilon);
+    if (mean_out) {
+      mean_out[p] = mean;
+      inv_std_out[p] = inv_std;
+    }
+    for (int32_t c = 0; c < channels; c++) {
+      const int64_t at = base + c * stride;
+      const float xhat = gpu_layer_norm_xhat(gpu_load(&x[at]), mean, inv_std);
+      gpu_store(&y[at], xhat * scale[c] + offset[c]);
+    }
+  }
+}
+
+/* dx may alias dy: each position's elements are read (both loops) by the thread that
+ * writes them, each before it is written. */
+template <typename T>
+__global__ void layer_norm_backward_kernel(T *dx, const T *dy, const T *x, const float *scale,
+                                           const float *mean, const float *inv_std,
+                                           int64_t positions, gpu_dims dims) {
+  GPU_GRID_STRIDE(p, positions) {
+    int64_t base, stride;
+    position_at(dims, p, &base, &stride);
+    const int32_t channels = dims.c;
+    const float mu = mean[p], inv = inv_std[p];
+    float sum_g = 0.0f, sum_g_xhat = 0.0f;
+    for (int32_t c = 0; c < channels; c++) {
+      const int64_t at = base + c * stride;
+      const float g = gpu_load(&dy[at]) * scale[c];
+      sum_g += g;
+      sum_g_xhat += g * gpu_layer_norm_xhat(gpu_load(&x[at]), mu, inv);
+    }
+    const float k = inv / (float)channels;
+    for (int32_t c = 0; c < channels; c++) {
+      const int64_t at = base + c * stride;
+      const float g = gpu_load(&dy[at]) * scale[c];
+      const float xhat = gpu_layer_norm_xhat(gpu_load(&x[at]), mu, inv);
+      gpu_store(&dx[at], k * ((float)channels * g - sum_g - xhat * sum_g_xhat));
+    }
+  }
 }
 
 __global__ void image_probe_kernel() {}
@@ -414,45 +562,159 @@ extern "C" size_t gpu_k_bias_grad_scratch_bytes(gpu_dims dims) {
   return (size_t)p.chunks * (size_t)(dims.c > 0 ? dims.c : 0) * sizeof(float);
 }
 
-/* Pass 1 in the index type I for dy's layout. */
-template <typename T, typename I>
-static cudaError_t bias_grad_pass1(float *partial, const T *dy, gpu_dims dims, bias_grad_plan_t p,
-                                   cudaStream_t stream) {
+/* Pass 1 in the index type I for the layout of dims: one partial sum of term per
+ * (chunk, channel) into partial. */
+template <typename O, typename I, typename Term>
+static cudaError_t channel_sum_pass1(O *partial, Term term, gpu_dims dims, bias_grad_plan_t p,
+                                     cudaStream_t stream) {
   if (dims.nhwc) {
     const dim3 grid((unsigned)ceil_div(dims.c, BIAS_GRAD_TILE), (unsigned)p.chunks);
     const dim3 block(BIAS_GRAD_TILE, BIAS_GRAD_LANES);
-    GPU_LAUNCH_BARRIERS((bias_grad_rows_kernel<T, I>), grid, block, 0, stream, partial, dy,
+    GPU_LAUNCH_BARRIERS((bias_grad_rows_kernel<Term, I, O>), grid, block, 0, stream, partial, term,
                         (I)((int64_t)dims.n * dims.h * dims.w), (I)dims.c, (I)p.per_chunk);
   } else {
     const dim3 grid((unsigned)dims.c, (unsigned)p.chunks);
-    GPU_LAUNCH_BARRIERS((bias_grad_planes_kernel<T, I>), grid, BIAS_GRAD_THREADS, 0, stream,
-                        partial, dy, (I)dims.n, (I)dims.c, (I)((int64_t)dims.h * dims.w),
+    GPU_LAUNCH_BARRIERS((bias_grad_planes_kernel<Term, I, O>), grid, BIAS_GRAD_THREADS, 0, stream,
+                        partial, term, (I)dims.n, (I)dims.c, (I)((int64_t)dims.h * dims.w),
                         (I)p.per_chunk);
   }
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
-                                       float *scratch, cudaStream_t stream) {
-  if (dims.n < 0 || dims.c < 0 || dims.h < 0 || dims.w < 0) return cudaErrorInvalidValue;
-  if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+/* 32-bit indices when every offset (< count) and every loop index, which runs at most
+ * one stride past its last value (a row index by BIAS_GRAD_LANES <= count + 8, a plane
+ * position by BIAS_GRAD_THREADS <= H * W + 256), stays below 2^31. */
+static bool small_indices(gpu_dims dims) {
+  return (int64_t)dims.n * dims.c * dims.h * dims.w + BIAS_GRAD_THREADS <= INT32_MAX;
+}
+
+/* db[c] = the sum of term over channel c's elements: pass 1 into scratch, pass 2 into db
+ * (dims checked by the caller, C > 0). */
+template <typename Term>
+static cudaError_t channel_sum(float *db, Term term, gpu_dims dims, float *scratch,
+                               cudaStream_t stream) {
   const bias_grad_plan_t p = bias_grad_plan(dims);
   if (p.chunks > 0 && !scratch) return cudaErrorInvalidValue;
-  const int64_t count = (int64_t)dims.n * dims.c * dims.h * dims.w;
-  /* 32-bit indices when every offset (< count) and every loop index, which runs at most
-   * one stride past its last value (a row index by BIAS_GRAD_LANES <= count + 8, a plane
-   * position by BIAS_GRAD_THREADS <= H * W + 256), stays below 2^31. */
-  const bool small = count + BIAS_GRAD_THREADS <= INT32_MAX;
+  /* C channels of zero elements (N, H or W zero): no pass 1, and pass 2 writes 0. */
+  if (p.chunks > 0) {
+    cudaError_t e = small_indices(dims)
+                        ? channel_sum_pass1<float, int32_t>(scratch, term, dims, p, stream)
+                        : channel_sum_pass1<float, int64_t>(scratch, term, dims, p, stream);
+    if (e != cudaSuccess) return e;
+  }
+  GPU_LAUNCH(bias_grad_chunks_kernel, (unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS),
+             BIAS_GRAD_THREADS, 0, stream, db, scratch, p.chunks, dims.c);
+  return cudaGetLastError();
+}
+
+static bool dims_valid(gpu_dims dims) {
+  return dims.n >= 0 && dims.c >= 0 && dims.h >= 0 && dims.w >= 0;
+}
+
+extern "C" cudaError_t gpu_k_bias_grad(float *db, const void *dy, gpu_dims dims, gpu_dtype type,
+                                       float *scratch, cudaStream_t stream) {
+  if (!dims_valid(dims)) return cudaErrorInvalidValue;
+  if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
   return gpu_dispatch_float(type, [&](auto tag) {
     using T = decltype(tag);
-    /* C channels of zero elements (N, H or W zero): no pass 1, and pass 2 writes 0. */
-    if (p.chunks > 0) {
-      cudaError_t e = small ? bias_grad_pass1<T, int32_t>(scratch, (const T *)dy, dims, p, stream)
-                            : bias_grad_pass1<T, int64_t>(scratch, (const T *)dy, dims, p, stream);
-      if (e != cudaSuccess) return e;
-    }
-    GPU_LAUNCH(bias_grad_chunks_kernel, (unsigned)ceil_div(dims.c, BIAS_GRAD_THREADS),
-               BIAS_GRAD_THREADS, 0, stream, db, scratch, p.chunks, dims.c);
+    return channel_sum(db, dy_term<T>{(const T *)dy}, dims, scratch, stream);
+  });
+}
+
+/* ---- products (ABI 1.14) -------------------------------------------------------------- */
+
+extern "C" cudaError_t gpu_k_multiply(void *y, const void *x, const void *gate,
+                                      int32_t gate_per_channel, gpu_dims dims, gpu_dtype type,
+                                      cudaStream_t stream) {
+  if (!dims_valid(dims)) return cudaErrorInvalidValue;
+  const int64_t n = (int64_t)dims.n * dims.c * dims.h * dims.w;
+  if (n == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(multiply_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x,
+               (const T *)gate, n, dims, gate_per_channel);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_multiply_gate_grad(void *dgate, const void *dy, const void *x,
+                                                gpu_dims dims, gpu_dtype type,
+                                                cudaStream_t stream) {
+  if (!dims_valid(dims) || dims.n > 65535) return cudaErrorInvalidValue;
+  if (dims.n == 0 || dims.c == 0)
+    return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  /* Pass 1 alone, one chunk per image: rows [n * H * W, (n + 1) * H * W) (NHWC) or image
+   * n's planes (NCHW), summed straight into dgate[n * C + c] in the activation type. */
+  const bias_grad_plan_t p = {dims.n, dims.nhwc ? (int64_t)dims.h * dims.w : 1};
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    const dot_term<T> term = {(const T *)dy, (const T *)x};
+    return small_indices(dims) ? channel_sum_pass1<T, int32_t>((T *)dgate, term, dims, p, stream)
+                               : channel_sum_pass1<T, int64_t>((T *)dgate, term, dims, p, stream);
+  });
+}
+
+extern "C" cudaError_t gpu_k_channel_scale(void *y, const void *x, const float *scale,
+                                           gpu_dims dims, gpu_dtype type, cudaStream_t stream) {
+  if (!dims_valid(dims)) return cudaErrorInvalidValue;
+  const int64_t n = (int64_t)dims.n * dims.c * dims.h * dims.w;
+  if (n == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(channel_scale_kernel<T>, gpu_blocks(n), GPU_THREADS, 0, stream, (T *)y, (const T *)x,
+               scale, n, dims);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_channel_dot(float *dscale, const void *dy, const void *x,
+                                         gpu_dims dims, gpu_dtype type, float *scratch,
+                                         cudaStream_t stream) {
+  if (!dims_valid(dims)) return cudaErrorInvalidValue;
+  if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    return channel_sum(dscale, dot_term<T>{(const T *)dy, (const T *)x}, dims, scratch, stream);
+  });
+}
+
+/* ---- layer norm (ABI 1.14) ------------------------------------------------------------ */
+
+extern "C" cudaError_t gpu_k_layer_norm(void *y, const void *x, const float *scale,
+                                        const float *offset, float epsilon, float *mean,
+                                        float *inv_std, gpu_dims dims, gpu_dtype type,
+                                        cudaStream_t stream) {
+  if (!dims_valid(dims) || !(epsilon > 0.0f) || (!mean != !inv_std)) return cudaErrorInvalidValue;
+  const int64_t positions = (int64_t)dims.n * dims.h * dims.w;
+  if (positions == 0 || dims.c == 0)
+    return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    GPU_LAUNCH(layer_norm_kernel<T>, gpu_blocks(positions), GPU_THREADS, 0, stream, (T *)y,
+               (const T *)x, scale, offset, epsilon, mean, inv_std, positions, dims);
+    return cudaGetLastError();
+  });
+}
+
+extern "C" cudaError_t gpu_k_layer_norm_backward(void *dx, float *dscale, float *doffset,
+                                                 const void *dy, const void *x, const float *scale,
+                                                 const float *mean, const float *inv_std,
+                                                 gpu_dims dims, gpu_dtype type, float *scratch,
+                                                 cudaStream_t stream) {
+  if (!dims_valid(dims)) return cudaErrorInvalidValue;
+  const int64_t positions = (int64_t)dims.n * dims.h * dims.w;
+  if (dims.c == 0) return gpu_dispatch_float(type, [&](auto) { return cudaSuccess; });
+  return gpu_dispatch_float(type, [&](auto tag) {
+    using T = decltype(tag);
+    cudaError_t e = cudaSuccess;
+    if (dscale)
+      e = channel_sum(dscale, layer_norm_term<T>{(const T *)dy, (const T *)x, mean, inv_std}, dims,
+                      scratch, stream);
+    if (e == cudaSuccess && doffset)
+      e = channel_sum(doffset, dy_term<T>{(const T *)dy}, dims, scratch, stream);
+    if (e != cudaSuccess || !dx || positions == 0) return e;
+    GPU_LAUNCH(layer_norm_backward_kernel<T>, gpu_blocks(positions), GPU_THREADS, 0, stream,
+               (T *)dx, (const T *)dy, (const T *)x, scale, mean, inv_std, positions, dims);
     return cudaGetLastError();
   });
 }

@@ -24,6 +24,11 @@
  *  - LRN: fp32 sums and powf against double, within (2r + 4) * 2^-24 relative in the
  *    forward, (4r + 8) * 2^-24 of the magnitudes of the gradient's terms in the
  *    backward, plus one ulp of the type for fp16 / bf16.
+ *  - multiply and channel_scale (ABI 1.14): fp32 exactly, fp16 / bf16 within one ulp of
+ *    the type; their gate and scale gradients as the bias gradient's sums, within
+ *    2 m 2^-24 sum |dy x| (plus one ulp of the type where stored in it), same bits twice;
+ *  - layer norm (ABI 1.14): fp32 sums over C channels per position and over N * H * W per
+ *    channel, within bounds growing with those counts (check_layer_norm lists them).
  * The index arithmetic past 2^31 elements (64-bit offsets, the pool kernels' choice of
  * int32 indices, the grid-stride loop, the bias gradient's split, concat's placement in
  * both its index types) is checked by calling that math alone, without allocating such
@@ -1170,6 +1175,292 @@ START_TEST(bias_grad_two_passes) {
 }
 END_TEST
 
+/* ---- multiply, channel_scale, layer norm (ABI 1.14) ---------------------------------------- */
+
+/* The elementwise products against ref_ops.c's (a double product rounded): fp32 exactly
+ * (the product of two floats is exact in double, so both round it once), fp16 / bf16
+ * within one ulp of the type (the kernel rounds to fp32, then to the type). The channel
+ * sums (the gate's and the scale's gradients) as the bias gradient's: m products, each
+ * rounded to fp32, summed in fp32, within 2 m 2^-24 sum |dy x| of the double reference
+ * (plus one ulp of the type where they are stored in it), and the same bits on a second
+ * run. */
+static double product_tol(gpu_dtype t, float want) { return t == GPU_F32 ? 0.0 : ulp_of(t, want); }
+
+/* Beyond SHAPES: several chunks of rows or images, a plane larger than a block, two tiles
+ * of 32 channels, ConvNeXt's first width. */
+static const gpu_dims PRODUCT_SHAPES[] = {{3, 7, 57, 57, 0}, {2, 33, 20, 20, 0}, {4, 96, 7, 7, 0}};
+
+static void check_multiply(gpu_dtype t, gpu_dims d, int per_channel) {
+  char what[200];
+  const gpu_dims gd = per_channel ? dims(d.n, d.c, 1, 1, d.nhwc) : d;
+  const cnnb_shape s = shape_of(d), gs = shape_of(gd);
+  const int64_t count = count_of(d), gcount = count_of(gd), m = count / (gcount ? gcount : 1);
+  const std::vector<float> x = round_all(t, random_floats(count, -2.0f, 2.0f));
+  const std::vector<float> gate = round_all(t, random_floats(gcount, -1.5f, 1.5f));
+  const std::vector<float> dy = round_all(t, random_floats(count, -1.0f, 1.0f));
+  std::unique_ptr<dev> dx_(put(t, d, x)), dgate_(put(t, gd, gate)), ddy(put(t, d, dy));
+  dev y((size_t)count * gpu_dtype_size(t)), dx((size_t)count * gpu_dtype_size(t));
+  dev dgate((size_t)gcount * gpu_dtype_size(t));
+  std::vector<float> want((size_t)count), want_dx((size_t)count), want_dgate((size_t)gcount);
+  ref_multiply_forward(x.data(), s, gate.data(), gs, want.data());
+  ref_multiply_backward(x.data(), s, gate.data(), gs, dy.data(), want_dx.data(), want_dgate.data());
+  std::vector<double> magnitude((size_t)gcount, 0.0);
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const size_t i = (size_t)nchw_at(d, n, c, h, w);
+          magnitude[per_channel ? (size_t)(n * d.c + c) : i] += fabs((double)dy[i] * x[i]);
+        }
+  for (float &v : want) v = round_to(t, v);
+  for (float &v : want_dx) v = round_to(t, v);
+  snprintf(what, sizeof what, "multiply %s " DIMS_FMT " gate %s", type_name(t), DIMS_ARGS(d),
+           per_channel ? "[N, C, 1, 1]" : "of x's shape");
+  ck_assert_int_eq(gpu_k_multiply(y.p, dx_->p, dgate_->p, per_channel, d, t, 0), cudaSuccess);
+  expect_near(what, get(t, d, y), want, [&](size_t i) { return product_tol(t, want[i]); });
+  ck_assert_int_eq(gpu_k_multiply(dx.p, ddy->p, dgate_->p, per_channel, d, t, 0), cudaSuccess);
+  strcat(what, " dx");
+  expect_near(what, get(t, d, dx), want_dx, [&](size_t i) { return product_tol(t, want_dx[i]); });
+  what[strlen(what) - 2] = 0;
+  strcat(what, "dgate");
+  if (per_channel)
+    ck_assert_int_eq(gpu_k_multiply_gate_grad(dgate.p, ddy->p, dx_->p, d, t, 0), cudaSuccess);
+  else ck_assert_int_eq(gpu_k_multiply(dgate.p, ddy->p, dx_->p, 0, d, t, 0), cudaSuccess);
+  const std::vector<uint8_t> bits = dgate.get();
+  expect_near(what, get(t, gd, dgate), want_dgate, [&](size_t k) {
+    const double rounding = t == GPU_F32 ? 0.0 : ulp_of(t, want_dgate[k]);
+    return m > 1 ? 2.0 * (double)m * 0x1p-24 * magnitude[k] + rounding
+                 : product_tol(t, want_dgate[k]);
+  });
+  if (per_channel) { /* deterministic */
+    ck_assert_int_eq(gpu_k_multiply_gate_grad(dgate.p, ddy->p, dx_->p, d, t, 0), cudaSuccess);
+    ck_assert_msg(dgate.get() == bits, "%s: a second run gave other bits", what);
+  }
+}
+
+START_TEST(multiply_and_gate_grad) {
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int per_channel = 0; per_channel < 2; per_channel++) {
+      FOR_SHAPES(d) check_multiply(t, d, per_channel);
+      for (const gpu_dims &s : PRODUCT_SHAPES)
+        for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+          check_multiply(t, dims(s.n, s.c, s.h, s.w, nhwc), per_channel);
+    }
+  /* multiply(x, x)'s one-buffer gradient as ops_multiply.c forms it: dy * x, doubled in
+   * place, is fl(2 dy x) exactly. */
+  for (gpu_dtype t : FLOAT_TYPES) {
+    const gpu_dims d = dims(3, 7, 5, 3, 1);
+    const int64_t count = count_of(d);
+    const std::vector<float> x = round_all(t, random_floats(count, -2.0f, 2.0f));
+    const std::vector<float> dy = round_all(t, random_floats(count, -1.0f, 1.0f));
+    std::unique_ptr<dev> dx_(put(t, d, x)), ddy(put(t, d, dy));
+    dev g((size_t)count * gpu_dtype_size(t));
+    ck_assert_int_eq(gpu_k_multiply(g.p, ddy->p, dx_->p, 0, d, t, 0), cudaSuccess);
+    ck_assert_int_eq(gpu_k_add(g.p, g.p, g.p, t, count, 0, 0), cudaSuccess);
+    std::vector<float> want((size_t)count);
+    for (size_t i = 0; i < want.size(); i++) want[i] = 2.0f * round_to(t, dy[i] * x[i]);
+    expect_same("multiply(x, x) doubled", get(t, d, g), want);
+  }
+  dev any(64);
+  ck_assert_int_eq(gpu_k_multiply(any.p, any.p, any.p, 0, dims(1, 3, 1, 1, 0), GPU_I32, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_multiply(any.p, any.p, any.p, 0, dims(-1, 3, 1, 1, 0), GPU_F32, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_multiply_gate_grad(any.p, any.p, any.p, dims(65536, 1, 1, 1, 0), GPU_F32,
+                                            0),
+                   cudaErrorInvalidValue);
+}
+END_TEST
+
+static void check_channel_scale(gpu_dtype t, gpu_dims d) {
+  char what[200];
+  const cnnb_shape s = shape_of(d);
+  const int64_t count = count_of(d), m = (int64_t)d.n * d.h * d.w;
+  const std::vector<float> x = round_all(t, random_floats(count, -2.0f, 2.0f));
+  const std::vector<float> dy = round_all(t, random_floats(count, -1.0f, 1.0f));
+  const std::vector<float> scale = random_floats(d.c, -1.5f, 1.5f);
+  std::unique_ptr<dev> dx_(put(t, d, x)), ddy(put(t, d, dy));
+  dev dscale_(bytes_of(scale)), y((size_t)count * gpu_dtype_size(t));
+  dev dx((size_t)count * gpu_dtype_size(t)), ds((size_t)d.c * 4);
+  const size_t scratch_bytes = gpu_k_bias_grad_scratch_bytes(d);
+  dev scratch(scratch_bytes);
+  std::vector<float> want((size_t)count), want_dx((size_t)count), want_ds((size_t)d.c);
+  ref_channel_scale_forward(x.data(), s, scale.data(), want.data());
+  ref_channel_scale_backward(x.data(), s, scale.data(), dy.data(), want_dx.data(), want_ds.data());
+  std::vector<double> magnitude((size_t)d.c, 0.0);
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const size_t i = (size_t)nchw_at(d, n, c, h, w);
+          magnitude[(size_t)c] += fabs((double)dy[i] * x[i]);
+        }
+  for (float &v : want) v = round_to(t, v);
+  for (float &v : want_dx) v = round_to(t, v);
+  snprintf(what, sizeof what, "channel_scale %s " DIMS_FMT, type_name(t), DIMS_ARGS(d));
+  ck_assert_int_eq(gpu_k_channel_scale(y.p, dx_->p, dscale_.as<float>(), d, t, 0), cudaSuccess);
+  expect_near(what, get(t, d, y), want, [&](size_t i) { return product_tol(t, want[i]); });
+  ck_assert_int_eq(gpu_k_channel_scale(dx.p, ddy->p, dscale_.as<float>(), d, t, 0), cudaSuccess);
+  strcat(what, " dx");
+  expect_near(what, get(t, d, dx), want_dx, [&](size_t i) { return product_tol(t, want_dx[i]); });
+  what[strlen(what) - 2] = 0;
+  strcat(what, "dscale");
+  float *sp = scratch_bytes ? scratch.as<float>() : nullptr;
+  ck_assert_int_eq(gpu_k_channel_dot(ds.as<float>(), ddy->p, dx_->p, d, t, sp, 0), cudaSuccess);
+  const std::vector<float> got = values_of<float>(ds.get());
+  expect_near(what, got, want_ds,
+              [&](size_t c) { return m > 1 ? 2.0 * (double)m * 0x1p-24 * magnitude[c] : 0.0; });
+  ck_assert_int_eq(gpu_k_channel_dot(ds.as<float>(), ddy->p, dx_->p, d, t, sp, 0), cudaSuccess);
+  ck_assert_msg(values_of<float>(ds.get()) == got, "%s: a second run gave other bits", what);
+}
+
+START_TEST(channel_scale_and_dot) {
+  for (gpu_dtype t : FLOAT_TYPES) {
+    FOR_SHAPES(d) check_channel_scale(t, d);
+    for (const gpu_dims &s : PRODUCT_SHAPES)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+        check_channel_scale(t, dims(s.n, s.c, s.h, s.w, nhwc));
+  }
+  dev any(64);
+  ck_assert_int_eq(gpu_k_channel_dot(any.as<float>(), any.p, any.p, dims(1, 7, 1, 1, 0), GPU_F32,
+                                     nullptr, 0),
+                   cudaErrorInvalidValue); /* scratch needed */
+  ck_assert_int_eq(gpu_k_channel_scale(any.p, any.p, any.as<float>(), dims(1, 3, 1, 1, 0), GPU_I32,
+                                       0),
+                   cudaErrorInvalidValue);
+}
+END_TEST
+
+/* Layer norm against ref_ops.c's (double, on the inputs rounded to the type). The kernel
+ * sums C values per position in fp32 (the mean, the centred squares, dx's two sums) and m =
+ * N * H * W per channel (the parameter gradients), so the bounds grow with those counts:
+ *  - y within (C + 8) 2^-22 of max |y| (a tolerance of the whole tensor: the rounding of
+ *    x - mean scales with the position's spread, not with the element), plus one ulp of
+ *    the type for fp16 / bf16;
+ *  - mean within C 2^-23 max |x|, inv_std within (C + 8) 2^-22 relative;
+ *  - dx within (C + 8) 2^-21 of max |dx|, plus one ulp of the type;
+ *  - dscale, doffset within (m + C + 8) 2^-22 of the channel's sum of |terms| (dy x^, dy);
+ * the backward fed the reference's statistics, and it is the same bits on a second run.
+ * Inference (no statistics kept) writes the same y as training. */
+static void check_layer_norm(gpu_dtype t, gpu_dims d, float epsilon) {
+  char what[200];
+  const cnnb_shape s = shape_of(d);
+  const int64_t count = count_of(d), positions = (int64_t)d.n * d.h * d.w;
+  const std::vector<float> x = round_all(t, random_floats(count, -2.0f, 3.0f));
+  const std::vector<float> dy = round_all(t, random_floats(count, -1.0f, 1.0f));
+  const std::vector<float> scale = random_floats(d.c, 0.5f, 1.5f);
+  const std::vector<float> offset = random_floats(d.c, -0.5f, 0.5f);
+  std::vector<float> want((size_t)count), mean((size_t)positions), var((size_t)positions);
+  std::vector<float> want_dx((size_t)count), want_ds((size_t)d.c), want_do((size_t)d.c);
+  ref_layer_norm_forward(x.data(), s, scale.data(), offset.data(), epsilon, want.data(),
+                         mean.data(), var.data());
+  ref_layer_norm_backward(x.data(), s, scale.data(), dy.data(), mean.data(), var.data(), epsilon,
+                          want_dx.data(), want_ds.data(), want_do.data());
+  std::vector<float> inv_std((size_t)positions);
+  for (size_t p = 0; p < inv_std.size(); p++)
+    inv_std[p] = (float)(1.0 / sqrt((double)var[p] + epsilon));
+  double max_x = 0.0, max_y = 0.0, max_dx = 0.0;
+  for (float v : x) max_x = fmax(max_x, fabs(v));
+  for (float v : want) max_y = fmax(max_y, fabs(v));
+  for (float v : want_dx) max_dx = fmax(max_dx, fabs(v));
+  std::vector<double> mag_ds((size_t)d.c, 0.0), mag_do((size_t)d.c, 0.0);
+  for (int64_t n = 0; n < d.n; n++)
+    for (int64_t c = 0; c < d.c; c++)
+      for (int64_t h = 0; h < d.h; h++)
+        for (int64_t w = 0; w < d.w; w++) {
+          const size_t i = (size_t)nchw_at(d, n, c, h, w), p = (size_t)((n * d.h + h) * d.w + w);
+          mag_ds[(size_t)c] += fabs((double)dy[i] * ((double)x[i] - mean[p]) * inv_std[p]);
+          mag_do[(size_t)c] += fabs((double)dy[i]);
+        }
+  const double cs = (double)d.c + 8.0;
+  std::unique_ptr<dev> dx_(put(t, d, x)), ddy(put(t, d, dy));
+  dev dscale(bytes_of(scale)), doffset(bytes_of(offset));
+  dev dmean(bytes_of(mean)), dinv(bytes_of(inv_std)); /* the reference's, for the backward */
+  dev y((size_t)count * gpu_dtype_size(t)), y2((size_t)count * gpu_dtype_size(t));
+  dev dx((size_t)count * gpu_dtype_size(t));
+  dev kmean((size_t)positions * 4), kinv((size_t)positions * 4);
+  dev ds((size_t)d.c * 4), dof((size_t)d.c * 4);
+  const size_t scratch_bytes = gpu_k_bias_grad_scratch_bytes(d);
+  dev scratch(scratch_bytes);
+  float *sp = scratch_bytes ? scratch.as<float>() : nullptr;
+
+  snprintf(what, sizeof what, "layer_norm %s " DIMS_FMT " eps %g", type_name(t), DIMS_ARGS(d),
+           (double)epsilon);
+  ck_assert_int_eq(gpu_k_layer_norm(y.p, dx_->p, dscale.as<float>(), doffset.as<float>(), epsilon,
+                                    kmean.as<float>(), kinv.as<float>(), d, t, 0),
+                   cudaSuccess);
+  expect_near(what, get(t, d, y), want, [&](size_t i) {
+    return cs * 0x1p-22 * max_y + (t == GPU_F32 ? 0.0 : ulp_of(t, want[i]));
+  });
+  const std::vector<float> got_mean = values_of<float>(kmean.get());
+  const std::vector<float> got_inv = values_of<float>(kinv.get());
+  expect_near("layer_norm mean", got_mean, mean,
+              [&](size_t) { return (double)d.c * 0x1p-23 * max_x; });
+  expect_near("layer_norm inv_std", got_inv, inv_std,
+              [&](size_t p) { return cs * 0x1p-22 * inv_std[p]; });
+  ck_assert_int_eq(gpu_k_layer_norm(y2.p, dx_->p, dscale.as<float>(), doffset.as<float>(), epsilon,
+                                    nullptr, nullptr, d, t, 0),
+                   cudaSuccess);
+  ck_assert_msg(y2.get() == y.get(), "%s: inference wrote another y than training", what);
+
+  ck_assert_int_eq(gpu_k_layer_norm_backward(dx.p, ds.as<float>(), dof.as<float>(), ddy->p, dx_->p,
+                                             dscale.as<float>(), dmean.as<float>(),
+                                             dinv.as<float>(), d, t, sp, 0),
+                   cudaSuccess);
+  const std::vector<uint8_t> dx_bits = dx.get(), ds_bits = ds.get(), do_bits = dof.get();
+  for (float &v : want_dx) v = round_to(t, v);
+  strcat(what, " dx");
+  expect_near(what, get(t, d, dx), want_dx, [&](size_t i) {
+    return cs * 0x1p-21 * max_dx + (t == GPU_F32 ? 0.0 : ulp_of(t, want_dx[i]));
+  });
+  const double ms = (double)positions + cs;
+  what[strlen(what) - 2] = 0;
+  strcat(what, "dscale");
+  expect_near(what, values_of<float>(ds_bits), want_ds,
+              [&](size_t c) { return ms * 0x1p-22 * mag_ds[c]; });
+  what[strlen(what) - 6] = 0;
+  strcat(what, "doffset");
+  expect_near(what, values_of<float>(do_bits), want_do,
+              [&](size_t c) { return ms * 0x1p-22 * mag_do[c]; });
+  /* deterministic, and dx is optional */
+  ck_assert_int_eq(gpu_k_layer_norm_backward(dx.p, ds.as<float>(), dof.as<float>(), ddy->p, dx_->p,
+                                             dscale.as<float>(), dmean.as<float>(),
+                                             dinv.as<float>(), d, t, sp, 0),
+                   cudaSuccess);
+  ck_assert_msg(dx.get() == dx_bits && ds.get() == ds_bits && dof.get() == do_bits,
+                "%s: a second run gave other bits", what);
+  ck_assert_int_eq(gpu_k_layer_norm_backward(nullptr, ds.as<float>(), dof.as<float>(), ddy->p,
+                                             dx_->p, dscale.as<float>(), dmean.as<float>(),
+                                             dinv.as<float>(), d, t, sp, 0),
+                   cudaSuccess);
+  ck_assert_msg(ds.get() == ds_bits && dof.get() == do_bits,
+                "%s: without dx, other parameter gradients", what);
+}
+
+START_TEST(layer_norm) {
+  for (gpu_dtype t : FLOAT_TYPES) {
+    FOR_SHAPES(d) check_layer_norm(t, d, 1e-5f);
+    for (const gpu_dims &s : PRODUCT_SHAPES)
+      for (int32_t nhwc = 0; nhwc < 2; nhwc++)
+        check_layer_norm(t, dims(s.n, s.c, s.h, s.w, nhwc), 1e-6f);
+  }
+  dev any(64);
+  ck_assert_int_eq(gpu_k_layer_norm(any.p, any.p, any.as<float>(), any.as<float>(), 1e-5f,
+                                    any.as<float>(), nullptr, dims(1, 3, 1, 1, 0), GPU_F32, 0),
+                   cudaErrorInvalidValue); /* mean without inv_std */
+  ck_assert_int_eq(gpu_k_layer_norm(any.p, any.p, any.as<float>(), any.as<float>(), 0.0f, nullptr,
+                                    nullptr, dims(1, 3, 1, 1, 0), GPU_F32, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_layer_norm(any.p, any.p, any.as<float>(), any.as<float>(), 1e-5f, nullptr,
+                                    nullptr, dims(1, 3, 1, 1, 0), GPU_I32, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_layer_norm_backward(any.p, any.as<float>(), any.as<float>(), any.p, any.p,
+                                             any.as<float>(), any.as<float>(), any.as<float>(),
+                                             dims(1, 7, 1, 1, 0), GPU_F32, nullptr, 0),
+                   cudaErrorInvalidValue); /* scratch needed */
+}
+END_TEST
+
 /* ---- softmax cross-entropy -------------------------------------------------------------- */
 
 START_TEST(softmax_xent) {
@@ -1644,6 +1935,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, dropout_mask_and_scale);
   tcase_add_test(tc, bias_and_relu);
   tcase_add_test(tc, bias_grad_two_passes);
+  tcase_add_test(tc, multiply_and_gate_grad);
+  tcase_add_test(tc, channel_scale_and_dot);
+  tcase_add_test(tc, layer_norm);
   tcase_add_test(tc, softmax_xent);
   tcase_add_test(tc, update_matches_reference);
   tcase_add_test(tc, all_finite_flag);
