@@ -145,6 +145,12 @@ cnnb_status gpu_prepare_relu6(gpu_device *d, const cnnb_graph *g, int32_t index,
 /* sigmoid, silu, hard_sigmoid, hard_swish, gelu (ABI 1.14) */
 cnnb_status gpu_prepare_act(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_add(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
+/* multiply, channel_scale (ops_multiply.c), layer_norm (ops_layer_norm.c): ABI 1.14 */
+cnnb_status gpu_prepare_multiply(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
+cnnb_status gpu_prepare_channel_scale(gpu_device *d, const cnnb_graph *g, int32_t index,
+                                      gpu_node **out);
+cnnb_status gpu_prepare_layer_norm(gpu_device *d, const cnnb_graph *g, int32_t index,
+                                   gpu_node **out);
 cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_pad(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);

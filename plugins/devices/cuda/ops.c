@@ -33,6 +33,9 @@ static const gpu_op ops[] = {
     {CNNB_OP_HARD_SWISH, gpu_prepare_act},
     {CNNB_OP_GELU, gpu_prepare_act},
     {CNNB_OP_STOCHASTIC_DEPTH, gpu_prepare_dropout},
+    {CNNB_OP_MULTIPLY, gpu_prepare_multiply},
+    {CNNB_OP_LAYER_NORM, gpu_prepare_layer_norm},
+    {CNNB_OP_CHANNEL_SCALE, gpu_prepare_channel_scale},
 };
 
 const gpu_op *gpu_op_find(uint32_t op) {
