@@ -13,7 +13,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 if [ $# -eq 0 ]; then
-  set -- README.md docs/*.md bench/*.md tests/README.md sdk/examples/README.md \
+  set -- README.md docs/*.md bench/*.md tests/README.md sdk/examples/README.md contrib/*/README.md \
     plugins/*/*/README.md
 fi
 

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# torchvision_zoo.sh — contrib/torchvision_zoo as a third party builds and ships it, and
+# each of its models equal to torchvision's own:
+#  1. install this build into a temporary prefix, build the zoo against that install with
+#     find_package(CNNBench) alone (no include path into the source or build tree), and
+#     list its models from CNNB_PLUGIN_PATH;
+#  2. per model, against torchvision's model of the same name and 1001 classes: the same
+#     number of trainable parameters; forward FLOPs at 224x224 within 3% of
+#     torch.utils.flop_counter's; and the same weights give the same eval-mode logits
+#     (fp32, 64x64, |cnnbench - torch| <= 1e-4 * max |torch logit|) both ways:
+#     a. torchvision -> cnnbench: torchvision's model with random weights, batch-norm
+#        scales, offsets and statistics far from 1 and 0 (so that one in the wrong slot
+#        shows; its logits must reach 0.01, or the comparison would say little), saved
+#        with safetensors and loaded by checkpoint_logits;
+#     b. cnnbench -> torchvision: cnnbench trains one step and saves (--train_dir),
+#        torchvision loads that file with a strict load_state_dict.
+# Needs torch and torchvision in $CNNB_PYTHON (skips, 77, without them).
+set -uo pipefail
+: "${CNNB_BUILD_DIR:?run through ctest}" "${CNNB_SOURCE_DIR:?run through ctest}"
+: "${CHECKPOINT_LOGITS:?run through ctest}"
+command -v cmake >/dev/null || { echo "SKIP: cmake not on PATH"; exit 77; }
+py=${CNNB_PYTHON:-python3}
+"$py" -c 'import torch, torchvision, safetensors, numpy' 2>/dev/null || {
+  echo "SKIP: $py cannot import torch, torchvision, safetensors and numpy (set CNNB_PYTHON)"
+  exit 77
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix" zoo="$tmp/zoo"
+die() {
+  echo "FAIL: $*"
+  exit 1
+}
+die_log() { # LOG MESSAGE
+  cat "$1"
+  die "$2"
+}
+
+# ---- 1. the zoo, built against the install alone ------------------------------------------
+cmake --install "$CNNB_BUILD_DIR" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
+  die_log "$tmp/install.log" "cmake --install $CNNB_BUILD_DIR failed"
+cc="$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$CNNB_BUILD_DIR/CMakeCache.txt")"
+cmake -S "$CNNB_SOURCE_DIR/contrib/torchvision_zoo" -B "$zoo" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release ${cc:+-DCMAKE_C_COMPILER="$cc"} \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+  >"$tmp/configure.log" 2>&1 || die_log "$tmp/configure.log" "configuring the zoo failed"
+cmake --build "$zoo" -j2 >"$tmp/build.log" 2>&1 || die_log "$tmp/build.log" "building the zoo failed"
+grep -qF -- "$prefix/include" "$zoo/compile_commands.json" ||
+  die "the zoo was not compiled against $prefix/include"
+if grep -E -- "-(I|isystem) ?($CNNB_SOURCE_DIR|$CNNB_BUILD_DIR)" "$zoo/compile_commands.json"; then
+  die "the zoo reached into the source or build tree"
+fi
+cnnbench() { CNNB_PLUGIN_PATH="$zoo" "$prefix/bin/cnnbench" "$@"; }
+# The models are whatever the zoo's plugins offer: none is named twice here.
+models=$(cnnbench --list_plugins 2>&1 | awk -v dir="$zoo/" '
+  $1 == "model" && index($NF, dir) == 1 {
+    for (i = 2; i <= NF - 3; i++) { name = $i; sub(/,$/, "", name); print name }
+  }')
+[[ $(wc -w <<<"$models") -ge 8 ]] || die "the zoo offers too few models: '$models'"
+echo "zoo models: $(tr '\n' ' ' <<<"$models")"
+
+# ---- 2. each model against torchvision ------------------------------------------------------
+BATCH=2 SIZE=64
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+for m in $models; do
+  cnnbench --model="$m" --model_info >"$tmp/$m.info" 2>&1 || {
+    fail "$m: --model_info: $(tail -n 3 "$tmp/$m.info")"
+    continue
+  }
+  if ! cnnbench --model="$m" --device=cpu --batch_size=$BATCH --image_size=$SIZE \
+    --num_batches=1 --num_warmup_batches=0 --train_dir="$tmp/train_$m" >"$tmp/$m.train" 2>&1; then
+    fail "$m: one training step with --train_dir: $(tail -n 5 "$tmp/$m.train")"
+    continue
+  fi
+  ckpt=$(ls "$tmp/train_$m"/model.ckpt-*.safetensors 2>/dev/null | tail -n 1)
+  [[ -n "$ckpt" ]] || {
+    fail "$m: --train_dir wrote no model.ckpt-*.safetensors"
+    continue
+  }
+  echo "$m $ckpt" >>"$tmp/models.list"
+done
+[[ -f "$tmp/models.list" ]] || die "no model trained (above)"
+
+# torchvision's side, once for every model (importing torch takes seconds): its logits for
+# the same batch with cnnbench's weights, its parameter count and FLOPs.
+cat >"$tmp/torch_side.py" <<'PY'
+import sys
+import numpy as np, torch, torchvision.models as tvm
+from safetensors.torch import load_file, save_file
+from torch.utils.flop_counter import FlopCounterMode
+torch.set_num_threads(2)
+work, batch, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+images = np.random.default_rng(7).standard_normal((batch, 3, size, size)).astype(np.float32)
+images.tofile("%s/images.f32" % work)
+for line in open("%s/models.list" % work):
+    name, ckpt = line.split()
+    model = getattr(tvm, name)(num_classes=1001).eval()
+    params = sum(p.numel() for p in model.parameters())
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(torch.zeros(1, 3, 224, 224))
+    # a. random weights; batch-norm scales, offsets and statistics far from their
+    # initial 1 and 0, so that one loaded into the wrong slot shows.
+    torch.manual_seed(7)
+    random = getattr(tvm, name)(num_classes=1001).eval()
+    with torch.no_grad():
+        for mod in random.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.normal_(0.0, 0.1)
+                mod.running_mean.normal_(0.0, 0.1)
+                mod.running_var.uniform_(0.5, 1.5)
+        save_file({k: v.contiguous() for k, v in random.state_dict().items()},
+                  "%s/torch_weights_%s.safetensors" % (work, name))
+        random(torch.from_numpy(images)).numpy().tofile("%s/torch_own_%s.f32" % (work, name))
+    # b. cnnbench's checkpoint, strictly.
+    state = {k: v for k, v in load_file(ckpt).items() if not k.startswith("optimizer.")}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        print("%s: strict load of %s: %s" % (name, ckpt, str(e)[:2000]))
+        continue
+    with torch.no_grad():
+        model(torch.from_numpy(images)).numpy().tofile("%s/torch_%s.f32" % (work, name))
+    print("%s %d %.6f" % (name, params, counter.get_total_flops() / 1e9),
+          file=open("%s/torch_%s.facts" % (work, name), "w"))
+PY
+"$py" "$tmp/torch_side.py" "$tmp" $BATCH $SIZE 2>&1 | grep -v "UserWarning\|warnings.warn" ||
+  true
+
+cat >"$tmp/compare.py" <<'PY'
+import sys
+import numpy as np
+ours, theirs, least = sys.argv[1], sys.argv[2], float(sys.argv[3])
+a, b = np.fromfile(ours, dtype=np.float32), np.fromfile(theirs, dtype=np.float32)
+if a.shape != b.shape or b.size == 0:
+    print("%d cnnbench logits, %d torch logits" % (a.size, b.size)); sys.exit(1)
+if not float(np.abs(b).max()) >= least:
+    print("torch's logits are at most %.3g: too small to compare" % float(np.abs(b).max()))
+    sys.exit(1)
+tol = 1e-4 * float(np.abs(b).max())
+diff = float(np.abs(a - b).max())
+print("max |cnnbench - torch| = %.3g (tolerance %.3g, max |logit| %.3g)" % (diff, tol, float(np.abs(b).max())))
+sys.exit(0 if np.isfinite(a).all() and diff <= tol else 1)
+PY
+
+while read -r m ckpt; do
+  facts="$tmp/torch_$m.facts"
+  [[ -f "$facts" ]] || {
+    fail "$m: torchvision could not load cnnbench's checkpoint (above)"
+    continue
+  }
+  read -r _ torch_params torch_gflops <"$facts"
+  params=$(sed -n 's/^Trainable parameters: //p' "$tmp/$m.info")
+  gflops=$(sed -n 's/^Forward GFLOPs per image: //p' "$tmp/$m.info")
+  [[ "$params" == "$torch_params" ]] ||
+    fail "$m: $params trainable parameters, torchvision's has $torch_params"
+  awk -v a="$gflops" -v b="$torch_gflops" 'BEGIN { d = a / b - 1; exit !(d <= 0.03 && d >= -0.03) }' ||
+    fail "$m: $gflops forward GFLOPs per image, torchvision's $torch_gflops (more than 3% apart)"
+  echo "$m: $params params, $gflops GFLOPs (torchvision $torch_gflops)"
+  # direction, weights, torch's logits for them, the least max |logit| to accept
+  for way in "torchvision -> cnnbench|$tmp/torch_weights_$m.safetensors|torch_own_$m|0.01" \
+    "cnnbench -> torchvision|$ckpt|torch_$m|0"; do
+    IFS='|' read -r what weights theirs least <<<"$way"
+    if ! CNNB_PLUGIN_PATH="$zoo" "$CHECKPOINT_LOGITS" --model="$m" --checkpoint="$weights" \
+      --images="$tmp/images.f32" --batch=$BATCH --image_size=$SIZE --num_classes=1001 \
+      --out="$tmp/ours_$m.f32" >"$tmp/$m.logits" 2>&1; then
+      fail "$m ($what): checkpoint_logits: $(tail -n 3 "$tmp/$m.logits")"
+    elif result=$("$py" "$tmp/compare.py" "$tmp/ours_$m.f32" "$tmp/$theirs.f32" "$least"); then
+      echo "  $what: $result"
+    else
+      fail "$m ($what): the same weights give other logits: $result"
+    fi
+  done
+done <"$tmp/models.list"
+[[ $failures -eq 0 ]] || exit 1
+echo "OK: every zoo model equals torchvision's (parameters, FLOPs, logits)"
