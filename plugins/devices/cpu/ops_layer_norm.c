@@ -14,9 +14,9 @@
 
 typedef struct layer_norm_node {
   cpu_node base;
-  float *mean, *var;     /* [N * H * W]: this step's statistics, training only */
-  cpu_xform x_in;        /* x's layout -> channels-last (no-op when they agree) */
-  cpu_xform dx_out;      /* channels-last gradient -> x's layout */
+  float *mean, *var; /* [N * H * W]: this step's statistics, training only */
+  cpu_xform x_in;    /* x's layout -> channels-last (no-op when they agree) */
+  cpu_xform dx_out;  /* channels-last gradient -> x's layout */
   dnnl_primitive_t fwd, bwd;
   dnnl_memory_t src, dst, mean_m, var_m, scale, shift, diff_dst, diff_src, diff_scale, diff_shift;
 } layer_norm_node;
@@ -65,7 +65,7 @@ static cnnb_status layer_norm_backward(cpu_device *d, cpu_node *n, const cnnb_no
   /* oneDNN always writes dx: into the input's gradient when its layout is channels-last,
    * else into slot 0 (converted below, or dropped when no one wants it). */
   void *dx = io->input_grads[0] && !cpu_xform_needed(&s->dx_out) ? io->input_grads[0]
-                                                                  : cpu_transient(d, 0);
+                                                                 : cpu_transient(d, 0);
   cpu_bind(s->src, x);
   cpu_bind(s->mean_m, s->mean);
   cpu_bind(s->var_m, s->var);
@@ -95,9 +95,8 @@ static void layer_norm_release(cpu_device *d, cpu_node *n) {
   layer_norm_node *s = (layer_norm_node *)n;
   if (s->fwd) dnnl_primitive_destroy(s->fwd);
   if (s->bwd) dnnl_primitive_destroy(s->bwd);
-  dnnl_memory_t mems[] = {s->src,      s->dst,      s->mean_m,   s->var_m,
-                          s->scale,    s->shift,    s->diff_dst, s->diff_src,
-                          s->diff_scale, s->diff_shift};
+  dnnl_memory_t mems[] = {s->src,   s->dst,      s->mean_m,   s->var_m,      s->scale,
+                          s->shift, s->diff_dst, s->diff_src, s->diff_scale, s->diff_shift};
   for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   cpu_xform_fini(&s->x_in);
@@ -143,17 +142,18 @@ cnnb_status cpu_prepare_layer_norm(cpu_device *d, const cnnb_graph *g, cpu_plan 
       (cpu_xform_needed(&s->x_in) && (st = cpu_transient_reserve(d, 1, y_bytes, node))))
     goto done;
   CPU_TRY(st, d,
-          dnnl_layer_normalization_forward_desc_init(
-              &desc, d->cfg.training ? dnnl_forward_training : dnnl_forward_inference, &data,
-              &stats, eps, flags),
+          dnnl_layer_normalization_forward_desc_init(&desc,
+                                                     d->cfg.training ? dnnl_forward_training
+                                                                     : dnnl_forward_inference,
+                                                     &data, &stats, eps, flags),
           node, "layer norm forward");
   if ((st = cpu_pd_create(d, &fpd, &desc, NULL, NULL, node, "layer norm forward")) ||
       (st = cpu_prim_create(d, &s->fwd, fpd, node, "layer norm forward")))
     goto done;
   if ((st = cpu_mem(d, &s->src, &data, node)) || (st = cpu_mem(d, &s->dst, &data, node)) ||
       (st = cpu_mem(d, &s->scale, &channel, node)) ||
-      (st = cpu_mem(d, &s->shift, &channel, node)) ||
-      (st = cpu_mem(d, &s->mean_m, &stats, node)) || (st = cpu_mem(d, &s->var_m, &stats, node)))
+      (st = cpu_mem(d, &s->shift, &channel, node)) || (st = cpu_mem(d, &s->mean_m, &stats, node)) ||
+      (st = cpu_mem(d, &s->var_m, &stats, node)))
     goto done;
   if (d->cfg.training) {
     s->mean = cpu_alloc((size_t)positions * sizeof(float));

@@ -15,8 +15,8 @@
 
 typedef struct product_node {
   cpu_node base;
-  int scale_param; /* channel_scale: the gate is the node's param [C], not input 1 */
-  int reduce;      /* the gate is smaller than x: dgate is a reduction of dy * x */
+  int scale_param;             /* channel_scale: the gate is the node's param [C], not input 1 */
+  int reduce;                  /* the gate is smaller than x: dgate is a reduction of dy * x */
   dnnl_primitive_t fwd;        /* dst = src0 * src1 (src1 broadcast) */
   dnnl_primitive_t dy_times_x; /* dy * x, into the gate's gradient or the product */
   dnnl_primitive_t sum;        /* the product summed to the gate's shape */
@@ -73,8 +73,7 @@ static cnnb_status product_backward(cpu_device *d, cpu_node *n, const cnnb_node_
         {DNNL_ARG_SRC_0, s->x}, {DNNL_ARG_SRC_1, s->gate}, {DNNL_ARG_DST, s->y}};
     if ((st = cpu_exec(d, s->fwd, 3, args, n->node, "input gradient"))) return st;
   }
-  if (aliased)
-    cpu_accumulate_buffer(d, &n->plan->md[n->node->inputs[0]], dx, cpu_transient(d, 0));
+  if (aliased) cpu_accumulate_buffer(d, &n->plan->md[n->node->inputs[0]], dx, cpu_transient(d, 0));
   return CNNB_OK;
 }
 
@@ -111,8 +110,9 @@ static cnnb_status sum_to(cpu_device *d, const dnnl_memory_desc_t *src,
   dnnl_reduction_desc_t desc;
   dnnl_primitive_desc_t pd = NULL;
   const char *what = "gate gradient sum";
-  cnnb_status st = cpu_check(
-      d, dnnl_reduction_desc_init(&desc, dnnl_reduction_sum, src, dst, 0.f, 0.f), node, what);
+  cnnb_status st =
+      cpu_check(d, dnnl_reduction_desc_init(&desc, dnnl_reduction_sum, src, dst, 0.f, 0.f), node,
+                what);
   if (st != CNNB_OK || (st = cpu_pd_create(d, &pd, &desc, NULL, NULL, node, what))) return st;
   st = cpu_prim_create(d, out, pd, node, what);
   dnnl_primitive_desc_destroy(pd);
