@@ -43,7 +43,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   if (strcmp(name, "densenet121") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "densenet: asked to describe '%s'", name);
   /* torchvision's recipe: SGD with momentum, lr 0.1 for a batch of 256, scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.1f * 32 / 256,
+  return zoo_describe(ctx, name, dataset, info, 32, 0.1f * 32 / 256,
                       "torchvision's densenet121 (8.0M params)");
 }
 

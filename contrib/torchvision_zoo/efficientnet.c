@@ -52,7 +52,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
     return cnnb_error(ctx, CNNB_EINVAL, "efficientnet: asked to describe '%s'", name);
   /* torchvision ported b0's weights rather than train them; the paper's recipe is RMSprop
    * at 0.256 for a batch of 4096: 0.002 at 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.256f * 32 / 4096,
+  return zoo_describe(ctx, name, dataset, info, 28, 0.256f * 32 / 4096,
                       "torchvision's efficientnet_b0 (5.3M params)");
 }
 

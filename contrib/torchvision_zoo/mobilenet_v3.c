@@ -50,7 +50,7 @@ static const variant *variant_of(const char *name) {
 
 /* torchvision's InvertedResidual as features.<index>. */
 static cnnb_tensor inverted_residual(zoo *z, int index, const bneck *b, cnnb_tensor x) {
-  char prefix[64], key[96];
+  char prefix[64];
   zoo_act act = b->hs ? ZOO_HARDSWISH : ZOO_RELU;
   int layer = 0;
   cnnb_tensor y = x;
@@ -67,7 +67,6 @@ static cnnb_tensor inverted_residual(zoo *z, int index, const bneck *b, cnnb_ten
   }
   snprintf(prefix, sizeof prefix, "features.%d.block.%d", index, layer++);
   y = zoo_conv_norm_act(z, prefix, y, b->out, 1, 1, 1, ZOO_IDENTITY);
-  (void)key;
   if (b->stride == 1 && b->in == b->out) y = cnnb_add(z->g, NULL, y, x);
   return y;
 }
@@ -77,7 +76,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   const variant *v = variant_of(name);
   if (!v) return cnnb_error(ctx, CNNB_EINVAL, "mobilenet_v3: asked to describe '%s'", name);
   /* torchvision's recipe: RMSprop lr 0.064 for a batch of 1024 (8 x 128); scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.064f * 32 / 1024,
+  return zoo_describe(ctx, name, dataset, info, 28, 0.064f * 32 / 1024,
                       v->blocks == large ? "torchvision's mobilenet_v3_large (5.5M params)"
                                          : "torchvision's mobilenet_v3_small (2.5M params)");
 }

@@ -39,7 +39,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   if (strcmp(name, "regnet_y_400mf") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "regnet: asked to describe '%s'", name);
   /* torchvision's recipe: SGD, lr 0.8 for a batch of 1024 (8 x 128), scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.8f * 32 / 1024,
+  return zoo_describe(ctx, name, dataset, info, 28, 0.8f * 32 / 1024,
                       "torchvision's regnet_y_400mf (4.3M params)");
 }
 

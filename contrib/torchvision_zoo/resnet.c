@@ -54,7 +54,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   const variant *v = variant_of(name);
   if (!v) return cnnb_error(ctx, CNNB_EINVAL, "resnet: asked to describe '%s'", name);
   /* torchvision's recipe: SGD with momentum, lr 0.1 for a batch of 256, scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.1f * 32 / 256, v->description);
+  return zoo_describe(ctx, name, dataset, info, 28, 0.1f * 32 / 256, v->description);
 }
 
 static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_graph *g) {

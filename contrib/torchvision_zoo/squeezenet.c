@@ -43,7 +43,7 @@ static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
   if (strcmp(name, "squeezenet1_1") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "squeezenet: asked to describe '%s'", name);
   /* torchvision's recipe: SGD, lr 0.01 for a batch of 256 (8 x 32), scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 0.01f * 32 / 256,
+  return zoo_describe(ctx, name, dataset, info, 28, 0.01f * 32 / 256,
                       "torchvision's squeezenet1_1 (1.2M params)");
 }
 

@@ -86,11 +86,15 @@ int32_t zoo_make_divisible(double v, int32_t divisor) {
 }
 
 cnnb_status zoo_describe(cnnb_ctx *ctx, const char *model, uint32_t dataset, cnnb_model_info *info,
-                         float learning_rate, const char *description) {
+                         int32_t min_size, float learning_rate, const char *description) {
   const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
   if (!facts)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s: dataset kind %u is not one this host knows",
                       model, (unsigned)dataset);
+  if (facts->height > 0 && (facts->height < min_size || facts->width < min_size))
+    return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                      "%s: %s's %dx%d images are too small: its strides need at least %dx%d", model,
+                      facts->name, facts->height, facts->width, min_size, min_size);
   info->image_size = facts->height > 0 ? facts->height : 224;
   info->default_batch_size = 32;
   info->default_learning_rate = learning_rate;

@@ -58,9 +58,11 @@ cnnb_tensor zoo_linear(zoo *z, const char *key, cnnb_tensor x, int32_t units, cn
 int32_t zoo_make_divisible(double v, int32_t divisor);
 
 /* The common describe: the dataset's stored size when it has one (small images keep their
- * size: the networks pool globally), else 224, ImageNet's; every dataset's channels. */
+ * size: the networks pool globally), else 224, ImageNet's; every dataset's channels.
+ * Refused, naming both sizes, when the stored size is below min_size, the least the
+ * model's strides leave a pixel of. */
 cnnb_status zoo_describe(cnnb_ctx *ctx, const char *model, uint32_t dataset, cnnb_model_info *info,
-                         float learning_rate, const char *description);
+                         int32_t min_size, float learning_rate, const char *description);
 
 /* Sets the logits and reports the graph's first error, if any. */
 cnnb_status zoo_finish(cnnb_ctx *ctx, zoo *z, cnnb_tensor logits);
