@@ -26,37 +26,17 @@ py=${CNNB_PYTHON:-python3}
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-prefix="$tmp/prefix" zoo="$tmp/zoo"
 die() {
   echo "FAIL: $*"
   exit 1
 }
-die_log() { # LOG MESSAGE
-  cat "$1"
-  die "$2"
-}
+# shellcheck source=../support/zoo_build.sh
+. "$CNNB_SOURCE_DIR/tests/support/zoo_build.sh"
 
 # ---- 1. the zoo, built against the install alone ------------------------------------------
-cmake --install "$CNNB_BUILD_DIR" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
-  die_log "$tmp/install.log" "cmake --install $CNNB_BUILD_DIR failed"
-cc="$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$CNNB_BUILD_DIR/CMakeCache.txt")"
-cmake -S "$CNNB_SOURCE_DIR/contrib/torchvision_zoo" -B "$zoo" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release ${cc:+-DCMAKE_C_COMPILER="$cc"} \
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  >"$tmp/configure.log" 2>&1 || die_log "$tmp/configure.log" "configuring the zoo failed"
-cmake --build "$zoo" -j2 >"$tmp/build.log" 2>&1 || die_log "$tmp/build.log" "building the zoo failed"
-grep -qF -- "$prefix/include" "$zoo/compile_commands.json" ||
-  die "the zoo was not compiled against $prefix/include"
-if grep -E -- "-(I|isystem) ?($CNNB_SOURCE_DIR|$CNNB_BUILD_DIR)" "$zoo/compile_commands.json"; then
-  die "the zoo reached into the source or build tree"
-fi
-cnnbench() { CNNB_PLUGIN_PATH="$zoo" "$prefix/bin/cnnbench" "$@"; }
-# The models are whatever the zoo's plugins offer: none is named twice here.
-models=$(cnnbench --list_plugins 2>&1 | awk -v dir="$zoo/" '
-  $1 == "model" && index($NF, dir) == 1 {
-    for (i = 2; i <= NF - 3; i++) { name = $i; sub(/,$/, "", name); print name }
-  }')
-[[ $(wc -w <<<"$models") -ge 8 ]] || die "the zoo offers too few models: '$models'"
+zoo_build "$tmp" || exit 1
+models=$zoo_models zoo=$zoo_dir
+cnnbench() { zoo_cnnbench "$@"; }
 echo "zoo models: $(tr '\n' ' ' <<<"$models")"
 
 # ---- 2. each model against torchvision ------------------------------------------------------
