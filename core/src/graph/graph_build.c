@@ -165,6 +165,7 @@ cnnb_tensor cnnb_conv2d(cnnb_graph *g, const char *name, cnnb_tensor x,
   r.node.attr.window.use_bias = d.use_bias ? 1 : 0;
   r.init[0] = d.kernel_init;
   r.init[1] = (cnnb_init){CNNB_INIT_CONSTANT, d.bias_init};
+  r.linear_kernel = d.linear_kernel;
   return cnnb_graph_add_op(g, &r);
 }
 

@@ -56,6 +56,14 @@ static bool infer_conv(cnnb_op_request *r) {
                           "groups %d must divide both input channels %d and filters %d "
                           "(input [%d, %d, %d, %d])",
                           groups, in.c, filters, in.n, in.c, in.h, in.w);
+  if (r->linear_kernel != 0 && r->linear_kernel != 1)
+    return cnnb_op_refuse(r, "linear_kernel %d must be 0 or 1", (int)r->linear_kernel);
+  if (r->linear_kernel &&
+      (r->node.attr.window.kernel_h != 1 || r->node.attr.window.kernel_w != 1 || groups != 1))
+    return cnnb_op_refuse(r,
+                          "linear_kernel needs a 1x1 kernel without groups (nn.Linear's [O, I]), "
+                          "not %dx%d with %d groups",
+                          r->node.attr.window.kernel_h, r->node.attr.window.kernel_w, groups);
   if (!cnnb_window_resolve(&r->node, r->padding, in, "filter", r->error, sizeof r->error))
     return false;
   r->node.shape.c = filters;
@@ -76,6 +84,7 @@ static int32_t params_conv(const cnnb_op_request *r, cnnb_op_param out[CNNB_OP_M
                            {filters, in.c / r->node.attr.window.groups,
                             r->node.attr.window.kernel_h, r->node.attr.window.kernel_w},
                            kinit};
+  if (r->linear_kernel) out[0].ndims = 2; /* [O, I]: the same values as [O, I, 1, 1] */
   if (!r->node.attr.window.use_bias) return 1;
   out[1] = (cnnb_op_param){"bias", "bias", 0, 0, 1, {filters}, r->init[1]};
   return 2;

@@ -29,17 +29,18 @@ typedef struct cnnb_op_request {
   const char *auto_base; /* NULL: the op's name ("flatten" names a flattening reshape) */
   int32_t num_inputs;
   const cnnb_tensor *inputs;
-  cnnb_node node;    /* attr as asked, defaults filled; the rule sets shape (a
-                        reshape's target C, H, W come in node.shape, a source's
-                        whole shape is the host's) */
-  uint32_t padding;  /* window ops: CNNB_PAD_SAME / VALID / EXPLICIT, the explicit
-                        pads in node.attr.window; the rule resolves them */
-  int32_t flatten;   /* reshape: the target is the input flattened */
-  int32_t ceil_mode; /* max / avg pool: the output size rounded up (cnnb_pool_desc) */
-  cnnb_init init[2]; /* conv2d, dense: weights (CNNB_INIT_DEFAULT: the op's), bias */
-  int32_t no_desc;   /* the caller passed a NULL desc the op needs */
-  int32_t by_host;   /* input, labels, loss: the host's own nodes, which may read
-                        outputs no layer may (the labels) */
+  cnnb_node node;        /* attr as asked, defaults filled; the rule sets shape (a
+                            reshape's target C, H, W come in node.shape, a source's
+                            whole shape is the host's) */
+  uint32_t padding;      /* window ops: CNNB_PAD_SAME / VALID / EXPLICIT, the explicit
+                            pads in node.attr.window; the rule resolves them */
+  int32_t flatten;       /* reshape: the target is the input flattened */
+  int32_t ceil_mode;     /* max / avg pool: the output size rounded up (cnnb_pool_desc) */
+  int32_t linear_kernel; /* conv2d: a 1x1 kernel declared [O, I] (cnnb_conv2d_desc) */
+  cnnb_init init[2];     /* conv2d, dense: weights (CNNB_INIT_DEFAULT: the op's), bias */
+  int32_t no_desc;       /* the caller passed a NULL desc the op needs */
+  int32_t by_host;       /* input, labels, loss: the host's own nodes, which may read
+                            outputs no layer may (the labels) */
   /* Filled by the generic path for the rules: each input's shape and name, so the rules
    * read nothing of the graph's storage. */
   const cnnb_shape *input_shapes; /* [num_inputs] */

@@ -77,8 +77,8 @@ extern "C" {
  *                     CNNB_DATASET_* enum is gone, its kinds 1-3 keep their meaning.
  *                 1.14 added the activations CNNB_OP_SIGMOID, _SILU, _HARD_SIGMOID,
  *                     _HARD_SWISH and _GELU, CNNB_OP_STOCHASTIC_DEPTH, _MULTIPLY,
- *                     _LAYER_NORM and _CHANNEL_SCALE, their builders, and the pools'
- *                     ceil_mode (graph.h).
+ *                     _LAYER_NORM and _CHANNEL_SCALE, their builders, the pools'
+ *                     ceil_mode and the conv's linear_kernel (graph.h).
  * An op's row in the host's op table names its minor by the macro below, so a minor is
  * written down in this list and these two lines alone. */
 #define CNNB_ABI_MINOR_PAD_SPATIAL 10

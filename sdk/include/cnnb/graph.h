@@ -136,6 +136,11 @@ typedef struct cnnb_conv2d_desc {
   int32_t use_bias;      /* 0: no bias */
   cnnb_init kernel_init; /* variance scaling */
   float bias_init;       /* 0 */
+  /* ABI 1.14: 1 for a 1x1 convolution without groups that stands for nn.Linear over the
+   * channels at each position (ConvNeXt's pointwise layers): its kernel is the param
+   * [O, I], as torch saves the Linear's weight, rather than [O, I, 1, 1]; the same values
+   * in the same order, so devices see no difference. 0: [O, I/groups, KH, KW]. */
+  int32_t linear_kernel;
 } cnnb_conv2d_desc;
 
 typedef struct cnnb_batch_norm_desc {
@@ -262,7 +267,8 @@ typedef struct cnnb_node {
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(cnnb_shape) == 16, "ABI: cnnb_shape layout");
 _Static_assert(sizeof(cnnb_init) == 8, "ABI: cnnb_init layout");
-_Static_assert(sizeof(cnnb_conv2d_desc) == 72, "ABI: grow cnnb_conv2d_desc only by appending");
+_Static_assert(offsetof(cnnb_conv2d_desc, linear_kernel) == 72, "ABI: 1.14 layout moved");
+_Static_assert(sizeof(cnnb_conv2d_desc) == 76, "ABI: grow cnnb_conv2d_desc only by appending");
 _Static_assert(sizeof(cnnb_batch_norm_desc) == 16,
                "ABI: grow cnnb_batch_norm_desc only by appending");
 _Static_assert(offsetof(cnnb_pool_desc, ceil_mode) == 40, "ABI: 1.14 layout moved");

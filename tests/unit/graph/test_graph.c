@@ -255,6 +255,21 @@ START_TEST(test_modern_ops) {
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "multiply 'bad'"));
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "[2, 4, 1, 1]"));
   cnnb_graph_destroy(g);
+  /* ConvNeXt's pointwise nn.Linear: a 1x1 conv whose kernel is [O, I]. */
+  g = cnnb_graph_create(2, 8, 6, 6, 10);
+  cnnb_tensor pw = cnnb_conv2d(g, "pw", 0,
+                               CNNB_CONV2D(.filters = 32, .kernel_h = 1, .kernel_w = 1,
+                                           .use_bias = 1, .linear_kernel = 1));
+  ck_assert_shape(g, pw, 2, 32, 6, 6);
+  const cnnb_param *kernel = cnnb_graph_param(g, cnnb_graph_node(g, pw)->params[0]);
+  ck_assert_int_eq(kernel->ndims, 2);
+  ck_assert_int_eq(kernel->dims[0], 32);
+  ck_assert_int_eq(kernel->dims[1], 8);
+  ck_assert_int_eq(kernel->count, 32 * 8);
+  cnnb_conv2d(g, "not_1x1", pw,
+              CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .linear_kernel = 1));
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "linear_kernel needs a 1x1 kernel"));
+  cnnb_graph_destroy(g);
   g = cnnb_graph_create(2, 8, 6, 6, 10);
   cnnb_layer_norm(g, "zero_eps", 0, 0.0f);
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "epsilon 0 must be > 0"));
