@@ -395,6 +395,33 @@ START_TEST(test_modern_blocks) {
 }
 END_TEST
 
+/* ShuffleNet v2's units: one that splits its input in two channel halves and works on one,
+ * one that works on both (downsampling), each ending in a channel shuffle. */
+START_TEST(test_shuffle_units) {
+  cnnb_graph *g = cnnb_graph_create(2, 3, 6, 6, 4);
+  const cnnb_conv2d_desc *pw = CNNB_CONV2D(.filters = 4, .kernel_h = 1, .kernel_w = 1);
+  cnnb_tensor x = cnnb_conv2d(g, "stem", cnnb_graph_input(g),
+                              CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor keep = cnnb_slice_channels(g, "x1", x, 0, 4);
+  cnnb_tensor work = cnnb_slice_channels(g, "x2", x, 4, 4);
+  work = cnnb_relu(g, NULL, cnnb_conv2d(g, "b2/pw", work, pw));
+  work = cnnb_conv2d(g, "b2/dw", work,
+                     CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .groups = 4));
+  x = cnnb_channel_shuffle(g, "shuffle1", cnnb_concat(g, NULL, 2, (cnnb_tensor[]){keep, work}), 2);
+  cnnb_tensor left = cnnb_conv2d(g, "b1/dw", x,
+                                 CNNB_CONV2D(.filters = 8, .kernel_h = 3, .kernel_w = 3,
+                                             .stride_h = 2, .stride_w = 2, .groups = 8));
+  cnnb_tensor right = cnnb_conv2d(g, "b2b/dw", cnnb_relu(g, NULL, cnnb_conv2d(g, "b2b/pw", x, pw)),
+                                  CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3,
+                                              .stride_h = 2, .stride_w = 2, .groups = 4));
+  x = cnnb_channel_shuffle(g, "shuffle2", cnnb_concat(g, NULL, 2, (cnnb_tensor[]){left, right}), 3);
+  x = cnnb_global_avg_pool(g, "gap", x);
+  cnnb_tensor logits = cnnb_dense(g, "logits", x, CNNB_DENSE(.units = 4, .use_bias = 1));
+  ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
+  gradcheck(g, 47);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("device_gradcheck");
   TCase *tc = tcase_create("graphs");
@@ -405,6 +432,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_factorized_reduction);
   tcase_add_test(tc, test_activation_chain);
   tcase_add_test(tc, test_modern_blocks);
+  tcase_add_test(tc, test_shuffle_units);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -886,6 +886,87 @@ START_TEST(test_channel_scale) {
 }
 END_TEST
 
+/* ---- slice_channels, channel_shuffle (ABI 1.14) ------------------------------------------ */
+
+/* op CNNB_OP_SLICE_CHANNELS (a = begin, b = count) or CNNB_OP_CHANNEL_SHUFFLE (a = groups),
+ * on the images or after a conv of `filters` (blocked layouts: a slice that starts or ends
+ * inside a channel block); forward and the gradient back to the images. */
+static void check_channel_op(uint32_t op, int a, int b, int filters, uint32_t precision,
+                             uint64_t seed) {
+  device_harness h;
+  if (open_device(&h, precision, 1)) return;
+  const char *name = op == CNNB_OP_SLICE_CHANNELS ? "slice_channels" : "channel_shuffle";
+  if (!device_runs_op(&h, op, name)) {
+    device_harness_close(&h);
+    return;
+  }
+  const test_tolerance *tol = tol_of(precision);
+  cnnb_graph *g = cnnb_graph_create(2, 12, 3, 5, 10);
+  cnnb_tensor in = cnnb_graph_input(g), x = in;
+  if (filters)
+    x = cnnb_conv2d(g, "conv", in, CNNB_CONV2D(.filters = filters, .kernel_h = 3, .kernel_w = 3));
+  cnnb_tensor y = op == CNNB_OP_SLICE_CHANNELS ? cnnb_slice_channels(g, "op", x, a, b)
+                                               : cnnb_channel_shuffle(g, "op", x, a);
+  op_result o = run_op(&h, g, y, &seed, 1);
+  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = cnnb_graph_node(g, x)->shape;
+  const int64_t count = cnnb_shape_count(s);
+  float *xv = zeros(count), *want = zeros(o.y_count), *dxv = zeros(count), *dx = zeros(o.x_count);
+  const cnnb_node *conv = filters ? cnnb_graph_node(g, x) : NULL;
+  ref_window win;
+  if (conv) {
+    win = ref_window_of(conv);
+    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
+  } else {
+    memcpy(xv, o.images, (size_t)count * sizeof *xv);
+  }
+  if (op == CNNB_OP_SLICE_CHANNELS) {
+    ref_slice_channels_forward(xv, s, a, b, want);
+    ref_slice_channels_backward(o.dy, s, a, b, dxv);
+  } else {
+    ref_channel_shuffle_forward(xv, s, a, want);
+    ref_channel_shuffle_backward(o.dy, s, a, dxv);
+  }
+  char what[112];
+  snprintf(what, sizeof what, "%s (%d, %d) of %d channels%s (%s) forward", name, a, b, s.c,
+           conv ? " after a conv" : "", test_precision_name(precision));
+  expect_close(what, o.y, want, o.y_count, tol->forward);
+  if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
+  else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+  snprintf(what, sizeof what, "%s (%d, %d) of %d channels%s (%s) backward", name, a, b, s.c,
+           conv ? " after a conv" : "", test_precision_name(precision));
+  expect_close(what, o.dx, dx, o.x_count, tol->backward);
+  free(xv);
+  free(want);
+  free(dxv);
+  free(dx);
+  op_result_free(&o);
+  cnnb_graph_destroy(g);
+  device_harness_close(&h);
+}
+
+START_TEST(test_slice_channels) {
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 0, 6, 0, CNNB_PRECISION_FP32, 140); /* chunk(2) */
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 6, 6, 0, CNNB_PRECISION_FP32, 141);
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 3, 7, 0, CNNB_PRECISION_FP32, 142);
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 16, 16, 32, CNNB_PRECISION_FP32, 143);
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 5, 13, 24, CNNB_PRECISION_FP32, 144);
+  check_channel_op(CNNB_OP_SLICE_CHANNELS, 0, 24, 24, CNNB_PRECISION_FP32, 145); /* all */
+  for (int p = 0; p < 2; p++)
+    check_channel_op(CNNB_OP_SLICE_CHANNELS, 5, 13, 24, device_harness_low_precisions[p], 146 + p);
+}
+END_TEST
+
+START_TEST(test_channel_shuffle) {
+  check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 2, 0, 0, CNNB_PRECISION_FP32, 150);
+  check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 3, 0, 0, CNNB_PRECISION_FP32, 151);
+  check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 1, 0, 0, CNNB_PRECISION_FP32, 152); /* identity */
+  check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 2, 0, 32, CNNB_PRECISION_FP32, 153);
+  check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 4, 0, 24, CNNB_PRECISION_FP32, 154);
+  for (int p = 0; p < 2; p++)
+    check_channel_op(CNNB_OP_CHANNEL_SHUFFLE, 2, 0, 24, device_harness_low_precisions[p], 155 + p);
+}
+END_TEST
+
 /* ---- pad_channels ---------------------------------------------------------------------- */
 
 /* Asserts the padded channels of y (shape ys) are exactly zero: zeros are written, not
@@ -1992,6 +2073,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_multiply);
   tcase_add_test(tc, test_layer_norm);
   tcase_add_test(tc, test_channel_scale);
+  tcase_add_test(tc, test_slice_channels);
+  tcase_add_test(tc, test_channel_shuffle);
   tcase_add_test(tc, test_pad_channels);
   tcase_add_loop_test(tc, test_pad_channels_low_precision, 0, 2);
   tcase_add_test(tc, test_pad_spatial);

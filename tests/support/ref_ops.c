@@ -367,6 +367,47 @@ void ref_channel_scale_backward(const float *x, cnnb_shape s, const float *scale
   }
 }
 
+/* ---- slice_channels, channel_shuffle (ABI 1.14) ------------------------------------------- */
+
+void ref_slice_channels_forward(const float *x, cnnb_shape xs, int begin, int count, float *y) {
+  int64_t plane = (int64_t)xs.h * xs.w;
+  for (int n = 0; n < xs.n; n++)
+    for (int c = 0; c < count; c++)
+      memcpy(y + ((int64_t)n * count + c) * plane, x + ((int64_t)n * xs.c + begin + c) * plane,
+             (size_t)plane * sizeof *y);
+}
+
+void ref_slice_channels_backward(const float *dy, cnnb_shape xs, int begin, int count, float *dx) {
+  int64_t plane = (int64_t)xs.h * xs.w;
+  memset(dx, 0, (size_t)(xs.n * xs.c * plane) * sizeof *dx);
+  for (int n = 0; n < xs.n; n++)
+    for (int c = 0; c < count; c++)
+      memcpy(dx + ((int64_t)n * xs.c + begin + c) * plane, dy + ((int64_t)n * count + c) * plane,
+             (size_t)plane * sizeof *dx);
+}
+
+/* Input channel of output channel c. */
+static int shuffle_source(int c, int channels, int groups) {
+  return (c % groups) * (channels / groups) + c / groups;
+}
+
+void ref_channel_shuffle_forward(const float *x, cnnb_shape s, int groups, float *y) {
+  int64_t plane = (int64_t)s.h * s.w;
+  for (int n = 0; n < s.n; n++)
+    for (int c = 0; c < s.c; c++)
+      memcpy(y + ((int64_t)n * s.c + c) * plane,
+             x + ((int64_t)n * s.c + shuffle_source(c, s.c, groups)) * plane,
+             (size_t)plane * sizeof *y);
+}
+
+void ref_channel_shuffle_backward(const float *dy, cnnb_shape s, int groups, float *dx) {
+  int64_t plane = (int64_t)s.h * s.w;
+  for (int n = 0; n < s.n; n++)
+    for (int c = 0; c < s.c; c++)
+      memcpy(dx + ((int64_t)n * s.c + shuffle_source(c, s.c, groups)) * plane,
+             dy + ((int64_t)n * s.c + c) * plane, (size_t)plane * sizeof *dx);
+}
+
 /* ---- pools --------------------------------------------------------------------------------- */
 
 void ref_max_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,

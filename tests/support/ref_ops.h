@@ -78,6 +78,13 @@ void ref_channel_scale_forward(const float *x, cnnb_shape s, const float *scale,
 void ref_channel_scale_backward(const float *x, cnnb_shape s, const float *scale, const float *dy,
                                 float *dx, float *dscale);
 
+/* slice_channels (ABI 1.14): y = x[:, begin : begin + ys.c]; dx = dy placed back, 0 around. */
+void ref_slice_channels_forward(const float *x, cnnb_shape xs, int begin, int count, float *y);
+void ref_slice_channels_backward(const float *dy, cnnb_shape xs, int begin, int count, float *dx);
+/* channel_shuffle (ABI 1.14): y[:, k * g + i] = x[:, i * (C / g) + k]; dx the inverse. */
+void ref_channel_shuffle_forward(const float *x, cnnb_shape s, int groups, float *y);
+void ref_channel_shuffle_backward(const float *dy, cnnb_shape s, int groups, float *dx);
+
 void ref_max_pool_forward(const float *x, cnnb_shape xs, const ref_window *win, float *y,
                           cnnb_shape ys);
 void ref_max_pool_backward(const float *x, cnnb_shape xs, const float *dy, cnnb_shape ys,

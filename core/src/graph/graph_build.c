@@ -346,6 +346,20 @@ cnnb_tensor cnnb_pad_spatial(cnnb_graph *g, const char *name, cnnb_tensor x, int
   return cnnb_graph_add_op(g, &r);
 }
 
+cnnb_tensor cnnb_slice_channels(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t begin,
+                                int32_t count) {
+  cnnb_op_request r = request(CNNB_OP_SLICE_CHANNELS, name, 1, &x);
+  r.node.attr.slice.begin = begin;
+  r.node.attr.slice.count = count;
+  return cnnb_graph_add_op(g, &r);
+}
+
+cnnb_tensor cnnb_channel_shuffle(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t groups) {
+  cnnb_op_request r = request(CNNB_OP_CHANNEL_SHUFFLE, name, 1, &x);
+  r.node.attr.shuffle.groups = groups;
+  return cnnb_graph_add_op(g, &r);
+}
+
 cnnb_tensor cnnb_reshape(cnnb_graph *g, const char *name, cnnb_tensor x, int32_t c, int32_t h,
                          int32_t w) {
   cnnb_op_request r = request(CNNB_OP_RESHAPE, name, 1, &x);

@@ -262,6 +262,31 @@ static void flops_channel_scale(cnnb_shape in, const cnnb_node *n, int64_t *flop
   *flops = per_image(n->shape);
 }
 
+/* ---- slice_channels, channel_shuffle (1.14) ------------------------------------------------ */
+
+static bool infer_slice_channels(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  const int32_t begin = r->node.attr.slice.begin, count = r->node.attr.slice.count;
+  if (begin < 0 || count < 1 || (int64_t)begin + count > in.c)
+    return cnnb_op_refuse(r,
+                          "channels [%d, %d) (begin %d, count %d) do not lie inside the input's "
+                          "%d (input [%d, %d, %d, %d])",
+                          begin, (int)((int64_t)begin + count), begin, count, in.c, in.n, in.c,
+                          in.h, in.w);
+  r->node.shape = (cnnb_shape){in.n, count, in.h, in.w};
+  return true;
+}
+
+static bool infer_channel_shuffle(cnnb_op_request *r) {
+  cnnb_shape in = input_shape(r, 0);
+  const int32_t groups = r->node.attr.shuffle.groups;
+  if (groups < 1 || in.c % groups != 0)
+    return cnnb_op_refuse(r, "groups %d must be >= 1 and divide the input's %d channels", groups,
+                          in.c);
+  r->node.shape = in;
+  return true;
+}
+
 /* ---- pooling and LRN --------------------------------------------------------------------- */
 
 /* torch's ceil_mode along one side: `out` windows (rounded down) become
@@ -819,6 +844,28 @@ static const cnnb_op_row rows[CNNB_OP_COUNT_] = {
             .flops = flops_channel_scale,
             .backward_inputs = 1u, /* dscale = sum of dy * x */
             .backward_output = CNNB_OP_OUTPUT_UNREAD,
+        },
+    [CNNB_OP_SLICE_CHANNELS] =
+        {
+            .op = CNNB_OP_SLICE_CHANNELS,
+            .name = "slice_channels",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_slice_channels,
+            .flops = flops_none,                      /* a copy */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx: dy placed back, zeros around */
+        },
+    [CNNB_OP_CHANNEL_SHUFFLE] =
+        {
+            .op = CNNB_OP_CHANNEL_SHUFFLE,
+            .name = "channel_shuffle",
+            .since_minor = CNNB_ABI_MINOR_ACTIVATIONS,
+            .min_inputs = 1,
+            .max_inputs = 1,
+            .infer = infer_channel_shuffle,
+            .flops = flops_none,                      /* a permutation */
+            .backward_output = CNNB_OP_OUTPUT_UNREAD, /* dx: dy permuted back */
         },
 };
 

@@ -77,7 +77,8 @@ extern "C" {
  *                     CNNB_DATASET_* enum is gone, its kinds 1-3 keep their meaning.
  *                 1.14 added the activations CNNB_OP_SIGMOID, _SILU, _HARD_SIGMOID,
  *                     _HARD_SWISH and _GELU, CNNB_OP_STOCHASTIC_DEPTH, _MULTIPLY,
- *                     _LAYER_NORM and _CHANNEL_SCALE, their builders, the pools'
+ *                     _LAYER_NORM, _CHANNEL_SCALE, _SLICE_CHANNELS and
+ *                     _CHANNEL_SHUFFLE, their builders, the pools'
  *                     ceil_mode and the conv's linear_kernel (graph.h).
  * An op's row in the host's op table names its minor by the macro below, so a minor is
  * written down in this list and these two lines alone. */

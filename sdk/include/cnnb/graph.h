@@ -92,7 +92,12 @@ typedef enum cnnb_op {
   CNNB_OP_LAYER_NORM = 26,
   /* x * scale[c]; param: scale [C, 1, 1], learned (ConvNeXt's layer scale) */
   CNNB_OP_CHANNEL_SCALE = 27,
-  CNNB_OP_COUNT_ = 28
+  /* x[:, begin : begin + count]: attr.slice (torch's x.chunk / x.narrow on channels) */
+  CNNB_OP_SLICE_CHANNELS = 28,
+  /* ShuffleNet's channel shuffle in attr.shuffle.groups g: output channel k * g + i is
+     input channel i * (C / g) + k (torch: view(N, g, C / g, H, W).transpose(1, 2)) */
+  CNNB_OP_CHANNEL_SHUFFLE = 29,
+  CNNB_OP_COUNT_ = 30
 } cnnb_op;
 
 /* 0 is not a padding but "the op's default" (SAME for conv, VALID for pools, as
@@ -260,6 +265,12 @@ typedef struct cnnb_node {
     struct {
       float epsilon; /* > 0 */
     } layer_norm;    /* layer_norm (1.14) */
+    struct {
+      int32_t begin, count; /* channels [begin, begin + count) of the input */
+    } slice;                /* slice_channels (1.14) */
+    struct {
+      int32_t groups; /* >= 1, divides the channels */
+    } shuffle;        /* channel_shuffle (1.14) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;
@@ -351,6 +362,13 @@ CNNB_EXPORT cnnb_tensor cnnb_layer_norm(cnnb_graph *g, const char *name, cnnb_te
  * CNBlock names it. */
 CNNB_EXPORT cnnb_tensor cnnb_channel_scale(cnnb_graph *g, const char *name, cnnb_tensor x,
                                            float init);
+/* ABI 1.14: CNNB_OP_SLICE_CHANNELS, channels [begin, begin + count) of x (ShuffleNet v2's
+ * x.chunk(2, dim=1) is two slices); its gradient is dy in those channels, zero elsewhere. */
+CNNB_EXPORT cnnb_tensor cnnb_slice_channels(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                            int32_t begin, int32_t count);
+/* ABI 1.14: CNNB_OP_CHANNEL_SHUFFLE, ShuffleNet's channel shuffle in `groups` groups. */
+CNNB_EXPORT cnnb_tensor cnnb_channel_shuffle(cnnb_graph *g, const char *name, cnnb_tensor x,
+                                             int32_t groups);
 CNNB_EXPORT cnnb_tensor cnnb_max_pool(cnnb_graph *g, const char *name, cnnb_tensor x,
                                       const cnnb_pool_desc *desc);
 CNNB_EXPORT cnnb_tensor cnnb_avg_pool(cnnb_graph *g, const char *name, cnnb_tensor x,

@@ -270,6 +270,18 @@ START_TEST(test_modern_ops) {
               CNNB_CONV2D(.filters = 4, .kernel_h = 3, .kernel_w = 3, .linear_kernel = 1));
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "linear_kernel needs a 1x1 kernel"));
   cnnb_graph_destroy(g);
+  /* ShuffleNet's split and shuffle. */
+  g = cnnb_graph_create(2, 8, 6, 6, 10);
+  ck_assert_shape(g, cnnb_slice_channels(g, "half", 0, 4, 4), 2, 4, 6, 6);
+  ck_assert_shape(g, cnnb_channel_shuffle(g, "shuffle", 0, 4), 2, 8, 6, 6);
+  ck_assert_int_eq(cnnb_graph_status(g), CNNB_OK);
+  cnnb_slice_channels(g, "past_end", 0, 5, 4);
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "channels [5, 9) (begin 5, count 4)"));
+  cnnb_graph_destroy(g);
+  g = cnnb_graph_create(2, 8, 6, 6, 10);
+  cnnb_channel_shuffle(g, "odd", 0, 3);
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "groups 3 must be >= 1 and divide"));
+  cnnb_graph_destroy(g);
   g = cnnb_graph_create(2, 8, 6, 6, 10);
   cnnb_layer_norm(g, "zero_eps", 0, 0.0f);
   ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "epsilon 0 must be > 0"));
