@@ -314,6 +314,11 @@ cnnb_status cpu_prepare_channel_scale(cpu_device *d, const cnnb_graph *g, cpu_pl
                                       int32_t index, cpu_node **out);
 cnnb_status cpu_prepare_layer_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                    cpu_node **out);
+/* slice_channels, channel_shuffle (ops_channels.c): ABI 1.14 */
+cnnb_status cpu_prepare_slice_channels(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                       int32_t index, cpu_node **out);
+cnnb_status cpu_prepare_channel_shuffle(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
+                                        int32_t index, cpu_node **out);
 cnnb_status cpu_prepare_dropout(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                 cpu_node **out);
 cnnb_status cpu_prepare_concat(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,

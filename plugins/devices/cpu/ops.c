@@ -37,6 +37,8 @@ static const cpu_op ops[] = {
     {CNNB_OP_MULTIPLY, cpu_layout_same, cpu_prepare_multiply},
     {CNNB_OP_LAYER_NORM, cpu_layout_channels_last, cpu_prepare_layer_norm},
     {CNNB_OP_CHANNEL_SCALE, cpu_layout_same, cpu_prepare_channel_scale},
+    {CNNB_OP_SLICE_CHANNELS, cpu_layout_plain, cpu_prepare_slice_channels},
+    {CNNB_OP_CHANNEL_SHUFFLE, cpu_layout_same, cpu_prepare_channel_shuffle},
 };
 
 const cpu_op *cpu_op_find(uint32_t op) {

@@ -179,6 +179,10 @@ static cnnb_graph *every_op_graph(void) {
   t = cnnb_stochastic_depth(g, NULL, t, 0.2f);
   t = cnnb_multiply(g, NULL, t, cnnb_global_avg_pool(g, NULL, t));
   t = cnnb_channel_scale(g, NULL, cnnb_layer_norm(g, NULL, t, 1e-6f), 0.5f);
+  t = cnnb_concat(g, NULL, 2,
+                  (cnnb_tensor[]){cnnb_slice_channels(g, NULL, t, 0, 3),
+                                  cnnb_slice_channels(g, NULL, t, 3, 5)});
+  t = cnnb_channel_shuffle(g, NULL, t, 2);
   t = cnnb_lrn(g, NULL, t, CNNB_LRN(.depth_radius = 1, .bias = 1, .alpha = 1e-3f, .beta = 0.75f));
   t = cnnb_max_pool(g, NULL, t, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
   cnnb_tensor a = cnnb_avg_pool(g, NULL, c, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
