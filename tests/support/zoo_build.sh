@@ -36,7 +36,7 @@ zoo_build() { # DIR
     $1 == "model" && index($NF, dir) == 1 {
       for (i = 2; i <= NF - 3; i++) { name = $i; sub(/,$/, "", name); print name }
     }')
-  if [[ $(wc -w <<<"$zoo_models") -lt 8 ]]; then
+  if [[ $(wc -w <<<"$zoo_models") -lt 10 ]]; then
     echo "FAIL: the zoo offers too few models: '$zoo_models'"
     return 1
   fi
