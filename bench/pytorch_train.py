@@ -83,11 +83,18 @@ def main():
     p.add_argument("--num_classes", type=int, default=1001)
     p.add_argument("--learning_rate", type=float, default=0.005)
     p.add_argument("--weight_decay", type=float, default=4e-5)
+    p.add_argument("--channels_last", action="store_true",
+                   help="channels_last memory format in fp32 too (bf16 always uses it): "
+                        "PyTorch's fastest CPU layout for convolutions")
     args = p.parse_args()
 
-    if args.model not in MODELS:
-        sys.exit(f"pytorch_train.py: unknown model '{args.model}' (known: {', '.join(MODELS)})")
-    ctor_name, size, kwargs = MODELS[args.model]
+    if args.model in MODELS:
+        ctor_name, size, kwargs = MODELS[args.model]
+    elif hasattr(torchvision.models, args.model):  # the zoo's models keep torchvision's names
+        ctor_name, size, kwargs = args.model, 224, {}
+    else:
+        sys.exit(f"pytorch_train.py: unknown model '{args.model}' (known: {', '.join(MODELS)} "
+                 "and torchvision's own names)")
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
 
@@ -101,6 +108,7 @@ def main():
         if replaced:
             print(f"note: {replaced} ReLU6 replaced by clamp(0, 6) (PyTorch 1.13 has no bf16 "
                   "ReLU6 backward on CPU)", flush=True)
+    if bf16 or args.channels_last:
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=0.9,
@@ -119,6 +127,7 @@ def main():
     print(f"pytorch {torch.__version__} torchvision {torchvision.__version__} "
           f"model={args.model} ({ctor_name}) batch={args.batch_size} {args.precision} "
           f"threads={torch.get_num_threads()} warmup={args.num_warmup_batches} "
+          f"channels_last={bf16 or args.channels_last} "
           f"steps={args.num_batches}", flush=True)
     for i in range(args.num_warmup_batches):
         t = time.perf_counter()
