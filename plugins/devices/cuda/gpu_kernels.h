@@ -114,6 +114,19 @@ cudaError_t gpu_k_concat_backward(const void *dy, gpu_dims y_dims,
                                   const gpu_concat_part *host_parts, int32_t count, gpu_dtype type,
                                   cudaStream_t stream);
 
+/* slice_channels (ABI 1.14) is these two with one part: its forward y = x[:, begin :
+ * begin + count] is gpu_k_concat_backward from x (y_dims: x's dims) into the part
+ * {y, begin, count}, its backward gpu_k_concat of the part {dy, begin, count} into dx
+ * (zeros in x's other channels). */
+
+/* channel_shuffle (ABI 1.14; kernels_concat.cu): y's channel k * groups + i is x's
+ * channel i * (C / groups) + k, for i in [0, groups), k in [0, C / groups); x and y of
+ * dims (same layout and type), elements copied as they are. The inverse permutation (the
+ * gradient: dx from dy) is the same call with C / groups groups. groups < 1 or not
+ * dividing C, y aliasing x, a type other than F32 / F16 / BF16: cudaErrorInvalidValue. */
+cudaError_t gpu_k_channel_shuffle(void *y, const void *x, gpu_dims dims, int32_t groups,
+                                  gpu_dtype type, cudaStream_t stream);
+
 /* ---- elementwise (kernels_eltwise.cu) ---------------------------------------------- */
 
 /* y = max(x, 0); y may alias x (batch norm and convolutions apply a fused ReLU in

@@ -23,7 +23,14 @@
  * element of a part with C' channels is at (row * C' + c - start) * inner + position.
  * The kernels compute this in an index type I: uint32_t where y's element count fits
  * (the launcher's choice), uint64_t otherwise, since 64-bit division is emulated on the
- * GPU and every element divides once (NHWC) or twice (NCHW). */
+ * GPU and every element divides once (NHWC) or twice (NCHW).
+ *
+ * slice_channels (ABI 1.14) needs no kernel of its own: its forward is the backward of
+ * one part (y is that part of x's channels), its backward the forward of one part (dy
+ * placed back, zeros around). channel_shuffle (ABI 1.14) permutes the channels:
+ * shuffle_kernel, one thread per element of y in buffer order, reading its element of x
+ * in the source channel; the same index math (row, channel, position), the channel
+ * found by one division by C (after one by H * W in NCHW). */
 #include <stdint.h>
 
 #include "gpu_kernels.h"
@@ -189,6 +196,39 @@ cudaError_t concat_call(void *y, gpu_dims d, const gpu_concat_part *parts, int32
                 : launch_all<uint16_t, uint64_t>(y, d, parts, count, forward, stream);
 }
 
+/* ---- channel_shuffle ---------------------------------------------------------------- */
+
+/* Where y's element i (buffer order) comes from in x: y's channel c = k * g + i' is x's
+ * channel i' * (C / g) + k, in the same row and position, (source - c) * inner elements
+ * away. Offsets stay in I, never negative: i's row start i - c * inner plus the source
+ * channel's run. */
+template <typename I>
+__host__ __device__ __forceinline__ I shuffle_source(const gpu_dims &d, int32_t groups, I i) {
+  const I inner = d.nhwc ? (I)1 : (I)d.h * (I)d.w;
+  const I q = d.nhwc ? i : i / inner;
+  const int32_t c = (int32_t)(q % (I)d.c);
+  const int32_t source = (c % groups) * (d.c / groups) + c / groups;
+  return i - (I)c * inner + (I)source * inner;
+}
+
+/* Every element of y (buffer order: coalesced writes) copied from its element of x. */
+template <typename T, typename I>
+__global__ void shuffle_kernel(T *y, const T *x, gpu_dims d, int32_t groups, int64_t n) {
+  GPU_GRID_STRIDE(i, n) { y[i] = x[shuffle_source<I>(d, groups, (I)i)]; }
+}
+
+template <typename T>
+cudaError_t launch_shuffle(void *y, const void *x, gpu_dims d, int32_t groups, int64_t n,
+                           cudaStream_t stream) {
+  if (n <= (int64_t)UINT32_MAX)
+    GPU_LAUNCH((shuffle_kernel<T, uint32_t>), gpu_blocks(n), GPU_THREADS, 0, stream,
+               static_cast<T *>(y), static_cast<const T *>(x), d, groups, n);
+  else
+    GPU_LAUNCH((shuffle_kernel<T, uint64_t>), gpu_blocks(n), GPU_THREADS, 0, stream,
+               static_cast<T *>(y), static_cast<const T *>(x), d, groups, n);
+  return cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" cudaError_t gpu_k_concat(void *y, gpu_dims y_dims, const gpu_concat_part *host_parts,
@@ -201,4 +241,16 @@ extern "C" cudaError_t gpu_k_concat_backward(const void *dy, gpu_dims y_dims,
                                              gpu_dtype type, cudaStream_t stream) {
   /* launch_all's y is dy here, only ever read (concat_backward_kernel's const T *). */
   return concat_call(const_cast<void *>(dy), y_dims, host_parts, count, type, false, stream);
+}
+
+extern "C" cudaError_t gpu_k_channel_shuffle(void *y, const void *x, gpu_dims dims, int32_t groups,
+                                             gpu_dtype type, cudaStream_t stream) {
+  if ((type != GPU_F32 && type != GPU_F16 && type != GPU_BF16) || dims.n < 0 || dims.c < 0 ||
+      dims.h < 0 || dims.w < 0 || groups < 1 || dims.c % groups != 0)
+    return cudaErrorInvalidValue;
+  const int64_t n = count_of(dims);
+  if (n == 0) return cudaSuccess;
+  if (!y || !x || y == x) return cudaErrorInvalidValue;
+  return gpu_dtype_size(type) == 4 ? launch_shuffle<uint32_t>(y, x, dims, groups, n, stream)
+                                   : launch_shuffle<uint16_t>(y, x, dims, groups, n, stream);
 }

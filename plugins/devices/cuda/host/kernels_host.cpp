@@ -65,6 +65,14 @@ extern "C" void gpu_host_bias_grad_plan(gpu_dims d, int64_t *chunks, int64_t *pe
   *per_chunk = p.per_chunk;
 }
 
+/* kernels_concat.cu's source of channel_shuffle's element i of y (buffer order) in x, in
+ * the kernel's 32-bit (wide 0) or 64-bit (wide 1) index type. For the test, which
+ * declares it. */
+extern "C" int64_t gpu_host_shuffle_source(gpu_dims d, int32_t groups, int64_t i, int wide) {
+  return wide ? (int64_t)cnnb_kernels_concat::shuffle_source<uint64_t>(d, groups, (uint64_t)i)
+              : (int64_t)cnnb_kernels_concat::shuffle_source<uint32_t>(d, groups, (uint32_t)i);
+}
+
 /* kernels_concat.cu's placement of element i of a launch over y's channels
  * [lo, lo + width) holding `parts` (at most GPU_CONCAT_MAX_INPUTS, none empty), in the
  * kernels' 32-bit (wide 0) or 64-bit (wide 1) index type: y's offset, the part holding

@@ -10,10 +10,10 @@
  * inputs are rounded first and the reference runs in fp32 on those values; its result is
  * then rounded to the type (round to nearest even, by this file's own rounding, computed
  * exactly in double: a check of CUDA's host conversions too). Tolerances, per case:
- *  - exact (equal values, NaN for NaN): conversions and layouts, concat and pad_channels
- *    (copies), ReLU / ReLU6 and their gradients, add, accumulate, dropout, bias + ReLU,
- *    pooling forward and backward (the kernels sum in the reference's order and type),
- *    the optimizer (bit for bit);
+ *  - exact (equal values, NaN for NaN): conversions and layouts, concat, pad_channels,
+ *    slice_channels and channel_shuffle (copies), ReLU / ReLU6 and their gradients, add,
+ * accumulate, dropout, bias + ReLU, pooling forward and backward (the kernels sum in the
+ * reference's order and type), the optimizer (bit for bit);
  *  - the bias gradient: fp32 sums in a fixed tree, within (m - 1) * 2^-24 * sum |dy| of
  *    the double reference (m elements per channel: the bound of any summation order),
  *    and the same bits on a second run;
@@ -30,9 +30,9 @@
  *  - layer norm (ABI 1.14): fp32 sums over C channels per position and over N * H * W per
  *    channel, within bounds growing with those counts (check_layer_norm lists them).
  * The index arithmetic past 2^31 elements (64-bit offsets, the pool kernels' choice of
- * int32 indices, the grid-stride loop, the bias gradient's split, concat's placement in
- * both its index types) is checked by calling that math alone, without allocating such
- * tensors. */
+ * int32 indices, the grid-stride loop, the bias gradient's split, concat's placement and
+ * channel_shuffle's source in both their index types) is checked by calling that math alone,
+ * without allocating such tensors. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -878,6 +879,187 @@ START_TEST(concat_index_math_wide) {
           EXPECT(x_offset == want, DIMS_FMT " element %lld: offset %lld in part %d, expected %lld",
                  DIMS_ARGS(y), (long long)i, (long long)x_offset, part, (long long)want);
         }
+      }
+    }
+}
+END_TEST
+
+/* ---- slice_channels and channel_shuffle (ABI 1.14) ------------------------------------- */
+
+/* N, H, W of the channel moves' cases over every C in 1..257 (small), and of the few
+ * larger ones. */
+static const int32_t MOVE_NHW_SMALL[][3] = {{2, 1, 3}, {1, 3, 1}};
+static const int32_t MOVE_NHW_LARGE[][3] = {{3, 5, 7}, {2, 9, 1}};
+
+/* slice_channels' use of the concat kernels (ops_channels.c): the forward is
+ * gpu_k_concat_backward from x into the one part {y, begin, count}, the backward
+ * gpu_k_concat of the part {dy, begin, count} into dx, zeros around. Against
+ * ref_slice_channels_forward / _backward, exactly; y and dx freshly allocated (the fake
+ * fills them with NaN), so an element left unwritten shows. */
+static void check_slice(gpu_dtype t, const int32_t nhw[3], int32_t nhwc, int32_t c, int32_t begin,
+                        int32_t count) {
+  const gpu_dims xd = dims(nhw[0], c, nhw[1], nhw[2], nhwc);
+  const gpu_dims yd = dims(nhw[0], count, nhw[1], nhw[2], nhwc);
+  const size_t size = gpu_dtype_size(t);
+  char what[200];
+  snprintf(what, sizeof what, "slice_channels %s x " DIMS_FMT " [%d, %d)", type_name(t),
+           DIMS_ARGS(xd), begin, begin + count);
+  const std::vector<float> x = round_all(t, random_floats(count_of(xd), -3.0f, 3.0f));
+  std::unique_ptr<dev> xb(put(t, xd, x));
+  dev y((size_t)count_of(yd) * size);
+  gpu_concat_part part = {y.p, begin, count};
+  ck_assert_msg(gpu_k_concat_backward(xb->p, xd, &part, 1, t, 0) == cudaSuccess, "%s", what);
+  std::vector<float> want((size_t)count_of(yd));
+  ref_slice_channels_forward(x.data(), shape_of(xd), begin, count, want.data());
+  expect_same(what, get(t, yd, y), want);
+
+  const std::vector<float> dy = round_all(t, random_floats(count_of(yd), -3.0f, 3.0f));
+  std::unique_ptr<dev> dyb(put(t, yd, dy));
+  dev dx((size_t)count_of(xd) * size);
+  part.data = dyb->p;
+  ck_assert_msg(gpu_k_concat(dx.p, xd, &part, 1, t, 0) == cudaSuccess, "%s: backward", what);
+  std::vector<float> dwant((size_t)count_of(xd));
+  ref_slice_channels_backward(dy.data(), shape_of(xd), begin, count, dwant.data());
+  snprintf(what + strlen(what), sizeof what - strlen(what), ": backward");
+  expect_same(what, get(t, xd, dx), dwant);
+}
+
+/* Slices of C channels: all of them, the first and the last one, both halves of a chunk
+ * (odd C: uneven), and ones starting and ending at odd channels inside. */
+static std::vector<std::pair<int32_t, int32_t>> slices_of(int32_t c) {
+  std::vector<std::pair<int32_t, int32_t>> s = {{0, c}, {0, 1}, {c - 1, 1}};
+  if (c >= 2) s.push_back({0, c / 2}), s.push_back({c / 2, c - c / 2});
+  if (c >= 3) s.push_back({1, c - 2});
+  if (c >= 6) s.push_back({3, c / 2 - 1}), s.push_back({c / 3 | 1, c / 3});
+  return s;
+}
+
+START_TEST(slice_channels_matches_reference) {
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      for (const auto &nhw : MOVE_NHW_SMALL)
+        for (int32_t c = 1; c <= 257; c++)
+          for (const auto &s : slices_of(c)) check_slice(t, nhw, nhwc, c, s.first, s.second);
+      static const int32_t large_c[] = {1, 7, 24, 116, 257};
+      for (const auto &nhw : MOVE_NHW_LARGE)
+        for (int32_t c : large_c)
+          for (const auto &s : slices_of(c)) check_slice(t, nhw, nhwc, c, s.first, s.second);
+    }
+}
+END_TEST
+
+/* gpu_k_channel_shuffle in g groups, and its inverse (g' = C / g: the backward), against
+ * ref_channel_shuffle_forward / _backward, exactly. */
+static void check_shuffle(gpu_dtype t, const int32_t nhw[3], int32_t nhwc, int32_t c,
+                          int32_t groups) {
+  const gpu_dims d = dims(nhw[0], c, nhw[1], nhw[2], nhwc);
+  const size_t size = gpu_dtype_size(t);
+  char what[200];
+  snprintf(what, sizeof what, "channel_shuffle %s " DIMS_FMT " in %d groups", type_name(t),
+           DIMS_ARGS(d), groups);
+  const std::vector<float> x = round_all(t, random_floats(count_of(d), -3.0f, 3.0f));
+  std::unique_ptr<dev> xb(put(t, d, x));
+  dev y((size_t)count_of(d) * size);
+  ck_assert_msg(gpu_k_channel_shuffle(y.p, xb->p, d, groups, t, 0) == cudaSuccess, "%s", what);
+  std::vector<float> want((size_t)count_of(d));
+  ref_channel_shuffle_forward(x.data(), shape_of(d), groups, want.data());
+  expect_same(what, get(t, d, y), want);
+
+  const std::vector<float> dy = round_all(t, random_floats(count_of(d), -3.0f, 3.0f));
+  std::unique_ptr<dev> dyb(put(t, d, dy));
+  dev dx((size_t)count_of(d) * size);
+  ck_assert_msg(gpu_k_channel_shuffle(dx.p, dyb->p, d, c / groups, t, 0) == cudaSuccess,
+                "%s: backward", what);
+  std::vector<float> dwant((size_t)count_of(d));
+  ref_channel_shuffle_backward(dy.data(), shape_of(d), groups, dwant.data());
+  snprintf(what + strlen(what), sizeof what - strlen(what), ": backward");
+  expect_same(what, get(t, d, dx), dwant);
+}
+
+START_TEST(channel_shuffle_matches_reference) {
+  static const int32_t groups[] = {1, 2, 3, 4};
+  for (gpu_dtype t : FLOAT_TYPES)
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      for (const auto &nhw : MOVE_NHW_SMALL)
+        for (int32_t c = 1; c <= 257; c++) {
+          for (int32_t g : groups)
+            if (c % g == 0) check_shuffle(t, nhw, nhwc, c, g);
+          if (c > 4) check_shuffle(t, nhw, nhwc, c, c); /* every channel its own group */
+        }
+      static const int32_t large_c[] = {1, 12, 24, 116, 232};
+      for (const auto &nhw : MOVE_NHW_LARGE)
+        for (int32_t c : large_c)
+          for (int32_t g : groups)
+            if (c % g == 0) check_shuffle(t, nhw, nhwc, c, g);
+    }
+}
+END_TEST
+
+START_TEST(channel_shuffle_refuses) {
+  dev a(4096), b(4096);
+  const gpu_dims d = dims(2, 6, 3, 5, 1);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, 0, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, -2, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, 4, GPU_F16, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, 7, GPU_BF16, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, 2, GPU_I32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, a.p, d, 2, GPU_F32, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, dims(2, -6, 3, 5, 0), 2, GPU_F32, 0),
+                   cudaErrorInvalidValue);
+  /* Nothing to do: no launch, whatever the pointers. */
+  ck_assert_int_eq(gpu_k_channel_shuffle(nullptr, nullptr, dims(0, 6, 3, 5, 0), 3, GPU_F32, 0),
+                   cudaSuccess);
+  ck_assert_int_eq(gpu_k_channel_shuffle(a.p, b.p, d, 6, GPU_F32, 0), cudaSuccess);
+}
+END_TEST
+
+/* kernels_concat.cu's source in x of channel_shuffle's element i of y (host/kernels_host.cpp:
+ * the same shuffle_source() the kernel runs), in its 32-bit (wide 0) or 64-bit (wide 1)
+ * index type. */
+extern "C" int64_t gpu_host_shuffle_source(gpu_dims d, int32_t groups, int64_t i, int wide);
+
+/* The shuffle's index math on tensors too large to allocate, against this file's own
+ * layout math: past 2^32 elements in 64 bits, up to 2^32 - 1 in 32. */
+START_TEST(channel_shuffle_index_math_wide) {
+  struct index_case {
+    gpu_dims d;
+    int32_t groups;
+    int wide;
+  };
+  const index_case cases[] = {{{3, 400, 2049, 2049, 0}, 4, 1},
+                              {{2, 232, 4097, 4097, 0}, 2, 1},
+                              {{1, 65535, 65537, 1, 0}, 5, 0},
+                              {{1, 3, 1431655765, 1, 0}, 3, 0}};
+  for (const index_case &ic : cases)
+    for (int32_t nhwc = 0; nhwc < 2; nhwc++) {
+      const gpu_dims d = dims(ic.d.n, ic.d.c, ic.d.h, ic.d.w, nhwc);
+      const int64_t n = count_of(d);
+      ck_assert(ic.wide ? n > UINT32_MAX : n <= UINT32_MAX);
+      const int64_t probes[] = {0,
+                                1,
+                                d.c,
+                                INT32_MAX,
+                                (int64_t)INT32_MAX + 1,
+                                n / 2 + 7,
+                                n - 2,
+                                n - 1,
+                                (int64_t)(rng_next() % (uint64_t)n)};
+      for (int64_t i : probes) {
+        int64_t pn, pc, ph, pw, r = i;
+        if (nhwc) {
+          pc = r % d.c, r /= d.c;
+          pw = r % d.w, r /= d.w;
+          ph = r % d.h, pn = r / d.h;
+        } else {
+          pw = r % d.w, r /= d.w;
+          ph = r % d.h, r /= d.h;
+          pc = r % d.c, pn = r / d.c;
+        }
+        const int64_t source = (pc % ic.groups) * (d.c / ic.groups) + pc / ic.groups;
+        const int64_t want = layout_at(d, pn, source, ph, pw);
+        const int64_t got = gpu_host_shuffle_source(d, ic.groups, i, ic.wide);
+        EXPECT(got == want, DIMS_FMT " in %d groups, element %lld: source %lld, expected %lld",
+               DIMS_ARGS(d), ic.groups, (long long)i, (long long)got, (long long)want);
       }
     }
 }
@@ -1929,6 +2111,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, concat_more_than_max_inputs);
   tcase_add_test(tc, concat_refuses_bad_parts);
   tcase_add_test(tc, concat_index_math_wide);
+  tcase_add_test(tc, slice_channels_matches_reference);
+  tcase_add_test(tc, channel_shuffle_matches_reference);
+  tcase_add_test(tc, channel_shuffle_refuses);
+  tcase_add_test(tc, channel_shuffle_index_math_wide);
   tcase_add_test(tc, relu_family);
   tcase_add_test(tc, activations);
   tcase_add_test(tc, add_and_accumulate);
