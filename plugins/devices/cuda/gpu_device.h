@@ -151,6 +151,11 @@ cnnb_status gpu_prepare_channel_scale(gpu_device *d, const cnnb_graph *g, int32_
                                       gpu_node **out);
 cnnb_status gpu_prepare_layer_norm(gpu_device *d, const cnnb_graph *g, int32_t index,
                                    gpu_node **out);
+/* slice_channels, channel_shuffle (ops_channels.c): ABI 1.14 */
+cnnb_status gpu_prepare_slice_channels(gpu_device *d, const cnnb_graph *g, int32_t index,
+                                       gpu_node **out);
+cnnb_status gpu_prepare_channel_shuffle(gpu_device *d, const cnnb_graph *g, int32_t index,
+                                        gpu_node **out);
 cnnb_status gpu_prepare_dropout(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_concat(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);
 cnnb_status gpu_prepare_pad(gpu_device *d, const cnnb_graph *g, int32_t index, gpu_node **out);

@@ -36,6 +36,8 @@ static const gpu_op ops[] = {
     {CNNB_OP_MULTIPLY, gpu_prepare_multiply},
     {CNNB_OP_LAYER_NORM, gpu_prepare_layer_norm},
     {CNNB_OP_CHANNEL_SCALE, gpu_prepare_channel_scale},
+    {CNNB_OP_SLICE_CHANNELS, gpu_prepare_slice_channels},
+    {CNNB_OP_CHANNEL_SHUFFLE, gpu_prepare_channel_shuffle},
 };
 
 const gpu_op *gpu_op_find(uint32_t op) {
