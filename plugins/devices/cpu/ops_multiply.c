@@ -8,7 +8,9 @@
  *                        reduction over the dimensions it lacks (H, W; for the channel
  *                        scale N too) into the gate's gradient.
  * The product waits in transient slot 1 between the two: nodes run one at a time. The
- * gradient of a scale lands in the fp32 gradient arena whatever the activation type. */
+ * gradient of a scale lands in the fp32 gradient arena whatever the activation type.
+ * A squeeze-and-excitation gate ([N, C, 1, 1] on a bigger image) has a loop of its own
+ * (ops_gate.c), where oneDNN 2.6 only has its reference kernel. */
 #include <stdlib.h>
 
 #include "cpu_device.h"
@@ -172,6 +174,13 @@ done:
 
 cnnb_status cpu_prepare_multiply(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                  cpu_node **out) {
+  /* A per-channel gate on an image bigger than 1x1: the SE gate's own loop (ops_gate.c),
+   * where its layouts allow. */
+  const cnnb_node *node = cnnb_graph_node(g, index);
+  const cnnb_shape gs = cnnb_graph_node(g, node->inputs[1])->shape;
+  if (gs.h == 1 && gs.w == 1 && (node->shape.h != 1 || node->shape.w != 1) &&
+      cpu_prepare_gate(d, g, p, index, out) == CNNB_OK)
+    return CNNB_OK;
   return prepare_product(d, g, p, index, 0, out);
 }
 
