@@ -677,6 +677,44 @@ END_TEST
 
 /* ---- multiply, layer norm, channel scale (ABI 1.14) ------------------------------------- */
 
+/* What the ops below read: the images themselves, or a conv of them (its layout is a
+ * blocked one on oneDNN), and the way back to the images for the gradient. */
+typedef struct op_input {
+  const cnnb_graph *g;
+  const cnnb_node *conv; /* NULL: the images */
+  ref_window win;
+  cnnb_shape images, shape;
+} op_input;
+
+/* The input's values as the reference computes them (o's images and weights); caller frees. */
+static float *op_input_values(op_input *in, const cnnb_graph *g, cnnb_tensor images, cnnb_tensor x,
+                              const op_result *o) {
+  in->g = g;
+  in->conv = x != images ? cnnb_graph_node(g, x) : NULL;
+  in->images = cnnb_graph_node(g, images)->shape;
+  in->shape = cnnb_graph_node(g, x)->shape;
+  const int64_t count = cnnb_shape_count(in->shape);
+  float *v = zeros(count);
+  if (in->conv) {
+    in->win = ref_window_of(in->conv);
+    ref_conv2d_forward(o->images, in->images, param_of(g, o->params, in->conv, 0), NULL, &in->win,
+                       v, in->shape);
+  } else {
+    memcpy(v, o->images, (size_t)count * sizeof *v);
+  }
+  return v;
+}
+
+/* The gradient at the images from the gradient `dv` at the input; caller frees. */
+static float *op_input_gradient(const op_input *in, const op_result *o, const float *dv) {
+  float *dx = zeros(o->x_count);
+  if (in->conv)
+    ref_conv2d_backward_data(dv, in->shape, param_of(in->g, o->params, in->conv, 0), &in->win, dx,
+                             in->images);
+  else memcpy(dx, dv, (size_t)o->x_count * sizeof *dx);
+  return dx;
+}
+
 static bool device_runs_op(device_harness *h, uint32_t op, const char *name) {
   activation_case a = {op, 0, name};
   return device_runs(h, &a);
@@ -701,19 +739,12 @@ static void check_multiply(int gate_kind, uint32_t precision, uint64_t seed) {
   cnnb_tensor gate = gate_kind == 1 ? x : cnnb_global_avg_pool(g, "pool", x);
   cnnb_tensor y = cnnb_multiply(g, "multiply", x, gate);
   op_result o = run_op(&h, g, y, &seed, 1);
-  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = cnnb_graph_node(g, x)->shape;
-  cnnb_shape gs = cnnb_graph_node(g, gate)->shape;
+  op_input input;
+  float *xv = op_input_values(&input, g, in, x, &o);
+  cnnb_shape s = input.shape, gs = cnnb_graph_node(g, gate)->shape;
   const int64_t count = cnnb_shape_count(s), hw = (int64_t)s.h * s.w;
-  float *xv = zeros(count), *gv = zeros(cnnb_shape_count(gs)), *want = zeros(count);
-  float *dxv = zeros(count), *dgate = zeros(cnnb_shape_count(gs)), *dx = zeros(o.x_count);
-  const cnnb_node *conv = gate_kind == 2 ? cnnb_graph_node(g, x) : NULL;
-  ref_window win;
-  if (conv) {
-    win = ref_window_of(conv);
-    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
-  } else {
-    memcpy(xv, o.images, (size_t)count * sizeof *xv);
-  }
+  float *gv = zeros(cnnb_shape_count(gs)), *want = zeros(count);
+  float *dxv = zeros(count), *dgate = zeros(cnnb_shape_count(gs));
   if (gate_kind == 1) memcpy(gv, xv, (size_t)count * sizeof *gv);
   else
     for (int64_t k = 0; k < (int64_t)s.n * s.c; k++) {
@@ -729,8 +760,7 @@ static void check_multiply(int gate_kind, uint32_t precision, uint64_t seed) {
   ref_multiply_backward(xv, s, gv, gs, o.dy, dxv, dgate);
   for (int64_t i = 0; i < count; i++) /* the gate's own path back to x */
     dxv[i] += gate_kind == 1 ? dgate[i] : dgate[i / hw] / (float)hw;
-  if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
-  else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+  float *dx = op_input_gradient(&input, &o, dxv);
   snprintf(what, sizeof what, "multiply (gate %d, %s) backward", gate_kind,
            test_precision_name(precision));
   expect_close(what, o.dx, dx, o.x_count, tol->backward);
@@ -770,17 +800,11 @@ static void check_layer_norm(int after_conv, int training, uint32_t precision, u
   cnnb_tensor y = cnnb_layer_norm(g, "norm", x, eps);
   op_result o = run_op(&h, g, y, &seed, training);
   const cnnb_node *node = cnnb_graph_node(g, y);
-  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = node->shape;
+  op_input input;
+  float *xv = op_input_values(&input, g, in, x, &o);
+  cnnb_shape s = node->shape;
   const int64_t count = cnnb_shape_count(s), positions = (int64_t)s.n * s.h * s.w;
-  float *xv = zeros(count), *want = zeros(count), *mean = zeros(positions), *var = zeros(positions);
-  const cnnb_node *conv = after_conv ? cnnb_graph_node(g, x) : NULL;
-  ref_window win;
-  if (conv) {
-    win = ref_window_of(conv);
-    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
-  } else {
-    memcpy(xv, o.images, (size_t)count * sizeof *xv);
-  }
+  float *want = zeros(count), *mean = zeros(positions), *var = zeros(positions);
   const float *scale = param_of(g, o.params, node, 0), *offset = param_of(g, o.params, node, 1);
   ref_layer_norm_forward(xv, s, scale, offset, eps, want, mean, var);
   char what[112];
@@ -789,10 +813,9 @@ static void check_layer_norm(int after_conv, int training, uint32_t precision, u
            training ? "training" : "inference");
   expect_close(what, o.y, want, count, tol->forward);
   if (training) {
-    float *dxv = zeros(count), *dx = zeros(o.x_count), *dscale = zeros(s.c), *doffset = zeros(s.c);
+    float *dxv = zeros(count), *dscale = zeros(s.c), *doffset = zeros(s.c);
     ref_layer_norm_backward(xv, s, scale, o.dy, mean, var, eps, dxv, dscale, doffset);
-    if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
-    else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+    float *dx = op_input_gradient(&input, &o, dxv);
     snprintf(what, sizeof what, "layer norm (%s, %s) backward data",
              after_conv ? "after a conv" : "images", test_precision_name(precision));
     expect_close(what, o.dx, dx, o.x_count, tol->backward);
@@ -839,17 +862,11 @@ static void check_channel_scale(int after_conv, int training, uint32_t precision
   cnnb_tensor y = cnnb_channel_scale(g, "layer_scale", x, 1e-6f);
   op_result o = run_op(&h, g, y, &seed, training);
   const cnnb_node *node = cnnb_graph_node(g, y);
-  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = node->shape;
+  op_input input;
+  float *xv = op_input_values(&input, g, in, x, &o);
+  cnnb_shape s = node->shape;
   const int64_t count = cnnb_shape_count(s);
-  float *xv = zeros(count), *want = zeros(count);
-  const cnnb_node *conv = after_conv ? cnnb_graph_node(g, x) : NULL;
-  ref_window win;
-  if (conv) {
-    win = ref_window_of(conv);
-    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
-  } else {
-    memcpy(xv, o.images, (size_t)count * sizeof *xv);
-  }
+  float *want = zeros(count);
   const float *scale = param_of(g, o.params, node, 0);
   ref_channel_scale_forward(xv, s, scale, want);
   char what[112];
@@ -858,10 +875,9 @@ static void check_channel_scale(int after_conv, int training, uint32_t precision
            training ? "training" : "inference");
   expect_close(what, o.y, want, count, tol->forward);
   if (training) {
-    float *dxv = zeros(count), *dx = zeros(o.x_count), *dscale = zeros(s.c);
+    float *dxv = zeros(count), *dscale = zeros(s.c);
     ref_channel_scale_backward(xv, s, scale, o.dy, dxv, dscale);
-    if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
-    else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+    float *dx = op_input_gradient(&input, &o, dxv);
     snprintf(what, sizeof what, "channel scale (%s, %s) backward data",
              after_conv ? "after a conv" : "images", test_precision_name(precision));
     expect_close(what, o.dx, dx, o.x_count, tol->backward);
@@ -908,17 +924,10 @@ static void check_channel_op(uint32_t op, int a, int b, int filters, uint32_t pr
   cnnb_tensor y = op == CNNB_OP_SLICE_CHANNELS ? cnnb_slice_channels(g, "op", x, a, b)
                                                : cnnb_channel_shuffle(g, "op", x, a);
   op_result o = run_op(&h, g, y, &seed, 1);
-  cnnb_shape xs = cnnb_graph_node(g, in)->shape, s = cnnb_graph_node(g, x)->shape;
-  const int64_t count = cnnb_shape_count(s);
-  float *xv = zeros(count), *want = zeros(o.y_count), *dxv = zeros(count), *dx = zeros(o.x_count);
-  const cnnb_node *conv = filters ? cnnb_graph_node(g, x) : NULL;
-  ref_window win;
-  if (conv) {
-    win = ref_window_of(conv);
-    ref_conv2d_forward(o.images, xs, param_of(g, o.params, conv, 0), NULL, &win, xv, s);
-  } else {
-    memcpy(xv, o.images, (size_t)count * sizeof *xv);
-  }
+  op_input input;
+  float *xv = op_input_values(&input, g, in, x, &o);
+  cnnb_shape s = input.shape;
+  float *want = zeros(o.y_count), *dxv = zeros(cnnb_shape_count(s));
   if (op == CNNB_OP_SLICE_CHANNELS) {
     ref_slice_channels_forward(xv, s, a, b, want);
     ref_slice_channels_backward(o.dy, s, a, b, dxv);
@@ -928,12 +937,11 @@ static void check_channel_op(uint32_t op, int a, int b, int filters, uint32_t pr
   }
   char what[112];
   snprintf(what, sizeof what, "%s (%d, %d) of %d channels%s (%s) forward", name, a, b, s.c,
-           conv ? " after a conv" : "", test_precision_name(precision));
+           input.conv ? " after a conv" : "", test_precision_name(precision));
   expect_close(what, o.y, want, o.y_count, tol->forward);
-  if (conv) ref_conv2d_backward_data(dxv, s, param_of(g, o.params, conv, 0), &win, dx, xs);
-  else memcpy(dx, dxv, (size_t)count * sizeof *dx);
+  float *dx = op_input_gradient(&input, &o, dxv);
   snprintf(what, sizeof what, "%s (%d, %d) of %d channels%s (%s) backward", name, a, b, s.c,
-           conv ? " after a conv" : "", test_precision_name(precision));
+           input.conv ? " after a conv" : "", test_precision_name(precision));
   expect_close(what, o.dx, dx, o.x_count, tol->backward);
   free(xv);
   free(want);
