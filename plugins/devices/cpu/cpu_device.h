@@ -314,8 +314,8 @@ cnnb_status cpu_prepare_channel_scale(cpu_device *d, const cnnb_graph *g, cpu_pl
                                       int32_t index, cpu_node **out);
 cnnb_status cpu_prepare_layer_norm(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                                    cpu_node **out);
-/* multiply by an [N, C, 1, 1] gate (ops_gate.c): CNNB_EUNSUPPORTED, with no message, for
- * layouts its loop does not walk (prepare_multiply then uses oneDNN's binary). */
+/* multiply by an [N, C, 1, 1] gate, or channel_scale (ops_gate.c): CNNB_EUNSUPPORTED, with
+ * no message, for layouts its loop does not walk (the caller then uses oneDNN's binary). */
 cnnb_status cpu_prepare_gate(cpu_device *d, const cnnb_graph *g, cpu_plan *p, int32_t index,
                              cpu_node **out);
 /* slice_channels, channel_shuffle (ops_channels.c): ABI 1.14 */

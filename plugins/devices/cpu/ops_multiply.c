@@ -9,8 +9,9 @@
  *                        scale N too) into the gate's gradient.
  * The product waits in transient slot 1 between the two: nodes run one at a time. The
  * gradient of a scale lands in the fp32 gradient arena whatever the activation type.
- * A squeeze-and-excitation gate ([N, C, 1, 1] on a bigger image) has a loop of its own
- * (ops_gate.c), where oneDNN 2.6 only has its reference kernel. */
+ * A squeeze-and-excitation gate ([N, C, 1, 1] on a bigger image) and the channel scale
+ * have a loop of their own (ops_gate.c), where oneDNN 2.6 only has its reference kernel;
+ * these primitives serve the layouts that loop does not walk. */
 #include <stdlib.h>
 
 #include "cpu_device.h"
@@ -186,5 +187,6 @@ cnnb_status cpu_prepare_multiply(cpu_device *d, const cnnb_graph *g, cpu_plan *p
 
 cnnb_status cpu_prepare_channel_scale(cpu_device *d, const cnnb_graph *g, cpu_plan *p,
                                       int32_t index, cpu_node **out) {
+  if (cpu_prepare_gate(d, g, p, index, out) == CNNB_OK) return CNNB_OK; /* ops_gate.c */
   return prepare_product(d, g, p, index, 1, out);
 }
