@@ -34,7 +34,7 @@ static cnnb_tensor pointwise(zoo *z, const char *key, cnnb_tensor x, int32_t out
 /* CNBlock as features.<s>.<b>. */
 static cnnb_tensor cnblock(zoo *z, int s, int b, cnnb_tensor x, float drop) {
   char key[64];
-  int32_t c = cnnb_graph_node(z->g, x)->shape.c;
+  int32_t c = zoo_channels(z, x);
 #define KEY(part) (snprintf(key, sizeof key, "features.%d.%d%s", s, b, part), key)
   cnnb_tensor y = zoo_conv(z, KEY(".block.0"), x, c, 7, 1, 3, c, 1, trunc_normal);
   y = layer_norm(z, KEY(".block.2"), y);

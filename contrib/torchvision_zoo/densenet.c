@@ -66,7 +66,7 @@ static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb
     if (b == 4) break;
     snprintf(norm, sizeof norm, "features.transition%d.norm", b);
     snprintf(conv, sizeof conv, "features.transition%d.conv", b);
-    x = norm_relu_conv(&z, norm, conv, x, cnnb_graph_node(g, x)->shape.c / 2, 1);
+    x = norm_relu_conv(&z, norm, conv, x, zoo_channels(&z, x) / 2, 1);
     x = cnnb_avg_pool(g, NULL, x, CNNB_POOL(.kernel_h = 2, .kernel_w = 2));
   }
   x = cnnb_relu(g, NULL, zoo_batch_norm(&z, "features.norm5", x));

@@ -17,7 +17,7 @@ static const double se_ratio = 0.25;
 /* ResBottleneckBlock as trunk_output.block<s>.block<s>-<b>. */
 static cnnb_tensor block(zoo *z, int s, int b, cnnb_tensor x, int32_t out, int32_t stride) {
   char key[96];
-  int32_t in = cnnb_graph_node(z->g, x)->shape.c;
+  int32_t in = zoo_channels(z, x);
 #define KEY(part) \
   (snprintf(key, sizeof key, "trunk_output.block%d.block%d-%d.%s", s, s, b, part), key)
   cnnb_tensor y = zoo_conv_norm_act(z, KEY("f.a"), x, out, 1, 1, 1, ZOO_RELU);

@@ -31,7 +31,7 @@ static cnnb_tensor bottleneck(zoo *z, const variant *v, int l, int b, cnnb_tenso
                               int32_t stride) {
   char key[64];
   const cnnb_init he = {0};
-  int32_t in = cnnb_graph_node(z->g, x)->shape.c;
+  int32_t in = zoo_channels(z, x);
   int32_t width = (int32_t)(planes * (v->width_per_group / 64.0)) * v->groups;
 #define KEY(part) (snprintf(key, sizeof key, "layer%d.%d.%s", l, b, part), key)
   cnnb_tensor y = zoo_conv(z, KEY("conv1"), x, width, 1, 1, 0, 1, 0, he);

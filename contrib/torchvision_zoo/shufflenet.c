@@ -16,7 +16,7 @@ static const int32_t repeats[3] = {4, 8, 4}, widths[5] = {24, 116, 232, 464, 102
 static cnnb_tensor unit(zoo *z, int s, int b, cnnb_tensor x, int32_t out, int32_t stride) {
   char key[64];
   const cnnb_init he = {0};
-  int32_t in = cnnb_graph_node(z->g, x)->shape.c, half = out / 2;
+  int32_t in = zoo_channels(z, x), half = out / 2;
 #define KEY(part) (snprintf(key, sizeof key, "stage%d.%d.%s", s, b, part), key)
   cnnb_tensor keep, work = x;
   if (stride > 1) {

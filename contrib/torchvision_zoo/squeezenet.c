@@ -15,7 +15,7 @@ static cnnb_init kaiming_uniform(int32_t fan_in) {
 
 static cnnb_tensor conv_relu(zoo *z, const char *key, cnnb_tensor x, int32_t out, int32_t k,
                              int32_t stride, int32_t padding) {
-  int32_t in = cnnb_graph_node(z->g, x)->shape.c;
+  int32_t in = zoo_channels(z, x);
   x = zoo_conv(z, key, x, out, k, stride, padding, 1, 1, kaiming_uniform(in * k * k));
   return cnnb_relu(z->g, NULL, x);
 }

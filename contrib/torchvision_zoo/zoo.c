@@ -16,6 +16,11 @@ const char *zoo_key(char *buf, size_t size, const char *prefix, const char *suff
   return buf;
 }
 
+int32_t zoo_channels(const zoo *z, cnnb_tensor x) {
+  const cnnb_node *n = cnnb_graph_node(z->g, x);
+  return n ? n->shape.c : 0;
+}
+
 cnnb_tensor zoo_act_apply(zoo *z, cnnb_tensor x, zoo_act act) {
   switch (act) {
     case ZOO_RELU: return cnnb_relu(z->g, NULL, x);
@@ -60,7 +65,7 @@ cnnb_tensor zoo_conv_norm_act(zoo *z, const char *prefix, cnnb_tensor x, int32_t
 cnnb_tensor zoo_squeeze_excitation(zoo *z, const char *prefix, cnnb_tensor x, int32_t squeeze,
                                    zoo_act act, zoo_act scale_act) {
   char key[256];
-  int32_t channels = cnnb_graph_node(z->g, x)->shape.c;
+  int32_t channels = zoo_channels(z, x);
   cnnb_tensor s = cnnb_global_avg_pool(z->g, NULL, x);
   s = zoo_conv(z, zoo_key(key, sizeof key, prefix, "fc1"), s, squeeze, 1, 1, 0, 1, 1,
                (cnnb_init){0});

@@ -33,6 +33,10 @@ void zoo_init(zoo *z, cnnb_graph *g);
 /* The key "<prefix>.<suffix>" (or suffix alone for an empty prefix) into buf. */
 const char *zoo_key(char *buf, size_t size, const char *prefix, const char *suffix);
 
+/* x's channels; 0 when x is not a node (a builder call before failed: its error is in
+ * the graph, and the calls that take the 0 fail too, so zoo_finish reports the first). */
+int32_t zoo_channels(const zoo *z, cnnb_tensor x);
+
 cnnb_tensor zoo_act_apply(zoo *z, cnnb_tensor x, zoo_act act);
 
 /* nn.Conv2d(in, out, k, stride, padding, groups=groups, bias=bias) saved as `key`;

@@ -93,5 +93,12 @@ for m in $zoo_models; do
     fail "$m on $what: $out"
   fi
 done
+# An image the strides cannot take: the builder's error, naming the node, and exit 2, not
+# a crash in the plugin (the zoo reads a failed tensor's channels as 0, zoo_channels).
+zoo_cnnbench --model=convnext_tiny --image_size=16 --num_batches=1 --batch_size=2 \
+  >"$tmp/tiny.out" 2>&1
+rc=$?
+[[ $rc == 2 ]] && grep -q "building model convnext_tiny.*conv2d 'features.6.1'" "$tmp/tiny.out" ||
+  fail "convnext_tiny at 16x16: want exit 2 naming the conv that does not fit, got $rc: $(tail -n 2 "$tmp/tiny.out")"
 [[ $failures -eq 0 ]] || exit 1
 echo "OK: every zoo model trains, its loss falling, on synthetic and real data"
