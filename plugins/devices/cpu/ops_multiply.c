@@ -24,7 +24,6 @@ typedef struct product_node {
   dnnl_primitive_t dy_times_x; /* dy * x, into the gate's gradient or the product */
   dnnl_primitive_t sum;        /* the product summed to the gate's shape */
   dnnl_memory_t x, gate, y, dy, product, dgate;
-  size_t product_bytes, dgate_bytes;
   const char *name; /* "multiply", "channel_scale" */
 } product_node;
 
