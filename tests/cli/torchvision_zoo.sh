@@ -7,13 +7,22 @@
 #  2. per model, against torchvision's model of the same name and 1001 classes: the same
 #     number of trainable parameters; forward FLOPs at 224x224 within 3% of
 #     torch.utils.flop_counter's; and the same weights give the same eval-mode logits
-#     (fp32, 64x64, |cnnbench - torch| <= 1e-4 * max |torch logit|) both ways:
+#     (fp32, 96x96, |cnnbench - torch| <= 1e-4 * max |torch logit|) both ways:
 #     a. torchvision -> cnnbench: torchvision's model with random weights, batch-norm
 #        scales, offsets and statistics far from 1 and 0 (so that one in the wrong slot
 #        shows; its logits must reach 0.01, or the comparison would say little), saved
 #        with safetensors and loaded by checkpoint_logits;
 #     b. cnnbench -> torchvision: cnnbench trains one step and saves (--train_dir),
-#        torchvision loads that file with a strict load_state_dict.
+#        torchvision loads that file with a strict load_state_dict;
+#  3. and the same training: from a.'s weights, two steps on one batch (batch norm on the
+#     batch's statistics, momentum 0.9, no weight decay, dropout and stochastic depth
+#     off: random masks cannot agree) give the same two losses within 1e-4 relative; the
+#     second loss proves the gradients and the update, and it must move from the first
+#     by more than 20 times that, or the comparison would say little. PyTorch runs in
+#     float64 (the truth; fp32 PyTorch is itself further from it than cnnbench), at the
+#     learning rate that lowers the model's loss by 0.2 to first order
+#     (torch_side.py's train_losses says why). Images are 96x96: at 64x64 the last
+#     stage's batch norm sees 8 values a channel, too few for a well-conditioned gradient.
 # Needs torch and torchvision in $CNNB_PYTHON (skips, 77, without them).
 set -uo pipefail
 : "${CNNB_BUILD_DIR:?run through ctest}" "${CNNB_SOURCE_DIR:?run through ctest}"
@@ -40,7 +49,7 @@ cnnbench() { zoo_cnnbench "$@"; }
 echo "zoo models: $(tr '\n' ' ' <<<"$models")"
 
 # ---- 2. each model against torchvision ------------------------------------------------------
-BATCH=2 SIZE=64
+BATCH=2 SIZE=96 TRAIN_STEPS=2 TRAIN_DROP=0.2
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -74,8 +83,40 @@ from safetensors.torch import load_file, save_file
 from torch.utils.flop_counter import FlopCounterMode
 torch.set_num_threads(2)
 work, batch, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-images = np.random.default_rng(7).standard_normal((batch, 3, size, size)).astype(np.float32)
+TRAIN_STEPS, TRAIN_DROP = int(sys.argv[4]), float(sys.argv[5])
+rng = np.random.default_rng(7)
+images = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
 images.tofile("%s/images.f32" % work)
+labels = rng.integers(0, 1001, batch).astype(np.int32)
+labels.tofile("%s/labels.i32" % work)
+
+def train_losses(model, steps, drop):
+    """The oracle's steps, as checkpoint_logits --train_steps takes them, at the learning
+    rate that lowers the loss by `drop` to first order (drop / |g|^2, g the gradient at
+    the start): the models' gradients differ by orders of magnitude, and one rate for all
+    would leave some steps in the noise and throw others far past the linear regime,
+    where a ReLU whose input is within rounding of 0 (on one side in one framework, on
+    the other in the other) changes the next loss by more than any tolerance.
+    In float64: the truth, not another fp32 answer. With batch norm on two images'
+    statistics these networks are ill-conditioned enough that PyTorch's own fp32
+    gradients miss float64's by 1% at RegNet's stem (cnnbench's by 0.02%), so fp32
+    against fp32 would measure PyTorch's rounding as much as cnnbench's."""
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Dropout) or type(mod).__name__ == "StochasticDepth":
+            mod.p = 0.0
+    model.double().train()
+    x, y = torch.from_numpy(images).double(), torch.from_numpy(labels).long()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    lr = drop / float(sum((p.grad.double() ** 2).sum() for p in model.parameters()))
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return lr, losses
 for line in open("%s/models.list" % work):
     name, ckpt = line.split()
     model = getattr(tvm, name)(num_classes=1001).eval()
@@ -96,6 +137,10 @@ for line in open("%s/models.list" % work):
         save_file({k: v.contiguous() for k, v in random.state_dict().items()},
                   "%s/torch_weights_%s.safetensors" % (work, name))
         random(torch.from_numpy(images)).numpy().tofile("%s/torch_own_%s.f32" % (work, name))
+    lr, losses = train_losses(random, TRAIN_STEPS, TRAIN_DROP)
+    print("%.9g" % lr, file=open("%s/torch_lr_%s.txt" % (work, name), "w"))
+    with open("%s/torch_train_%s.txt" % (work, name), "w") as out:
+        out.writelines("%.9g\n" % l for l in losses)
     # b. cnnbench's checkpoint, strictly.
     state = {k: v for k, v in load_file(ckpt).items() if not k.startswith("optimizer.")}
     try:
@@ -108,7 +153,7 @@ for line in open("%s/models.list" % work):
     print("%s %d %.6f" % (name, params, counter.get_total_flops() / 1e9),
           file=open("%s/torch_%s.facts" % (work, name), "w"))
 PY
-"$py" "$tmp/torch_side.py" "$tmp" $BATCH $SIZE 2>&1 | grep -v "UserWarning\|warnings.warn" ||
+"$py" "$tmp/torch_side.py" "$tmp" $BATCH $SIZE $TRAIN_STEPS $TRAIN_DROP 2>&1 | grep -v "UserWarning\|warnings.warn" ||
   true
 
 cat >"$tmp/compare.py" <<'PY'
@@ -125,6 +170,21 @@ tol = 1e-4 * float(np.abs(b).max())
 diff = float(np.abs(a - b).max())
 print("max |cnnbench - torch| = %.3g (tolerance %.3g, max |logit| %.3g)" % (diff, tol, float(np.abs(b).max())))
 sys.exit(0 if np.isfinite(a).all() and diff <= tol else 1)
+PY
+
+cat >"$tmp/compare_losses.py" <<'PY'
+import sys
+import numpy as np
+a, b = np.loadtxt(sys.argv[1], ndmin=1), np.loadtxt(sys.argv[2], ndmin=1)
+if a.shape != b.shape or b.size < 2:
+    print("cnnbench's losses %s, torch's %s" % (a, b)); sys.exit(1)
+tol = 1e-4 * float(np.abs(b).max())
+moved = float(np.abs(b[1:] - b[0]).max())
+print("losses %s, torch's %s (tolerance %.3g)" % (" ".join("%.6f" % v for v in a),
+                                                 " ".join("%.6f" % v for v in b), tol))
+if not moved > 20 * tol:
+    print("torch's loss moved by %.3g only: the steps prove nothing" % moved); sys.exit(1)
+sys.exit(0 if np.isfinite(a).all() and float(np.abs(a - b).max()) <= tol else 1)
 PY
 
 while read -r m ckpt; do
@@ -155,6 +215,18 @@ while read -r m ckpt; do
       fail "$m ($what): the same weights give other logits: $result"
     fi
   done
+  if ! CNNB_PLUGIN_PATH="$zoo" "$CHECKPOINT_LOGITS" --model="$m" \
+    --checkpoint="$tmp/torch_weights_$m.safetensors" --images="$tmp/images.f32" \
+    --labels="$tmp/labels.i32" --train_steps=$TRAIN_STEPS --learning_rate="$(cat "$tmp/torch_lr_$m.txt")" \
+    --batch=$BATCH --image_size=$SIZE --num_classes=1001 --out="$tmp/ours_train_$m.txt" \
+    >"$tmp/$m.steps" 2>&1; then
+    fail "$m (training): checkpoint_logits --train_steps: $(tail -n 3 "$tmp/$m.steps")"
+  elif result=$("$py" "$tmp/compare_losses.py" "$tmp/ours_train_$m.txt" \
+    "$tmp/torch_train_$m.txt"); then
+    echo "  $TRAIN_STEPS training steps at lr $(cat "$tmp/torch_lr_$m.txt"): $result"
+  else
+    fail "$m (training): the same steps give other losses: $result"
+  fi
 done <"$tmp/models.list"
 [[ $failures -eq 0 ]] || exit 1
-echo "OK: every zoo model equals torchvision's (parameters, FLOPs, logits)"
+echo "OK: every zoo model equals torchvision's (parameters, FLOPs, logits, training steps)"
