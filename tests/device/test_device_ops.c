@@ -1649,7 +1649,7 @@ END_TEST
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------- */
 
-static void check_loss(uint32_t precision, float loss_scale) {
+static void check_loss(uint32_t precision, float loss_scale, float smoothing) {
   device_harness h;
   if (open_device(&h, precision, 1)) return;
   const test_tolerance *tol = tol_of(precision);
@@ -1660,6 +1660,7 @@ static void check_loss(uint32_t precision, float loss_scale) {
                                   CNNB_DENSE(.units = k, .use_bias = 1));
   ck_assert_int_eq(cnnb_graph_set_logits(g, logits), CNNB_OK);
   ck_assert_int_eq(cnnb_graph_add_loss(g), CNNB_OK);
+  ck_assert_int_eq(cnnb_graph_set_label_smoothing(g, smoothing), CNNB_OK);
   device_run *r = make_run(&h, g);
   int64_t pc = cnnb_graph_param_arena_count(g);
   float *params = rand_buf(&seed, pc, -2.0f, 2.0f), *images = rand_buf(&seed, n * 6, -1.0f, 1.0f);
@@ -1669,11 +1670,11 @@ static void check_loss(uint32_t precision, float loss_scale) {
   float lg[5 * 13], loss, dlg[5 * 13], want[5 * 13];
   RUN_OK(&h, device_run_activation(r, logits, lg));
   RUN_OK(&h, device_run_activation(r, cnnb_graph_loss(g), &loss));
-  float ref = (float)ref_softmax_xent_forward(lg, n, k, labels, NULL);
+  float ref = (float)ref_softmax_xent_forward(lg, n, k, labels, smoothing, NULL);
   expect_close("softmax xent loss", &loss, &ref, 1, tol->forward);
   RUN_OK(&h, device_run_backward(r, -1, NULL, loss_scale, 0));
   RUN_OK(&h, device_run_gradient(r, logits, dlg));
-  ref_softmax_xent_backward(lg, n, k, labels, loss_scale, want);
+  ref_softmax_xent_backward(lg, n, k, labels, smoothing, loss_scale, want);
   expect_close("softmax xent gradient (scaled)", dlg, want, n * k, tol->backward);
   /* A label outside [0, classes) is bad data: refused with a message, not a crash. An
    * asynchronous device (cuda) finds it in a kernel and reports it at the next
@@ -1691,9 +1692,17 @@ static void check_loss(uint32_t precision, float loss_scale) {
 }
 
 START_TEST(test_softmax_xent) {
-  check_loss(CNNB_PRECISION_FP32, 1.0f);
-  check_loss(CNNB_PRECISION_FP32, 128.0f);
-  for (int p = 0; p < 2; p++) check_loss(device_harness_low_precisions[p], 1.0f);
+  check_loss(CNNB_PRECISION_FP32, 1.0f, 0.0f);
+  check_loss(CNNB_PRECISION_FP32, 128.0f, 0.0f);
+  for (int p = 0; p < 2; p++) check_loss(device_harness_low_precisions[p], 1.0f, 0.0f);
+}
+END_TEST
+
+/* Label smoothing (1.14): the target (1 - s) onehot + s / K, as torch's CrossEntropyLoss. */
+START_TEST(test_softmax_xent_label_smoothing) {
+  check_loss(CNNB_PRECISION_FP32, 1.0f, 0.1f);
+  check_loss(CNNB_PRECISION_FP32, 128.0f, 0.5f);
+  for (int p = 0; p < 2; p++) check_loss(device_harness_low_precisions[p], 1.0f, 0.1f);
 }
 END_TEST
 
@@ -2095,6 +2104,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_concat_and_add);
   tcase_add_test(tc, test_add_fused_relu);
   tcase_add_test(tc, test_softmax_xent);
+  tcase_add_test(tc, test_softmax_xent_label_smoothing);
   tcase_add_test(tc, test_dropout);
   tcase_add_test(tc, test_stochastic_depth);
   tcase_add_test(tc, test_update_matches_reference);

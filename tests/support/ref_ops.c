@@ -668,7 +668,7 @@ void ref_add_forward(const float *a, const float *b, int64_t n, float *y) {
 /* ---- softmax cross-entropy ------------------------------------------------------------------- */
 
 double ref_softmax_xent_forward(const float *logits, int n, int k, const int32_t *labels,
-                                float *probs) {
+                                float smoothing, float *probs) {
   double total = 0.0;
   for (int i = 0; i < n; i++) {
     const float *row = logits + (int64_t)i * k;
@@ -678,13 +678,16 @@ double ref_softmax_xent_forward(const float *logits, int n, int k, const int32_t
     for (int j = 0; j < k; j++) sum += exp(row[j] - max);
     if (probs)
       for (int j = 0; j < k; j++) probs[(int64_t)i * k + j] = (float)(exp(row[j] - max) / sum);
-    total += log(sum) - (row[labels[i]] - max);
+    for (int j = 0; j < k; j++) {
+      double target = smoothing / k + (j == labels[i] ? 1.0 - smoothing : 0.0);
+      total -= target * ((row[j] - max) - log(sum));
+    }
   }
   return total / n;
 }
 
 void ref_softmax_xent_backward(const float *logits, int n, int k, const int32_t *labels,
-                               float scale, float *dlogits) {
+                               float smoothing, float scale, float *dlogits) {
   for (int i = 0; i < n; i++) {
     const float *row = logits + (int64_t)i * k;
     double max = row[0], sum = 0.0;
@@ -692,7 +695,8 @@ void ref_softmax_xent_backward(const float *logits, int n, int k, const int32_t 
       if (row[j] > max) max = row[j];
     for (int j = 0; j < k; j++) sum += exp(row[j] - max);
     for (int j = 0; j < k; j++) {
-      double p = exp(row[j] - max) / sum - (j == labels[i] ? 1.0 : 0.0);
+      double target = smoothing / k + (j == labels[i] ? 1.0 - smoothing : 0.0);
+      double p = exp(row[j] - max) / sum - target;
       dlogits[(int64_t)i * k + j] = (float)(scale * p / n);
     }
   }

@@ -124,11 +124,12 @@ void ref_pad_spatial_backward(const float *dy, cnnb_shape xs, int top, int botto
 
 void ref_add_forward(const float *a, const float *b, int64_t n, float *y);
 
-/* Mean over the batch of -log softmax(logits)[label]; probs [N, K] may be NULL. */
+/* Mean over the batch of -sum_j t_j log softmax(logits)[j], the target t the one-hot
+ * label smoothed by `smoothing` s: (1 - s) onehot + s / K; probs [N, K] may be NULL. */
 double ref_softmax_xent_forward(const float *logits, int n, int k, const int32_t *labels,
-                                float *probs);
+                                float smoothing, float *probs);
 /* d (scale * loss) / d logits. */
 void ref_softmax_xent_backward(const float *logits, int n, int k, const int32_t *labels,
-                               float scale, float *dlogits);
+                               float smoothing, float scale, float *dlogits);
 
 #endif

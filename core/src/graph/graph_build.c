@@ -135,6 +135,17 @@ cnnb_status cnnb_graph_add_loss(cnnb_graph *g) {
   return CNNB_OK;
 }
 
+cnnb_status cnnb_graph_set_label_smoothing(cnnb_graph *g, float s) {
+  if (!g) return CNNB_EINVAL;
+  if (g->status != CNNB_OK) return g->status;
+  if (g->loss == CNNB_NO_TENSOR)
+    return cnnb_graph_fail(g, CNNB_EINVAL, "label smoothing: the graph has no loss yet");
+  if (!(s >= 0.0f && s < 1.0f))
+    return cnnb_graph_fail(g, CNNB_EINVAL, "label smoothing %g must be in [0, 1)", (double)s);
+  g->nodes[g->loss]->node.attr.loss.label_smoothing = s;
+  return CNNB_OK;
+}
+
 /* A request for `op` on inputs, named `name`. */
 static cnnb_op_request request(uint32_t op, const char *name, int32_t num_inputs,
                                const cnnb_tensor *inputs) {

@@ -23,6 +23,12 @@
  * when no logits were set or the loss was already added; the sticky error when there is one. */
 cnnb_status cnnb_graph_add_loss(cnnb_graph *g);
 
+/* Label smoothing s for the loss (cnnb_graph_add_loss first): the loss's target becomes
+ * (1 - s) onehot(label) + s / classes, as torch's CrossEntropyLoss(label_smoothing=s) and
+ * tf_cnn_benchmarks' --label_smoothing. CNNB_EINVAL (recorded in the graph) for s outside
+ * [0, 1) or no loss yet. */
+cnnb_status cnnb_graph_set_label_smoothing(cnnb_graph *g, float s);
+
 /* The nodes that read tensor t, in increasing node order; a node that reads t twice
  * (add(x, x)) appears twice, so gradient accumulation counts both uses. NULL with
  * *count = 0 when t has no consumer or does not exist. */

@@ -45,6 +45,15 @@ cnnb_status cnnb_ops_check_device(cnnb_ctx *ctx, const cnnb_graph *g, const cnnb
                         "such op",
                         dev, n->op, n->name, more);
     }
+    /* An attribute a device of an earlier minor would not read: refused, not ignored. */
+    if (n->op == CNNB_OP_SOFTMAX_XENT && n->attr.loss.label_smoothing != 0.0f &&
+        device_abi_minor < CNNB_ABI_MINOR_ACTIVATIONS)
+      return cnnb_error(ctx, CNNB_EUNSUPPORTED,
+                        "device '%s' cannot smooth the labels of loss '%s' (--label_smoothing): "
+                        "the device was built for cnnbench ABI %d.%u, before label smoothing was "
+                        "added in ABI %d.%u; rebuild it against the %d.%u SDK or newer",
+                        dev, n->name, CNNB_ABI_MAJOR, device_abi_minor, CNNB_ABI_MAJOR,
+                        CNNB_ABI_MINOR_ACTIVATIONS, CNNB_ABI_MAJOR, CNNB_ABI_MINOR_ACTIVATIONS);
     if (checked[n->op]) continue;
     checked[n->op] = true;
     /* A device cannot know an op from a later minor, whatever its supports_op says. */

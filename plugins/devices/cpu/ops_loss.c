@@ -1,8 +1,9 @@
 /* ops_loss.c — softmax cross-entropy with sparse labels, mean over the batch, in plain C
  * (it is [N, classes]: tiny next to any layer before it).
  *
+ * With label smoothing s (attr.loss, 1.14) the target t is (1 - s) onehot(label) + s / K.
  * Forward keeps the softmax probabilities; backward starts from io->loss_scale (the
- * core's loss scaling): d loss / d logits = loss_scale * (softmax - onehot(label)) / N.
+ * core's loss scaling): d loss / d logits = loss_scale * (softmax - t) / N.
  * The logits are read as plain fp32 [N, K]: a bf16 or blocked producer is converted. */
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 typedef struct xent_node {
   cpu_node base;
   int32_t n, k;
+  float smoothing;          /* attr.loss.label_smoothing */
   cpu_xform logits_to_f32;  /* producer layout -> plain f32 [N, K] */
   cpu_xform grad_to_logits; /* plain f32 [N, K] -> producer layout */
   float *logits;            /* [N, K] when converted */
@@ -40,14 +42,17 @@ static cnnb_status xent_forward(cpu_device *d, cpu_node *n, const cnnb_node_io *
     float max = row[0];
     for (int32_t j = 1; j < s->k; j++)
       if (row[j] > max) max = row[j];
-    double sum = 0.0;
+    double sum = 0.0, shifted_sum = 0.0;
     for (int32_t j = 0; j < s->k; j++) {
       p[j] = expf(row[j] - max);
       sum += p[j];
+      shifted_sum += (double)(row[j] - max);
     }
     float inv = (float)(1.0 / sum);
     for (int32_t j = 0; j < s->k; j++) p[j] *= inv;
-    total += log(sum) - (double)(row[label] - max);
+    /* -sum_j t_j log p_j, log p_j = (row[j] - max) - log(sum) */
+    total += log(sum) - (1.0 - s->smoothing) * (double)(row[label] - max) -
+             s->smoothing * shifted_sum / s->k;
   }
   *(float *)io->output = (float)(total / s->n);
   return CNNB_OK;
@@ -59,12 +64,13 @@ static cnnb_status xent_backward(cpu_device *d, cpu_node *n, const cnnb_node_io 
   const int32_t *labels = io->inputs[1];
   /* A zero scale would silently zero every gradient: take it as "unscaled". */
   float scale = (io->loss_scale != 0.0f ? io->loss_scale : 1.0f) / (float)s->n;
+  const float spread = s->smoothing / (float)s->k, peak = 1.0f - s->smoothing;
   float *g = cpu_xform_needed(&s->grad_to_logits) ? s->grad : io->input_grads[0];
   for (int32_t i = 0; i < s->n; i++) {
     const float *p = s->probs + (size_t)i * s->k;
     float *row = g + (size_t)i * s->k;
-    for (int32_t j = 0; j < s->k; j++) row[j] = scale * p[j];
-    row[labels[i]] -= scale;
+    for (int32_t j = 0; j < s->k; j++) row[j] = scale * (p[j] - spread);
+    row[labels[i]] -= scale * peak;
   }
   if (cpu_xform_needed(&s->grad_to_logits))
     return cpu_xform_run(d, &s->grad_to_logits, s->grad, io->input_grads[0], n->node);
@@ -99,6 +105,7 @@ cnnb_status cpu_prepare_softmax_xent(cpu_device *d, const cnnb_graph *g, cpu_pla
   cpu_node_init(&s->base, &xent_ops, g, p, index);
   s->n = ls.n;
   s->k = (int32_t)(cnnb_shape_count(ls) / ls.n);
+  s->smoothing = node->attr.loss.label_smoothing;
   dnnl_memory_desc_t plain = cpu_md_nchw(ls, dnnl_f32);
   size_t bytes = (size_t)s->n * (size_t)s->k * sizeof(float);
   cnnb_status st = cpu_xform_init(d, &s->logits_to_f32, &p->md[lt], &plain, node, "logits to fp32");

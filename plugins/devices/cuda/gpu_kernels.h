@@ -226,15 +226,16 @@ cudaError_t gpu_k_layer_norm_backward(void *dx, float *dscale, float *doffset, c
 /* ---- loss (kernels_loss.cu) ------------------------------------------------------------ */
 
 /* Softmax cross-entropy over logits [N, K] (type): probs [N, K] fp32 kept for the
- * backward, *loss = mean over the batch of -log softmax[label]. A label outside [0, K)
+ * backward, *loss = mean over the batch of -sum_j t_j log softmax[j], the target t the
+ * label smoothed by `smoothing` s: (1 - s) onehot(label) + s / K. A label outside [0, K)
  * is counted in errors (and its row contributes nothing). */
 cudaError_t gpu_k_xent_forward(float *loss, float *probs, const void *logits, gpu_dtype type,
-                               const int32_t *labels, int32_t n, int32_t k,
+                               const int32_t *labels, int32_t n, int32_t k, float smoothing,
                                gpu_kernel_errors *errors, cudaStream_t stream);
-/* dlogits = scale * (probs - onehot(label)) / N, stored in `type`. */
+/* dlogits = scale * (probs - t) / N, stored in `type`. */
 cudaError_t gpu_k_xent_backward(void *dlogits, gpu_dtype type, const float *probs,
-                                const int32_t *labels, int32_t n, int32_t k, float scale,
-                                cudaStream_t stream);
+                                const int32_t *labels, int32_t n, int32_t k, float smoothing,
+                                float scale, cudaStream_t stream);
 
 /* ---- optimizer and loss scaling (kernels_update.cu) -------------------------------- */
 

@@ -6,22 +6,24 @@
  * tensor_to_host reads them after the loss is copied back).
  *
  * Backward starts from io->loss_scale, not from a loss gradient (the executor gives
- * none), as the cpu device does: d loss / d logits = loss_scale * (softmax - onehot) / N,
- * a zero loss_scale taken as 1 (it would silently zero every gradient). */
+ * none), as the cpu device does: d loss / d logits = loss_scale * (softmax - t) / N, t
+ * the one-hot label smoothed by attr.loss.label_smoothing (1.14), a zero loss_scale taken
+ * as 1 (it would silently zero every gradient). */
 #include "gpu_device.h"
 
 typedef struct xent_node {
   gpu_node base;
   int32_t n, k;
-  gpu_dtype type; /* of the logits and their gradient */
-  float *probs;   /* [N, K] fp32, device memory */
+  float smoothing; /* attr.loss.label_smoothing */
+  gpu_dtype type;  /* of the logits and their gradient */
+  float *probs;    /* [N, K] fp32, device memory */
 } xent_node;
 
 static cnnb_status xent_forward(gpu_device *d, gpu_node *n, const cnnb_node_io *io) {
   xent_node *s = (xent_node *)n;
   return gpu_cuda(d,
                   gpu_k_xent_forward(io->output, s->probs, io->inputs[0], s->type, io->inputs[1],
-                                     s->n, s->k, d->errors, d->stream),
+                                     s->n, s->k, s->smoothing, d->errors, d->stream),
                   n->node, "softmax cross-entropy forward");
 }
 
@@ -32,8 +34,8 @@ static cnnb_status xent_backward(gpu_device *d, gpu_node *n, const cnnb_node_io 
   /* The kernel divides by N itself. */
   float scale = io->loss_scale != 0.0f ? io->loss_scale : 1.0f;
   return gpu_cuda(d,
-                  gpu_k_xent_backward(dlogits, s->type, s->probs, io->inputs[1], s->n, s->k, scale,
-                                      d->stream),
+                  gpu_k_xent_backward(dlogits, s->type, s->probs, io->inputs[1], s->n, s->k,
+                                      s->smoothing, scale, d->stream),
                   n->node, "softmax cross-entropy backward");
 }
 
@@ -83,6 +85,7 @@ cnnb_status gpu_prepare_softmax_xent(gpu_device *d, const cnnb_graph *g, int32_t
   }
   s->n = ls.n;
   s->k = (int32_t)k;
+  s->smoothing = node->attr.loss.label_smoothing;
   s->type = gpu_tensor_dtype(d, g, lt);
   s->probs = probs;
   *out = &s->base;

@@ -60,7 +60,8 @@ typedef enum cnnb_op {
   CNNB_OP_CONCAT = 12,  /* along channels */
   CNNB_OP_ADD = 13,     /* elementwise, equal shapes */
   CNNB_OP_RESHAPE = 14, /* same element count per image; data order is logical NCHW */
-  /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1] */
+  /* inputs: logits [N, K, 1, 1], labels; output: mean loss [1, 1, 1, 1]; ABI 1.14:
+     attr.loss.label_smoothing s, the target (1 - s) onehot(label) + s / K */
   CNNB_OP_SOFTMAX_XENT = 15,
   /* ABI 1.1 */
   CNNB_OP_RELU6 = 16, /* min(max(x, 0), 6), tf.nn.relu6; never fused into conv / bn */
@@ -271,6 +272,9 @@ typedef struct cnnb_node {
     struct {
       int32_t groups; /* >= 1, divides the channels */
     } shuffle;        /* channel_shuffle (1.14) */
+    struct {
+      float label_smoothing; /* [0, 1); 0 before 1.14 (the host set no other) */
+    } loss;                  /* softmax_xent (1.14), set by the host (--label_smoothing) */
     int32_t reserved[16];
   } attr;
 } cnnb_node;

@@ -248,6 +248,30 @@ START_TEST(check_old_minor_refuses_newer_op) {
 }
 END_TEST
 
+/* Label smoothing is an attribute of the loss, not an op: a device of a minor before 1.14
+ * would compute the plain loss, so it is refused, naming the loss and the flag. */
+START_TEST(check_old_minor_refuses_label_smoothing) {
+  cnnb_graph *g = mobile_graph();
+  cnnb_device_vtable dv = fake_vtable(false);
+  fake_device dev = {0};
+  const uint32_t old = CNNB_ABI_MINOR_ACTIVATIONS - 1;
+  /* The graph's other ops are older than 1.14: without smoothing the old device runs it. */
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, old, "old"), CNNB_OK);
+  ck_assert_int_eq(cnnb_graph_set_label_smoothing(g, 0.1f), CNNB_OK);
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, old, "old"), CNNB_EUNSUPPORTED);
+  ck_assert_message_has("device 'old' cannot smooth the labels of loss 'loss' "
+                        "(--label_smoothing): the device was built for cnnbench ABI 1.13, "
+                        "before label smoothing was added in ABI 1.14");
+  cnnb_clear_error(ctx);
+  ck_assert_int_eq(cnnb_ops_check_device(ctx, g, &dv, &dev, CNNB_ABI_MINOR_ACTIVATIONS, "new"),
+                   CNNB_OK);
+  /* Outside [0, 1): refused by the graph, which keeps the error. */
+  ck_assert_int_eq(cnnb_graph_set_label_smoothing(g, 1.0f), CNNB_EINVAL);
+  ck_assert_ptr_nonnull(strstr(cnnb_graph_error(g), "label smoothing 1 must be in [0, 1)"));
+  cnnb_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(check_accepting_device) {
   cnnb_graph *g = mobile_graph();
   cnnb_device_vtable dv = fake_vtable(true);
@@ -306,6 +330,7 @@ int main(void) {
   tcase_add_test(tc, arity_refused_by_name);
   tcase_add_test(tc, check_refused_op_named);
   tcase_add_test(tc, check_old_minor_refuses_newer_op);
+  tcase_add_test(tc, check_old_minor_refuses_label_smoothing);
   tcase_add_test(tc, check_accepting_device);
   tcase_add_test(tc, check_unknown_op);
   suite_add_tcase(s, tc);

@@ -1650,56 +1650,59 @@ START_TEST(softmax_xent) {
    * a row wider than a warp. */
   static const int32_t cases[][2] = {{1, 1}, {3, 3}, {7, 257}, {70, 33}, {33, 1000}, {1, 40}};
   static const float scales[] = {1.0f, 128.0f};
+  static const float smoothings[] = {0.0f, 0.1f}; /* none, and ImageNet recipes' */
   char what[160];
-  for (gpu_dtype t : FLOAT_TYPES)
-    for (const auto &nk : cases) {
-      const int32_t n = nk[0], k = nk[1];
-      const std::vector<float> logits = round_all(t, random_floats((int64_t)n * k, -8.0f, 8.0f));
-      std::vector<int32_t> labels((size_t)n);
-      for (int32_t &l : labels) l = (int32_t)(rng_next() % (uint64_t)k);
-      std::unique_ptr<dev> dlogits(put(t, flat((int64_t)n * k), logits));
-      dev dlabels(bytes_of(labels)), loss(4), probs((size_t)n * k * 4);
-      dev errors(bytes_of(std::vector<gpu_kernel_errors>(1, gpu_kernel_errors{0, 0, 0, 0})));
-      ck_assert_int_eq(gpu_k_xent_forward(loss.as<float>(), probs.as<float>(), dlogits->p, t,
-                                          dlabels.as<int32_t>(), n, k,
-                                          errors.as<gpu_kernel_errors>(), 0),
-                       cudaSuccess);
-      std::vector<float> ref_probs((size_t)n * k);
-      const double ref_loss = ref_softmax_xent_forward(logits.data(), n, k, labels.data(),
-                                                       ref_probs.data());
-      const float got_loss = values_of<float>(loss.get())[0];
-      ck_assert_msg(fabs(got_loss - ref_loss) <= 0x1p-16 * fmax(1.0, fabs(ref_loss)),
-                    "xent_forward %s N %d K %d: loss %.9g, reference %.9g", type_name(t), n, k,
-                    (double)got_loss, ref_loss);
-      snprintf(what, sizeof what, "xent_forward %s N %d K %d probs", type_name(t), n, k);
-      expect_near(what, values_of<float>(probs.get()), ref_probs,
-                  [&](size_t i) { return 32 * ulp_of(GPU_F32, ref_probs[i]); });
-      ck_assert_int_eq(values_of<gpu_kernel_errors>(errors.get())[0].bad_label_count, 0);
-
-      /* The backward on the reference's probabilities: exactly fl(fl(s p) - s) per
-       * element, s = fl(scale / N), and near the reference's own gradient. */
-      dev dprobs(bytes_of(ref_probs));
-      for (float scale : scales) {
-        dev g((size_t)n * k * gpu_dtype_size(t));
-        ck_assert_int_eq(gpu_k_xent_backward(g.p, t, dprobs.as<float>(), dlabels.as<int32_t>(), n,
-                                             k, scale, 0),
+  for (float sm : smoothings)
+    for (gpu_dtype t : FLOAT_TYPES)
+      for (const auto &nk : cases) {
+        const int32_t n = nk[0], k = nk[1];
+        const std::vector<float> logits = round_all(t, random_floats((int64_t)n * k, -8.0f, 8.0f));
+        std::vector<int32_t> labels((size_t)n);
+        for (int32_t &l : labels) l = (int32_t)(rng_next() % (uint64_t)k);
+        std::unique_ptr<dev> dlogits(put(t, flat((int64_t)n * k), logits));
+        dev dlabels(bytes_of(labels)), loss(4), probs((size_t)n * k * 4);
+        dev errors(bytes_of(std::vector<gpu_kernel_errors>(1, gpu_kernel_errors{0, 0, 0, 0})));
+        ck_assert_int_eq(gpu_k_xent_forward(loss.as<float>(), probs.as<float>(), dlogits->p, t,
+                                            dlabels.as<int32_t>(), n, k, sm,
+                                            errors.as<gpu_kernel_errors>(), 0),
                          cudaSuccess);
-        const float s = scale / (float)n;
-        std::vector<float> exact((size_t)n * k), ref((size_t)n * k);
-        for (int64_t i = 0; i < (int64_t)n * k; i++) {
-          const float sp = s * ref_probs[(size_t)i];
-          exact[(size_t)i] = round_to(t, i % k == labels[(size_t)(i / k)] ? sp - s : sp);
+        std::vector<float> ref_probs((size_t)n * k);
+        const double ref_loss = ref_softmax_xent_forward(logits.data(), n, k, labels.data(), sm,
+                                                         ref_probs.data());
+        const float got_loss = values_of<float>(loss.get())[0];
+        ck_assert_msg(fabs(got_loss - ref_loss) <= 0x1p-16 * fmax(1.0, fabs(ref_loss)),
+                      "xent_forward %s N %d K %d smoothing %g: loss %.9g, reference %.9g",
+                      type_name(t), n, k, (double)sm, (double)got_loss, ref_loss);
+        snprintf(what, sizeof what, "xent_forward %s N %d K %d probs", type_name(t), n, k);
+        expect_near(what, values_of<float>(probs.get()), ref_probs,
+                    [&](size_t i) { return 32 * ulp_of(GPU_F32, ref_probs[i]); });
+        ck_assert_int_eq(values_of<gpu_kernel_errors>(errors.get())[0].bad_label_count, 0);
+
+        /* The backward on the reference's probabilities: exactly fl(s fl(p - spread)), less
+         * fl(s peak) at the label, per element (s = fl(scale / N), spread = fl(sm / K), peak
+         * = fl(1 - sm)), and near the reference's own gradient. */
+        dev dprobs(bytes_of(ref_probs));
+        for (float scale : scales) {
+          dev g((size_t)n * k * gpu_dtype_size(t));
+          ck_assert_int_eq(gpu_k_xent_backward(g.p, t, dprobs.as<float>(), dlabels.as<int32_t>(), n,
+                                               k, sm, scale, 0),
+                           cudaSuccess);
+          const float s = scale / (float)n, spread = sm / (float)k, peak = 1.0f - sm;
+          std::vector<float> exact((size_t)n * k), ref((size_t)n * k);
+          for (int64_t i = 0; i < (int64_t)n * k; i++) {
+            const float sp = s * (ref_probs[(size_t)i] - spread);
+            exact[(size_t)i] = round_to(t, i % k == labels[(size_t)(i / k)] ? sp - s * peak : sp);
+          }
+          ref_softmax_xent_backward(logits.data(), n, k, labels.data(), sm, scale, ref.data());
+          const std::vector<float> got = get(t, flat((int64_t)n * k), g);
+          snprintf(what, sizeof what, "xent_backward %s N %d K %d scale %g", type_name(t), n, k,
+                   (double)scale);
+          expect_same(what, got, exact);
+          expect_near(what, got, ref, [&](size_t i) {
+            return (double)s * 0x1p-18 + (t == GPU_F32 ? 0.0 : ulp_of(t, ref[i]));
+          });
         }
-        ref_softmax_xent_backward(logits.data(), n, k, labels.data(), scale, ref.data());
-        const std::vector<float> got = get(t, flat((int64_t)n * k), g);
-        snprintf(what, sizeof what, "xent_backward %s N %d K %d scale %g", type_name(t), n, k,
-                 (double)scale);
-        expect_same(what, got, exact);
-        expect_near(what, got, ref, [&](size_t i) {
-          return (double)s * 0x1p-18 + (t == GPU_F32 ? 0.0 : ulp_of(t, ref[i]));
-        });
       }
-    }
 
   /* Labels outside [0, K): counted, their rows add nothing and get no gradient. */
   const int32_t n = 5, k = 7;
@@ -1708,8 +1711,8 @@ START_TEST(softmax_xent) {
   dev dlogits(bytes_of(logits)), dlabels(bytes_of(labels)), loss(4), probs(n * k * 4), g(n * k * 4);
   dev errors(bytes_of(std::vector<gpu_kernel_errors>(1, gpu_kernel_errors{0, 0, 0, 0})));
   ck_assert_int_eq(gpu_k_xent_forward(loss.as<float>(), probs.as<float>(), dlogits.p, GPU_F32,
-                                      dlabels.as<int32_t>(), n, k, errors.as<gpu_kernel_errors>(),
-                                      0),
+                                      dlabels.as<int32_t>(), n, k, 0.0f,
+                                      errors.as<gpu_kernel_errors>(), 0),
                    cudaSuccess);
   const gpu_kernel_errors e = values_of<gpu_kernel_errors>(errors.get())[0];
   ck_assert_int_eq(e.bad_label_count, 2);
@@ -1720,13 +1723,13 @@ START_TEST(softmax_xent) {
   double total = 0.0;
   for (int32_t i = 0; i < n; i++)
     if (labels[(size_t)i] >= 0 && labels[(size_t)i] < k)
-      total += ref_softmax_xent_forward(&logits[(size_t)(i * k)], 1, k, &labels[(size_t)i],
+      total += ref_softmax_xent_forward(&logits[(size_t)(i * k)], 1, k, &labels[(size_t)i], 0.0f,
                                         nullptr);
   const float got_loss = values_of<float>(loss.get())[0];
   ck_assert_msg(fabs(got_loss - total / n) <= 0x1p-16 * fmax(1.0, fabs(total / n)),
                 "loss with bad labels %.9g, reference %.9g", (double)got_loss, total / n);
   ck_assert_int_eq(gpu_k_xent_backward(g.p, GPU_F32, probs.as<float>(), dlabels.as<int32_t>(), n, k,
-                                       1.0f, 0),
+                                       0.0f, 1.0f, 0),
                    cudaSuccess);
   const std::vector<float> grad = values_of<float>(g.get());
   for (int32_t j = 0; j < k; j++)
