@@ -256,7 +256,11 @@ static const core_flag distribution[] = {
 };
 
 static const core_flag optimization[] = {
-    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers, "Optimizer to use.", SAME},
+    {"optimizer", CNNB_FLAG_STRING, "sgd", optimizers,
+     "Optimizer to use. A model with a training recipe of its own (--model_info shows it) "
+     "defaults to the recipe's optimizer, momentum, Nesterov, epsilon, weight decay and label "
+     "smoothing; each flag given wins over the recipe's value.",
+     SAME},
     {"init_learning_rate", CNNB_FLAG_FLOAT, "0", NULL,
      "Initial learning rate for training; when not given, the model's default.", SAME},
     {"piecewise_learning_rate_schedule", CNNB_FLAG_STRING, "", NULL,
@@ -272,7 +276,12 @@ static const core_flag optimization[] = {
     {"num_learning_rate_warmup_epochs", CNNB_FLAG_FLOAT, "0", NULL,
      "Increase the learning rate linearly to its initial value over these first epochs.", SAME},
     {"momentum", CNNB_FLAG_FLOAT, "0.9", NULL,
-     "Momentum for training (Nesterov, as tf_cnn_benchmarks), in [0, 1).", SAME},
+     "Momentum for training (Nesterov, as tf_cnn_benchmarks, unless --nonesterov), in [0, 1).",
+     SAME},
+    {"nesterov", CNNB_FLAG_BOOL, "true", NULL,
+     "--optimizer=momentum: Nesterov momentum, as tf_cnn_benchmarks; --nonesterov: plain "
+     "momentum, as torch.optim.SGD.",
+     SAME},
     {"rmsprop_decay", CNNB_FLAG_FLOAT, "0.9", NULL, "Decay term for RMSProp, in [0, 1).", SAME},
     {"rmsprop_momentum", CNNB_FLAG_FLOAT, "0.9", NULL, "Momentum in RMSProp, in [0, 1).", SAME},
     {"rmsprop_epsilon", CNNB_FLAG_FLOAT, "1.0", NULL, "Epsilon term for RMSProp.", SAME},
@@ -285,6 +294,8 @@ static const core_flag optimization[] = {
      SAME},
     {"gradient_clip", CNNB_FLAG_FLOAT, "0", NULL,
      "Gradient clipping magnitude; 0 disables clipping.", SAME},
+    {"label_smoothing", CNNB_FLAG_FLOAT, "0", NULL,
+     "Label smoothing s in [0, 1): the loss's target is (1 - s) one-hot + s / classes.", SAME},
 };
 
 static const core_flag checkpoints_and_logs[] = {

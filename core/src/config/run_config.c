@@ -440,7 +440,7 @@ static cnnb_status read_optimizer(const cnnb_flags *flags, cnnb_run_config *cfg,
   if (!t->rule)
     return refuse(err, size, "--optimizer=%s: unknown optimizer (sgd, momentum, rmsprop or adam)",
                   opt);
-  t->nesterov = true; /* tf_cnn_benchmarks' momentum optimizer is always Nesterov */
+  t->nesterov = cnnb_flags_bool(flags, "nesterov"); /* default: tf_cnn_benchmarks' Nesterov */
   double v = 0;
   cnnb_status st;
   /* Momenta and decays outside [0, 1) make the accumulators grow without bound: the run
@@ -467,6 +467,17 @@ static cnnb_status read_optimizer(const cnnb_flags *flags, cnnb_run_config *cfg,
   t->weight_decay = (float)v;
   if ((st = float_in(flags, "gradient_clip", 0, 1e30, false, &v, err, size))) return st;
   t->gradient_clip = (float)v;
+  if ((st = float_in(flags, "label_smoothing", 0, 1, true, &v, err, size))) return st;
+  cfg->label_smoothing = (float)v;
+  cfg->recipe_flags_set.optimizer = cnnb_flags_is_set(flags, "optimizer");
+  cfg->recipe_flags_set.nesterov = cnnb_flags_is_set(flags, "nesterov");
+  cfg->recipe_flags_set.weight_decay = cnnb_flags_is_set(flags, "weight_decay");
+  cfg->recipe_flags_set.label_smoothing = cnnb_flags_is_set(flags, "label_smoothing");
+  /* A recipe's momentum and epsilon are its optimizer's, which may be either flag's. */
+  cfg->recipe_flags_set.momentum = cnnb_flags_is_set(flags, "momentum") ||
+                                   cnnb_flags_is_set(flags, "rmsprop_momentum");
+  cfg->recipe_flags_set.epsilon = cnnb_flags_is_set(flags, "rmsprop_epsilon") ||
+                                  cnnb_flags_is_set(flags, "adam_epsilon");
 
   t->fp16 = cfg->precision == CNNB_PRECISION_FP16;
   if ((st = float_in(flags, "fp16_loss_scale", 0, 16777216, false, &v, err, size))) return st;

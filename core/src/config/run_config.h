@@ -28,6 +28,13 @@ typedef enum cnnb_input_dtype {
   CNNB_INPUT_FLOAT32 = 2 /* fp32 NCHW normalized by the datasource (every plugin can) */
 } cnnb_input_dtype;
 
+/* Flags a model's training recipe defaults, each true when the command line gave it
+ * (momentum: --momentum or --rmsprop_momentum; epsilon: --rmsprop_epsilon or
+ * --adam_epsilon). */
+typedef struct cnnb_recipe_flags {
+  bool optimizer, momentum, nesterov, epsilon, weight_decay, label_smoothing;
+} cnnb_recipe_flags;
+
 typedef struct cnnb_run_config {
   /* Plugins, by the names users pick them with. datasource "" lets the datasources'
    * probes choose. */
@@ -126,6 +133,10 @@ typedef struct cnnb_run_config {
    * schedule's dataset-dependent part (epoch size, global batch, the model's hook) is
    * filled at setup. */
   cnnb_trainer_config trainer;
+  float label_smoothing; /* --label_smoothing, [0, 1) */
+  /* Which of the flags a model's recipe (cnnb_model_info, 1.14) may default were given:
+   * those keep their value, the rest take the recipe's (run/recipe.h). */
+  cnnb_recipe_flags recipe_flags_set;
 } cnnb_run_config;
 
 /* The most --num_intra_threads may ask for: oversubscribing the cores this many times

@@ -34,6 +34,8 @@ cnnb_status cnnb_model_graph_build(cnnb_run *run, int32_t batch, cnnb_graph **ou
   /* The loss is added even for forward-only runs: it costs one small node and lets the
    * report print total_loss as tf_cnn_benchmarks does. */
   st = cnnb_graph_add_loss(g);
+  if (st == CNNB_OK && run->cfg->label_smoothing > 0.0f)
+    st = cnnb_graph_set_label_smoothing(g, run->cfg->label_smoothing);
   if (st != CNNB_OK) return cnnb_error(run->ctx, st, "%s: %s", what, cnnb_graph_error(g));
   return CNNB_OK;
 }

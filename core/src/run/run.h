@@ -42,7 +42,10 @@ typedef struct cnnb_replica {
 } cnnb_replica;
 
 struct cnnb_run {
+  /* The caller's configuration, or, once the model described itself with a training
+   * recipe, recipe_cfg: the caller's with the recipe's defaults (run/recipe.h). */
   const cnnb_run_config *cfg;
+  cnnb_run_config recipe_cfg;
   cnnb_ctx *ctx;        /* "cnnbench": the run's own errors; every plugin's ctx is its
                            child (the flag table, the log level and rank tag) */
   bool profile;         /* executors time every node (bench/cnnb_profile) */

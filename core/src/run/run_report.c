@@ -12,6 +12,7 @@
 #include "report/report.h"
 #include "run/evaluation.h"
 #include "run/interrupted.h"
+#include "run/recipe.h"
 #include "run/replica.h"
 #include "run/world.h"
 
@@ -24,6 +25,7 @@ cnnb_status cnnb_run_print_model_info(cnnb_run *run, FILE *out) {
           run->cfg->dataset->name, run->facts.image_size, run->facts.image_size,
           run->facts.num_classes);
   cnnb_model_info_print(run->graph, &report, out);
+  cnnb_recipe_print(&run->info, out);
   cnnb_model_report_free(&report);
   return CNNB_OK;
 }

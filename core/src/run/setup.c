@@ -21,6 +21,7 @@
 #include "run/evaluation.h"
 #include "run/input_dtype.h"
 #include "run/model_graph.h"
+#include "run/recipe.h"
 #include "run/replica.h"
 #include "run/summaries.h"
 #include "run/world.h"
@@ -117,6 +118,19 @@ static cnnb_status describe_model(cnnb_run *run) {
                    model->vt.model->describe(model->ctx, model->name, run->cfg->dataset->kind,
                                              &run->info));
   if (st != CNNB_OK || (st = check_model_info(run)) != CNNB_OK) return st;
+  if (run->info.optimizer) {
+    char applied[512];
+    run->recipe_cfg = *run->cfg;
+    st = cnnb_recipe_apply(run->ctx, model->name, &run->info, &run->recipe_cfg, applied,
+                           sizeof applied);
+    if (st != CNNB_OK) return st;
+    run->cfg = &run->recipe_cfg;
+    if (*applied && run->cfg->mode == CNNB_MODE_TRAIN && !run->cfg->model_info)
+      cnnb_log(run->ctx, CNNB_LOG_INFO,
+               "%s's training recipe sets %s (--model_info shows it; "
+               "a flag given wins)",
+               model->name, applied);
+  }
   cnnb_run_facts *f = &run->facts;
   f->batch_size = run->cfg->batch_size ? run->cfg->batch_size : run->info.default_batch_size;
   f->eval_batch_size = run->cfg->eval_batch_size ? run->cfg->eval_batch_size : f->batch_size;

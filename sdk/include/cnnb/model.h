@@ -22,6 +22,22 @@ typedef struct cnnb_model_info {
   int32_t default_batch_size;
   float default_learning_rate; /* when the model has no schedule of its own; finite, > 0 */
   const char *description;     /* one line for --help / --list_plugins */
+  /* ABI 1.14: the model's reference training recipe (torchvision's, the paper's), the
+   * defaults of a run whose command line does not set the matching flag. optimizer NULL:
+   * no recipe (a plugin built before 1.14 never sets one), the host's defaults
+   * (tf_cnn_benchmarks') stand and the fields below are not read; otherwise each field
+   * below is the recipe's (0 is a value: no weight decay, no smoothing). */
+  const char *optimizer; /* an --optimizer name: "sgd", "momentum", "rmsprop", "adam" */
+  float momentum;        /* --momentum: momentum's, rmsprop's (--rmsprop_momentum); [0, 1) */
+  int32_t nesterov;      /* --nesterov: 1 Nesterov momentum (tf_cnn_benchmarks'), 0 plain
+                            (torch.optim.SGD's) */
+  float weight_decay;    /* --weight_decay: L2, over the params that take decay; [0, 1] */
+  float label_smoothing; /* --label_smoothing: [0, 1) */
+  float epsilon;         /* --rmsprop_epsilon / --adam_epsilon, TF's form (inside the square
+                            root: torch's eps e is about e^2 here); 0: the flag's default */
+  const char *recipe;    /* may be NULL: the whole recipe in one line, as its source gives it,
+                            what cnnbench does not apply included (augmentation, EMA), for
+                            --model_info */
 } cnnb_model_info;
 
 typedef struct cnnb_model_vtable {
@@ -52,7 +68,8 @@ typedef struct cnnb_model_vtable {
 } cnnb_model_vtable;
 
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(cnnb_model_info) == 24, "ABI: grow cnnb_model_info only by appending");
+_Static_assert(offsetof(cnnb_model_info, optimizer) == 24, "ABI: 1.0 layout moved");
+_Static_assert(sizeof(cnnb_model_info) == 64, "ABI: grow cnnb_model_info only by appending");
 _Static_assert(offsetof(cnnb_model_vtable, learning_rate) == 24, "ABI: 1.0 layout moved");
 _Static_assert(sizeof(cnnb_model_vtable) == 40, "ABI: grow cnnb_model_vtable only by appending");
 #endif
