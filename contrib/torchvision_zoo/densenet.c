@@ -38,12 +38,33 @@ static cnnb_tensor dense_block(zoo *z, int b, cnnb_tensor x) {
   return cnnb_concat(z->g, NULL, count, parts);
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.1f,
+    .batch = 256,
+    .optimizer = "momentum",
+    .momentum = 0.9f,
+    .nesterov = 1,
+    .weight_decay = 1e-4f,
+    .schedule = ZOO_STEP,
+    .every = 30,
+    .factor = 0.1,
+    .text = "the DenseNet authors' (torchvision ported their weights): SGD with Nesterov "
+            "momentum 0.9, lr 0.1 per 256 images divided by 10 at epochs 30 and 60, weight "
+            "decay 1e-4, 90 epochs"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, "densenet121") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "densenet: asked to describe '%s'", name);
-  /* torchvision's recipe: SGD with momentum, lr 0.1 for a batch of 256, scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 32, 0.1f * 32 / 256,
+  return zoo_describe(ctx, name, dataset, info, 32, &recipe,
                       "torchvision's densenet121 (8.0M params)");
 }
 
@@ -79,6 +100,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"densenet121", NULL};

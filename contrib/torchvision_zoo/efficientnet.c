@@ -46,13 +46,37 @@ static cnnb_tensor mbconv(zoo *z, int s, int b, int32_t in, int32_t out, int32_t
   return cnnb_add(z->g, NULL, y, x);
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.256f,
+    .batch = 4096,
+    .optimizer = "rmsprop",
+    .momentum = 0.9f,
+    .weight_decay = 1e-5f,
+    .label_smoothing = 0.1f,
+    .epsilon = 1e-3f,
+    .schedule = ZOO_STEP,
+    .every = 2.4,
+    .factor = 0.97,
+    .warmup_epochs = 5,
+    .per_step = 1,
+    .text = "TensorFlow's (torchvision ported its weights): RMSProp decay 0.9, momentum 0.9, "
+            "epsilon 1e-3, lr 0.256 per 4096 images times 0.97 every 2.4 epochs after 5 "
+            "warm-up epochs, weight decay 1e-5, label smoothing 0.1, 350 epochs, "
+            "AutoAugment, EMA 0.9999"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, "efficientnet_b0") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "efficientnet: asked to describe '%s'", name);
-  /* torchvision ported b0's weights rather than train them; the paper's recipe is RMSprop
-   * at 0.256 for a batch of 4096: 0.002 at 32. */
-  return zoo_describe(ctx, name, dataset, info, 28, 0.256f * 32 / 4096,
+  return zoo_describe(ctx, name, dataset, info, 28, &recipe,
                       "torchvision's efficientnet_b0 (5.3M params)");
 }
 
@@ -83,6 +107,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"efficientnet_b0", NULL};

@@ -34,12 +34,32 @@ static cnnb_tensor block(zoo *z, int s, int b, cnnb_tensor x, int32_t out, int32
   return cnnb_relu(z->g, NULL, cnnb_add(z->g, NULL, shortcut, y));
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.8f,
+    .batch = 1024,
+    .optimizer = "momentum",
+    .momentum = 0.9f,
+    .weight_decay = 5e-5f,
+    .schedule = ZOO_COSINE,
+    .epochs = 100,
+    .warmup_epochs = 5,
+    .warmup_start = 0.1,
+    .text = "torchvision: SGD momentum 0.9, lr 0.8 per 1024 images, cosine decay after 5 "
+            "linear warm-up epochs from 0.1x, weight decay 5e-5, 100 epochs"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, "regnet_y_400mf") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "regnet: asked to describe '%s'", name);
-  /* torchvision's recipe: SGD, lr 0.8 for a batch of 1024 (8 x 128), scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 28, 0.8f * 32 / 1024,
+  return zoo_describe(ctx, name, dataset, info, 28, &recipe,
                       "torchvision's regnet_y_400mf (4.3M params)");
 }
 
@@ -61,6 +81,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"regnet_y_400mf", NULL};

@@ -49,12 +49,31 @@ static cnnb_tensor bottleneck(zoo *z, const variant *v, int l, int b, cnnb_tenso
   return cnnb_relu(z->g, NULL, cnnb_add(z->g, NULL, y, shortcut));
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.1f,
+    .batch = 256,
+    .optimizer = "momentum",
+    .momentum = 0.9f,
+    .weight_decay = 1e-4f,
+    .schedule = ZOO_STEP,
+    .every = 30,
+    .factor = 0.1,
+    .text = "torchvision: SGD momentum 0.9, lr 0.1 per 256 images divided by 10 every 30 "
+            "epochs, weight decay 1e-4, 100 epochs (resnext50_32x4d), 90 (wide_resnet50_2)"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   const variant *v = variant_of(name);
   if (!v) return cnnb_error(ctx, CNNB_EINVAL, "resnet: asked to describe '%s'", name);
-  /* torchvision's recipe: SGD with momentum, lr 0.1 for a batch of 256, scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 28, 0.1f * 32 / 256, v->description);
+  return zoo_describe(ctx, name, dataset, info, 28, &recipe, v->description);
 }
 
 static cnnb_status build(cnnb_ctx *ctx, const char *name, uint32_t dataset, cnnb_graph *g) {
@@ -83,6 +102,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"resnext50_32x4d", "wide_resnet50_2", NULL};

@@ -39,12 +39,32 @@ static cnnb_tensor unit(zoo *z, int s, int b, cnnb_tensor x, int32_t out, int32_
   return cnnb_channel_shuffle(z->g, NULL, both, 2);
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.5f,
+    .batch = 1024,
+    .optimizer = "momentum",
+    .momentum = 0.9f,
+    .weight_decay = 4e-5f,
+    .schedule = ZOO_LINEAR,
+    .epochs = 300000.0 * 1024 / 1281167, /* 300,000 iterations of ImageNet's 1,281,167 */
+    .per_step = 1,
+    .text = "the ShuffleNet papers' (torchvision ported the weights): SGD momentum 0.9, lr 0.5 "
+            "per 1024 images decaying linearly to 0 over 300,000 iterations, weight decay "
+            "4e-5"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, "shufflenet_v2_x1_0") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "shufflenet: asked to describe '%s'", name);
-  /* torchvision's recipe: SGD, lr 0.5 for a batch of 1024 (8 x 128), scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 28, 0.5f * 32 / 1024,
+  return zoo_describe(ctx, name, dataset, info, 28, &recipe,
                       "torchvision's shufflenet_v2_x1_0 (2.3M params)");
 }
 
@@ -72,6 +92,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"shufflenet_v2_x1_0", NULL};

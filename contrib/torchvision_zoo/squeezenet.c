@@ -38,12 +38,32 @@ static cnnb_tensor ceil_pool(zoo *z, cnnb_tensor x) {
                                  .ceil_mode = 1));
 }
 
+static const zoo_recipe recipe = {
+    .learning_rate = 0.01f,
+    .batch = 256,
+    .optimizer = "momentum",
+    .momentum = 0.9f,
+    .weight_decay = 1e-4f,
+    .schedule = ZOO_STEP,
+    .every = 30,
+    .factor = 0.1,
+    .text = "torchvision publishes none of its own (the SqueezeNet authors trained its "
+            "weights): its train.py defaults, SGD momentum 0.9, weight decay 1e-4, divided by "
+            "10 every 30 epochs, at lr 0.01 per 256 images"};
+
+/* The recipe's schedule, when no learning-rate flag gives one. */
+static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
+                              int64_t global_step, int32_t global_batch_size,
+                              int64_t examples_per_epoch) {
+  (void)ctx, (void)name, (void)dataset;
+  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
+}
+
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {
   if (strcmp(name, "squeezenet1_1") != 0)
     return cnnb_error(ctx, CNNB_EINVAL, "squeezenet: asked to describe '%s'", name);
-  /* torchvision's recipe: SGD, lr 0.01 for a batch of 256 (8 x 32), scaled to 32. */
-  return zoo_describe(ctx, name, dataset, info, 28, 0.01f * 32 / 256,
+  return zoo_describe(ctx, name, dataset, info, 28, &recipe,
                       "torchvision's squeezenet1_1 (1.2M params)");
 }
 
@@ -76,6 +96,7 @@ static const cnnb_model_vtable vtable = {
     .struct_size = sizeof(cnnb_model_vtable),
     .describe = describe,
     .build = build,
+    .learning_rate_at = learning_rate_at,
 };
 
 static const char *const offers[] = {"squeezenet1_1", NULL};

@@ -91,7 +91,7 @@ int32_t zoo_make_divisible(double v, int32_t divisor) {
 }
 
 cnnb_status zoo_describe(cnnb_ctx *ctx, const char *model, uint32_t dataset, cnnb_model_info *info,
-                         int32_t min_size, float learning_rate, const char *description) {
+                         int32_t min_size, const zoo_recipe *recipe, const char *description) {
   const cnnb_dataset_info *facts = cnnb_dataset_lookup(dataset);
   if (!facts)
     return cnnb_error(ctx, CNNB_EUNSUPPORTED, "%s: dataset kind %u is not one this host knows",
@@ -102,8 +102,15 @@ cnnb_status zoo_describe(cnnb_ctx *ctx, const char *model, uint32_t dataset, cnn
                       facts->name, facts->height, facts->width, min_size, min_size);
   info->image_size = facts->height > 0 ? facts->height : 224;
   info->default_batch_size = 32;
-  info->default_learning_rate = learning_rate;
+  info->default_learning_rate = recipe->learning_rate * 32 / (float)recipe->batch;
   info->description = description;
+  info->optimizer = recipe->optimizer;
+  info->momentum = recipe->momentum;
+  info->nesterov = recipe->nesterov;
+  info->weight_decay = recipe->weight_decay;
+  info->label_smoothing = recipe->label_smoothing;
+  info->epsilon = recipe->epsilon;
+  info->recipe = recipe->text;
   return CNNB_OK;
 }
 
@@ -112,4 +119,25 @@ cnnb_status zoo_finish(cnnb_ctx *ctx, zoo *z, cnnb_tensor logits) {
   if (cnnb_graph_status(z->g) != CNNB_OK)
     return cnnb_error(ctx, cnnb_graph_status(z->g), "%s", cnnb_graph_error(z->g));
   return CNNB_OK;
+}
+
+float zoo_learning_rate(const zoo_recipe *r, int64_t step, int32_t global_batch_size,
+                        int64_t examples_per_epoch) {
+  const double rate = (double)r->learning_rate * global_batch_size / r->batch;
+  if (examples_per_epoch <= 0) return (float)rate;
+  double epoch = (double)step * global_batch_size / (double)examples_per_epoch;
+  if (!r->per_step) epoch = floor(epoch);
+  if (epoch < r->warmup_epochs)
+    return (float)(rate * (r->warmup_start + (1.0 - r->warmup_start) * epoch / r->warmup_epochs));
+  const double since = epoch - r->warmup_epochs, length = r->epochs - r->warmup_epochs;
+  const double pi = 3.14159265358979323846;
+  switch (r->schedule) {
+    /* From epoch 0, warm-up or not: TF's exponential_decay counts the global step, and
+     * torchvision's recipes that step have no warm-up. */
+    case ZOO_STEP: return (float)(rate * pow(r->factor, floor(epoch / r->every)));
+    case ZOO_COSINE:
+      return since >= length ? 0.0f : (float)(rate * 0.5 * (1.0 + cos(pi * since / length)));
+    case ZOO_LINEAR: return since >= length ? 0.0f : (float)(rate * (1.0 - since / length));
+    default: return (float)rate;
+  }
 }

@@ -61,12 +61,50 @@ cnnb_tensor zoo_linear(zoo *z, const char *key, cnnb_tensor x, int32_t units, cn
  * below divisor nor more than 10% under v. */
 int32_t zoo_make_divisible(double v, int32_t divisor);
 
+/* How a recipe's learning rate moves, after its warm-up. */
+typedef enum zoo_schedule {
+  ZOO_CONSTANT = 0,
+  ZOO_STEP,   /* times `factor` every `every` epochs from epoch 0, warm-up or not (torch's
+                 StepLR, TF's staircase exponential_decay of the global step) */
+  ZOO_COSINE, /* to 0 by `epochs`, from the warm-up's end (torch's CosineAnnealingLR after
+                 torchvision's LinearLR warm-up) */
+  ZOO_LINEAR  /* to 0 by `epochs` (ShuffleNet's linear decay) */
+} zoo_schedule;
+
+/* A model's reference training recipe (torchvision's references/classification, or
+ * the paper's where torchvision ported the weights), as cnnb_model_info's 1.14 fields
+ * and the model's learning_rate_at take it: the defaults of a run that does not set the
+ * flags. */
+typedef struct zoo_recipe {
+  float learning_rate;   /* for a batch of `batch`: the run's is scaled to its global batch */
+  int32_t batch;         /* the recipe's global batch */
+  const char *optimizer; /* --optimizer's name */
+  float momentum;
+  int32_t nesterov;
+  float weight_decay, label_smoothing;
+  float epsilon; /* TF's form; 0: the flag's */
+  zoo_schedule schedule;
+  double every, factor; /* ZOO_STEP */
+  double epochs;        /* ZOO_COSINE, ZOO_LINEAR: the recipe's length */
+  double warmup_epochs; /* linear warm-up from warmup_start times the rate; 0: none */
+  double warmup_start;
+  /* 1: the rate moves every step, with the fractional epoch (TF's schedules, the papers');
+   * 0: once an epoch, at whole epochs, as torchvision's train.py steps its schedulers. */
+  int32_t per_step;
+  const char *text; /* the whole recipe, for --model_info */
+} zoo_recipe;
+
+/* The recipe's learning rate at global step `step` (cnnb_model_vtable.learning_rate_at's
+ * arguments); a run whose epoch is unknown (examples_per_epoch 0) stays at the rate. */
+float zoo_learning_rate(const zoo_recipe *r, int64_t step, int32_t global_batch_size,
+                        int64_t examples_per_epoch);
+
 /* The common describe: the dataset's stored size when it has one (small images keep their
- * size: the networks pool globally), else 224, ImageNet's; every dataset's channels.
- * Refused, naming both sizes, when the stored size is below min_size, the least the
- * model's strides leave a pixel of. */
+ * size: the networks pool globally), else 224, ImageNet's; every dataset's channels; the
+ * model's recipe. Refused, naming both sizes, when the stored size is below min_size, the
+ * least the model's strides leave a pixel of. */
 cnnb_status zoo_describe(cnnb_ctx *ctx, const char *model, uint32_t dataset, cnnb_model_info *info,
-                         int32_t min_size, float learning_rate, const char *description);
+                         int32_t min_size, const zoo_recipe *recipe, const char *description);
 
 /* Sets the logits and reports the graph's first error, if any. */
 cnnb_status zoo_finish(cnnb_ctx *ctx, zoo *z, cnnb_tensor logits);

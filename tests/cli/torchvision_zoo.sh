@@ -22,11 +22,18 @@
 #     float64 (the truth; fp32 PyTorch is itself further from it than cnnbench), at the
 #     learning rate that lowers the model's loss by 0.2 to first order
 #     (torch_side.py's train_losses says why). Images are 96x96: at 64x64 the last
-#     stage's batch norm sees 8 values a channel, too few for a well-conditioned gradient.
+#     stage's batch norm sees 8 values a channel, too few for a well-conditioned gradient;
+#  4. the recipe: --model_info shows it, a training run takes its optimizer, and its
+#     learning-rate schedule, as the host runs it with no rate flag (model_lr_schedule),
+#     equals torchvision's train.py schedulers (StepLR; LinearLR warm-up then
+#     CosineAnnealingLR, stepped once an epoch) or, for the recipes torchvision ported,
+#     the source's per-step rule (TF's warm-up and staircase decay for EfficientNet,
+#     ShuffleNet's linear decay), at ImageNet's epoch and a global batch of 256, at every
+#     epoch's first and last step over the recipe's length, within 1e-6 relative.
 # Needs torch and torchvision in $CNNB_PYTHON (skips, 77, without them).
 set -uo pipefail
 : "${CNNB_BUILD_DIR:?run through ctest}" "${CNNB_SOURCE_DIR:?run through ctest}"
-: "${CHECKPOINT_LOGITS:?run through ctest}"
+: "${CHECKPOINT_LOGITS:?run through ctest}" "${MODEL_LR_SCHEDULE:?run through ctest}"
 command -v cmake >/dev/null || { echo "SKIP: cmake not on PATH"; exit 77; }
 py=${CNNB_PYTHON:-python3}
 "$py" -c 'import torch, torchvision, safetensors, numpy' 2>/dev/null || {
@@ -60,11 +67,19 @@ for m in $models; do
     fail "$m: --model_info: $(tail -n 3 "$tmp/$m.info")"
     continue
   }
+  # torchvision's recipe (or the paper's) as the model's defaults, and training takes them.
+  grep -q "^Training recipe: .*weight decay" "$tmp/$m.info" &&
+    grep -q "^Recipe defaults: --optimizer=" "$tmp/$m.info" ||
+    fail "$m: --model_info shows no training recipe: $(grep -i recipe "$tmp/$m.info")"
   if ! cnnbench --model="$m" --device=cpu --batch_size=$BATCH --image_size=$SIZE \
     --num_batches=1 --num_warmup_batches=0 --train_dir="$tmp/train_$m" >"$tmp/$m.train" 2>&1; then
     fail "$m: one training step with --train_dir: $(tail -n 5 "$tmp/$m.train")"
     continue
   fi
+  recipe_optimizer=$(sed -n 's/^Recipe defaults: --optimizer=\([a-z]*\).*/\1/p' "$tmp/$m.info")
+  grep -q "training recipe sets optimizer $recipe_optimizer" "$tmp/$m.train" &&
+    grep -qx "Optimizer:   $recipe_optimizer" "$tmp/$m.train" ||
+    fail "$m: training did not take the recipe's optimizer $recipe_optimizer"
   ckpt=$(ls "$tmp/train_$m"/model.ckpt-*.safetensors 2>/dev/null | tail -n 1)
   [[ -n "$ckpt" ]] || {
     fail "$m: --train_dir wrote no model.ckpt-*.safetensors"
@@ -228,5 +243,109 @@ while read -r m ckpt; do
     fail "$m (training): the same steps give other losses: $result"
   fi
 done <"$tmp/models.list"
+# ---- 4. the recipe's learning-rate schedule --------------------------------------------------
+cat >"$tmp/schedule.py" <<'PY'
+"""The schedule each zoo model's recipe gives, from its source: torchvision's train.py
+builds torch's own schedulers (stepped once an epoch); the ported recipes step per update."""
+import math, sys
+
+GLOBAL_BATCH, EPOCH = 256, 1281167  # ImageNet's training set
+# name: (rate, for a batch of, how it moves)
+RECIPES = {
+    "resnext50_32x4d": (0.1, 256, ("step", 30, 0.1)),
+    "wide_resnet50_2": (0.1, 256, ("step", 30, 0.1)),
+    "densenet121": (0.1, 256, ("step", 30, 0.1)),
+    "squeezenet1_1": (0.01, 256, ("step", 30, 0.1)),
+    "mobilenet_v3_large": (0.064, 1024, ("step", 2, 0.973)),
+    "mobilenet_v3_small": (0.064, 1024, ("step", 2, 0.973)),
+    "regnet_y_400mf": (0.8, 1024, ("cosine", 100, 5, 0.1)),
+    "convnext_tiny": (1e-3, 1024, ("cosine", 600, 5, 0.01)),
+    "efficientnet_b0": (0.256, 4096, ("tf_exponential", 2.4, 0.97, 5)),
+    "shufflenet_v2_x1_0": (0.5, 1024, ("linear_iterations", 300000)),
+}
+
+def per_epoch(rate, how):
+    """torchvision's train.py: the main scheduler, after a LinearLR warm-up when the
+    recipe has one (SequentialLR), stepped at each epoch's end."""
+    import torch
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=rate)
+    if how[0] == "step":
+        sched, epochs = torch.optim.lr_scheduler.StepLR(opt, how[1], how[2]), 600
+    else:
+        _, epochs, warmup, start = how
+        main = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs - warmup)
+        ramp = torch.optim.lr_scheduler.LinearLR(opt, start_factor=start, total_iters=warmup)
+        sched = torch.optim.lr_scheduler.SequentialLR(opt, [ramp, main], milestones=[warmup])
+    rates = []
+    for _ in range(epochs + 1):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()  # an epoch's updates, then the scheduler, as train.py
+        sched.step()
+    return rates
+
+cache = {}
+
+def expected(name, step):
+    base, batch, how = RECIPES[name]
+    rate = base * GLOBAL_BATCH / batch
+    epoch = step * GLOBAL_BATCH / EPOCH
+    if how[0] == "tf_exponential":  # TF's efficientnet: warm-up by step, then staircase
+        _, every, factor, warmup = how
+        if epoch < warmup:
+            return rate * epoch / warmup
+        return rate * factor ** math.floor(epoch / every)
+    if how[0] == "linear_iterations":  # ShuffleNet: to 0 over N iterations of 1024
+        return max(0.0, rate * (1 - step * GLOBAL_BATCH / (how[1] * 1024)))
+    if name not in cache:
+        cache[name] = per_epoch(rate, how)
+    rates = cache[name]
+    # None past the recipe's length: torch's cosine would rise again, the recipe has ended.
+    return rates[int(epoch)] if int(epoch) < len(rates) else None
+
+if sys.argv[1] == "steps":
+    steps = set()
+    for e in range(0, 601):
+        first = math.ceil(e * EPOCH / GLOBAL_BATCH)
+        steps.update((first, first + 1, max(first - 1, 0)))
+    print("\n".join(str(s) for s in sorted(steps)))
+    sys.exit(0)
+# compare WORK NAME...: each model's WORK/NAME.lr ("step rate" lines) against its recipe.
+work, failed = sys.argv[2], False
+for name in sys.argv[3:]:
+    rows, last, bad = 0, 0, None
+    for line in open("%s/%s.lr" % (work, name)):
+        step, got = int(line.split()[0]), float(line.split()[1])
+        want = expected(name, step)
+        if want is None:
+            continue
+        rows, last = rows + 1, step
+        if abs(got - want) > 1e-6 * abs(want) + 1e-12:
+            bad = "step %d (epoch %.4f): %.9g, the recipe's %.9g" % (
+                step, step * GLOBAL_BATCH / EPOCH, got, want)
+            break
+    if bad or rows == 0:
+        print("FAIL: %s: the learning-rate schedule is not the recipe's: %s" % (name, bad or "no steps"))
+        failed = True
+    else:
+        print("%s: schedule: %d steps over %.0f epochs equal the recipe's" %
+              (name, rows, last * GLOBAL_BATCH / EPOCH))
+sys.exit(1 if failed else 0)
+PY
+"$py" "$tmp/schedule.py" steps >"$tmp/steps.txt"
+scheduled=()
+for m in $models; do
+  if CNNB_PLUGIN_PATH="$zoo" "$MODEL_LR_SCHEDULE" --model="$m" --global_batch=256 \
+    --examples_per_epoch=1281167 <"$tmp/steps.txt" >"$tmp/$m.lr" 2>"$tmp/$m.lr_err"; then
+    scheduled+=("$m")
+  else
+    fail "$m: model_lr_schedule: $(tail -n 3 "$tmp/$m.lr_err")"
+  fi
+done
+if [[ ${#scheduled[@]} -gt 0 ]]; then
+  "$py" "$tmp/schedule.py" compare "$tmp" "${scheduled[@]}" 2>&1 | grep -v "UserWarning\|warnings.warn"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || fail "learning-rate schedules (above)"
+fi
+
 [[ $failures -eq 0 ]] || exit 1
-echo "OK: every zoo model equals torchvision's (parameters, FLOPs, logits, training steps)"
+echo "OK: every zoo model equals torchvision's (parameters, FLOPs, logits, training steps, recipe)"
