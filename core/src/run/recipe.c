@@ -59,20 +59,24 @@ cnnb_status cnnb_recipe_apply(cnnb_ctx *ctx, const char *model, const cnnb_model
     t->rule = rule;
     note(applied, size, "optimizer %s", info->optimizer);
   }
-  if (!given->momentum && (t->rule == CNNB_OPT_MOMENTUM || t->rule == CNNB_OPT_RMSPROP)) {
-    if (t->rule == CNNB_OPT_RMSPROP) t->rmsprop_momentum = info->momentum;
-    else t->momentum = info->momentum;
-    note(applied, size, "momentum %g", (double)info->momentum);
-  }
-  if (!given->nesterov && t->rule == CNNB_OPT_MOMENTUM) {
-    t->nesterov = info->nesterov != 0;
-    note(applied, size, "%s", t->nesterov ? "Nesterov" : "not Nesterov");
-  }
-  if (!given->epsilon && info->epsilon > 0.0f &&
-      (t->rule == CNNB_OPT_RMSPROP || t->rule == CNNB_OPT_ADAM)) {
-    if (t->rule == CNNB_OPT_RMSPROP) t->rmsprop_epsilon = info->epsilon;
-    else t->adam_epsilon = info->epsilon;
-    note(applied, size, "epsilon %g", (double)info->epsilon);
+  /* Momentum, Nesterov and epsilon are the recipe's optimizer's: with another one given,
+   * they would tune an optimizer the recipe never ran. */
+  if (t->rule == rule) {
+    if (!given->momentum && (rule == CNNB_OPT_MOMENTUM || rule == CNNB_OPT_RMSPROP)) {
+      if (rule == CNNB_OPT_RMSPROP) t->rmsprop_momentum = info->momentum;
+      else t->momentum = info->momentum;
+      note(applied, size, "momentum %g", (double)info->momentum);
+    }
+    if (!given->nesterov && rule == CNNB_OPT_MOMENTUM) {
+      t->nesterov = info->nesterov != 0;
+      note(applied, size, "%s", t->nesterov ? "Nesterov" : "not Nesterov");
+    }
+    if (!given->epsilon && info->epsilon > 0.0f &&
+        (rule == CNNB_OPT_RMSPROP || rule == CNNB_OPT_ADAM)) {
+      if (rule == CNNB_OPT_RMSPROP) t->rmsprop_epsilon = info->epsilon;
+      else t->adam_epsilon = info->epsilon;
+      note(applied, size, "epsilon %g", (double)info->epsilon);
+    }
   }
   if (!given->weight_decay) {
     t->weight_decay = info->weight_decay;
@@ -94,7 +98,8 @@ void cnnb_recipe_print(const cnnb_model_info *info, FILE *out) {
   fprintf(out, "Training recipe: %s\n", info->recipe ? info->recipe : "(not described)");
   fprintf(out, "Recipe defaults: --optimizer=%s", info->optimizer);
   if (strcmp(info->optimizer, "sgd") != 0 && strcmp(info->optimizer, "adam") != 0)
-    fprintf(out, " --%s=%g", strcmp(info->optimizer, "rmsprop") == 0 ? "rmsprop_momentum" : "momentum",
+    fprintf(out, " --%s=%g",
+            strcmp(info->optimizer, "rmsprop") == 0 ? "rmsprop_momentum" : "momentum",
             (double)info->momentum);
   if (strcmp(info->optimizer, "momentum") == 0)
     fprintf(out, " --%snesterov", info->nesterov ? "" : "no");

@@ -10,7 +10,10 @@
 #include <cnnb/model.h>
 #include "config/run_config.h"
 
-/* Applies info's recipe to cfg (a run's own copy) when it has one (info->optimizer set).
+/* Applies info's recipe to cfg (a run's own copy) when it has one (info->optimizer set):
+ * weight decay and label smoothing whatever the optimizer; momentum, Nesterov and
+ * epsilon only while the run's optimizer is the recipe's (--optimizer not given, or
+ * given as the recipe's).
  * `applied` gets what changed, "optimizer rmsprop, weight decay 1e-05, ..." ("" for
  * nothing). CNNB_EINVAL naming `model` (the plugin, "fix the plugin") for a recipe value
  * outside its flag's range. */
