@@ -13,6 +13,8 @@
 # Adam at 0.001 for all (total_loss includes the L2 term): the point is that every op's
 # gradient reaches every parameter, not each model's best recipe (SGD at one rate for all
 # diverges on some and stalls others).
+# Then cnnbench-tune, installed beside that cnnbench, searches two zoo models (a small
+# space and budget): each gets a ranked row in its report and a flagfile that reruns.
 set -uo pipefail
 : "${CNNB_BUILD_DIR:?run through ctest}" "${CNNB_SOURCE_DIR:?run through ctest}"
 : "${MAKE_CIFAR:?run through ctest}"
@@ -100,5 +102,27 @@ zoo_cnnbench --model=convnext_tiny --image_size=16 --num_batches=1 --batch_size=
 rc=$?
 [[ $rc == 2 ]] && grep -q "building model convnext_tiny.*conv2d 'features.6.1'" "$tmp/tiny.out" ||
   fail "convnext_tiny at 16x16: want exit 2 naming the conv that does not fit, got $rc: $(tail -n 2 "$tmp/tiny.out")"
+# The tuner runs zoo models as it runs any: its children find them on CNNB_PLUGIN_PATH.
+cat >"$tmp/space" <<'SPACE'
+variable_update = replicated, horovod
+precision = fp32
+batch_size = 8, 16
+image_size := 32
+num_intra_threads = 0
+SPACE
+if ! CNNB_PLUGIN_PATH="$zoo_dir" \
+  "$zoo_prefix/bin/cnnbench-tune" --models=squeezenet1_1,mobilenet_v3_small --space="$tmp/space" \
+  --processes=1 --budget=60s --out="$tmp/tuned" >"$tmp/tune.out" 2>&1; then
+  fail "cnnbench-tune on two zoo models: $(tail -n 5 "$tmp/tune.out")"
+else
+  for m in squeezenet1_1 mobilenet_v3_small; do
+    grep -q "^| $m | " "$tmp/tuned/report.md" || fail "cnnbench-tune: no best row for $m in report.md"
+    if ! CNNB_PLUGIN_PATH="$zoo_dir" "$zoo_prefix/bin/cnnbench" --flagfile="$tmp/tuned/$m.flags" \
+      --num_batches=1 --num_warmup_batches=0 >"$tmp/rerun.out" 2>&1; then
+      fail "cnnbench --flagfile=$m.flags (the tuner's winner): $(tail -n 3 "$tmp/rerun.out")"
+    fi
+  done
+  echo "cnnbench-tune: $(grep -c '^| [a-z]' "$tmp/tuned/report.md") rows; winners rerun"
+fi
 [[ $failures -eq 0 ]] || exit 1
-echo "OK: every zoo model trains, its loss falling, on synthetic and real data"
+echo "OK: every zoo model trains, its loss falling, on synthetic and real data; the tuner runs them"
