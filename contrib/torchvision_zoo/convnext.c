@@ -63,13 +63,7 @@ static const zoo_recipe recipe = {
             "crops. cnnbench has no AdamW: Adam without weight decay here (Adam's L2 decay "
             "is not AdamW's)"};
 
-/* The recipe's schedule, when no learning-rate flag gives one. */
-static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                              int64_t global_step, int32_t global_batch_size,
-                              int64_t examples_per_epoch) {
-  (void)ctx, (void)name, (void)dataset;
-  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
-}
+ZOO_RECIPE_SCHEDULE(recipe)
 
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {

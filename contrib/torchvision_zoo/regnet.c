@@ -47,13 +47,7 @@ static const zoo_recipe recipe = {
     .text = "torchvision: SGD momentum 0.9, lr 0.8 per 1024 images, cosine decay after 5 "
             "linear warm-up epochs from 0.1x, weight decay 5e-5, 100 epochs"};
 
-/* The recipe's schedule, when no learning-rate flag gives one. */
-static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                              int64_t global_step, int32_t global_batch_size,
-                              int64_t examples_per_epoch) {
-  (void)ctx, (void)name, (void)dataset;
-  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
-}
+ZOO_RECIPE_SCHEDULE(recipe)
 
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {

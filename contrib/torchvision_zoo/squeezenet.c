@@ -51,13 +51,7 @@ static const zoo_recipe recipe = {
             "weights): its train.py defaults, SGD momentum 0.9, weight decay 1e-4, divided by "
             "10 every 30 epochs, at lr 0.01 per 256 images"};
 
-/* The recipe's schedule, when no learning-rate flag gives one. */
-static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,
-                              int64_t global_step, int32_t global_batch_size,
-                              int64_t examples_per_epoch) {
-  (void)ctx, (void)name, (void)dataset;
-  return zoo_learning_rate(&recipe, global_step, global_batch_size, examples_per_epoch);
-}
+ZOO_RECIPE_SCHEDULE(recipe)
 
 static cnnb_status describe(cnnb_ctx *ctx, const char *name, uint32_t dataset,
                             cnnb_model_info *info) {

@@ -99,6 +99,17 @@ typedef struct zoo_recipe {
 float zoo_learning_rate(const zoo_recipe *r, int64_t step, int32_t global_batch_size,
                         int64_t examples_per_epoch);
 
+/* Defines the plugin's `learning_rate_at` (cnnb_model_vtable's, for its vtable): the
+ * schedule of `recipe`, which every model of the plugin shares, when no learning-rate
+ * flag gives one. */
+#define ZOO_RECIPE_SCHEDULE(recipe)                                                          \
+  static float learning_rate_at(cnnb_ctx *ctx, const char *name, uint32_t dataset,           \
+                                int64_t global_step, int32_t global_batch_size,              \
+                                int64_t examples_per_epoch) {                                \
+    (void)ctx, (void)name, (void)dataset;                                                    \
+    return zoo_learning_rate(&(recipe), global_step, global_batch_size, examples_per_epoch); \
+  }
+
 /* The common describe: the dataset's stored size when it has one (small images keep their
  * size: the networks pool globally), else 224, ImageNet's; every dataset's channels; the
  * model's recipe. Refused, naming both sizes, when the stored size is below min_size, the
